@@ -1,0 +1,85 @@
+"""The error taxonomy: each exception says which layer failed.
+
+A user mistake (bad input file, unknown environment, wrong flag) is an ``InputError`` or a
+``ConfigError`` and is shown as one line. An infrastructure failure during a rollout (model,
+tool, verifier) becomes a failure record with a ``FailureKind``; it is never scored as 0.
+"""
+
+from __future__ import annotations
+
+from palaestra.types import FailureKind
+
+
+class PalaestraError(Exception):
+    """Base of every error palaestra raises on purpose."""
+
+
+class ConfigError(PalaestraError):
+    """A wrong flag, an unknown environment name, a missing optional extra."""
+
+
+class InputError(PalaestraError):
+    """A bad input row; the message names the file, the line and the field."""
+
+    def __init__(self, reason: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.reason = reason
+        self.path = path
+        self.line = line
+        self.field = field
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = ":".join(str(p) for p in (self.path, self.line) if p is not None)
+        field = f" field '{self.field}':" if self.field else ""
+        return f"{where}:{field} {self.reason}" if where else f"{field} {self.reason}".strip()
+
+
+class RolloutFailure(PalaestraError):
+    """Raised inside a rollout; the collector records it as a failure of ``kind``."""
+
+    kind: FailureKind = FailureKind.INTERNAL_ERROR
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class ModelError(RolloutFailure):
+    """The model endpoint failed after its retry budget, or answered something unusable."""
+
+    kind = FailureKind.MODEL_ERROR
+
+
+class ModelUnreachable(ModelError):
+    """The model endpoint cannot be connected to at all; nothing can go on without it."""
+
+
+class ModelTimeout(ModelError):
+    kind = FailureKind.TIMEOUT
+
+
+class EnvironmentFailure(RolloutFailure):
+    """The environment's own code raised (seed, close): a bug or an outage, not the model's fault."""
+
+    kind = FailureKind.ENV_ERROR
+
+
+class ToolFailure(RolloutFailure):
+    """A tool raised an unexpected exception or timed out."""
+
+    kind = FailureKind.TOOL_ERROR
+
+
+class VerifierFailure(RolloutFailure):
+    """``verify`` raised or timed out; the rollout could not be scored."""
+
+    kind = FailureKind.VERIFIER_ERROR
+
+
+class ToolError(PalaestraError):
+    """Raise this inside a tool to tell the *model* that its call was wrong.
+
+    The message is fed back to the model as the tool's output, and the rollout goes on.
+    Any other exception from a tool fails the rollout as ``tool_error``.
+    """

@@ -1,0 +1,39 @@
+"""The one interface every model satisfies: Responses create params in, a Response out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from palaestra.types import JsonDict
+
+
+@dataclass(slots=True)
+class ModelStats:
+    """Counters a model keeps for the run summary: requests sent, retries spent, failures."""
+
+    requests: int = 0
+    retries: int = 0
+    failures: int = 0
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that answers an OpenAI Responses request.
+
+    ``respond`` takes Responses create params (``input``, ``tools``, sampling, ...) and returns
+    an OpenAI ``Response`` as a dict. It raises ``palaestra.errors.ModelError`` (or a subclass)
+    once its retry budget is spent; a context-length error is not raised but answered as a
+    response with ``status: "incomplete"`` so the agent can stop cleanly.
+    """
+
+    name: str
+    stats: ModelStats
+
+    async def respond(self, params: JsonDict) -> JsonDict: ...
+
+    async def check(self) -> None:
+        """Fail fast with ``ModelUnreachable`` when the model cannot be reached at all."""
+        ...
+
+    async def aclose(self) -> None: ...

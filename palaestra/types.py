@@ -1,0 +1,140 @@
+"""The public vocabulary: tasks, verdicts, failures, rollouts and Responses-API items.
+
+Inside the hot loop everything is a plain dict (the JSON shape of the OpenAI Responses API);
+these types name the shapes and hold the few helpers that build them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonDict = dict[str, Any]
+"""A JSON object as parsed by orjson; the currency of the hot path."""
+
+
+class FailureKind(enum.StrEnum):
+    """Why a rollout could not be scored. Recorded in the failures sidecar."""
+
+    MODEL_ERROR = "model_error"
+    TIMEOUT = "timeout"
+    TOOL_ERROR = "tool_error"
+    ENV_ERROR = "env_error"
+    VERIFIER_ERROR = "verifier_error"
+    INVALID_INPUT = "invalid_input"
+    SANDBOX_LIMIT = "sandbox_limit"
+    WORKER_CRASH = "worker_crash"
+    INTERNAL_ERROR = "internal_error"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An explicit failure: the rollout has no reward. ``masked`` means: leave it out of training."""
+
+    kind: FailureKind
+    reason: str
+    masked: bool = True
+
+    def to_json(self) -> JsonDict:
+        return {"kind": str(self.kind), "reason": self.reason, "masked": self.masked}
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What verification returns.
+
+    ``metrics`` are extra numeric or string fields written beside ``reward`` in the rollout row
+    (NeMo Gym writes verifier fields flat, and so do we). A verdict with a ``failure`` is not a
+    score: the rollout goes to the failures sidecar instead of the output.
+    """
+
+    reward: float = 0.0
+    reward_components: dict[str, float] | None = None
+    step_rewards: list[float] | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    failure: Failure | None = None
+
+    @classmethod
+    def failed(cls, kind: FailureKind, reason: str, *, masked: bool = True) -> Verdict:
+        return cls(failure=Failure(kind, reason, masked))
+
+    def to_fields(self) -> JsonDict:
+        """The verifier fields as they appear in a rollout row."""
+        fields: JsonDict = dict(self.metrics)
+        fields["reward"] = float(self.reward)
+        if self.reward_components is not None:
+            fields["reward_components"] = dict(self.reward_components)
+        if self.step_rewards is not None:
+            fields["step_rewards"] = list(self.step_rewards)
+        return fields
+
+
+# --- Responses-API item helpers -------------------------------------------------------------
+
+
+def user_message(text: str) -> JsonDict:
+    return {"type": "message", "role": "user", "content": text}
+
+
+def input_items(params: JsonDict) -> list[JsonDict]:
+    """The ``input`` of Responses create params as a list of items (a string becomes a message)."""
+    raw = params.get("input", [])
+    if isinstance(raw, str):
+        return [user_message(raw)]
+    return list(raw)
+
+
+def assistant_message(text: str, *, item_id: str = "msg_0") -> JsonDict:
+    return {
+        "type": "message",
+        "id": item_id,
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def function_call_output(call_id: str, output: str) -> JsonDict:
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def output_text(response: JsonDict) -> str:
+    """All assistant text of a Response, joined: what a verifier usually reads."""
+    parts: list[str] = []
+    for item in response.get("output", []):
+        if item.get("type") == "message" and item.get("role", "assistant") == "assistant":
+            content = item.get("content", [])
+            if isinstance(content, str):
+                parts.append(content)
+                continue
+            for part in content:
+                if part.get("type") in ("output_text", "text"):
+                    parts.append(str(part.get("text", "")))
+    return "".join(parts)
+
+
+def function_calls(response: JsonDict) -> list[JsonDict]:
+    return [item for item in response.get("output", []) if item.get("type") == "function_call"]
+
+
+def empty_usage() -> JsonDict:
+    return {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "total_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
+
+
+def add_usage(total: JsonDict, usage: JsonDict | None) -> None:
+    """Add one call's ``usage`` into ``total`` in place (details included)."""
+    if not usage:
+        return
+    for key in ("input_tokens", "output_tokens", "total_tokens"):
+        total[key] = total.get(key, 0) + int(usage.get(key) or 0)
+    for details, key in (("input_tokens_details", "cached_tokens"),
+                         ("output_tokens_details", "reasoning_tokens")):
+        value = (usage.get(details) or {}).get(key) or 0
+        total.setdefault(details, {})[key] = total.get(details, {}).get(key, 0) + int(value)
