@@ -60,7 +60,7 @@ class ModelTimeout(ModelError):
 
 
 class EnvironmentFailure(RolloutFailure):
-    """The environment's own code raised (seed, close): a bug or an outage, not the model's fault."""
+    """The environment's own code raised in seed or close: not the model's fault."""
 
     kind = FailureKind.ENV_ERROR
 
@@ -82,4 +82,11 @@ class ToolError(PalaestraError):
 
     The message is fed back to the model as the tool's output, and the rollout goes on.
     Any other exception from a tool fails the rollout as ``tool_error``.
+    """
+
+
+class ToolCallRejected(PalaestraError):
+    """The model's tool call was wrong (unknown tool, invalid arguments, a ``ToolError``).
+
+    Not a failure of the rollout: the agent feeds the message back to the model.
     """

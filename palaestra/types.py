@@ -30,7 +30,7 @@ class FailureKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """An explicit failure: the rollout has no reward. ``masked`` means: leave it out of training."""
+    """An explicit failure: the rollout has no reward. ``masked``: leave it out of training."""
 
     kind: FailureKind
     reason: str

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import click
-
 from palaestra.cli.collect import collect_command
 from palaestra.cli.envs import envs_command
+
 from palaestra.cli.serve import serve_group
 
 

@@ -1,0 +1,41 @@
+"""The ``Agent`` interface and what one rollout produces."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from palaestra.env_client import EnvironmentClient
+from palaestra.models.base import Model
+from palaestra.types import Failure, JsonDict, Verdict
+
+
+@dataclass(slots=True)
+class AgentResult:
+    """One finished rollout: a trajectory with a verdict, or an explicit failure.
+
+    ``response`` is the whole trajectory as one OpenAI Response (every output item of every
+    model call and tool output, usage summed); it is kept on failure too, as far as it got.
+    """
+
+    response: JsonDict | None = None
+    verdict: Verdict | None = None
+    failure: Failure | None = None
+    model_calls: int = 0
+    tool_calls: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def add_time(self, phase: str, started: float) -> None:
+        self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - started
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """The harness that drives one rollout of a task against an environment and a model."""
+
+    name: str
+
+    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+        """Run the task to a verdict. Never raises for a rollout failure: it returns one."""
+        ...

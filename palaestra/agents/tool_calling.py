@@ -1,0 +1,133 @@
+"""The tool-calling agent: NeMo Gym simple_agent semantics, bounded and honest about failures.
+
+seed → repeat { call the model with the input plus every output item so far; stop when the
+answer is incomplete or calls no tool; run each function call and append its output } at most
+``max_steps`` model calls → verify → close.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from palaestra.agents.base import AgentResult
+from palaestra.env_client import EnvironmentClient
+from palaestra.errors import RolloutFailure, ToolCallRejected
+from palaestra.models.base import Model
+from palaestra.types import (
+    Failure,
+    FailureKind,
+    JsonDict,
+    add_usage,
+    empty_usage,
+    function_call_output,
+    function_calls,
+    input_items,
+)
+
+
+class ToolCallingAgent:
+    """Multi-turn tool use. Tools come from the task's params, else from the environment."""
+
+    name = "tool_calling"
+
+    def __init__(self, *, max_steps: int = 8) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.max_steps = max_steps
+
+    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+        result = AgentResult()
+        started = time.perf_counter()
+        session_id: str | None = None
+        try:
+            phase = time.perf_counter()
+            session_id = await env.seed(task)
+            result.add_time("seed", phase)
+            params = request_params(task, env)
+            result.response = await self._loop(params, session_id, env, model, result)
+            phase = time.perf_counter()
+            result.verdict = await env.verify(session_id, task, result.response)
+            result.add_time("verify", phase)
+        except RolloutFailure as failure:
+            result.failure = Failure(failure.kind, failure.reason)
+        finally:
+            if session_id is not None:
+                await close_session(env, session_id, result)
+            result.add_time("total", started)
+        return result
+
+    async def _loop(self, params: JsonDict, session_id: str, env: EnvironmentClient,
+                    model: Model, result: AgentResult) -> JsonDict:
+        history = input_items(params)
+        outputs: list[JsonDict] = []
+        usage = empty_usage()
+        response: JsonDict = {}
+        for _ in range(self.max_steps):
+            phase = time.perf_counter()
+            response = await model.respond({**params, "input": history + outputs})
+            result.add_time("model", phase)
+            result.model_calls += 1
+            outputs.extend(response.get("output") or [])
+            add_usage(usage, response.get("usage"))
+            calls = function_calls(response)
+            if response.get("status") == "incomplete" or not calls:
+                break
+            phase = time.perf_counter()
+            for call in calls:
+                outputs.append(await self._run_call(call, session_id, env))
+                result.tool_calls += 1
+            result.add_time("tools", phase)
+        return {**response, "output": outputs, "usage": usage}
+
+    async def _run_call(self, call: JsonDict, session_id: str,
+                        env: EnvironmentClient) -> JsonDict:
+        call_id = str(call.get("call_id") or call.get("id") or "")
+        name = str(call.get("name", ""))
+        arguments = parse_arguments(call.get("arguments"))
+        if isinstance(arguments, str):
+            return function_call_output(call_id, arguments)
+        try:
+            output = await env.call_tool(session_id, name, arguments)
+        except ToolCallRejected as rejected:
+            output = f"Error: {rejected}"
+        return function_call_output(call_id, output)
+
+
+def request_params(task: JsonDict, env: EnvironmentClient) -> JsonDict:
+    """The task's create params; the environment's tools are offered when the task names none."""
+    params: JsonDict = dict(task["responses_create_params"])
+    if "tools" not in params:
+        tools = env.tools()
+        if tools:
+            params["tools"] = tools
+    return params
+
+
+def parse_arguments(raw: Any) -> JsonDict | str:
+    """A function call's ``arguments`` as a dict, or the error text to feed back to the model."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = orjson.loads(raw if raw not in (None, "") else "{}")
+    except (orjson.JSONDecodeError, TypeError) as error:
+        return f"Error: the arguments are not valid JSON ({error}); got: {str(raw)[:200]}"
+    if not isinstance(parsed, dict):
+        return f"Error: the arguments must be a JSON object; got: {str(raw)[:200]}"
+    return parsed
+
+
+async def close_session(env: EnvironmentClient, session_id: str, result: AgentResult) -> None:
+    """Close the session; a close failure fails a rollout that had not failed yet."""
+    try:
+        await env.close(session_id)
+    except RolloutFailure as failure:
+        if result.failure is None:
+            result.failure = Failure(failure.kind, failure.reason)
+            result.verdict = None
+    except Exception as error:
+        if result.failure is None:
+            result.failure = Failure(FailureKind.ENV_ERROR, f"close raised {error!r}")
+            result.verdict = None

@@ -1,0 +1,123 @@
+"""``palaestra collect``: verified rollouts of an environment's tasks, to JSONL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from palaestra.agents import AGENTS, SingleTurnAgent, ToolCallingAgent
+from palaestra.cli.errors import exit_on_user_error
+from palaestra.collect.collector import CollectConfig, RunSummary, collect
+from palaestra.collect.progress import RichProgress, summary_table
+from palaestra.env_client import LocalEnvironmentClient
+from palaestra.errors import ConfigError
+from palaestra.registry import find_environment
+from palaestra.types import JsonDict
+
+EXIT_STOPPED = 3
+
+
+@click.command("collect")
+@click.option("--env", "env_spec", required=True,
+              help="Environment: a name (see `palaestra envs`), ./file.py[:Class] or module:Class.")
+@click.option("--input", "input_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Tasks JSONL. Default: the environment's example tasks.")
+@click.option("--output", "output_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Rollouts JSONL. Default: runs/<env>.jsonl.")
+@click.option("--model", "model_spec", default="local", show_default=True,
+              help="'local' (embedded SmolLM2), an OpenAI-compatible base URL "
+                   "(http://host:8000/v1) or a name from --model-config.")
+@click.option("--model-name", help="The `model` field sent to a remote endpoint.")
+@click.option("--api", type=click.Choice(["auto", "responses", "chat"]), default="auto",
+              show_default=True, help="Remote API: Responses, Chat Completions, or detect.")
+@click.option("--api-key", envvar="OPENAI_API_KEY", show_envvar=True,
+              help="Bearer token for the model endpoint. Never written to any output.")
+@click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
+              help="YAML file of named models (default ./palaestra_models.yaml).")
+@click.option("--agent", "agent_name", type=click.Choice(sorted(AGENTS)), default="tool_calling",
+              show_default=True)
+@click.option("--max-steps", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Most model calls per rollout (tool_calling agent).")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Rollouts per task (rollout_index 0..N-1).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Rollouts in flight at once; also bounds what is resident in memory.")
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N tasks.")
+@click.option("--resume", is_flag=True, help="Continue a killed run: skip finished rollouts.")
+@click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over.")
+@click.option("--temperature", type=float, help="Override the tasks' temperature.")
+@click.option("--top-p", type=float, help="Override the tasks' top_p.")
+@click.option("--max-output-tokens", type=click.IntRange(min=1),
+              help="Override the tasks' max_output_tokens.")
+@click.option("--max-retries", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Retries per model request on 429/5xx/disconnects.")
+@click.option("--request-timeout", type=click.FloatRange(min=0.1), default=600.0,
+              show_default=True, help="Seconds to wait for one model answer.")
+def collect_command(**options: Any) -> None:
+    """Collect verified rollouts: one scored rollout per line, failures in a sidecar."""
+    console = Console(stderr=True)
+    with exit_on_user_error(console):
+        summary, elapsed = asyncio.run(_collect(options, console))
+    Console().print(summary_table(summary, elapsed))
+    if summary.stopped_reason:
+        raise SystemExit(EXIT_STOPPED)
+
+
+async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummary, float]:
+    from palaestra.models.http import RetryPolicy, Timeouts
+    from palaestra.models.resolve import open_model
+
+    entry = find_environment(options["env_spec"])
+    input_path = options["input_path"] or entry.example_tasks
+    if input_path is None:
+        raise ConfigError(f"environment '{entry.name}' ships no example tasks: pass --input")
+    if not Path(input_path).is_file():
+        raise ConfigError(f"input file not found: {input_path}")
+    output_path = options["output_path"] or Path("runs") / f"{entry.name}.jsonl"
+    agent = _agent(options)
+    config = CollectConfig(
+        input=Path(input_path),
+        output=output_path,
+        repeats=options["repeats"],
+        concurrency=options["concurrency"],
+        limit=options["limit"],
+        resume=options["resume"],
+        overwrite=options["overwrite"],
+        overrides=_overrides(options),
+        agent_ref={"type": "responses_api_agents", "name": f"{entry.name}_{agent.name}"},
+    )
+    model = open_model(
+        options["model_spec"],
+        api=options["api"],
+        model_name=options["model_name"],
+        api_key=options["api_key"],
+        config_path=options["model_config"],
+        retry=RetryPolicy(max_retries=options["max_retries"]),
+        timeouts=Timeouts(read=options["request_timeout"]),
+    )
+    env = LocalEnvironmentClient(entry.environment())
+    started = time.perf_counter()
+    try:
+        summary = await collect(env, agent, model, config, RichProgress(console))
+    finally:
+        await env.aclose()
+        await model.aclose()
+    return summary, time.perf_counter() - started
+
+
+def _agent(options: dict[str, Any]) -> ToolCallingAgent | SingleTurnAgent:
+    if options["agent_name"] == ToolCallingAgent.name:
+        return ToolCallingAgent(max_steps=options["max_steps"])
+    return SingleTurnAgent()
+
+
+def _overrides(options: dict[str, Any]) -> JsonDict:
+    names = {"temperature": "temperature", "top_p": "top_p",
+             "max_output_tokens": "max_output_tokens"}
+    return {field: options[option] for option, field in names.items()
+            if options[option] is not None}

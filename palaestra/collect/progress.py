@@ -1,0 +1,90 @@
+"""Showing a run: a live progress bar while it runs and a summary table when it ends."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from palaestra.collect.collector import RunSummary
+
+
+class RichProgress:
+    """The collector's ``Progress`` on a terminal: done/total, rollouts/s, mean reward, failures."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._bar = Progress(
+            TextColumn("[bold]collect[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]:>6.1f} rollouts/s"),
+            TextColumn("mean reward {task.fields[reward]}"),
+            TextColumn("failures {task.fields[failures]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self._task = self._bar.add_task("collect", total=None, rate=0.0, reward="-", failures=0)
+        self._started = time.perf_counter()
+        self._finished_at_start = 0
+
+    def start(self, summary: RunSummary) -> None:
+        self._finished_at_start = summary.skipped
+        self._started = time.perf_counter()
+        self._bar.update(self._task, total=summary.total, completed=summary.skipped)
+        self._bar.start()
+
+    def update(self, summary: RunSummary) -> None:
+        finished = summary.done + sum(summary.failures.values())
+        elapsed = max(time.perf_counter() - self._started, 1e-9)
+        mean = summary.mean_reward
+        self._bar.update(
+            self._task,
+            completed=summary.skipped + finished,
+            rate=finished / elapsed,
+            reward="-" if mean is None else f"{mean:.3f}",
+            failures=sum(summary.failures.values()),
+        )
+
+    def message(self, text: str) -> None:
+        self.console.print(f"[yellow]warning:[/] {text}", highlight=False, soft_wrap=True)
+
+    def stop(self) -> None:
+        self._bar.stop()
+
+
+def summary_table(summary: RunSummary, elapsed: float) -> Table:
+    table = Table(title="palaestra collect", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    finished = summary.done + sum(summary.failures.values())
+    table.add_row("rollouts scored", str(summary.done))
+    if summary.skipped:
+        table.add_row("already done (resumed)", str(summary.skipped))
+    mean = summary.mean_reward
+    table.add_row("mean reward", "-" if mean is None else f"{mean:.4f}")
+    for entry in summary.aggregate[:1]:
+        for key, value in entry.get("key_metrics", {}).items():
+            if key.startswith("pass@"):
+                table.add_row(key, f"{value:.4f}")
+    table.add_row("failures", _failures_text(summary))
+    table.add_row("throughput", f"{finished / max(elapsed, 1e-9):.2f} rollouts/s "
+                                f"({elapsed:.1f} s)")
+    if summary.files is not None:
+        table.add_row("output", str(summary.files.output))
+        table.add_row("failures file", str(summary.files.failures))
+        table.add_row("metrics", str(summary.files.aggregate_metrics))
+    if summary.stopped_reason:
+        table.add_row("[red]stopped[/]", summary.stopped_reason)
+    return table
+
+
+def _failures_text(summary: RunSummary) -> str:
+    total = sum(summary.failures.values())
+    if not total:
+        return "0"
+    kinds = ", ".join(f"{kind} {count}" for kind, count in summary.failures.most_common())
+    return f"{total} ({kinds}) — not counted as reward 0"

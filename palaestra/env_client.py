@@ -1,0 +1,185 @@
+"""How an agent reaches an environment: the ``EnvironmentClient`` interface.
+
+The agent never touches an ``Environment`` directly; it talks to a client. The in-process
+client below calls the environment's methods with no HTTP hop; a remote client speaks the
+NeMo Gym resources-server protocol. An agent cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import orjson
+import pydantic
+
+from palaestra.environment import Environment
+from palaestra.errors import (
+    EnvironmentFailure,
+    ToolCallRejected,
+    ToolError,
+    ToolFailure,
+    VerifierFailure,
+)
+from palaestra.sessions import Session, SessionStore
+from palaestra.tools import ToolSpec
+from palaestra.types import FailureKind, JsonDict, Verdict
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class EnvironmentClient(Protocol):
+    """The environment as an agent sees it: sessions, tool calls and verification."""
+
+    name: str
+
+    def tools(self) -> list[JsonDict]: ...
+
+    async def seed(self, task: JsonDict) -> str:
+        """Start a session for ``task``; return its id."""
+        ...
+
+    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
+        """Run a tool; return its output as the text the model will read.
+
+        Raises ``ToolCallRejected`` when the call is the model's mistake, ``ToolFailure``
+        when the tool itself broke.
+        """
+        ...
+
+    async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict: ...
+
+    async def close(self, session_id: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class LocalEnvironmentClient:
+    """Runs an ``Environment`` in this process: direct method calls, no serialisation."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.name = environment.name
+        self.sessions = SessionStore(environment.session_ttl)
+        self._tools = environment.tools()
+
+    def tools(self) -> list[JsonDict]:
+        return self._tools
+
+    async def seed(self, task: JsonDict) -> str:
+        for expired in self.sessions.sweep():
+            await self._close_quietly(expired)
+        try:
+            state = await _call(self.environment.seed, task)
+        except Exception as error:
+            raise EnvironmentFailure(f"seed raised {_describe(error)}") from error
+        return self.sessions.open(task, state).id
+
+    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
+        spec = self.environment.tool_specs.get(name)
+        if spec is None:
+            known = ", ".join(self.environment.tool_specs) or "none"
+            raise ToolCallRejected(f"unknown tool '{name}'; available tools: {known}")
+        try:
+            parsed = spec.arguments.model_validate(arguments)
+        except pydantic.ValidationError as error:
+            raise ToolCallRejected(f"invalid arguments for tool '{name}': "
+                                   f"{_validation_summary(error)}") from error
+        session = self.sessions.get(session_id)
+        kwargs = dict(parsed)
+        if spec.wants_session:
+            kwargs["session"] = session
+        try:
+            result = await asyncio.wait_for(
+                _run_tool(spec, self.environment, kwargs), self.environment.tool_timeout
+            )
+        except ToolError as error:
+            raise ToolCallRejected(str(error)) from error
+        except TimeoutError as error:
+            raise ToolFailure(f"tool '{name}' timed out after "
+                              f"{self.environment.tool_timeout:g}s") from error
+        except Exception as error:
+            raise ToolFailure(f"tool '{name}' raised {_describe(error)}") from error
+        return tool_output_text(result)
+
+    async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
+        session = self.sessions.get(session_id)
+        try:
+            result = await asyncio.wait_for(
+                _call(self.environment.verify, session, response),
+                self.environment.verify_timeout,
+            )
+        except TimeoutError as error:
+            raise VerifierFailure(f"verify timed out after "
+                                  f"{self.environment.verify_timeout:g}s") from error
+        except Exception as error:
+            raise VerifierFailure(f"verify raised {_describe(error)}") from error
+        return as_verdict(result)
+
+    async def close(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id)
+        if session is not None:
+            try:
+                await _call(self.environment.close, session)
+            except Exception as error:
+                raise EnvironmentFailure(f"close raised {_describe(error)}") from error
+
+    async def aclose(self) -> None:
+        for session in self.sessions.drain():
+            await self._close_quietly(session)
+
+    async def _close_quietly(self, session: Session) -> None:
+        # An expired session's close failing must not fail an unrelated rollout.
+        with contextlib.suppress(Exception):
+            await _call(self.environment.close, session)
+
+
+def as_verdict(result: object) -> Verdict:
+    """Accept what ``verify`` may return: a Verdict, a number or a bool."""
+    if isinstance(result, Verdict):
+        return result
+    if isinstance(result, bool | int | float):
+        return Verdict(reward=float(result))
+    return Verdict.failed(FailureKind.VERIFIER_ERROR,
+                          f"verify returned {type(result).__name__}, expected Verdict or float")
+
+
+def tool_output_text(result: object) -> str:
+    """A tool's return value as the text the model reads: strings as-is, the rest as JSON."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, pydantic.BaseModel):
+        return result.model_dump_json()
+    return orjson.dumps(result, default=str).decode()
+
+
+async def _call(function: Callable[..., T | Awaitable[T]], *args: Any) -> T:
+    result = function(*args)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+async def _run_tool(spec: ToolSpec, environment: Environment, kwargs: JsonDict) -> object:
+    if spec.is_async:
+        return await spec.function(environment, **kwargs)
+    if spec.blocking:
+        return await asyncio.to_thread(spec.function, environment, **kwargs)
+    return spec.function(environment, **kwargs)
+
+
+def _validation_summary(error: pydantic.ValidationError) -> str:
+    parts = []
+    for issue in error.errors():
+        location = ".".join(str(p) for p in issue["loc"]) or "arguments"
+        parts.append(f"field '{location}': {issue['msg']}")
+    return "; ".join(parts)
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

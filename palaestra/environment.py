@@ -1,0 +1,87 @@
+"""``Environment``: tools, per-rollout state and verification for a family of tasks.
+
+A minimal environment::
+
+    class Weather(Environment):
+        \"\"\"Answers questions about the weather.\"\"\"
+
+        @tool
+        def get_weather(self, city: str) -> str:
+            \"\"\"Get the current weather in a city.
+
+            Args:
+                city: The city name.
+            \"\"\"
+            return f"cold in {city}"
+
+        def verify(self, session: Session, response: JsonDict) -> float:
+            return 1.0
+
+``seed``, ``verify``, ``close`` and the tools may be plain or ``async`` methods. A tool that
+declares a ``session`` parameter receives the rollout's ``Session``; its ``state`` is what
+``seed`` returned. Raise ``ToolError`` in a tool to tell the model its call was wrong.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar
+
+from palaestra.sessions import Session
+from palaestra.tools import ToolSpec, build_tool_spec, tool_options
+from palaestra.types import JsonDict, Verdict
+
+
+class Environment:
+    """Base class of every environment. Subclass it, add ``@tool`` methods and ``verify``."""
+
+    name: ClassVar[str] = ""
+    """Registry name; defaults to the class name in lower case."""
+    description: ClassVar[str] = ""
+    """One line for ``palaestra envs``; defaults to the first line of the class docstring."""
+    session_ttl: ClassVar[float] = 3600.0
+    """Seconds an idle session lives before it expires."""
+    tool_timeout: ClassVar[float] = 60.0
+    verify_timeout: ClassVar[float] = 60.0
+    tool_specs: ClassVar[dict[str, ToolSpec]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            cls.name = cls.__name__.lower()
+        if not cls.__dict__.get("description"):
+            doc = inspect.getdoc(cls) or ""
+            cls.description = doc.strip().splitlines()[0] if doc.strip() else ""
+        cls.tool_specs = _collect_tools(cls)
+
+    def seed(self, task: JsonDict) -> Any:
+        """Build the state of a new rollout of ``task``. The default is an empty dict."""
+        return {}
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict | float:
+        """Score the finished trajectory ``response`` (an OpenAI Response dict).
+
+        Return a ``Verdict`` (or just a number, taken as the reward). Return
+        ``Verdict.failed(...)`` when the rollout cannot be scored: it is then recorded as a
+        failure, not as a reward of 0.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement verify()")
+
+    def close(self, session: Session) -> None:
+        """Release what ``seed`` acquired. Called once per session, also on expiry."""
+
+    def tools(self) -> list[JsonDict]:
+        """The function tools of this environment, in Responses ``tools`` form."""
+        return [spec.schema() for spec in self.tool_specs.values()]
+
+
+def _collect_tools(cls: type[Environment]) -> dict[str, ToolSpec]:
+    specs: dict[str, ToolSpec] = {}
+    for klass in reversed(cls.__mro__):
+        for attribute in vars(klass).values():
+            options = tool_options(attribute)
+            if options is not None:
+                spec = build_tool_spec(attribute, name=options["name"],
+                                       blocking=options["blocking"])
+                specs[spec.name] = spec
+    return specs

@@ -1,0 +1,27 @@
+"""weather: one tool, reward always 1. The wiring demo (NeMo Gym's example_single_tool_call)."""
+
+from __future__ import annotations
+
+from palaestra.environment import Environment
+from palaestra.sessions import Session
+from palaestra.tools import tool
+from palaestra.types import JsonDict, Verdict, function_calls
+
+
+class Weather(Environment):
+    """One weather tool and a reward of 1 for every finished rollout: a wiring demo."""
+
+    name = "weather"
+
+    @tool
+    def get_weather(self, city: str) -> JsonDict:
+        """Get the current weather in a city.
+
+        Args:
+            city: The name of the city, e.g. "San Francisco".
+        """
+        return {"city": city, "weather_description": f"The weather in {city} is cold."}
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        called = any(call.get("name") == "get_weather" for call in function_calls(response))
+        return Verdict(reward=1.0, metrics={"called_tool": called})

@@ -1,0 +1,138 @@
+"""Finding environments by name: built-ins, entry-point plug-ins, files and import paths.
+
+``--env`` accepts a registered name (``weather``), a Python file (``./my_env.py`` or
+``./my_env.py:MyEnv``) or an import path (``my_package.envs:MyEnv``). Third-party packages
+register environments under the ``palaestra.environments`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+from palaestra.environment import Environment
+from palaestra.errors import ConfigError
+
+ENTRY_POINT_GROUP = "palaestra.environments"
+_BUILTIN_PACKAGE = "palaestra.envs"
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentEntry:
+    name: str
+    description: str
+    source: str
+    environment: type[Environment]
+    example_tasks: Path | None
+
+
+def builtin_names() -> list[str]:
+    package = importlib.import_module(_BUILTIN_PACKAGE)
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg)
+
+
+def available_environments() -> tuple[list[EnvironmentEntry], list[str]]:
+    """Every environment found (built-ins, then plug-ins) and one line per plug-in that broke.
+
+    A broken plug-in is reported, not fatal: it must not hide the others.
+    """
+    entries = [_builtin(name) for name in builtin_names()]
+    problems: list[str] = []
+    for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            cls = _environment_in(point.load(), point.value)
+        except Exception as error:
+            problems.append(f"plug-in '{point.name}' ({point.value}) failed to load: {error}")
+            continue
+        entries.append(EnvironmentEntry(point.name, cls.description, f"plug-in {point.value}",
+                                        cls, _tasks_beside(cls)))
+    return entries, problems
+
+
+def find_environment(spec: str) -> EnvironmentEntry:
+    """Resolve ``--env``; a one-line ``ConfigError`` when nothing matches."""
+    path_part, _, class_name = spec.partition(":")
+    if path_part.endswith(".py"):
+        return _from_file(Path(path_part), class_name or None)
+    if class_name:
+        return _from_import(path_part, class_name)
+    if spec in builtin_names():
+        return _builtin(spec)
+    for point in metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec):
+        cls = _environment_in(point.load(), point.value)
+        return EnvironmentEntry(spec, cls.description, f"plug-in {point.value}", cls,
+                                _tasks_beside(cls))
+    known = ", ".join(e.name for e in available_environments()[0])
+    raise ConfigError(f"unknown environment '{spec}'. Known: {known}. Or pass a file "
+                      f"(./my_env.py) or an import path (package.module:Class).")
+
+
+def _builtin(name: str) -> EnvironmentEntry:
+    module = importlib.import_module(f"{_BUILTIN_PACKAGE}.{name}.environment")
+    cls = _environment_in(module, f"{_BUILTIN_PACKAGE}.{name}")
+    tasks = Path(module.__file__ or "").with_name("tasks.jsonl")
+    return EnvironmentEntry(name, cls.description, "built-in", cls,
+                            tasks if tasks.exists() else None)
+
+
+def _from_file(path: Path, class_name: str | None) -> EnvironmentEntry:
+    if not path.is_file():
+        raise ConfigError(f"environment file not found: {path}")
+    module_name = f"palaestra_user_env_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise ConfigError(f"{path}: importing it raised {type(error).__name__}: {error}") from error
+    cls = _environment_in(module, str(path), class_name)
+    return EnvironmentEntry(cls.name, cls.description, str(path), cls, _tasks_beside(cls))
+
+
+def _from_import(module_name: str, class_name: str) -> EnvironmentEntry:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(f"cannot import environment module '{module_name}': {error}") from error
+    cls = _environment_in(module, module_name, class_name)
+    return EnvironmentEntry(cls.name, cls.description, f"{module_name}:{class_name}", cls,
+                            _tasks_beside(cls))
+
+
+def _environment_in(target: object, where: str, class_name: str | None = None
+                    ) -> type[Environment]:
+    if isinstance(target, type) and issubclass(target, Environment):
+        return target
+    if not isinstance(target, ModuleType):
+        raise ConfigError(f"{where} is not an Environment subclass")
+    if class_name:
+        cls = getattr(target, class_name, None)
+        if not (isinstance(cls, type) and issubclass(cls, Environment)):
+            raise ConfigError(f"{where} has no Environment subclass named '{class_name}'")
+        return cls
+    found = [v for v in vars(target).values() if isinstance(v, type)
+             and issubclass(v, Environment) and v is not Environment
+             and v.__module__ == target.__name__]
+    if len(found) != 1:
+        names = ", ".join(c.__name__ for c in found) or "none"
+        raise ConfigError(f"{where} defines {len(found)} Environment subclasses ({names}); "
+                          f"name one with {where}:ClassName")
+    return found[0]
+
+
+def _tasks_beside(cls: type[Environment]) -> Path | None:
+    module = sys.modules.get(cls.__module__)
+    if module is None or not module.__file__:
+        return None
+    tasks = Path(module.__file__).with_name("tasks.jsonl")
+    return tasks if tasks.exists() else None
+

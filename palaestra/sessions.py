@@ -1,0 +1,74 @@
+"""Sessions: the explicit, isolated state of one rollout inside an environment."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from palaestra.types import JsonDict
+
+
+@dataclass(slots=True)
+class Session:
+    """One rollout's state. ``state`` is whatever the environment's ``seed`` returned."""
+
+    id: str
+    task: JsonDict
+    state: Any
+    created_at: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class SessionExpired(LookupError):
+    """The session id is unknown: never opened, closed, or expired after its TTL."""
+
+
+class SessionStore:
+    """Open sessions of one environment, each expiring ``ttl`` seconds after its last use.
+
+    Expired sessions are swept when a new one opens, so no background task is needed; the
+    swept sessions are returned so their owner can run the environment's ``close`` on them.
+    """
+
+    def __init__(self, ttl: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        self._sessions: dict[str, Session] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def open(self, task: JsonDict, state: Any) -> Session:
+        now = self._clock()
+        session = Session(secrets.token_hex(12), task, state, now, now)
+        self._sessions[session.id] = session
+        return session
+
+    def get(self, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        now = self._clock()
+        if session is None or now - session.last_used > self.ttl:
+            self._sessions.pop(session_id, None)
+            raise SessionExpired(f"session {session_id!r} is unknown, closed or expired")
+        session.last_used = now
+        return session
+
+    def pop(self, session_id: str) -> Session | None:
+        return self._sessions.pop(session_id, None)
+
+    def drain(self) -> list[Session]:
+        """Remove and return every open session (used at shutdown)."""
+        sessions = list(self._sessions.values())
+        self._sessions.clear()
+        return sessions
+
+    def sweep(self) -> list[Session]:
+        """Remove and return every session idle for longer than the TTL."""
+        deadline = self._clock() - self.ttl
+        expired = [s for s in self._sessions.values() if s.last_used < deadline]
+        for session in expired:
+            del self._sessions[session.id]
+        return expired
