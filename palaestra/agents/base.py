@@ -37,5 +37,9 @@ class Agent(Protocol):
     name: str
 
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
-        """Run the task to a verdict. Never raises for a rollout failure: it returns one."""
+        """Run the task to a verdict or a failure, which it returns rather than raises.
+
+        The one exception is ``ModelUnreachable``: when the model cannot be reached at all,
+        the agent raises it so the collector can stop instead of failing every task.
+        """
         ...

@@ -7,7 +7,7 @@ import time
 from palaestra.agents.base import AgentResult
 from palaestra.agents.tool_calling import close_session
 from palaestra.env_client import EnvironmentClient
-from palaestra.errors import RolloutFailure
+from palaestra.errors import ModelUnreachable, RolloutFailure
 from palaestra.models.base import Model
 from palaestra.types import Failure, JsonDict
 
@@ -30,6 +30,8 @@ class SingleTurnAgent:
             phase = time.perf_counter()
             result.verdict = await env.verify(session_id, task, result.response)
             result.add_time("verify", phase)
+        except ModelUnreachable:
+            raise  # nothing can go on without the model: the collector stops the run
         except RolloutFailure as failure:
             result.failure = Failure(failure.kind, failure.reason)
         finally:

@@ -14,7 +14,7 @@ import orjson
 
 from palaestra.agents.base import AgentResult
 from palaestra.env_client import EnvironmentClient
-from palaestra.errors import RolloutFailure, ToolCallRejected
+from palaestra.errors import ModelUnreachable, RolloutFailure, ToolCallRejected
 from palaestra.models.base import Model
 from palaestra.types import (
     Failure,
@@ -46,11 +46,13 @@ class ToolCallingAgent:
             phase = time.perf_counter()
             session_id = await env.seed(task)
             result.add_time("seed", phase)
-            params = request_params(task, env)
-            result.response = await self._loop(params, session_id, env, model, result)
+            await self._loop(request_params(task, env), session_id, env, model, result)
+            assert result.response is not None
             phase = time.perf_counter()
             result.verdict = await env.verify(session_id, task, result.response)
             result.add_time("verify", phase)
+        except ModelUnreachable:
+            raise  # nothing can go on without the model: the collector stops the run
         except RolloutFailure as failure:
             result.failure = Failure(failure.kind, failure.reason)
         finally:
@@ -60,11 +62,11 @@ class ToolCallingAgent:
         return result
 
     async def _loop(self, params: JsonDict, session_id: str, env: EnvironmentClient,
-                    model: Model, result: AgentResult) -> JsonDict:
+                    model: Model, result: AgentResult) -> None:
+        """Fill ``result.response`` step by step, so a failure keeps the trajectory so far."""
         history = input_items(params)
         outputs: list[JsonDict] = []
         usage = empty_usage()
-        response: JsonDict = {}
         for _ in range(self.max_steps):
             phase = time.perf_counter()
             response = await model.respond({**params, "input": history + outputs})
@@ -72,6 +74,7 @@ class ToolCallingAgent:
             result.model_calls += 1
             outputs.extend(response.get("output") or [])
             add_usage(usage, response.get("usage"))
+            result.response = {**response, "output": outputs, "usage": usage}
             calls = function_calls(response)
             if response.get("status") == "incomplete" or not calls:
                 break
@@ -80,7 +83,6 @@ class ToolCallingAgent:
                 outputs.append(await self._run_call(call, session_id, env))
                 result.tool_calls += 1
             result.add_time("tools", phase)
-        return {**response, "output": outputs, "usage": usage}
 
     async def _run_call(self, call: JsonDict, session_id: str,
                         env: EnvironmentClient) -> JsonDict:

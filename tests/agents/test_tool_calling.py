@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+from palaestra import Environment, LocalEnvironmentClient, Session, tool
+from palaestra.agents import SingleTurnAgent, ToolCallingAgent
+from palaestra.errors import ModelError
+from palaestra.types import FailureKind, JsonDict
+from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
+
+
+class Notes(Environment):
+    """Notes."""
+
+    def seed(self, task: JsonDict) -> list[str]:
+        return []
+
+    @tool
+    def note(self, session: Session, text: str) -> str:
+        """Write a note."""
+        session.state.append(text)
+        return f"noted {len(session.state)}"
+
+    @tool
+    def broken(self) -> str:
+        """Always breaks."""
+        raise RuntimeError("disk on fire")
+
+    def verify(self, session: Session, response: JsonDict) -> float:
+        return float(len(session.state))
+
+
+TASK: JsonDict = {"responses_create_params": {"input": "take notes", "temperature": 0.0}}
+
+
+async def test_loop_runs_tools_feeds_outputs_back_and_sums_usage() -> None:
+    def script(params: JsonDict) -> JsonDict:
+        done = outputs_so_far(params)
+        if len(done) < 2:
+            return response(call("note", '{"text": "a"}', f"c{len(done)}"))
+        return say("two notes taken")
+
+    model = FakeModel(script)
+    result = await ToolCallingAgent().run(TASK, LocalEnvironmentClient(Notes()), model)
+    assert result.failure is None
+    assert result.verdict is not None and result.verdict.reward == 2.0
+    assert result.model_calls == 3 and result.tool_calls == 2
+    assert result.response is not None
+    kinds = [item["type"] for item in result.response["output"]]
+    assert kinds == ["function_call", "function_call_output"] * 2 + ["message"]
+    assert result.response["output"][1] == {"type": "function_call_output", "call_id": "c0",
+                                            "output": "noted 1"}
+    assert result.response["usage"]["total_tokens"] == 30
+    # tools come from the environment when the task names none, and the input is replayed
+    assert [t["name"] for t in model.requests[0]["tools"]] == ["note", "broken"]
+    assert model.requests[2]["input"][0] == {"type": "message", "role": "user",
+                                             "content": "take notes"}
+    assert len(model.requests[2]["input"]) == 5
+    assert {"seed", "model", "tools", "verify", "total"} <= set(result.timings)
+
+
+async def test_invalid_json_and_unknown_tools_are_fed_back_to_the_model() -> None:
+    answers = iter([
+        response(call("note", '{"text": ', "bad"), call("fly", "{}", "unknown"),
+                 call("note", '{"txt": "x"}', "wrongfield")),
+        say("sorry"),
+    ])
+    model = FakeModel(lambda params: next(answers))
+    result = await ToolCallingAgent().run(TASK, LocalEnvironmentClient(Notes()), model)
+    assert result.failure is None and result.verdict is not None
+    outputs = {i["call_id"]: i["output"] for i in result.response["output"]  # type: ignore[index]
+               if i["type"] == "function_call_output"}
+    assert "not valid JSON" in outputs["bad"]
+    assert "unknown tool 'fly'" in outputs["unknown"]
+    assert "field 'text'" in outputs["wrongfield"]
+    assert result.verdict.reward == 0.0
+
+
+async def test_max_steps_bounds_a_model_that_never_stops_calling_tools() -> None:
+    model = FakeModel(lambda params: response(call("note", '{"text": "again"}')))
+    result = await ToolCallingAgent(max_steps=3).run(TASK, LocalEnvironmentClient(Notes()), model)
+    assert result.model_calls == 3
+    assert result.verdict is not None and result.verdict.reward == 3.0
+
+
+async def test_incomplete_response_stops_the_loop() -> None:
+    model = FakeModel(lambda params: response(call("note", '{"text": "x"}'),
+                                              status="incomplete"))
+    result = await ToolCallingAgent().run(TASK, LocalEnvironmentClient(Notes()), model)
+    assert result.model_calls == 1 and result.tool_calls == 0
+    assert result.verdict is not None
+
+
+async def test_tool_crash_and_model_error_become_failures_and_close_the_session() -> None:
+    env = LocalEnvironmentClient(Notes())
+    crash = FakeModel(lambda params: response(call("broken", "{}")))
+    result = await ToolCallingAgent().run(TASK, env, crash)
+    assert result.failure is not None and result.failure.kind is FailureKind.TOOL_ERROR
+    assert "disk on fire" in result.failure.reason
+    assert result.verdict is None
+    assert result.response is not None  # the trajectory so far is kept for debugging
+    assert [i["type"] for i in result.response["output"]] == ["function_call"]
+
+    def raise_model_error(params: JsonDict) -> JsonDict:
+        raise ModelError("HTTP 500 after 3 retries")
+
+    result = await ToolCallingAgent().run(TASK, env, FakeModel(raise_model_error))
+    assert result.failure is not None and result.failure.kind is FailureKind.MODEL_ERROR
+    assert len(env.sessions) == 0
+
+
+async def test_single_turn_agent_calls_once_and_runs_no_tools() -> None:
+    model = FakeModel(lambda params: response(call("note", '{"text": "x"}')))
+    result = await SingleTurnAgent().run(TASK, LocalEnvironmentClient(Notes()), model)
+    assert result.model_calls == 1 and result.tool_calls == 0
+    assert result.verdict is not None and result.verdict.reward == 0.0

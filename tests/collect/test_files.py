@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from palaestra.collect.files import (
+    JsonlAppender,
+    RunFiles,
+    archive_failures,
+    failed_attempts,
+    finished_pairs,
+    repair_torn_tail,
+)
+from palaestra.errors import InputError
+
+
+def test_sidecar_names_follow_nemo_gym(tmp_path: Path) -> None:
+    files = RunFiles(tmp_path / "out.jsonl")
+    assert files.materialized_inputs.name == "out_materialized_inputs.jsonl"
+    assert files.failures.name == "out_failures.jsonl"
+    assert files.aggregate_metrics.name == "out_aggregate_metrics.json"
+
+
+def test_torn_last_line_is_cut_and_finished_pairs_read(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    writer = JsonlAppender(path)
+    writer.append({"_ng_task_index": 0, "_ng_rollout_index": 0})
+    writer.append({"_ng_task_index": 0, "_ng_rollout_index": 1})
+    writer.close()
+    with path.open("ab") as file:
+        file.write(b'{"_ng_task_index": 1, "_ng_rol')
+    assert repair_torn_tail(path) is True
+    assert path.read_bytes().endswith(b"}\n")
+    assert finished_pairs(path) == {(0, 0), (0, 1)}
+    assert repair_torn_tail(path) is False
+
+
+def test_torn_single_line_file_becomes_empty(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b'{"half')
+    assert repair_torn_tail(path)
+    assert path.read_bytes() == b""
+
+
+def test_a_foreign_row_in_the_output_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_text('{"_ng_task_index": 0, "_ng_rollout_index": 0}\n{"hello": 1}\n')
+    with pytest.raises(InputError, match=r"out.jsonl:2: field '_ng_task_index"):
+        finished_pairs(path)
+
+
+def test_archived_failures_count_attempts(tmp_path: Path) -> None:
+    files = RunFiles(tmp_path / "out.jsonl")
+    files.failures.write_text(
+        '{"_ng_task_index": 0, "_ng_rollout_index": 0, "failure": {"kind": "timeout"}}\n'
+        '{"_ng_task_index": 3, "_ng_rollout_index": null, "failure": {"kind": "invalid_input"}}\n'
+    )
+    archive_failures(files)
+    archive_failures(files)  # nothing left to move: no-op
+    assert not files.failures.exists()
+    files.failures.write_text(
+        '{"_ng_task_index": 0, "_ng_rollout_index": 0, "failure": {"kind": "timeout"}}\n'
+    )
+    archive_failures(files)
+    assert failed_attempts(files.failure_history) == {(0, 0): 2}

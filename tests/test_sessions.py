@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from palaestra.sessions import SessionExpired, SessionStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_sessions_are_isolated_and_expire_after_idle_ttl() -> None:
+    clock = Clock()
+    store = SessionStore(ttl=10, clock=clock)
+    a = store.open({"task": 1}, {"value": 1})
+    b = store.open({"task": 2}, {"value": 2})
+    assert a.id != b.id
+    store.get(a.id).state["value"] += 5
+    assert store.get(b.id).state == {"value": 2}
+    clock.now = 8
+    store.get(a.id)  # use keeps it alive
+    clock.now = 15
+    assert [s.id for s in store.sweep()] == [b.id]
+    assert store.get(a.id).task == {"task": 1}
+    clock.now = 30
+    with pytest.raises(SessionExpired):
+        store.get(a.id)
+    assert len(store) == 0
+
+
+def test_closed_session_is_gone() -> None:
+    store = SessionStore(ttl=10)
+    session = store.open({}, None)
+    assert store.pop(session.id) is session
+    with pytest.raises(SessionExpired):
+        store.get(session.id)
