@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole check: install (with dev tools), lint, type-check, test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh --dev
+.venv/bin/ruff check palaestra tests benchmarks
+.venv/bin/ruff format --check palaestra tests benchmarks
+.venv/bin/mypy
+.venv/bin/pytest -q "$@"
