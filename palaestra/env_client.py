@@ -80,6 +80,10 @@ class LocalEnvironmentClient:
         return self.sessions.open(task, state).id
 
     async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
+        return tool_output_text(await self.call_tool_value(session_id, name, arguments))
+
+    async def call_tool_value(self, session_id: str, name: str, arguments: JsonDict) -> object:
+        """Run a tool and return what it returned (the HTTP server sends it as JSON)."""
         spec = self.environment.tool_specs.get(name)
         if spec is None:
             known = ", ".join(self.environment.tool_specs) or "none"
@@ -104,7 +108,7 @@ class LocalEnvironmentClient:
                               f"{self.environment.tool_timeout:g}s") from error
         except Exception as error:
             raise ToolFailure(f"tool '{name}' raised {_describe(error)}") from error
-        return tool_output_text(result)
+        return result
 
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
         session = self.sessions.get(session_id)

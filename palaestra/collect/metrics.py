@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,23 +98,34 @@ def _unbiased_pass(n: int, correct: int, k: int) -> float:
     return 1.0 - math.comb(n - correct, k) / math.comb(n, k)
 
 
+def aggregate_rows(rows: Iterable[JsonDict]) -> dict[bytes, AgentAggregate]:
+    """Aggregates of rollout rows, one per ``agent_ref``.
+
+    A row without ``_ng_task_index`` (as NeMo Gym's ``/aggregate_metrics`` may send) is its
+    own task.
+    """
+    agents: dict[bytes, AgentAggregate] = {}
+    for position, row in enumerate(rows):
+        if "_ng_task_index" not in row:
+            row = {**row, "_ng_task_index": position}
+        ref = row.get("agent_ref") or {}
+        key = orjson.dumps(ref, option=orjson.OPT_SORT_KEYS)
+        agents.setdefault(key, AgentAggregate(ref)).add(row)
+    return agents
+
+
+def _jsonl_rows(path: Path) -> Iterator[JsonDict]:
+    if path.exists():
+        with path.open("rb") as lines:
+            for raw in lines:
+                if raw.strip():
+                    yield orjson.loads(raw)
+
+
 def aggregate(output: Path, failures: Path) -> list[JsonDict]:
     """Aggregate metrics per agent over ``output``; failures counted by kind beside them."""
-    agents: dict[bytes, AgentAggregate] = {}
-    if output.exists():
-        with output.open("rb") as lines:
-            for raw in lines:
-                if raw.strip():
-                    row = orjson.loads(raw)
-                    ref = row.get("agent_ref") or {}
-                    key = orjson.dumps(ref, option=orjson.OPT_SORT_KEYS)
-                    agents.setdefault(key, AgentAggregate(ref)).add(row)
-    failure_kinds: Counter[str] = Counter()
-    if failures.exists():
-        with failures.open("rb") as lines:
-            for raw in lines:
-                if raw.strip():
-                    failure_kinds[orjson.loads(raw)["failure"]["kind"]] += 1
+    agents = aggregate_rows(_jsonl_rows(output))
+    failure_kinds = Counter(row["failure"]["kind"] for row in _jsonl_rows(failures))
     result = [agent.to_json() for agent in agents.values()]
     for entry in result:
         entry["key_metrics"]["failures"] = sum(failure_kinds.values())

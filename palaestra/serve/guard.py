@@ -1,0 +1,72 @@
+"""Security defaults for every server: an optional bearer token and a bounded request body."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+
+
+class Guard:
+    """ASGI middleware: 401 without the bearer token (when one is set), 413 for a huge body."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None = None,
+                 max_body: int = DEFAULT_MAX_BODY) -> None:
+        self.app = app
+        self.token = token
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        if self.token is not None and not _bearer_matches(headers.get("authorization"),
+                                                          self.token):
+            await _refuse(send, 401, "missing or wrong bearer token")
+            return
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            await _refuse(send, 413, f"request body over {self.max_body} bytes")
+            return
+        await self.app(scope, self._bounded(receive, send), send)
+
+    def _bounded(self, receive: Receive, send: Send) -> Receive:
+        seen = 0
+
+        async def bounded_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise BodyTooLarge(self.max_body)
+            return message
+
+        return bounded_receive
+
+
+class BodyTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request body over {limit} bytes")
+
+
+def _bearer_matches(header: str | None, token: str) -> bool:
+    if not header or not header.lower().startswith("bearer "):
+        return False
+    return hmac.compare_digest(header[7:].strip(), token)
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    body: Any = {"error": {"message": message, "type": "invalid_request_error",
+                           "param": None, "code": None}}
+    payload = orjson.dumps(body)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,185 @@
+"""``RemoteEnvironmentClient``: an environment behind NeMo Gym's resources-server protocol.
+
+It speaks to a palaestra environment server or to a NeMo Gym resources server alike. Each
+session keeps its own cookies (NeMo Gym keys sessions by a cookie), sent by hand so that
+concurrent rollouts sharing one connection pool never see each other's cookies. Tool calls are
+not retried: a tool may have side effects, and running it twice would change the rollout.
+"""
+
+from __future__ import annotations
+
+import secrets
+from http.cookies import SimpleCookie
+
+import aiohttp
+import orjson
+
+from palaestra.errors import (
+    ConfigError,
+    EnvironmentFailure,
+    RolloutFailure,
+    ToolCallRejected,
+    ToolFailure,
+    VerifierFailure,
+)
+from palaestra.serve.sessions_http import HEADER_NAME
+from palaestra.types import Failure, FailureKind, JsonDict, Verdict
+
+_PROTOCOL_FIELDS = frozenset({"reward", "reward_components", "step_rewards", "failure",
+                              "response", "responses_create_params"})
+
+
+class RemoteEnvironmentClient:
+    """The ``EnvironmentClient`` interface over HTTP. Create it with ``await connect(url)``.
+
+    A shared ``http`` session must not keep cookies itself (``aiohttp.DummyCookieJar``): a
+    shared jar would mix the sessions of concurrent rollouts.
+    """
+
+    def __init__(self, base_url: str, *, http: aiohttp.ClientSession | None = None,
+                 name: str = "remote", tools: list[JsonDict] | None = None,
+                 token: str | None = None) -> None:
+        if http is not None and not isinstance(http.cookie_jar, aiohttp.DummyCookieJar):
+            raise ValueError("the shared aiohttp session must use aiohttp.DummyCookieJar()")
+        self.base_url = base_url.rstrip("/")
+        self.name = name
+        self._owns_http = http is None
+        self._http = http or aiohttp.ClientSession(
+            cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=aiohttp.ClientTimeout(total=None, connect=10, sock_read=300))
+        self._tools = tools or []
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self._cookies: dict[str, dict[str, str]] = {}
+        self._headers: dict[str, dict[str, str]] = {}
+
+    @classmethod
+    async def connect(cls, base_url: str, *, http: aiohttp.ClientSession | None = None,
+                      token: str | None = None) -> RemoteEnvironmentClient:
+        """Check the server is up and learn its tools (a NeMo Gym server lists none)."""
+        client = cls(base_url, http=http, token=token)
+        try:
+            async with client._http.get(f"{client.base_url}/", headers=client._auth) as alive:
+                if alive.status >= 400:
+                    raise ConfigError(f"environment server {base_url} answered {alive.status}")
+            async with client._http.get(f"{client.base_url}/tools",
+                                        headers=client._auth) as listed:
+                if listed.status == 200:
+                    client._tools = list((await listed.json(loads=orjson.loads))["tools"])
+        except (aiohttp.ClientError, TimeoutError) as error:
+            await client.aclose()
+            raise ConfigError(f"cannot reach environment server {base_url}: {error}") from None
+        except ConfigError:
+            await client.aclose()
+            raise
+        return client
+
+    def tools(self) -> list[JsonDict]:
+        return self._tools
+
+    async def seed(self, task: JsonDict) -> str:
+        status, body, response = await self._post("seed_session", task, None, EnvironmentFailure)
+        if status != 200:
+            raise EnvironmentFailure(f"seed_session answered {status}: {_excerpt(body)}")
+        handle = secrets.token_hex(8)
+        self._cookies[handle] = {k: v.value for k, v in response.cookies.items()}
+        token = response.headers.get(HEADER_NAME)
+        self._headers[handle] = {HEADER_NAME: token} if token else {}
+        return handle
+
+    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
+        status, body, _ = await self._post(name, arguments, session_id, ToolFailure)
+        if status == 200:
+            return _as_text(body)
+        if status in (400, 404, 422):
+            raise ToolCallRejected(_error_message(body) if status != 404 or body
+                                   else f"unknown tool '{name}'")
+        raise ToolFailure(f"tool '{name}' answered {status}: {_excerpt(body)}")
+
+    async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
+        status, body, _ = await self._post("verify", {**task, "response": response}, session_id,
+                                           VerifierFailure)
+        if status != 200:
+            raise VerifierFailure(f"verify answered {status}: {_excerpt(body)}")
+        try:
+            answer = orjson.loads(body)
+            return _verdict_of(answer, task)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            raise VerifierFailure(f"verify answered an unusable body: {error}") from None
+
+    async def close(self, session_id: str) -> None:
+        try:
+            await self._post("close_session", {}, session_id, EnvironmentFailure)
+        finally:
+            self._cookies.pop(session_id, None)
+            self._headers.pop(session_id, None)
+
+    async def aclose(self) -> None:
+        self._cookies.clear()
+        self._headers.clear()
+        if self._owns_http:
+            await self._http.close()
+
+    async def _post(self, route: str, body: JsonDict, session_id: str | None,
+                    failure: type[RolloutFailure]
+                    ) -> tuple[int, bytes, aiohttp.ClientResponse]:
+        headers = {"Content-Type": "application/json", **self._auth}
+        if session_id is not None:
+            headers.update(self._headers.get(session_id, {}))
+            cookies = self._cookies.get(session_id, {})
+            if cookies:
+                headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        try:
+            async with self._http.post(f"{self.base_url}/{route}", data=orjson.dumps(body),
+                                       headers=headers) as response:
+                raw = await response.read()
+                if session_id is not None:
+                    self._remember_cookies(session_id, response)
+                return response.status, raw, response
+        except TimeoutError:
+            raise failure(f"{self.base_url}/{route} timed out") from None
+        except aiohttp.ClientError as error:
+            raise failure(f"{self.base_url}/{route} failed: {error}") from None
+
+    def _remember_cookies(self, session_id: str, response: aiohttp.ClientResponse) -> None:
+        jar = self._cookies.get(session_id)
+        if jar is not None:
+            for header in response.headers.getall("Set-Cookie", []):
+                for key, morsel in SimpleCookie(header).items():
+                    jar[key] = morsel.value
+
+
+def _verdict_of(answer: JsonDict, task: JsonDict) -> Verdict:
+    failure = answer.get("failure")
+    if isinstance(failure, dict):
+        return Verdict(failure=Failure(FailureKind(failure["kind"]), str(failure["reason"]),
+                                       bool(failure.get("masked", True))))
+    metrics = {k: v for k, v in answer.items() if k not in _PROTOCOL_FIELDS and k not in task}
+    return Verdict(reward=float(answer["reward"]),
+                   reward_components=answer.get("reward_components"),
+                   step_rewards=answer.get("step_rewards"), metrics=metrics)
+
+
+def _as_text(body: bytes) -> str:
+    """A tool's JSON answer as the model reads it; a JSON string is unquoted, as in-process."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body.decode(errors="replace")
+    return value if isinstance(value, str) else body.decode()
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        error = orjson.loads(body)
+        if isinstance(error, dict):
+            detail = error.get("error", error.get("detail", error))
+            if isinstance(detail, dict) and "message" in detail:
+                return str(detail["message"])
+            return str(detail)
+    except orjson.JSONDecodeError:
+        pass
+    return _excerpt(body)
+
+
+def _excerpt(body: bytes) -> str:
+    return body[:300].decode(errors="replace")

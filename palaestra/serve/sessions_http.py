@@ -1,0 +1,39 @@
+"""Session identity over HTTP: a signed cookie (as NeMo Gym keeps it) or an explicit header.
+
+The token is ``<session id>.<HMAC-SHA256 of the id>``: a client cannot forge or guess another
+rollout's session, and clients that do not keep cookies send the same token in a header.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from starlette.requests import Request
+
+COOKIE_NAME = "palaestra_session"
+HEADER_NAME = "x-palaestra-session"
+
+
+class SessionSigner:
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+
+    def token(self, session_id: str) -> str:
+        return f"{session_id}.{self._signature(session_id)}"
+
+    def session_id(self, token: str | None) -> str | None:
+        """The session id a token carries, or None if it is missing or forged."""
+        if not token or "." not in token:
+            return None
+        session_id, _, signature = token.rpartition(".")
+        if hmac.compare_digest(signature, self._signature(session_id)):
+            return session_id
+        return None
+
+    def from_request(self, request: Request) -> str | None:
+        return self.session_id(request.headers.get(HEADER_NAME)
+                               or request.cookies.get(COOKIE_NAME))
+
+    def _signature(self, session_id: str) -> str:
+        return hmac.new(self._secret, session_id.encode(), hashlib.sha256).hexdigest()[:32]

@@ -1,0 +1,50 @@
+"""A NeMo Gym-style resources server for tests: sessions by cookie only, FastAPI-like answers.
+
+It stands in for a NeMo Gym server (which cannot be installed here) to check that palaestra's
+remote-environment client drives a cookie-only server: no session header, tool routes by
+name, ``/verify`` answering the request plus ``reward``.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+def cookie_resources_app() -> Starlette:
+    counters: dict[str, int] = {}
+
+    def session_of(request: Request) -> str:
+        return request.cookies.get("session", "")
+
+    async def seed(request: Request) -> Response:
+        session = secrets.token_hex(8)
+        counters[session] = 0
+        response = JSONResponse({})
+        response.set_cookie("session", session)
+        return response
+
+    async def increment(request: Request) -> Response:
+        body = await request.json()
+        session = session_of(request)
+        if session not in counters:
+            return JSONResponse({"detail": "no session"}, status_code=400)
+        counters[session] += int(body.get("amount", 1))
+        return JSONResponse({"value": counters[session]})
+
+    async def verify(request: Request) -> Response:
+        body = await request.json()
+        value = counters.get(session_of(request), -1)
+        reward = 1.0 if value == body["target_value"] else 0.0
+        return JSONResponse({**body, "reward": reward, "final_value": value})
+
+    return Starlette(routes=[
+        Route("/", lambda r: JSONResponse({"status": "ok"}), methods=["GET"]),
+        Route("/seed_session", seed, methods=["POST"]),
+        Route("/increment", increment, methods=["POST"]),
+        Route("/verify", verify, methods=["POST"]),
+    ])
