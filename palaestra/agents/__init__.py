@@ -1,6 +1,6 @@
 """Agents: the harnesses that drive rollouts."""
 
-from palaestra.agents.base import Agent, AgentResult
+from palaestra.agents.base import Agent, AgentResult, BoundAgent, RolloutRunner
 from palaestra.agents.single_turn import SingleTurnAgent
 from palaestra.agents.tool_calling import ToolCallingAgent
 
@@ -10,4 +10,4 @@ AGENTS: dict[str, type[ToolCallingAgent] | type[SingleTurnAgent]] = {
 }
 """Agents by the name ``--agent`` accepts."""
 
-__all__ = ["AGENTS", "Agent", "AgentResult", "SingleTurnAgent", "ToolCallingAgent"]
+__all__ = ["AGENTS", "Agent", "AgentResult", "BoundAgent", "RolloutRunner", "SingleTurnAgent", "ToolCallingAgent"]

@@ -31,6 +31,20 @@ class AgentResult:
 
 
 @runtime_checkable
+class RolloutRunner(Protocol):
+    """What the collector drives: something that turns a task into a finished rollout.
+
+    ``BoundAgent`` runs an agent in this process; a remote agent server is another runner.
+    """
+
+    async def check(self) -> None:
+        """Fail fast (``ModelUnreachable``, ``ConfigError``) when nothing could run."""
+        ...
+
+    async def run(self, task: JsonDict) -> AgentResult: ...
+
+
+@runtime_checkable
 class Agent(Protocol):
     """The harness that drives one rollout of a task against an environment and a model."""
 
@@ -43,3 +57,16 @@ class Agent(Protocol):
         the agent raises it so the collector can stop instead of failing every task.
         """
         ...
+
+
+class BoundAgent:
+    """An agent bound to the environment and model it runs against, in this process."""
+
+    def __init__(self, agent: Agent, env: EnvironmentClient, model: Model) -> None:
+        self.agent, self.env, self.model = agent, env, model
+
+    async def check(self) -> None:
+        await self.model.check()
+
+    async def run(self, task: JsonDict) -> AgentResult:
+        return await self.agent.run(task, self.env, self.model)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from palaestra.agents import AGENTS, SingleTurnAgent, ToolCallingAgent
+from palaestra.agents import AGENTS, BoundAgent, SingleTurnAgent, ToolCallingAgent
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
 from palaestra.collect.progress import RichProgress, summary_table
@@ -103,7 +103,7 @@ async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummar
     env = LocalEnvironmentClient(entry.environment())
     started = time.perf_counter()
     try:
-        summary = await collect(env, agent, model, config, RichProgress(console))
+        summary = await collect(BoundAgent(agent, env, model), config, RichProgress(console))
     finally:
         await env.aclose()
         await model.aclose()

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import orjson
 
-from palaestra.agents.base import Agent, AgentResult
+from palaestra.agents.base import AgentResult, RolloutRunner
 from palaestra.collect.files import (
     JsonlAppender,
     Pair,
@@ -29,9 +29,7 @@ from palaestra.collect.files import (
 from palaestra.collect.metrics import aggregate
 from palaestra.collect.rows import dispatch_row, failure_row, input_error_row, rollout_row
 from palaestra.collect.tasks import TaskLine, count_tasks, read_tasks
-from palaestra.env_client import EnvironmentClient
 from palaestra.errors import ConfigError, InputError, ModelUnreachable
-from palaestra.models.base import Model
 from palaestra.types import Failure, FailureKind, JsonDict
 
 UNREACHABLE_STOP = 3
@@ -84,7 +82,7 @@ class Job:
     attempt: int
 
 
-async def collect(env: EnvironmentClient, agent: Agent, model: Model, config: CollectConfig,
+async def collect(runner: RolloutRunner, config: CollectConfig,
                   progress: Progress) -> RunSummary:
     """Run every (task, rollout) pair not finished yet; return the run's summary."""
     files = RunFiles(config.output)
@@ -92,8 +90,8 @@ async def collect(env: EnvironmentClient, agent: Agent, model: Model, config: Co
     done_pairs, attempts = prepare_files(files, config)
     summary.total = count_tasks(config.input, limit=config.limit) * config.repeats
     summary.skipped = len(done_pairs)
-    await model.check()
-    run = _Run(env, agent, model, config, summary, progress, files)
+    await runner.check()
+    run = _Run(runner, config, summary, progress, files)
     progress.start(summary)
     try:
         await run.execute(_jobs(config, done_pairs, attempts, run))
@@ -139,10 +137,9 @@ def _jobs(config: CollectConfig, done: set[Pair], attempts: Counter[Pair],
 class _Run:
     """One execution of the collector: its workers, writers and counters."""
 
-    def __init__(self, env: EnvironmentClient, agent: Agent, model: Model,
-                 config: CollectConfig, summary: RunSummary, progress: Progress,
-                 files: RunFiles) -> None:
-        self.env, self.agent, self.model, self.config = env, agent, model, config
+    def __init__(self, runner: RolloutRunner, config: CollectConfig, summary: RunSummary,
+                 progress: Progress, files: RunFiles) -> None:
+        self.runner, self.config = runner, config
         self.summary, self.progress = summary, progress
         self.outputs = JsonlAppender(files.output)
         self.inputs = JsonlAppender(files.materialized_inputs)
@@ -172,7 +169,7 @@ class _Run:
                                   overrides=self.config.overrides)
         self.inputs.append(dispatched)
         try:
-            result = await self.agent.run(dispatched, self.env, self.model)
+            result = await self.runner.run(dispatched)
         except ModelUnreachable as error:
             self._record_failure(dispatched, Failure(error.kind, error.reason), None, job)
             self.unreachable_streak += 1

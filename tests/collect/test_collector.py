@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, Session, ToolCallingAgent, tool
+from palaestra.agents import BoundAgent
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
 from palaestra.errors import ConfigError, ModelError, ModelUnreachable
 from palaestra.types import JsonDict
@@ -70,8 +71,8 @@ async def run(tmp_path: Path, model: FakeModel, **config: object) -> RunSummary:
                                   "output": tmp_path / "out.jsonl",
                                   "agent_ref": {"type": "responses_api_agents", "name": "echo"}}
     options.update(config)
-    return await collect(LocalEnvironmentClient(Echo()), ToolCallingAgent(), model,
-                         CollectConfig(**options), Quiet())  # type: ignore[arg-type]
+    runner = BoundAgent(ToolCallingAgent(), LocalEnvironmentClient(Echo()), model)
+    return await collect(runner, CollectConfig(**options), Quiet())  # type: ignore[arg-type]
 
 
 async def test_one_verified_row_per_task_and_rollout_with_sidecars(tmp_path: Path) -> None:

@@ -1,0 +1,93 @@
+"""A remote model that finds out on its first call whether the server speaks Responses or chat.
+
+vLLM, SGLang and OpenAI serve ``/responses``; llama.cpp and many proxies serve only
+``/chat/completions``. The first call tries Responses; a "no such route" answer switches this
+model to Chat Completions for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Literal
+
+import aiohttp
+
+from palaestra.models.base import ModelStats
+from palaestra.models.endpoint import RemoteEndpoint
+from palaestra.models.http import ModelHttpError, RetryPolicy, Timeouts
+from palaestra.models.openai_chat import respond_with_chat
+from palaestra.models.openai_responses import respond_with_responses
+from palaestra.types import JsonDict
+
+_NO_ROUTE_STATUSES = frozenset({404, 405, 501})
+# A 404 about the *model* (OpenAI, vLLM: "The model `x` does not exist") is not a missing route.
+_MISSING_MODEL = re.compile(r"model\b.*\b(does not exist|not found)", re.IGNORECASE)
+_UNKNOWN_ROUTE = re.compile(
+    r"unknown (route|endpoint|path|url)|no such (route|endpoint)|invalid url"
+    r"|unrecognized request url",
+    re.IGNORECASE,
+)
+
+
+def says_no_such_route(error: ModelHttpError) -> bool:
+    """Whether an HTTP error means the server has no Responses endpoint at all."""
+    if error.status in _NO_ROUTE_STATUSES:
+        return not _MISSING_MODEL.search(error.excerpt)
+    return error.status == 400 and bool(_UNKNOWN_ROUTE.search(error.excerpt))
+
+
+class AutoApiModel:
+    """An OpenAI-compatible server whose API (Responses or Chat Completions) is detected."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        session: aiohttp.ClientSession | None = None,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+        keep_token_ids: bool = False,
+    ) -> None:
+        self.endpoint = RemoteEndpoint(
+            base_url, model=model, api_key=api_key, session=session, timeouts=timeouts, retry=retry
+        )
+        self.keep_token_ids = keep_token_ids
+        self.api: Literal["responses", "chat"] | None = None
+        self.name: str = model or self.endpoint.base_url
+        self.stats: ModelStats = self.endpoint.stats
+        self._detect_lock = asyncio.Lock()
+
+    async def respond(self, params: JsonDict) -> JsonDict:
+        if self.api is None:
+            # Concurrent first calls wait here for one detection instead of each probing.
+            async with self._detect_lock:
+                if self.api is None:
+                    answer = await self._detect(params)
+                    self.name = self.endpoint.model or self.name
+                    return answer
+        if self.api == "responses":
+            return await respond_with_responses(self.endpoint, params)
+        return await respond_with_chat(self.endpoint, params, keep_token_ids=self.keep_token_ids)
+
+    async def _detect(self, params: JsonDict) -> JsonDict:
+        try:
+            answer = await respond_with_responses(self.endpoint, params)
+        except ModelHttpError as error:
+            if not says_no_such_route(error):
+                raise
+            self.stats.failures -= 1  # the probe found the API; it did not fail a rollout
+            self.api = "chat"
+            return await respond_with_chat(
+                self.endpoint, params, keep_token_ids=self.keep_token_ids
+            )
+        self.api = "responses"
+        return answer
+
+    async def check(self) -> None:
+        await self.endpoint.check()
+
+    async def aclose(self) -> None:
+        await self.endpoint.aclose()

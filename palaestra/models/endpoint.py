@@ -1,0 +1,115 @@
+"""One OpenAI-compatible base URL, as the remote model clients share it.
+
+The Responses client, the Chat Completions client and the auto-detecting client differ only in
+the route they post to and the conversion around it; the session, the credentials, the retry
+policy, the counters and the model-name lookup live here once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from palaestra.errors import ModelError, ModelUnreachable
+from palaestra.models.base import ModelStats
+from palaestra.models.http import RetryPolicy, Timeouts, post_json, request_json
+from palaestra.types import JsonDict
+
+_KEEPALIVE_SECONDS = 30.0
+
+
+class RemoteEndpoint:
+    """A base URL such as ``http://host:8000/v1`` with its session, auth header and counters.
+
+    A session passed in is borrowed and never closed here; otherwise one is created on first
+    use (aiohttp needs a running loop for that) and closed by ``aclose``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        session: aiohttp.ClientSession | None = None,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeouts = timeouts or Timeouts()
+        self.retry = retry or RetryPolicy()
+        self.stats = ModelStats()
+        # The key lives only in this header map, which is never logged or put in a message.
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._session = session
+        self._owns_session = session is None
+        self._model_lock = asyncio.Lock()
+
+    def url(self, route: str) -> str:
+        return f"{self.base_url}/{route.lstrip('/')}"
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            # No connection cap: the collector bounds concurrency, and a cap here would only
+            # queue requests behind an invisible second limit.
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=_KEEPALIVE_SECONDS)
+            self._session = aiohttp.ClientSession(connector=connector)
+        return self._session
+
+    async def post(self, route: str, body: JsonDict) -> JsonDict:
+        return await post_json(
+            self.session(),
+            self.url(route),
+            body,
+            headers=self._headers,
+            timeouts=self.timeouts,
+            retry=self.retry,
+            stats=self.stats,
+        )
+
+    async def model_name(self) -> str:
+        """The configured model, or the first one the server lists (looked up once)."""
+        if self.model is None:
+            async with self._model_lock:
+                if self.model is None:
+                    self.model = await self._first_listed_model()
+        return self.model
+
+    async def _first_listed_model(self) -> str:
+        url = self.url("models")
+        # A lookup is not a model call: it is kept out of the run's request counters.
+        listing = await request_json(
+            self.session(),
+            "GET",
+            url,
+            headers=self._headers,
+            timeouts=self.timeouts,
+            retry=self.retry,
+            stats=ModelStats(),
+        )
+        data = listing.get("data")
+        first = data[0] if isinstance(data, list) and data else None
+        model_id = first.get("id") if isinstance(first, dict) else None
+        if isinstance(model_id, str) and model_id:
+            return model_id
+        raise ModelError(f"GET {url} lists no model; name the model explicitly")
+
+    async def check(self) -> None:
+        """Any HTTP answer from ``GET /models`` proves the server is there."""
+        url = self.url("models")
+        quick = aiohttp.ClientTimeout(
+            connect=self.timeouts.connect, sock_read=self.timeouts.connect
+        )
+        try:
+            async with self.session().get(url, headers=self._headers, timeout=quick) as answer:
+                await answer.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            detail = str(exc) or type(exc).__name__
+            raise ModelUnreachable(f"cannot reach the model at {url}: {detail}") from None
+
+    async def aclose(self) -> None:
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+            self._session = None

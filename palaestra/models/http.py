@@ -1,0 +1,257 @@
+"""The HTTP machinery of remote models: JSON over aiohttp with timeouts and a bounded retry budget.
+
+Every request has a finite timeout; transient failures (429, 5xx, dropped connections, read
+timeouts) are retried with exponential backoff and jitter, and every retry is counted. When the
+budget is spent the caller gets a ``ModelError`` that names the URL and what the server said.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import aiohttp
+import orjson
+
+from palaestra.errors import ConfigError, ModelError, ModelTimeout, ModelUnreachable
+from palaestra.models.base import ModelStats
+from palaestra.types import JsonDict
+
+_RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_CONTEXT_LENGTH = re.compile(
+    r"context.length|maximum context|context size|context window|too many tokens"
+    r"|prompt is too long",
+    re.IGNORECASE,
+)
+_EXCERPT_CHARS = 300
+
+
+class ModelHttpError(ModelError):
+    """The model endpoint answered with an HTTP error status."""
+
+    def __init__(self, reason: str, *, status: int, excerpt: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.excerpt = excerpt
+
+
+class ContextLengthExceeded(ModelHttpError):
+    """The prompt does not fit the model's context; clients answer an incomplete Response."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How many times to retry a transient failure, and how long to wait in between.
+
+    The wait doubles from ``base_delay`` up to ``max_delay``; ``jitter`` is the fraction by
+    which it is randomly stretched or shrunk, so that many clients do not retry in lockstep.
+    """
+
+    max_retries: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    jitter: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.base_delay < 0 or self.max_delay < 0:
+            raise ConfigError(f"retry policy values must not be negative: {self}")
+        if not 0 <= self.jitter <= 1:
+            raise ConfigError(f"retry jitter must be between 0 and 1, not {self.jitter}")
+
+    def delay(self, attempt: int, retry_after: float | None = None, *, unit: float = 0.5) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (0-based).
+
+        ``unit`` is a uniform random number in [0, 1); 0.5 means no jitter. A server's
+        ``Retry-After`` wins over the backoff, but never beyond ``max_delay``.
+        """
+        if retry_after is not None:
+            return min(retry_after, self.max_delay)
+        backoff = min(self.max_delay, self.base_delay * 2.0**attempt)
+        stretched = backoff * (1.0 + self.jitter * (2.0 * unit - 1.0))
+        return min(self.max_delay, max(0.0, stretched))
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds allowed to connect, and to wait for the answer (a whole generation) once sent."""
+
+    connect: float = 10.0
+    read: float = 600.0
+
+    def client_timeout(self) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(total=None, connect=self.connect, sock_read=self.read)
+
+
+def _secrets(headers: Mapping[str, str]) -> list[str]:
+    """The credential values in ``headers``, to scrub from every message we build."""
+    found = []
+    for name, value in headers.items():
+        if name.lower() in ("authorization", "api-key", "x-api-key"):
+            found.append(value)
+            found.append(value.removeprefix("Bearer ").strip())
+    return [secret for secret in found if secret]
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _scrub_exception(exc: ModelError, secrets: list[str]) -> None:
+    """Remove credentials from an error in place (a server may echo the key it was sent)."""
+    if not secrets:
+        return
+    exc.reason = _scrub(exc.reason, secrets)
+    exc.args = (exc.reason,)
+    if isinstance(exc, ModelHttpError):
+        exc.excerpt = _scrub(exc.excerpt, secrets)
+
+
+def _excerpt(raw: bytes) -> str:
+    text = " ".join(raw.decode("utf-8", errors="replace").split())
+    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A numeric ``Retry-After`` in seconds; the HTTP-date form is ignored (backoff applies)."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds >= 0 else None
+
+
+def _status_error(where: str, status: int, raw: bytes) -> ModelHttpError:
+    excerpt = _excerpt(raw)
+    if status in (400, 413) and _CONTEXT_LENGTH.search(excerpt):
+        return ContextLengthExceeded(
+            f"{where}: context length exceeded (HTTP {status}): {excerpt}",
+            status=status,
+            excerpt=excerpt,
+        )
+    return ModelHttpError(
+        f"{where} answered HTTP {status}: {excerpt}", status=status, excerpt=excerpt
+    )
+
+
+def _parse_object(where: str, status: int, raw: bytes) -> JsonDict:
+    try:
+        answer = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise ModelError(f"model answered invalid JSON ({where}, HTTP {status}): {_excerpt(raw)}")
+    return answer
+
+
+async def _attempts(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    data: bytes | None,
+    *,
+    headers: Mapping[str, str],
+    timeouts: Timeouts,
+    retry: RetryPolicy,
+    stats: ModelStats,
+) -> JsonDict:
+    where = f"{method} {url}"
+    unreachable_every_time = True
+    last_failure = ""
+    last_error: type[ModelError] = ModelError
+    for attempt in range(retry.max_retries + 1):
+        retry_after: float | None = None
+        try:
+            async with session.request(
+                method, url, data=data, headers=headers, timeout=timeouts.client_timeout()
+            ) as answer:
+                raw = await answer.read()
+                status = answer.status
+                retry_after = _retry_after(answer.headers.get("Retry-After"))
+        except aiohttp.InvalidURL as exc:
+            raise ModelUnreachable(f"{where}: invalid URL ({exc})") from None
+        except aiohttp.ClientSSLError as exc:  # a bad certificate does not heal on retry
+            raise ModelError(f"{where}: TLS error: {exc}") from None
+        except aiohttp.ClientConnectorError as exc:  # refused, DNS failure, no route
+            last_failure, last_error = f"cannot connect: {exc.os_error or exc}", ModelUnreachable
+        except TimeoutError:
+            unreachable_every_time = False
+            last_failure, last_error = "timed out", ModelTimeout
+        except (aiohttp.ClientError, OSError) as exc:  # disconnects, resets, truncated bodies
+            unreachable_every_time = False
+            detail = str(exc) or type(exc).__name__
+            last_failure, last_error = f"connection failed: {detail}", ModelError
+        else:
+            if 200 <= status < 300:
+                return _parse_object(where, status, raw)
+            if status not in _RETRYABLE_STATUSES:
+                raise _status_error(where, status, raw)
+            unreachable_every_time = False
+            last_failure, last_error = f"HTTP {status}: {_excerpt(raw)}", ModelError
+        if attempt < retry.max_retries:
+            stats.retries += 1
+            await asyncio.sleep(retry.delay(attempt, retry_after, unit=random.random()))
+    if last_error is ModelUnreachable and not unreachable_every_time:
+        last_error = ModelError
+    attempts = retry.max_retries + 1
+    raise last_error(f"{where} failed after {attempts} attempt(s); last: {last_failure}")
+
+
+async def request_json(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    body: JsonDict | None = None,
+    *,
+    headers: Mapping[str, str],
+    timeouts: Timeouts,
+    retry: RetryPolicy,
+    stats: ModelStats,
+) -> JsonDict:
+    """Send one JSON request with the retry budget and return the JSON object answered.
+
+    Counts the request in ``stats.requests``, each retry in ``stats.retries`` and a final
+    failure in ``stats.failures`` (a context-length error is an answer, not a failure).
+    """
+    try:
+        data = orjson.dumps(body) if body is not None else None
+    except orjson.JSONEncodeError as exc:
+        raise ModelError(f"{method} {url}: the request body is not JSON: {exc}") from None
+    send_headers = {**headers, "Content-Type": "application/json"} if data else dict(headers)
+    stats.requests += 1
+    try:
+        return await _attempts(
+            session,
+            method,
+            url,
+            data,
+            headers=send_headers,
+            timeouts=timeouts,
+            retry=retry,
+            stats=stats,
+        )
+    except ModelError as exc:
+        if not isinstance(exc, ContextLengthExceeded):
+            stats.failures += 1
+        _scrub_exception(exc, _secrets(headers))
+        raise
+
+
+async def post_json(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: JsonDict,
+    *,
+    headers: Mapping[str, str],
+    timeouts: Timeouts,
+    retry: RetryPolicy,
+    stats: ModelStats,
+) -> JsonDict:
+    """POST ``body`` as JSON; see ``request_json``."""
+    return await request_json(
+        session, "POST", url, body, headers=headers, timeouts=timeouts, retry=retry, stats=stats
+    )

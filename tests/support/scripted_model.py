@@ -1,0 +1,295 @@
+"""A real OpenAI-compatible HTTP server for tests, answering from a script.
+
+The server runs on 127.0.0.1 in a background thread with its own event loop, so async tests and
+subprocesses (``palaestra collect ...``) reach it alike over real HTTP::
+
+    script = Sequence([tool_call_response("add", '{"a": 2, "b": 2}'), text_response("4")])
+    with ScriptedModelServer(script) as server:
+        model = OpenAIResponsesModel(server.url)   # "http://127.0.0.1:PORT/v1"
+
+A script maps Responses create params to a Response dict or a ``ScriptedFault``. Scripts are
+written once against Responses: a chat request is converted to Responses params before the
+script sees it, and the script's Response is converted back to a chat completion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+from aiohttp import web
+
+from palaestra.models.chat_format import (
+    chat_request_to_responses_params,
+    response_to_chat_completion,
+)
+from palaestra.types import JsonDict
+
+
+@dataclass(frozen=True)
+class ScriptedFault:
+    """A misbehaving answer: an error status, a delay, a dropped connection or a garbage body.
+
+    With ``status=200`` and a Response as ``body`` (plus ``delay``) it is a slow success.
+    """
+
+    status: int = 500
+    body: JsonDict | None = None
+    delay: float = 0.0
+    disconnect: bool = False
+    raw_body: bytes | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+Reply = JsonDict | ScriptedFault
+Script = Callable[[JsonDict], Reply]
+
+DEFAULT_MODEL = "scripted-model"
+_response_ids = itertools.count(1)
+
+
+def _response(
+    output: list[JsonDict], usage: JsonDict | None, last_item: JsonDict | None
+) -> JsonDict:
+    if last_item:
+        output[-1].update(last_item)
+    return {
+        "id": f"resp_scripted_{next(_response_ids)}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": DEFAULT_MODEL,
+        "status": "completed",
+        "incomplete_details": None,
+        "error": None,
+        "output": output,
+        "usage": usage or {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        "tools": [],
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+    }
+
+
+def text_response(
+    text: str, *, usage: JsonDict | None = None, last_item: JsonDict | None = None
+) -> JsonDict:
+    """A Response with one assistant message; ``last_item`` fields go on that item."""
+    message = {
+        "type": "message",
+        "id": "msg_scripted",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    return _response([message], usage, last_item)
+
+
+def tool_call_response(
+    name: str,
+    arguments: str,
+    *,
+    call_id: str = "call_1",
+    usage: JsonDict | None = None,
+    last_item: JsonDict | None = None,
+) -> JsonDict:
+    """A Response with one function call (``arguments`` is the JSON string the model wrote)."""
+    call = {
+        "type": "function_call",
+        "id": f"fc_{call_id}",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": "completed",
+    }
+    return _response([call], usage, last_item)
+
+
+class Sequence:
+    """A script that answers its replies in order, one per request (thread-safe).
+
+    A reply may itself be a script (called with the params). When the replies run out it
+    answers HTTP 410, which no client retries, so an over-long conversation fails loudly.
+    """
+
+    def __init__(self, replies: Iterable[Reply | Script]) -> None:
+        self._replies = list(replies)
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, params: JsonDict) -> Reply:
+        with self._lock:
+            index = self._next
+            self._next += 1
+        if index >= len(self._replies):
+            message = f"scripted model: the script is exhausted after {len(self._replies)} replies"
+            return ScriptedFault(status=410, body={"error": {"message": message}})
+        reply = self._replies[index]
+        return reply(params) if callable(reply) else reply
+
+
+def fail_first(n: int, fault: ScriptedFault, then: Script) -> Script:
+    """A script that answers ``fault`` to the first ``n`` requests, then defers to ``then``."""
+    calls = itertools.count()  # next() on a count is atomic under the GIL
+
+    def script(params: JsonDict) -> Reply:
+        return fault if next(calls) < n else then(params)
+
+    return script
+
+
+class ScriptedModelServer:
+    """An OpenAI-compatible server on a free 127.0.0.1 port answering from ``script``.
+
+    ``api`` chooses the routes: "responses" or "chat" alone (the other answers 404, as a
+    server without it would), or "both". Every request, even a 404, is recorded.
+    """
+
+    def __init__(
+        self,
+        script: Script,
+        *,
+        api: Literal["both", "responses", "chat"] = "both",
+        model: str = DEFAULT_MODEL,
+    ) -> None:
+        self.script = script
+        self.api = api
+        self.model = model
+        self.port = 0
+        self._requests: list[tuple[str, JsonDict]] = []
+        self._authorizations: list[str | None] = []
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._startup_error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[tuple[str, JsonDict]]:
+        """A snapshot of (route, body) for every request received so far."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def authorizations(self) -> list[str | None]:
+        """The ``Authorization`` header of every request received so far (None when absent)."""
+        with self._lock:
+            return list(self._authorizations)
+
+    def bodies(self, route: str) -> list[JsonDict]:
+        """The bodies received on one route, e.g. ``"/v1/responses"``."""
+        return [body for seen, body in self.requests if seen == route]
+
+    def __enter__(self) -> ScriptedModelServer:
+        self._thread = threading.Thread(target=self._run, name="scripted-model", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout=10):
+            raise RuntimeError("scripted model server did not start within 10 s")
+        if self._startup_error is not None:
+            raise RuntimeError("scripted model server failed to start") from self._startup_error
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    # --- the server thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._serve())
+        except BaseException as exc:  # reported to __enter__ instead of dying silently
+            self._startup_error = exc
+            self._ready.set()
+        finally:
+            loop.close()
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        app = web.Application()
+        app.router.add_get("/v1/models", self._models)
+        # A route the server "lacks" still records the request, then answers 404 as one would.
+        serves_responses = self.api in ("both", "responses")
+        serves_chat = self.api in ("both", "chat")
+        app.router.add_post("/v1/responses", self._responses if serves_responses else self._absent)
+        app.router.add_post("/v1/chat/completions", self._chat if serves_chat else self._absent)
+        # Cancel handlers whose client went away, and don't wait long for slow ones on exit.
+        runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, "127.0.0.1", 0).start()
+            self.port = runner.addresses[0][1]
+            self._ready.set()
+            await self._stop.wait()
+        finally:
+            await runner.cleanup()
+
+    def _record(self, request: web.Request, body: JsonDict) -> None:
+        with self._lock:
+            self._requests.append((request.path, body))
+            self._authorizations.append(request.headers.get("Authorization"))
+
+    async def _models(self, request: web.Request) -> web.Response:
+        self._record(request, {})
+        model = {"id": self.model, "object": "model", "owned_by": "palaestra-tests"}
+        return web.json_response({"object": "list", "data": [model]})
+
+    async def _absent(self, request: web.Request) -> web.Response:
+        await self._json_body(request)
+        return web.json_response({"detail": "Not Found"}, status=404)
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        body = await self._json_body(request)
+        if body is None:
+            return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        return await self._answer(request, self.script(body), convert=None)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await self._json_body(request)
+        if body is None:
+            return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        params = chat_request_to_responses_params(body)
+        return await self._answer(request, self.script(params), convert=response_to_chat_completion)
+
+    async def _json_body(self, request: web.Request) -> JsonDict | None:
+        try:
+            body: Any = orjson.loads(await request.read())
+        except orjson.JSONDecodeError:
+            body = None
+        self._record(request, body if isinstance(body, dict) else {"_raw": body})
+        return body if isinstance(body, dict) else None
+
+    async def _answer(
+        self,
+        request: web.Request,
+        reply: Reply,
+        convert: Callable[[JsonDict], JsonDict] | None,
+    ) -> web.StreamResponse:
+        if not isinstance(reply, ScriptedFault):
+            return web.json_response(convert(reply) if convert else reply)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.disconnect:
+            if request.transport is not None:
+                request.transport.abort()  # drop the connection without an answer
+            raise asyncio.CancelledError
+        headers = dict(reply.headers)
+        if reply.raw_body is not None:
+            return web.Response(status=reply.status, body=reply.raw_body, headers=headers)
+        body = reply.body or {"error": {"message": f"scripted fault (HTTP {reply.status})"}}
+        if convert and reply.status == 200:
+            body = convert(body)
+        return web.json_response(body, status=reply.status, headers=headers)
