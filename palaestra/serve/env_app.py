@@ -54,7 +54,7 @@ def environment_app(environment: Environment, *, secret: bytes | None = None) ->
         Route("/seed_session", _seed(client, signer), methods=["POST"]),
         Route("/verify", _verify(client, signer), methods=["POST"]),
         Route("/close_session", _close(client, signer), methods=["POST"]),
-        Route("/aggregate_metrics", _aggregate, methods=["POST"]),
+        Route("/aggregate_metrics", aggregate_endpoint, methods=["POST"]),
     ]
     routes += [Route(f"/{name}", _tool(client, signer, name), methods=["POST"])
                for name in environment.tool_specs]
@@ -146,7 +146,8 @@ def _close(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
     return close
 
 
-async def _aggregate(request: Request) -> Response:
+async def aggregate_endpoint(request: Request) -> Response:
+    """``POST /aggregate_metrics``: NeMo Gym's aggregate of a list of verify answers."""
     body = await json_object(request)
     require(body, "verify_responses", list, "a list of verify answers")
     rows: list[Any] = body["verify_responses"]

@@ -26,7 +26,8 @@ from palaestra.serve.sessions_http import HEADER_NAME
 from palaestra.types import Failure, FailureKind, JsonDict, Verdict
 
 _PROTOCOL_FIELDS = frozenset({"reward", "reward_components", "step_rewards", "failure",
-                              "response", "responses_create_params"})
+                              "response", "responses_create_params", "_palaestra", "agent_ref",
+                              "_ng_task_index", "_ng_rollout_index", "error"})
 
 
 class RemoteEnvironmentClient:
@@ -102,7 +103,7 @@ class RemoteEnvironmentClient:
             raise VerifierFailure(f"verify answered {status}: {_excerpt(body)}")
         try:
             answer = orjson.loads(body)
-            return _verdict_of(answer, task)
+            return verdict_from_answer(answer, task)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise VerifierFailure(f"verify answered an unusable body: {error}") from None
 
@@ -148,7 +149,8 @@ class RemoteEnvironmentClient:
                     jar[key] = morsel.value
 
 
-def _verdict_of(answer: JsonDict, task: JsonDict) -> Verdict:
+def verdict_from_answer(answer: JsonDict, task: JsonDict) -> Verdict:
+    """A verify answer back into a Verdict: its fields beyond the task's are the metrics."""
     failure = answer.get("failure")
     if isinstance(failure, dict):
         return Verdict(failure=Failure(FailureKind(failure["kind"]), str(failure["reason"]),

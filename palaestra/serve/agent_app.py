@@ -1,0 +1,100 @@
+"""An agent served over HTTP: NeMo Gym's agent-server protocol.
+
+``POST /run`` takes a task row and answers one finished rollout: the verify answer
+(``responses_create_params``, ``response``, ``reward``, task and verifier fields). A rollout
+that could not be scored answers 500 with an explicit ``failure`` (and the trajectory so far)
+instead of a reward, so no client can mistake it for a 0. ``POST /v1/responses`` runs the tool
+loop on create params and answers the whole trajectory as one Response (the agent seen as a
+model). ``POST /aggregate_metrics`` aggregates verify answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from palaestra.agents.base import Agent, AgentResult
+from palaestra.collect.tasks import task_problem
+from palaestra.env_client import EnvironmentClient
+from palaestra.models.base import Model
+from palaestra.serve.env_app import aggregate_endpoint, verdict_fields
+from palaestra.serve.guard import BodyTooLarge
+from palaestra.serve.http_json import (
+    JSONResponse,
+    RequestError,
+    error_response,
+    json_object,
+    request_error_response,
+)
+from palaestra.types import Failure, FailureKind, JsonDict
+
+
+def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
+    """An ASGI app running ``agent`` against ``env`` and ``model`` for each request."""
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "agent": agent.name, "environment": env.name})
+
+    async def run(request: Request) -> Response:
+        task = await json_object(request)
+        _check_task(task)
+        result = await agent.run(task, env, model)
+        return rollout_answer(task, result)
+
+    async def responses(request: Request) -> Response:
+        params = await json_object(request)
+        _check_task({"responses_create_params": params})
+        result = await agent.run({"responses_create_params": params}, env, model)
+        if result.response is None:
+            failure = result.failure or Failure(FailureKind.INTERNAL_ERROR, "no response")
+            return error_response(502, failure.reason, kind=str(failure.kind))
+        return JSONResponse(result.response)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await env.aclose()
+        await model.aclose()
+
+    return Starlette(
+        lifespan=lifespan,
+        routes=[
+            Route("/", health, methods=["GET"]),
+            Route("/run", run, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+            Route("/aggregate_metrics", aggregate_endpoint, methods=["POST"]),
+        ],
+        exception_handlers={RequestError: _on_error, BodyTooLarge: _on_error},
+    )
+
+
+def rollout_answer(task: JsonDict, result: AgentResult) -> Response:
+    failure = result.failure or (result.verdict.failure if result.verdict else None)
+    facts = {"model_calls": result.model_calls, "tool_calls": result.tool_calls,
+             "timings": result.timings}
+    if failure is not None or result.verdict is None:
+        failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
+        body = {"error": {"message": failure.reason, "type": str(failure.kind), "param": None,
+                          "code": None},
+                "failure": failure.to_json(), "response": result.response, "_palaestra": facts}
+        return JSONResponse(body, status_code=500)
+    return JSONResponse({**task, "response": result.response, **verdict_fields(result.verdict),
+                         "_palaestra": facts})
+
+
+def _check_task(task: JsonDict) -> None:
+    problem = task_problem(task)
+    if problem is not None:
+        field, reason = problem
+        raise RequestError(422, f"{field}: {reason}" if field else reason, param=field)
+
+
+async def _on_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, RequestError):
+        return request_error_response(exc)
+    return error_response(413, str(exc))

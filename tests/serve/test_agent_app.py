@@ -1,0 +1,78 @@
+"""The agent server over real HTTP, and the collector driving it through ``RemoteAgent``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+from palaestra import LocalEnvironmentClient, ToolCallingAgent
+from palaestra.collect.collector import CollectConfig, collect
+from palaestra.envs.weather.environment import Weather
+from palaestra.models.openai_responses import OpenAIResponsesModel
+from palaestra.serve.agent_app import agent_app
+from palaestra.serve.remote_agent import RemoteAgent
+from palaestra.serve.uvicorn_runner import BackgroundServer
+from tests.cli.test_collect_cli import weather_script
+from tests.collect.test_collector import Quiet, read_jsonl
+from tests.support.scripted_model import ScriptedFault, ScriptedModelServer
+
+TASK = {"responses_create_params": {"input": "Weather in Rome?"}, "city": "Rome"}
+
+
+def weather_agent_app(model_url: str):  # type: ignore[no-untyped-def]
+    model = OpenAIResponsesModel(model_url)
+    return agent_app(ToolCallingAgent(), LocalEnvironmentClient(Weather()), model)
+
+
+async def test_run_answers_the_verify_answer() -> None:
+    with ScriptedModelServer(weather_script()) as model, \
+            BackgroundServer(weather_agent_app(model.url)) as agent:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{agent.url}/run", json=TASK) as done:
+                assert done.status == 200
+                row = await done.json()
+            async with http.post(f"{agent.url}/v1/responses",
+                                 json=TASK["responses_create_params"]) as as_model:
+                trajectory = await as_model.json()
+            async with http.post(f"{agent.url}/run", json={"city": "x"}) as bad:
+                assert bad.status == 422
+                assert (await bad.json())["error"]["param"] == "responses_create_params"
+    assert row["reward"] == 1.0 and row["called_tool"] is True and row["city"] == "Rome"
+    assert [i["type"] for i in row["response"]["output"]] == [
+        "function_call", "function_call_output", "message"]
+    assert trajectory["object"] == "response"
+    assert len(trajectory["output"]) == 3
+
+
+async def test_a_failed_rollout_is_an_explicit_failure_not_a_zero() -> None:
+    broken = ScriptedFault(status=400, body={"error": {"message": "bad request"}})
+    with ScriptedModelServer(lambda p: broken) as model, \
+            BackgroundServer(weather_agent_app(model.url)) as agent:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{agent.url}/run", json=TASK) as done:
+                assert done.status == 500
+                body = await done.json()
+    assert body["failure"]["kind"] == "model_error"
+    assert "reward" not in body
+
+
+async def test_collect_through_a_served_agent(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_bytes(orjson.dumps(TASK) + b"\n" + orjson.dumps(TASK) + b"\n")
+    with ScriptedModelServer(weather_script()) as model, \
+            BackgroundServer(weather_agent_app(model.url)) as agent:
+        runner = RemoteAgent(agent.url)
+        try:
+            summary = await collect(runner, CollectConfig(
+                input=tasks, output=tmp_path / "out.jsonl", repeats=2,
+                agent_ref={"type": "responses_api_agents", "name": "weather_remote"}), Quiet())
+        finally:
+            await runner.aclose()
+    assert runner.name == "tool_calling"
+    assert summary.done == 4 and summary.mean_reward == 1.0
+    rows = read_jsonl(tmp_path / "out.jsonl")
+    assert all(r["called_tool"] is True and r["_palaestra"]["model_calls"] == 2 for r in rows)
+    assert sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in rows) == [
+        (0, 0), (0, 1), (1, 0), (1, 1)]
