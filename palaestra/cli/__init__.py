@@ -6,7 +6,9 @@ import click
 from palaestra.cli.collect import collect_command
 from palaestra.cli.envs import envs_command
 
+from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
+from palaestra.cli.serve_servers import serve_agent_command, serve_env_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,7 +19,11 @@ def cli() -> None:
 
 cli.add_command(collect_command)
 cli.add_command(envs_command)
+serve_group.add_command(serve_env_command)
+serve_group.add_command(serve_agent_command)
 cli.add_command(serve_group)
+cli.add_command(run_command)
+cli.add_command(status_command)
 
 
 def main() -> None:

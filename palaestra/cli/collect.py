@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -10,21 +11,27 @@ from typing import Any
 import click
 from rich.console import Console
 
-from palaestra.agents import AGENTS, BoundAgent, SingleTurnAgent, ToolCallingAgent
+from palaestra.agents import AGENTS, BoundAgent, RolloutRunner, SingleTurnAgent, ToolCallingAgent
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
 from palaestra.collect.progress import RichProgress, summary_table
-from palaestra.env_client import LocalEnvironmentClient
+from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.errors import ConfigError
-from palaestra.registry import find_environment
+from palaestra.registry import EnvironmentEntry, find_environment
+from palaestra.serve.remote_agent import RemoteAgent
+from palaestra.serve.remote_env import RemoteEnvironmentClient
 from palaestra.types import JsonDict
 
 EXIT_STOPPED = 3
 
 
 @click.command("collect")
-@click.option("--env", "env_spec", required=True,
+@click.option("--env", "env_spec",
               help="Environment: a name (see `palaestra envs`), ./file.py[:Class] or module:Class.")
+@click.option("--env-url", help="A running environment server (NeMo Gym protocol) instead.")
+@click.option("--agent-url", help="A running agent server: each task is sent to its /run.")
+@click.option("--server-token", envvar="PALAESTRA_SERVER_TOKEN", show_envvar=True,
+              help="Bearer token for --env-url / --agent-url servers.")
 @click.option("--input", "input_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Tasks JSONL. Default: the environment's example tasks.")
 @click.option("--output", "output_path", type=click.Path(path_type=Path, dir_okay=False),
@@ -69,28 +76,51 @@ def collect_command(**options: Any) -> None:
 
 
 async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummary, float]:
+    entry = find_environment(options["env_spec"]) if options["env_spec"] else None
+    if entry is None and not (options["env_url"] or options["agent_url"]):
+        raise ConfigError("name an environment: --env NAME, --env-url URL or --agent-url URL")
+    input_path = options["input_path"] or (entry.example_tasks if entry else None)
+    if input_path is None:
+        raise ConfigError("pass --input: there are no example tasks to fall back on")
+    if not Path(input_path).is_file():
+        raise ConfigError(f"input file not found: {input_path}")
+    label = entry.name if entry else "remote"
+    async with contextlib.AsyncExitStack() as stack:
+        runner, agent_name = await _runner(options, entry, stack)
+        config = CollectConfig(
+            input=Path(input_path),
+            output=options["output_path"] or Path("runs") / f"{label}.jsonl",
+            repeats=options["repeats"],
+            concurrency=options["concurrency"],
+            limit=options["limit"],
+            resume=options["resume"],
+            overwrite=options["overwrite"],
+            overrides=_overrides(options),
+            agent_ref={"type": "responses_api_agents", "name": f"{label}_{agent_name}"},
+        )
+        started = time.perf_counter()
+        summary = await collect(runner, config, RichProgress(console))
+        return summary, time.perf_counter() - started
+
+
+async def _runner(options: dict[str, Any], entry: EnvironmentEntry | None,
+                  stack: contextlib.AsyncExitStack) -> tuple[RolloutRunner, str]:
+    """What runs each rollout: a served agent, or an agent here with a local or remote env."""
+    if options["agent_url"]:
+        remote = RemoteAgent(options["agent_url"], token=options["server_token"])
+        stack.push_async_callback(remote.aclose)
+        return remote, "remote_agent"
     from palaestra.models.http import RetryPolicy, Timeouts
     from palaestra.models.resolve import open_model
 
-    entry = find_environment(options["env_spec"])
-    input_path = options["input_path"] or entry.example_tasks
-    if input_path is None:
-        raise ConfigError(f"environment '{entry.name}' ships no example tasks: pass --input")
-    if not Path(input_path).is_file():
-        raise ConfigError(f"input file not found: {input_path}")
-    output_path = options["output_path"] or Path("runs") / f"{entry.name}.jsonl"
-    agent = _agent(options)
-    config = CollectConfig(
-        input=Path(input_path),
-        output=output_path,
-        repeats=options["repeats"],
-        concurrency=options["concurrency"],
-        limit=options["limit"],
-        resume=options["resume"],
-        overwrite=options["overwrite"],
-        overrides=_overrides(options),
-        agent_ref={"type": "responses_api_agents", "name": f"{entry.name}_{agent.name}"},
-    )
+    env: EnvironmentClient
+    if options["env_url"]:
+        env = await RemoteEnvironmentClient.connect(options["env_url"],
+                                                    token=options["server_token"])
+    else:
+        assert entry is not None
+        env = LocalEnvironmentClient(entry.environment())
+    stack.push_async_callback(env.aclose)
     model = open_model(
         options["model_spec"],
         api=options["api"],
@@ -100,14 +130,9 @@ async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummar
         retry=RetryPolicy(max_retries=options["max_retries"]),
         timeouts=Timeouts(read=options["request_timeout"]),
     )
-    env = LocalEnvironmentClient(entry.environment())
-    started = time.perf_counter()
-    try:
-        summary = await collect(BoundAgent(agent, env, model), config, RichProgress(console))
-    finally:
-        await env.aclose()
-        await model.aclose()
-    return summary, time.perf_counter() - started
+    stack.push_async_callback(model.aclose)
+    agent = _agent(options)
+    return BoundAgent(agent, env, model), agent.name
 
 
 def _agent(options: dict[str, Any]) -> ToolCallingAgent | SingleTurnAgent:

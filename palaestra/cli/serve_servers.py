@@ -1,0 +1,104 @@
+"""``palaestra serve env`` and ``palaestra serve agent``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+
+from palaestra.agents import AGENTS
+from palaestra.cli.errors import exit_on_user_error
+from palaestra.errors import ConfigError
+
+TOKEN_ENV = "PALAESTRA_SERVER_TOKEN"
+
+host_option = click.option("--host", default="127.0.0.1", show_default=True,
+                           help="Interface to bind (127.0.0.1: this machine only).")
+port_option = click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
+                           help="Port to bind; 0 picks a free one and prints it.")
+token_option = click.option("--token", envvar=TOKEN_ENV, show_envvar=True,
+                            help="Require this bearer token on every request.")
+
+
+@click.command("env")
+@click.argument("env_spec")
+@host_option
+@port_option
+@token_option
+def serve_env_command(env_spec: str, host: str, port: int, token: str | None) -> None:
+    """Serve an environment (NeMo Gym resources-server protocol)."""
+    from palaestra.registry import find_environment
+    from palaestra.serve.env_app import environment_app
+
+    console = Console(stderr=True)
+    with exit_on_user_error(console):
+        entry = find_environment(env_spec)
+        app = environment_app(entry.environment())
+        _serve(app, host=host, port=port, token=token, label=f"environment {entry.name}")
+
+
+@click.command("agent")
+@click.option("--env", "env_spec", help="Environment to run in process (name, file or module).")
+@click.option("--env-url", help="A running environment server to use instead.")
+@click.option("--model", "model_spec", default="local", show_default=True,
+              help="'local', an OpenAI-compatible base URL or a model-config name.")
+@click.option("--model-name", help="The `model` field sent to a remote endpoint.")
+@click.option("--api", type=click.Choice(["auto", "responses", "chat"]), default="auto",
+              show_default=True)
+@click.option("--agent", "agent_name", type=click.Choice(sorted(AGENTS)), default="tool_calling",
+              show_default=True)
+@click.option("--max-steps", type=click.IntRange(min=1), default=8, show_default=True)
+@host_option
+@port_option
+@token_option
+def serve_agent_command(**options: Any) -> None:
+    """Serve an agent bound to an environment and a model (/run, /v1/responses)."""
+    console = Console(stderr=True)
+    with exit_on_user_error(console):
+        if bool(options["env_spec"]) == bool(options["env_url"]):
+            raise ConfigError("give exactly one of --env and --env-url")
+        from palaestra.serve.uvicorn_runner import run_on_fast_loop
+
+        run_on_fast_loop(_serve_agent(options))
+
+
+async def _serve_agent(options: dict[str, Any]) -> None:
+    from palaestra.agents import SingleTurnAgent, ToolCallingAgent
+    from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
+    from palaestra.models.resolve import open_model
+    from palaestra.registry import find_environment
+    from palaestra.serve.agent_app import agent_app
+    from palaestra.serve.remote_env import RemoteEnvironmentClient
+
+    env: EnvironmentClient
+    if options["env_url"]:
+        env = await RemoteEnvironmentClient.connect(options["env_url"], token=options["token"])
+    else:
+        env = LocalEnvironmentClient(find_environment(options["env_spec"]).environment())
+    model = open_model(options["model_spec"], api=options["api"],
+                       model_name=options["model_name"])
+    await model.check()
+    agent = (ToolCallingAgent(max_steps=options["max_steps"])
+             if options["agent_name"] == ToolCallingAgent.name else SingleTurnAgent())
+    app = agent_app(agent, env, model)
+    await _serve_async(app, host=options["host"], port=options["port"], token=options["token"],
+                       label=f"agent {agent.name} on {env.name}")
+
+
+def _serve(app: Any, *, host: str, port: int, token: str | None, label: str) -> None:
+    from palaestra.serve.uvicorn_runner import run_on_fast_loop
+
+    run_on_fast_loop(_serve_async(app, host=host, port=port, token=token, label=label))
+
+
+async def _serve_async(app: Any, *, host: str, port: int, token: str | None, label: str) -> None:
+    from palaestra.serve.announce import ready_line, serve_announced
+    from palaestra.serve.guard import Guard
+
+    def on_ready(url: str) -> None:
+        print(f"serving {label} on {url}", file=sys.stderr, flush=True)
+        print(ready_line(url), flush=True)
+
+    await serve_announced(Guard(app, token=token), host=host, port=port, on_ready=on_ready)

@@ -1,0 +1,67 @@
+"""Serving with a ready announcement: bind first, then say where, so ``--port 0`` works.
+
+A supervisor (``palaestra run``) starts servers on port 0 and reads the one line
+``PALAESTRA_READY {"url": ...}`` each prints once it accepts connections: no port races, no
+guessing, no polling of ports that may belong to someone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from palaestra.serve.uvicorn_runner import make_server
+
+READY_PREFIX = "PALAESTRA_READY "
+
+
+def ready_line(url: str, **facts: Any) -> str:
+    return READY_PREFIX + orjson.dumps({"url": url, **facts}).decode()
+
+
+def parse_ready_line(line: str) -> dict[str, Any] | None:
+    if not line.startswith(READY_PREFIX):
+        return None
+    try:
+        facts = orjson.loads(line[len(READY_PREFIX) :])
+    except orjson.JSONDecodeError:
+        return None
+    return facts if isinstance(facts, dict) and "url" in facts else None
+
+
+async def serve_announced(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    on_ready: Callable[[str], None],
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve ``app`` until stopped; call ``on_ready(url)`` once it accepts connections.
+
+    Setting ``stop`` shuts the server down gracefully, as a signal would.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family)
+    bound = sock.getsockname()[1]
+    display_host = f"[{host}]" if ":" in host else host
+    server = make_server(app, host=host, port=bound)
+
+    async def announce() -> None:
+        while not server.started:
+            await asyncio.sleep(0.005)
+        on_ready(f"http://{display_host}:{bound}")
+        if stop is not None:
+            await stop.wait()
+            server.should_exit = True
+
+    watcher = asyncio.create_task(announce())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()
+        sock.close()
