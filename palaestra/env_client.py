@@ -91,8 +91,9 @@ class LocalEnvironmentClient:
         try:
             parsed = spec.arguments.model_validate(arguments)
         except pydantic.ValidationError as error:
-            raise ToolCallRejected(f"invalid arguments for tool '{name}': "
-                                   f"{_validation_summary(error)}") from error
+            raise ToolCallRejected(
+                f"invalid arguments for tool '{name}': {_validation_summary(error)}"
+            ) from error
         session = self.sessions.get(session_id)
         kwargs = dict(parsed)
         if spec.wants_session:
@@ -104,8 +105,9 @@ class LocalEnvironmentClient:
         except ToolError as error:
             raise ToolCallRejected(str(error)) from error
         except TimeoutError as error:
-            raise ToolFailure(f"tool '{name}' timed out after "
-                              f"{self.environment.tool_timeout:g}s") from error
+            raise ToolFailure(
+                f"tool '{name}' timed out after {self.environment.tool_timeout:g}s"
+            ) from error
         except Exception as error:
             raise ToolFailure(f"tool '{name}' raised {_describe(error)}") from error
         return result
@@ -118,8 +120,9 @@ class LocalEnvironmentClient:
                 self.environment.verify_timeout,
             )
         except TimeoutError as error:
-            raise VerifierFailure(f"verify timed out after "
-                                  f"{self.environment.verify_timeout:g}s") from error
+            raise VerifierFailure(
+                f"verify timed out after {self.environment.verify_timeout:g}s"
+            ) from error
         except Exception as error:
             raise VerifierFailure(f"verify raised {_describe(error)}") from error
         return as_verdict(result)
@@ -148,8 +151,10 @@ def as_verdict(result: object) -> Verdict:
         return result
     if isinstance(result, bool | int | float):
         return Verdict(reward=float(result))
-    return Verdict.failed(FailureKind.VERIFIER_ERROR,
-                          f"verify returned {type(result).__name__}, expected Verdict or float")
+    return Verdict.failed(
+        FailureKind.VERIFIER_ERROR,
+        f"verify returned {type(result).__name__}, expected Verdict or float",
+    )
 
 
 def tool_output_text(result: object) -> str:

@@ -81,7 +81,8 @@ def _collect_tools(cls: type[Environment]) -> dict[str, ToolSpec]:
         for attribute in vars(klass).values():
             options = tool_options(attribute)
             if options is not None:
-                spec = build_tool_spec(attribute, name=options["name"],
-                                       blocking=options["blocking"])
+                spec = build_tool_spec(
+                    attribute, name=options["name"], blocking=options["blocking"]
+                )
                 specs[spec.name] = spec
     return specs

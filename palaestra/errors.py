@@ -21,8 +21,14 @@ class ConfigError(PalaestraError):
 class InputError(PalaestraError):
     """A bad input row; the message names the file, the line and the field."""
 
-    def __init__(self, reason: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
         self.reason = reason
         self.path = path
         self.line = line

@@ -50,8 +50,11 @@ def available_environments() -> tuple[list[EnvironmentEntry], list[str]]:
         except Exception as error:
             problems.append(f"plug-in '{point.name}' ({point.value}) failed to load: {error}")
             continue
-        entries.append(EnvironmentEntry(point.name, cls.description, f"plug-in {point.value}",
-                                        cls, _tasks_beside(cls)))
+        entries.append(
+            EnvironmentEntry(
+                point.name, cls.description, f"plug-in {point.value}", cls, _tasks_beside(cls)
+            )
+        )
     return entries, problems
 
 
@@ -66,19 +69,23 @@ def find_environment(spec: str) -> EnvironmentEntry:
         return _builtin(spec)
     for point in metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec):
         cls = _environment_in(point.load(), point.value)
-        return EnvironmentEntry(spec, cls.description, f"plug-in {point.value}", cls,
-                                _tasks_beside(cls))
+        return EnvironmentEntry(
+            spec, cls.description, f"plug-in {point.value}", cls, _tasks_beside(cls)
+        )
     known = ", ".join(e.name for e in available_environments()[0])
-    raise ConfigError(f"unknown environment '{spec}'. Known: {known}. Or pass a file "
-                      f"(./my_env.py) or an import path (package.module:Class).")
+    raise ConfigError(
+        f"unknown environment '{spec}'. Known: {known}. Or pass a file "
+        f"(./my_env.py) or an import path (package.module:Class)."
+    )
 
 
 def _builtin(name: str) -> EnvironmentEntry:
     module = importlib.import_module(f"{_BUILTIN_PACKAGE}.{name}.environment")
     cls = _environment_in(module, f"{_BUILTIN_PACKAGE}.{name}")
     tasks = Path(module.__file__ or "").with_name("tasks.jsonl")
-    return EnvironmentEntry(name, cls.description, "built-in", cls,
-                            tasks if tasks.exists() else None)
+    return EnvironmentEntry(
+        name, cls.description, "built-in", cls, tasks if tasks.exists() else None
+    )
 
 
 def _from_file(path: Path, class_name: str | None) -> EnvironmentEntry:
@@ -104,12 +111,12 @@ def _from_import(module_name: str, class_name: str) -> EnvironmentEntry:
     except ImportError as error:
         raise ConfigError(f"cannot import environment module '{module_name}': {error}") from error
     cls = _environment_in(module, module_name, class_name)
-    return EnvironmentEntry(cls.name, cls.description, f"{module_name}:{class_name}", cls,
-                            _tasks_beside(cls))
+    return EnvironmentEntry(
+        cls.name, cls.description, f"{module_name}:{class_name}", cls, _tasks_beside(cls)
+    )
 
 
-def _environment_in(target: object, where: str, class_name: str | None = None
-                    ) -> type[Environment]:
+def _environment_in(target: object, where: str, class_name: str | None = None) -> type[Environment]:
     if isinstance(target, type) and issubclass(target, Environment):
         return target
     if not isinstance(target, ModuleType):
@@ -119,13 +126,20 @@ def _environment_in(target: object, where: str, class_name: str | None = None
         if not (isinstance(cls, type) and issubclass(cls, Environment)):
             raise ConfigError(f"{where} has no Environment subclass named '{class_name}'")
         return cls
-    found = [v for v in vars(target).values() if isinstance(v, type)
-             and issubclass(v, Environment) and v is not Environment
-             and v.__module__ == target.__name__]
+    found = [
+        v
+        for v in vars(target).values()
+        if isinstance(v, type)
+        and issubclass(v, Environment)
+        and v is not Environment
+        and v.__module__ == target.__name__
+    ]
     if len(found) != 1:
         names = ", ".join(c.__name__ for c in found) or "none"
-        raise ConfigError(f"{where} defines {len(found)} Environment subclasses ({names}); "
-                          f"name one with {where}:ClassName")
+        raise ConfigError(
+            f"{where} defines {len(found)} Environment subclasses ({names}); "
+            f"name one with {where}:ClassName"
+        )
     return found[0]
 
 
@@ -135,4 +149,3 @@ def _tasks_beside(cls: type[Environment]) -> Path | None:
         return None
     tasks = Path(module.__file__).with_name("tasks.jsonl")
     return tasks if tasks.exists() else None
-

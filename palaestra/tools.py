@@ -63,8 +63,9 @@ def tool(function: F, /) -> F: ...
 def tool(*, name: str | None = None, blocking: bool = False) -> Callable[[F], F]: ...
 
 
-def tool(function: F | None = None, /, *, name: str | None = None,
-         blocking: bool = False) -> F | Callable[[F], F]:
+def tool(
+    function: F | None = None, /, *, name: str | None = None, blocking: bool = False
+) -> F | Callable[[F], F]:
     """Declare an environment method as a tool.
 
     ``blocking=True`` runs a synchronous tool in a thread so a slow call cannot stall the event

@@ -134,7 +134,9 @@ def add_usage(total: JsonDict, usage: JsonDict | None) -> None:
         return
     for key in ("input_tokens", "output_tokens", "total_tokens"):
         total[key] = total.get(key, 0) + int(usage.get(key) or 0)
-    for details, key in (("input_tokens_details", "cached_tokens"),
-                         ("output_tokens_details", "reasoning_tokens")):
+    for details, key in (
+        ("input_tokens_details", "cached_tokens"),
+        ("output_tokens_details", "reasoning_tokens"),
+    ):
         value = (usage.get(details) or {}).get(key) or 0
         total.setdefault(details, {})[key] = total.get(details, {}).get(key, 0) + int(value)

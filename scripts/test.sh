@@ -6,4 +6,5 @@ bash scripts/install.sh --dev
 .venv/bin/ruff check palaestra tests benchmarks
 .venv/bin/ruff format --check palaestra tests benchmarks
 .venv/bin/mypy
+.venv/bin/python -c "from palaestra.models.local import default_model_path; default_model_path()"  # the local model must be installed: its tests must not silently skip
 .venv/bin/pytest -q "$@"

@@ -78,7 +78,7 @@ async def test_tools_share_state_within_a_session_only() -> None:
 async def test_model_mistakes_are_rejected_with_a_message_for_the_model() -> None:
     client = LocalEnvironmentClient(Lab())
     session = await client.seed({})
-    with pytest.raises(ToolCallRejected, match="unknown tool 'nope'.*add"):
+    with pytest.raises(ToolCallRejected, match=r"unknown tool 'nope'.*add"):
         await client.call_tool(session, "nope", {})
     with pytest.raises(ToolCallRejected, match="field 'amount'"):
         await client.call_tool(session, "add", {"amount": "lots"})

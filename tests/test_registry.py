@@ -40,8 +40,13 @@ def install_fake_plugin(root: Path, *, broken: bool = False) -> dict[str, str]:
 
 def test_envs_lists_entry_point_plugins(tmp_path: Path) -> None:
     environ = install_fake_plugin(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "palaestra", "envs"], env=environ,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "palaestra", "envs"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.strip().startswith("dice"))
     assert "roll" in line and "plug-in dice_plugin:Dice" in line
@@ -49,8 +54,13 @@ def test_envs_lists_entry_point_plugins(tmp_path: Path) -> None:
 
 def test_a_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:
     environ = install_fake_plugin(tmp_path, broken=True)
-    done = subprocess.run([sys.executable, "-m", "palaestra", "envs"], env=environ,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "palaestra", "envs"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0
     assert "weather" in done.stdout
     assert "plug-in 'dice' (missing_module:Nope) failed to load" in done.stderr
@@ -59,7 +69,7 @@ def test_a_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:
 def test_find_by_import_path_and_file(tmp_path: Path) -> None:
     assert find_environment("palaestra.envs.counter.environment:Counter").name == "counter"
     (tmp_path / "two.py").write_text(PLUGIN + PLUGIN.replace("Dice", "Coin"))
-    with pytest.raises(ConfigError, match="2 Environment subclasses.*two.py:ClassName"):
+    with pytest.raises(ConfigError, match=r"2 Environment subclasses.*two.py:ClassName"):
         find_environment(str(tmp_path / "two.py"))
     assert find_environment(f"{tmp_path / 'two.py'}:Coin").name == "coin"
     with pytest.raises(ConfigError, match="not found"):

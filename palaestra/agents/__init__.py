@@ -10,4 +10,12 @@ AGENTS: dict[str, type[ToolCallingAgent] | type[SingleTurnAgent]] = {
 }
 """Agents by the name ``--agent`` accepts."""
 
-__all__ = ["AGENTS", "Agent", "AgentResult", "BoundAgent", "RolloutRunner", "SingleTurnAgent", "ToolCallingAgent"]
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "AgentResult",
+    "BoundAgent",
+    "RolloutRunner",
+    "SingleTurnAgent",
+    "ToolCallingAgent",
+]

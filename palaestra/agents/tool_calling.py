@@ -61,8 +61,14 @@ class ToolCallingAgent:
             result.add_time("total", started)
         return result
 
-    async def _loop(self, params: JsonDict, session_id: str, env: EnvironmentClient,
-                    model: Model, result: AgentResult) -> None:
+    async def _loop(
+        self,
+        params: JsonDict,
+        session_id: str,
+        env: EnvironmentClient,
+        model: Model,
+        result: AgentResult,
+    ) -> None:
         """Fill ``result.response`` step by step, so a failure keeps the trajectory so far."""
         history = input_items(params)
         outputs: list[JsonDict] = []
@@ -84,8 +90,7 @@ class ToolCallingAgent:
                 result.tool_calls += 1
             result.add_time("tools", phase)
 
-    async def _run_call(self, call: JsonDict, session_id: str,
-                        env: EnvironmentClient) -> JsonDict:
+    async def _run_call(self, call: JsonDict, session_id: str, env: EnvironmentClient) -> JsonDict:
         call_id = str(call.get("call_id") or call.get("id") or "")
         name = str(call.get("name", ""))
         arguments = parse_arguments(call.get("arguments"))

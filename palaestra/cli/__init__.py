@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import click
+
 from palaestra.cli.collect import collect_command
 from palaestra.cli.envs import envs_command
-
 from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
 from palaestra.cli.serve_servers import serve_agent_command, serve_env_command

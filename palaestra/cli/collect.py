@@ -26,45 +26,108 @@ EXIT_STOPPED = 3
 
 
 @click.command("collect")
-@click.option("--env", "env_spec",
-              help="Environment: a name (see `palaestra envs`), ./file.py[:Class] or module:Class.")
+@click.option(
+    "--env",
+    "env_spec",
+    help="Environment: a name (see `palaestra envs`), ./file.py[:Class] or module:Class.",
+)
 @click.option("--env-url", help="A running environment server (NeMo Gym protocol) instead.")
 @click.option("--agent-url", help="A running agent server: each task is sent to its /run.")
-@click.option("--server-token", envvar="PALAESTRA_SERVER_TOKEN", show_envvar=True,
-              help="Bearer token for --env-url / --agent-url servers.")
-@click.option("--input", "input_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Tasks JSONL. Default: the environment's example tasks.")
-@click.option("--output", "output_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Rollouts JSONL. Default: runs/<env>.jsonl.")
-@click.option("--model", "model_spec", default="local", show_default=True,
-              help="'local' (embedded SmolLM2), an OpenAI-compatible base URL "
-                   "(http://host:8000/v1) or a name from --model-config.")
+@click.option(
+    "--server-token",
+    envvar="PALAESTRA_SERVER_TOKEN",
+    show_envvar=True,
+    help="Bearer token for --env-url / --agent-url servers.",
+)
+@click.option(
+    "--input",
+    "input_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Tasks JSONL. Default: the environment's example tasks.",
+)
+@click.option(
+    "--output",
+    "output_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Rollouts JSONL. Default: runs/<env>.jsonl.",
+)
+@click.option(
+    "--model",
+    "model_spec",
+    default="local",
+    show_default=True,
+    help="'local' (embedded SmolLM2), an OpenAI-compatible base URL "
+    "(http://host:8000/v1) or a name from --model-config.",
+)
 @click.option("--model-name", help="The `model` field sent to a remote endpoint.")
-@click.option("--api", type=click.Choice(["auto", "responses", "chat"]), default="auto",
-              show_default=True, help="Remote API: Responses, Chat Completions, or detect.")
-@click.option("--api-key", envvar="OPENAI_API_KEY", show_envvar=True,
-              help="Bearer token for the model endpoint. Never written to any output.")
-@click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
-              help="YAML file of named models (default ./palaestra_models.yaml).")
-@click.option("--agent", "agent_name", type=click.Choice(sorted(AGENTS)), default="tool_calling",
-              show_default=True)
-@click.option("--max-steps", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Most model calls per rollout (tool_calling agent).")
-@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Rollouts per task (rollout_index 0..N-1).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Rollouts in flight at once; also bounds what is resident in memory.")
+@click.option(
+    "--api",
+    type=click.Choice(["auto", "responses", "chat"]),
+    default="auto",
+    show_default=True,
+    help="Remote API: Responses, Chat Completions, or detect.",
+)
+@click.option(
+    "--api-key",
+    envvar="OPENAI_API_KEY",
+    show_envvar=True,
+    help="Bearer token for the model endpoint. Never written to any output.",
+)
+@click.option(
+    "--model-config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="YAML file of named models (default ./palaestra_models.yaml).",
+)
+@click.option(
+    "--agent",
+    "agent_name",
+    type=click.Choice(sorted(AGENTS)),
+    default="tool_calling",
+    show_default=True,
+)
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Most model calls per rollout (tool_calling agent).",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Rollouts per task (rollout_index 0..N-1).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    help="Rollouts in flight at once; also bounds what is resident in memory. "
+    "Default: 16, or 1 for the local model (it answers one request at a time, "
+    "and one rollout at a time keeps its prompt cache warm).",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N tasks.")
 @click.option("--resume", is_flag=True, help="Continue a killed run: skip finished rollouts.")
 @click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over.")
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
 @click.option("--top-p", type=float, help="Override the tasks' top_p.")
-@click.option("--max-output-tokens", type=click.IntRange(min=1),
-              help="Override the tasks' max_output_tokens.")
-@click.option("--max-retries", type=click.IntRange(min=0), default=3, show_default=True,
-              help="Retries per model request on 429/5xx/disconnects.")
-@click.option("--request-timeout", type=click.FloatRange(min=0.1), default=600.0,
-              show_default=True, help="Seconds to wait for one model answer.")
+@click.option(
+    "--max-output-tokens", type=click.IntRange(min=1), help="Override the tasks' max_output_tokens."
+)
+@click.option(
+    "--max-retries",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Retries per model request on 429/5xx/disconnects.",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0.1),
+    default=600.0,
+    show_default=True,
+    help="Seconds to wait for one model answer.",
+)
 def collect_command(**options: Any) -> None:
     """Collect verified rollouts: one scored rollout per line, failures in a sidecar."""
     console = Console(stderr=True)
@@ -91,7 +154,7 @@ async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummar
             input=Path(input_path),
             output=options["output_path"] or Path("runs") / f"{label}.jsonl",
             repeats=options["repeats"],
-            concurrency=options["concurrency"],
+            concurrency=options["concurrency"] or _default_concurrency(options),
             limit=options["limit"],
             resume=options["resume"],
             overwrite=options["overwrite"],
@@ -103,8 +166,9 @@ async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummar
         return summary, time.perf_counter() - started
 
 
-async def _runner(options: dict[str, Any], entry: EnvironmentEntry | None,
-                  stack: contextlib.AsyncExitStack) -> tuple[RolloutRunner, str]:
+async def _runner(
+    options: dict[str, Any], entry: EnvironmentEntry | None, stack: contextlib.AsyncExitStack
+) -> tuple[RolloutRunner, str]:
     """What runs each rollout: a served agent, or an agent here with a local or remote env."""
     if options["agent_url"]:
         remote = RemoteAgent(options["agent_url"], token=options["server_token"])
@@ -115,8 +179,9 @@ async def _runner(options: dict[str, Any], entry: EnvironmentEntry | None,
 
     env: EnvironmentClient
     if options["env_url"]:
-        env = await RemoteEnvironmentClient.connect(options["env_url"],
-                                                    token=options["server_token"])
+        env = await RemoteEnvironmentClient.connect(
+            options["env_url"], token=options["server_token"]
+        )
     else:
         assert entry is not None
         env = LocalEnvironmentClient(entry.environment())
@@ -135,6 +200,11 @@ async def _runner(options: dict[str, Any], entry: EnvironmentEntry | None,
     return BoundAgent(agent, env, model), agent.name
 
 
+def _default_concurrency(options: dict[str, Any]) -> int:
+    local = options["model_spec"] == "local" and not options["agent_url"]
+    return 1 if local else 16
+
+
 def _agent(options: dict[str, Any]) -> ToolCallingAgent | SingleTurnAgent:
     if options["agent_name"] == ToolCallingAgent.name:
         return ToolCallingAgent(max_steps=options["max_steps"])
@@ -142,7 +212,11 @@ def _agent(options: dict[str, Any]) -> ToolCallingAgent | SingleTurnAgent:
 
 
 def _overrides(options: dict[str, Any]) -> JsonDict:
-    names = {"temperature": "temperature", "top_p": "top_p",
-             "max_output_tokens": "max_output_tokens"}
-    return {field: options[option] for option, field in names.items()
-            if options[option] is not None}
+    names = {
+        "temperature": "temperature",
+        "top_p": "top_p",
+        "max_output_tokens": "max_output_tokens",
+    }
+    return {
+        field: options[option] for option, field in names.items() if options[option] is not None
+    }

@@ -21,6 +21,9 @@ def exit_on_user_error(console: Console) -> Iterator[None]:
         console.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_USER_ERROR) from None
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted:[/] finished rollouts are saved; "
-                      "run the same command with --resume to continue", highlight=False)
+        console.print(
+            "[yellow]interrupted:[/] finished rollouts are saved; "
+            "run the same command with --resume to continue",
+            highlight=False,
+        )
         raise SystemExit(EXIT_INTERRUPTED) from None

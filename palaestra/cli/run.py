@@ -28,8 +28,11 @@ STATE_FILE = Path(".palaestra") / "stack.json"
 
 @click.command("run")
 @click.argument("stack_file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--log-dir", type=click.Path(path_type=Path, file_okay=False),
-              help="Where server logs go. Default: .palaestra/logs/<stack name>/.")
+@click.option(
+    "--log-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where server logs go. Default: .palaestra/logs/<stack name>/.",
+)
 def run_command(stack_file: Path, log_dir: Path | None) -> None:
     """Start every server of a stack file, supervise them, stop them all on Ctrl-C."""
     from palaestra.serve.stack_config import load_stack, load_token
@@ -44,8 +47,9 @@ def run_command(stack_file: Path, log_dir: Path | None) -> None:
         run_on_fast_loop(_run(config, stack_file, logs, token, console))
 
 
-async def _run(config: StackConfig, stack_file: Path, logs: Path, token: str | None,
-               console: Console) -> None:
+async def _run(
+    config: StackConfig, stack_file: Path, logs: Path, token: str | None, console: Console
+) -> None:
     from palaestra.serve.announce import serve_announced
     from palaestra.serve.head_app import head_app
     from palaestra.serve.supervisor import Supervisor
@@ -61,14 +65,22 @@ async def _run(config: StackConfig, stack_file: Path, logs: Path, token: str | N
         await _interruptible(supervisor.start(), stop)
         head_url: asyncio.Future[str] = loop.create_future()
         app = head_app(supervisor.snapshot, stack=str(stack_file))
-        head_task = asyncio.create_task(serve_announced(
-            app, host=config.host, port=config.head_port, on_ready=head_url.set_result,
-            stop=stop))
+        head_task = asyncio.create_task(
+            serve_announced(
+                app,
+                host=config.host,
+                port=config.head_port,
+                on_ready=head_url.set_result,
+                stop=stop,
+            )
+        )
         url = await head_url
         _write_state(url, stack_file)
         console.print(_servers_table(supervisor.snapshot(), url))
-        console.print(f"[green]ready[/] in {time.perf_counter() - started:.1f} s — "
-                      f"Ctrl-C stops everything", highlight=False)
+        console.print(
+            f"[green]ready[/] in {time.perf_counter() - started:.1f} s — Ctrl-C stops everything",
+            highlight=False,
+        )
         while not stop.is_set():
             death = await _interruptible(supervisor.wait_for_death(), stop)
             if death is not None:
@@ -98,8 +110,9 @@ async def _interruptible(work: Coroutine[Any, Any, T], stop: asyncio.Event) -> T
 
 def _write_state(head_url: str, stack_file: Path) -> None:
     STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    STATE_FILE.write_bytes(orjson.dumps({"head": head_url, "stack": str(stack_file),
-                                         "pid": os.getpid()}))
+    STATE_FILE.write_bytes(
+        orjson.dumps({"head": head_url, "stack": str(stack_file), "pid": os.getpid()})
+    )
 
 
 def _servers_table(servers: list[dict[str, object]], head: str | None) -> Table:
@@ -107,8 +120,9 @@ def _servers_table(servers: list[dict[str, object]], head: str | None) -> Table:
     for column in ("name", "kind", "url", "status", "pid"):
         table.add_column(column)
     for server in servers:
-        table.add_row(*(str(server.get(c) or "-") for c in ("name", "kind", "url", "status",
-                                                             "pid")))
+        table.add_row(
+            *(str(server.get(c) or "-") for c in ("name", "kind", "url", "status", "pid"))
+        )
     return table
 
 
@@ -122,13 +136,16 @@ def status_command(head: str | None) -> None:
     with exit_on_user_error(Console(stderr=True)):
         if head is None:
             if not STATE_FILE.exists():
-                raise ConfigError("no stack is running here (start one with "
-                                  "`palaestra run STACK.yaml`)")
+                raise ConfigError(
+                    "no stack is running here (start one with `palaestra run STACK.yaml`)"
+                )
             head = str(orjson.loads(STATE_FILE.read_bytes())["head"])
         try:
             with urllib.request.urlopen(f"{head}/servers", timeout=5) as answer:
                 listing = orjson.loads(answer.read())
         except OSError as error:
-            raise ConfigError(f"the stack's head server {head} does not answer ({error}); "
-                              f"the stack is not running") from None
+            raise ConfigError(
+                f"the stack's head server {head} does not answer ({error}); "
+                f"the stack is not running"
+            ) from None
         console.print(_servers_table(listing["servers"], head))

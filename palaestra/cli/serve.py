@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from palaestra.cli.errors import exit_on_user_error
+from palaestra.cli.serve_servers import token_option
 
 if TYPE_CHECKING:
     from palaestra.models.base import Model
@@ -33,14 +34,18 @@ def _open_model(
     return open_model(backend)
 
 
-async def _serve(model: Model, *, model_id: str, host: str, port: int, label: str) -> None:
+async def _serve(
+    model: Model, *, model_id: str, host: str, port: int, label: str, token: str | None
+) -> None:
+    from palaestra.cli.serve_servers import serve_guarded
     from palaestra.serve.model_app import model_app
-    from palaestra.serve.uvicorn_runner import serve_app_async
 
     try:
         await model.check()  # load the weights / reach the backend before saying "serving"
-        click.echo(f"serving {label} model {model_id} on http://{host}:{port}/v1")
-        await serve_app_async(model_app(model, model_id=model_id), host=host, port=port)
+        app = model_app(model, model_id=model_id)
+        await serve_guarded(
+            app, host=host, port=port, token=token, label=f"{label} model {model_id}", path="/v1"
+        )
     finally:
         await model.aclose()
 
@@ -54,7 +59,14 @@ async def _serve(model: Model, *, model_id: str, host: str, port: int, label: st
     "or model-config name to proxy.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to bind; 0 picks a free one and prints it.",
+)
+@token_option
 @click.option(
     "--model-path",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -90,6 +102,7 @@ def serve_model_command(
     n_ctx: int,
     threads: int,
     chat_format: str | None,
+    token: str | None,
 ) -> None:
     """Serve a model as an OpenAI-compatible endpoint (/v1/responses, /v1/chat/completions)."""
     from palaestra.serve.uvicorn_runner import run_on_fast_loop
@@ -98,7 +111,9 @@ def serve_model_command(
     with exit_on_user_error(console):
         model = _open_model(backend, model_path, n_ctx, threads, chat_format)
         label = "local" if backend == "local" else "proxied"
-        main = _serve(model, model_id=model_id or model.name, host=host, port=port, label=label)
+        main = _serve(
+            model, model_id=model_id or model.name, host=host, port=port, label=label, token=token
+        )
         try:
             run_on_fast_loop(main)
         except KeyboardInterrupt:

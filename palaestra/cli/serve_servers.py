@@ -14,12 +14,25 @@ from palaestra.errors import ConfigError
 
 TOKEN_ENV = "PALAESTRA_SERVER_TOKEN"
 
-host_option = click.option("--host", default="127.0.0.1", show_default=True,
-                           help="Interface to bind (127.0.0.1: this machine only).")
-port_option = click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
-                           help="Port to bind; 0 picks a free one and prints it.")
-token_option = click.option("--token", envvar=TOKEN_ENV, show_envvar=True,
-                            help="Require this bearer token on every request.")
+host_option = click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to bind (127.0.0.1: this machine only).",
+)
+port_option = click.option(
+    "--port",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to bind; 0 picks a free one and prints it.",
+)
+token_option = click.option(
+    "--token",
+    envvar=TOKEN_ENV,
+    show_envvar=True,
+    help="Require this bearer token on every request.",
+)
 
 
 @click.command("env")
@@ -42,13 +55,24 @@ def serve_env_command(env_spec: str, host: str, port: int, token: str | None) ->
 @click.command("agent")
 @click.option("--env", "env_spec", help="Environment to run in process (name, file or module).")
 @click.option("--env-url", help="A running environment server to use instead.")
-@click.option("--model", "model_spec", default="local", show_default=True,
-              help="'local', an OpenAI-compatible base URL or a model-config name.")
+@click.option(
+    "--model",
+    "model_spec",
+    default="local",
+    show_default=True,
+    help="'local', an OpenAI-compatible base URL or a model-config name.",
+)
 @click.option("--model-name", help="The `model` field sent to a remote endpoint.")
-@click.option("--api", type=click.Choice(["auto", "responses", "chat"]), default="auto",
-              show_default=True)
-@click.option("--agent", "agent_name", type=click.Choice(sorted(AGENTS)), default="tool_calling",
-              show_default=True)
+@click.option(
+    "--api", type=click.Choice(["auto", "responses", "chat"]), default="auto", show_default=True
+)
+@click.option(
+    "--agent",
+    "agent_name",
+    type=click.Choice(sorted(AGENTS)),
+    default="tool_calling",
+    show_default=True,
+)
 @click.option("--max-steps", type=click.IntRange(min=1), default=8, show_default=True)
 @host_option
 @port_option
@@ -77,28 +101,38 @@ async def _serve_agent(options: dict[str, Any]) -> None:
         env = await RemoteEnvironmentClient.connect(options["env_url"], token=options["token"])
     else:
         env = LocalEnvironmentClient(find_environment(options["env_spec"]).environment())
-    model = open_model(options["model_spec"], api=options["api"],
-                       model_name=options["model_name"])
+    model = open_model(options["model_spec"], api=options["api"], model_name=options["model_name"])
     await model.check()
-    agent = (ToolCallingAgent(max_steps=options["max_steps"])
-             if options["agent_name"] == ToolCallingAgent.name else SingleTurnAgent())
+    agent = (
+        ToolCallingAgent(max_steps=options["max_steps"])
+        if options["agent_name"] == ToolCallingAgent.name
+        else SingleTurnAgent()
+    )
     app = agent_app(agent, env, model)
-    await _serve_async(app, host=options["host"], port=options["port"], token=options["token"],
-                       label=f"agent {agent.name} on {env.name}")
+    await serve_guarded(
+        app,
+        host=options["host"],
+        port=options["port"],
+        token=options["token"],
+        label=f"agent {agent.name} on {env.name}",
+    )
 
 
 def _serve(app: Any, *, host: str, port: int, token: str | None, label: str) -> None:
     from palaestra.serve.uvicorn_runner import run_on_fast_loop
 
-    run_on_fast_loop(_serve_async(app, host=host, port=port, token=token, label=label))
+    run_on_fast_loop(serve_guarded(app, host=host, port=port, token=token, label=label))
 
 
-async def _serve_async(app: Any, *, host: str, port: int, token: str | None, label: str) -> None:
+async def serve_guarded(
+    app: Any, *, host: str, port: int, token: str | None, label: str, path: str = ""
+) -> None:
+    """Serve behind the token/body-size guard; announce the address for humans and supervisors."""
     from palaestra.serve.announce import ready_line, serve_announced
     from palaestra.serve.guard import Guard
 
     def on_ready(url: str) -> None:
-        print(f"serving {label} on {url}", file=sys.stderr, flush=True)
+        print(f"serving {label} on {url}{path}", file=sys.stderr, flush=True)
         print(ready_line(url), flush=True)
 
     await serve_announced(Guard(app, token=token), host=host, port=port, on_ready=on_ready)

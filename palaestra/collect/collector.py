@@ -82,8 +82,7 @@ class Job:
     attempt: int
 
 
-async def collect(runner: RolloutRunner, config: CollectConfig,
-                  progress: Progress) -> RunSummary:
+async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progress) -> RunSummary:
     """Run every (task, rollout) pair not finished yet; return the run's summary."""
     files = RunFiles(config.output)
     summary = RunSummary(files=files)
@@ -109,8 +108,10 @@ def prepare_files(files: RunFiles, config: CollectConfig) -> tuple[set[Pair], Co
         raise ConfigError(f"--output {config.output} would overwrite the input file")
     exists = config.output.exists() and config.output.stat().st_size > 0
     if exists and not (config.resume or config.overwrite):
-        raise ConfigError(f"{config.output} already exists: pass --resume to continue that run "
-                          f"or --overwrite to start over")
+        raise ConfigError(
+            f"{config.output} already exists: pass --resume to continue that run "
+            f"or --overwrite to start over"
+        )
     if config.overwrite and not config.resume:
         for path in [*files.all(), files.failure_history]:
             path.unlink(missing_ok=True)
@@ -122,8 +123,9 @@ def prepare_files(files: RunFiles, config: CollectConfig) -> tuple[set[Pair], Co
     return done, failed_attempts(files.failure_history)
 
 
-def _jobs(config: CollectConfig, done: set[Pair], attempts: Counter[Pair],
-          run: _Run) -> Iterator[Job]:
+def _jobs(
+    config: CollectConfig, done: set[Pair], attempts: Counter[Pair], run: _Run
+) -> Iterator[Job]:
     for item in read_tasks(config.input, limit=config.limit):
         if item.error is not None:
             run.record_input_error(item.error, item.index)
@@ -137,8 +139,14 @@ def _jobs(config: CollectConfig, done: set[Pair], attempts: Counter[Pair],
 class _Run:
     """One execution of the collector: its workers, writers and counters."""
 
-    def __init__(self, runner: RolloutRunner, config: CollectConfig, summary: RunSummary,
-                 progress: Progress, files: RunFiles) -> None:
+    def __init__(
+        self,
+        runner: RolloutRunner,
+        config: CollectConfig,
+        summary: RunSummary,
+        progress: Progress,
+        files: RunFiles,
+    ) -> None:
         self.runner, self.config = runner, config
         self.summary, self.progress = summary, progress
         self.outputs = JsonlAppender(files.output)
@@ -147,8 +155,9 @@ class _Run:
         self.unreachable_streak = 0
 
     async def execute(self, jobs: Iterator[Job]) -> None:
-        workers = [asyncio.create_task(self._worker(jobs))
-                   for _ in range(max(1, self.config.concurrency))]
+        workers = [
+            asyncio.create_task(self._worker(jobs)) for _ in range(max(1, self.config.concurrency))
+        ]
         try:
             await asyncio.gather(*workers)
         finally:
@@ -163,10 +172,13 @@ class _Run:
             await self._run_job(job)
 
     async def _run_job(self, job: Job) -> None:
-        dispatched = dispatch_row(job.task.row, task_index=job.task.index,
-                                  rollout_index=job.rollout_index,
-                                  agent_ref=self.config.agent_ref,
-                                  overrides=self.config.overrides)
+        dispatched = dispatch_row(
+            job.task.row,
+            task_index=job.task.index,
+            rollout_index=job.rollout_index,
+            agent_ref=self.config.agent_ref,
+            overrides=self.config.overrides,
+        )
         self.inputs.append(dispatched)
         try:
             result = await self.runner.run(dispatched)
@@ -178,8 +190,7 @@ class _Run:
             return
         except Exception as error:  # a bug in one rollout must not end the run
             reason = f"{type(error).__name__}: {error}"
-            self._record_failure(dispatched, Failure(FailureKind.INTERNAL_ERROR, reason), None,
-                                 job)
+            self._record_failure(dispatched, Failure(FailureKind.INTERNAL_ERROR, reason), None, job)
             return
         self.unreachable_streak = 0
         self._record_result(dispatched, result, job)
@@ -195,8 +206,9 @@ class _Run:
         self.summary.reward_sum += float(row["reward"])
         self.progress.update(self.summary)
 
-    def _record_failure(self, dispatched: JsonDict, failure: Failure,
-                        result: AgentResult | None, job: Job) -> None:
+    def _record_failure(
+        self, dispatched: JsonDict, failure: Failure, result: AgentResult | None, job: Job
+    ) -> None:
         self.failures.append(failure_row(dispatched, failure, result, attempt=job.attempt))
         self.summary.failures[str(failure.kind)] += 1
         self.progress.update(self.summary)
@@ -211,4 +223,3 @@ class _Run:
     def close(self) -> None:
         for appender in (self.outputs, self.inputs, self.failures):
             appender.close()
-

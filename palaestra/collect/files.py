@@ -133,5 +133,9 @@ def _pair_of(raw: bytes, path: Path, line: int) -> Pair:
         row = orjson.loads(raw)
         return int(row["_ng_task_index"]), int(row["_ng_rollout_index"])
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        raise InputError(f"cannot resume: not a rollout row ({error})", path=str(path),
-                         line=line, field="_ng_task_index/_ng_rollout_index") from error
+        raise InputError(
+            f"cannot resume: not a rollout row ({error})",
+            path=str(path),
+            line=line,
+            field="_ng_task_index/_ng_rollout_index",
+        ) from error

@@ -67,16 +67,27 @@ class AgentAggregate:
             agent_metrics[f"std/{key}"] = stat.std
             agent_metrics[f"min/{key}"] = stat.low
             agent_metrics[f"max/{key}"] = stat.high
-        key_metrics: JsonDict = {"rollouts": sum(len(r) for r in self.rewards_by_task.values()),
-                                 "tasks": len(self.rewards_by_task)}
+        key_metrics: JsonDict = {
+            "rollouts": sum(len(r) for r in self.rewards_by_task.values()),
+            "tasks": len(self.rewards_by_task),
+        }
         if "reward" in self.stats:
             key_metrics["mean/reward"] = self.stats["reward"].mean
         key_metrics.update(pass_at_k(self.rewards_by_task))
-        groups = [{"_ng_task_index": task, "rollouts": len(rewards),
-                   "mean/reward": sum(rewards) / len(rewards)}
-                  for task, rewards in sorted(self.rewards_by_task.items())]
-        return {"agent_ref": self.agent_ref, "agent_metrics": agent_metrics,
-                "key_metrics": key_metrics, "group_level_metrics": groups}
+        groups = [
+            {
+                "_ng_task_index": task,
+                "rollouts": len(rewards),
+                "mean/reward": sum(rewards) / len(rewards),
+            }
+            for task, rewards in sorted(self.rewards_by_task.items())
+        ]
+        return {
+            "agent_ref": self.agent_ref,
+            "agent_metrics": agent_metrics,
+            "key_metrics": key_metrics,
+            "group_level_metrics": groups,
+        }
 
 
 def pass_at_k(rewards_by_task: dict[int, list[float]]) -> JsonDict:
@@ -86,8 +97,10 @@ def pass_at_k(rewards_by_task: dict[int, list[float]]) -> JsonDict:
     smallest = min(len(r) for r in rewards_by_task.values())
     metrics: JsonDict = {}
     for k in sorted({1, smallest}):
-        per_task = [_unbiased_pass(len(r), sum(x >= PASS_THRESHOLD for x in r), k)
-                    for r in rewards_by_task.values()]
+        per_task = [
+            _unbiased_pass(len(r), sum(x >= PASS_THRESHOLD for x in r), k)
+            for r in rewards_by_task.values()
+        ]
         metrics[f"pass@{k}"] = sum(per_task) / len(per_task)
     return metrics
 
@@ -131,7 +144,13 @@ def aggregate(output: Path, failures: Path) -> list[JsonDict]:
         entry["key_metrics"]["failures"] = sum(failure_kinds.values())
         entry["failures_by_kind"] = dict(failure_kinds)
     if not result and failure_kinds:
-        result.append({"agent_ref": {}, "agent_metrics": {}, "group_level_metrics": [],
-                       "key_metrics": {"rollouts": 0, "failures": sum(failure_kinds.values())},
-                       "failures_by_kind": dict(failure_kinds)})
+        result.append(
+            {
+                "agent_ref": {},
+                "agent_metrics": {},
+                "group_level_metrics": [],
+                "key_metrics": {"rollouts": 0, "failures": sum(failure_kinds.values())},
+                "failures_by_kind": dict(failure_kinds),
+            }
+        )
     return result

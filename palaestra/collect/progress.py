@@ -71,8 +71,7 @@ def summary_table(summary: RunSummary, elapsed: float) -> Table:
             if key.startswith("pass@"):
                 table.add_row(key, f"{value:.4f}")
     table.add_row("failures", _failures_text(summary))
-    table.add_row("throughput", f"{finished / max(elapsed, 1e-9):.2f} rollouts/s "
-                                f"({elapsed:.1f} s)")
+    table.add_row("throughput", f"{finished / max(elapsed, 1e-9):.2f} rollouts/s ({elapsed:.1f} s)")
     if summary.files is not None:
         table.add_row("output", str(summary.files.output))
         table.add_row("failures file", str(summary.files.failures))

@@ -7,8 +7,9 @@ from palaestra.errors import InputError
 from palaestra.types import Failure, FailureKind, JsonDict
 
 
-def dispatch_row(task: JsonDict, *, task_index: int, rollout_index: int,
-                 agent_ref: JsonDict, overrides: JsonDict) -> JsonDict:
+def dispatch_row(
+    task: JsonDict, *, task_index: int, rollout_index: int, agent_ref: JsonDict, overrides: JsonDict
+) -> JsonDict:
     """The task as it is sent to the agent: sampling overrides applied, identities added."""
     row = dict(task)
     if overrides:
@@ -29,8 +30,9 @@ def rollout_row(dispatched: JsonDict, result: AgentResult, *, attempt: int) -> J
     return row
 
 
-def failure_row(dispatched: JsonDict, failure: Failure, result: AgentResult | None, *,
-                attempt: int) -> JsonDict:
+def failure_row(
+    dispatched: JsonDict, failure: Failure, result: AgentResult | None, *, attempt: int
+) -> JsonDict:
     """A rollout that has no reward; the partial trajectory is kept for debugging."""
     row = dict(dispatched)
     row["failure"] = failure.to_json()

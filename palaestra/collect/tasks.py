@@ -55,8 +55,9 @@ def parse_task(raw: bytes, *, index: int, path: str, line: int) -> TaskLine:
     try:
         row = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
-        return TaskLine(index, line, {}, InputError(f"not valid JSON ({error})", path=path,
-                                                    line=line))
+        return TaskLine(
+            index, line, {}, InputError(f"not valid JSON ({error})", path=path, line=line)
+        )
     problem = task_problem(row)
     if problem is not None:
         field, reason = problem

@@ -75,16 +75,28 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
 
 def rollout_answer(task: JsonDict, result: AgentResult) -> Response:
     failure = result.failure or (result.verdict.failure if result.verdict else None)
-    facts = {"model_calls": result.model_calls, "tool_calls": result.tool_calls,
-             "timings": result.timings}
+    facts = {
+        "model_calls": result.model_calls,
+        "tool_calls": result.tool_calls,
+        "timings": result.timings,
+    }
     if failure is not None or result.verdict is None:
         failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
-        body = {"error": {"message": failure.reason, "type": str(failure.kind), "param": None,
-                          "code": None},
-                "failure": failure.to_json(), "response": result.response, "_palaestra": facts}
+        body = {
+            "error": {
+                "message": failure.reason,
+                "type": str(failure.kind),
+                "param": None,
+                "code": None,
+            },
+            "failure": failure.to_json(),
+            "response": result.response,
+            "_palaestra": facts,
+        }
         return JSONResponse(body, status_code=500)
-    return JSONResponse({**task, "response": result.response, **verdict_fields(result.verdict),
-                         "_palaestra": facts})
+    return JSONResponse(
+        {**task, "response": result.response, **verdict_fields(result.verdict), "_palaestra": facts}
+    )
 
 
 def _check_task(task: JsonDict) -> None:

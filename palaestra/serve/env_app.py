@@ -36,8 +36,9 @@ from palaestra.serve.sessions_http import COOKIE_NAME, HEADER_NAME, SessionSigne
 from palaestra.sessions import SessionExpired
 from palaestra.types import JsonDict, Verdict
 
-RESERVED_ROUTES = frozenset({"seed_session", "verify", "close_session", "aggregate_metrics",
-                             "tools", "health"})
+RESERVED_ROUTES = frozenset(
+    {"seed_session", "verify", "close_session", "aggregate_metrics", "tools", "health"}
+)
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -56,11 +57,18 @@ def environment_app(environment: Environment, *, secret: bytes | None = None) ->
         Route("/close_session", _close(client, signer), methods=["POST"]),
         Route("/aggregate_metrics", aggregate_endpoint, methods=["POST"]),
     ]
-    routes += [Route(f"/{name}", _tool(client, signer, name), methods=["POST"])
-               for name in environment.tool_specs]
-    app = Starlette(routes=routes, exception_handlers={
-        RequestError: _on_error, RolloutFailure: _on_error, BodyTooLarge: _on_error,
-    })
+    routes += [
+        Route(f"/{name}", _tool(client, signer, name), methods=["POST"])
+        for name in environment.tool_specs
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            RequestError: _on_error,
+            RolloutFailure: _on_error,
+            BodyTooLarge: _on_error,
+        },
+    )
     app.state.client = client
     return app
 
@@ -166,8 +174,12 @@ async def aggregate_endpoint(request: Request) -> Response:
 def _session_of(request: Request, signer: SessionSigner) -> str:
     session_id = signer.from_request(request)
     if session_id is None:
-        raise RequestError(401, "no valid session: call /seed_session first and send its "
-                                f"cookie or the {HEADER_NAME} header", param="session")
+        raise RequestError(
+            401,
+            "no valid session: call /seed_session first and send its "
+            f"cookie or the {HEADER_NAME} header",
+            param="session",
+        )
     return session_id
 
 

@@ -14,8 +14,9 @@ DEFAULT_MAX_BODY = 32 * 1024 * 1024
 class Guard:
     """ASGI middleware: 401 without the bearer token (when one is set), 413 for a huge body."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None = None,
-                 max_body: int = DEFAULT_MAX_BODY) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: str | None = None, max_body: int = DEFAULT_MAX_BODY
+    ) -> None:
         self.app = app
         self.token = token
         self.max_body = max_body
@@ -24,10 +25,10 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                   for k, v in scope.get("headers", [])}
-        if self.token is not None and not _bearer_matches(headers.get("authorization"),
-                                                          self.token):
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+        }
+        if self.token is not None and not _bearer_matches(headers.get("authorization"), self.token):
             await _refuse(send, 401, "missing or wrong bearer token")
             return
         declared = headers.get("content-length")
@@ -63,10 +64,18 @@ def _bearer_matches(header: str | None, token: str) -> bool:
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
-    body: Any = {"error": {"message": message, "type": "invalid_request_error",
-                           "param": None, "code": None}}
+    body: Any = {
+        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    }
     payload = orjson.dumps(body)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(payload)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})

@@ -20,5 +20,6 @@ def head_app(servers: Callable[[], list[JsonDict]], *, stack: str) -> Starlette:
     async def listing(request: Request) -> Response:
         return JSONResponse({"stack": stack, "servers": servers()})
 
-    return Starlette(routes=[Route("/", health, methods=["GET"]),
-                             Route("/servers", listing, methods=["GET"])])
+    return Starlette(
+        routes=[Route("/", health, methods=["GET"]), Route("/servers", listing, methods=["GET"])]
+    )

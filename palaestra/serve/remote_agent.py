@@ -11,7 +11,6 @@ from palaestra.serve.remote_env import verdict_from_answer
 from palaestra.types import Failure, FailureKind, JsonDict
 
 
-
 class RemoteAgent:
     """Sends each task to ``POST {url}/run`` and turns the answer back into an ``AgentResult``."""
 
@@ -24,8 +23,9 @@ class RemoteAgent:
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
-            self._http = aiohttp.ClientSession(timeout=self._timeout,
-                                               cookie_jar=aiohttp.DummyCookieJar())
+            self._http = aiohttp.ClientSession(
+                timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar()
+            )
         return self._http
 
     async def check(self) -> None:
@@ -40,9 +40,11 @@ class RemoteAgent:
 
     async def run(self, task: JsonDict) -> AgentResult:
         try:
-            async with self._session().post(f"{self.url}/run", data=orjson.dumps(task),
-                                            headers={"Content-Type": "application/json",
-                                                     **self._headers}) as answer:
+            async with self._session().post(
+                f"{self.url}/run",
+                data=orjson.dumps(task),
+                headers={"Content-Type": "application/json", **self._headers},
+            ) as answer:
                 status, raw = answer.status, await answer.read()
         except aiohttp.ClientConnectionError as error:
             raise ModelUnreachable(f"agent server {self.url} unreachable: {error}") from None
@@ -53,8 +55,10 @@ class RemoteAgent:
         except orjson.JSONDecodeError:
             body = None
         if not isinstance(body, dict):
-            return _failed(FailureKind.INTERNAL_ERROR,
-                           f"agent server answered {status} with something not a JSON object")
+            return _failed(
+                FailureKind.INTERNAL_ERROR,
+                f"agent server answered {status} with something not a JSON object",
+            )
         return _result_of(status, body, task)
 
     async def aclose(self) -> None:
@@ -64,18 +68,20 @@ class RemoteAgent:
 
 def _result_of(status: int, body: JsonDict, task: JsonDict) -> AgentResult:
     facts = body.get("_palaestra") or {}
-    result = AgentResult(response=body.get("response"),
-                         model_calls=int(facts.get("model_calls", 0)),
-                         tool_calls=int(facts.get("tool_calls", 0)),
-                         timings=dict(facts.get("timings", {})))
+    result = AgentResult(
+        response=body.get("response"),
+        model_calls=int(facts.get("model_calls", 0)),
+        tool_calls=int(facts.get("tool_calls", 0)),
+        timings=dict(facts.get("timings", {})),
+    )
     if isinstance(body.get("failure"), dict) or (status == 200 and "reward" in body):
         verdict = verdict_from_answer(body, task)
-        result.failure, result.verdict = verdict.failure, (verdict if not verdict.failure
-                                                           else None)
+        result.failure, result.verdict = verdict.failure, (verdict if not verdict.failure else None)
     else:
         message = (body.get("error") or {}).get("message", "")
-        result.failure = Failure(FailureKind.INTERNAL_ERROR,
-                                 f"agent server answered {status}: {message}"[:500])
+        result.failure = Failure(
+            FailureKind.INTERNAL_ERROR, f"agent server answered {status}: {message}"[:500]
+        )
     return result
 
 

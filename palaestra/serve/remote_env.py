@@ -25,9 +25,21 @@ from palaestra.errors import (
 from palaestra.serve.sessions_http import HEADER_NAME
 from palaestra.types import Failure, FailureKind, JsonDict, Verdict
 
-_PROTOCOL_FIELDS = frozenset({"reward", "reward_components", "step_rewards", "failure",
-                              "response", "responses_create_params", "_palaestra", "agent_ref",
-                              "_ng_task_index", "_ng_rollout_index", "error"})
+_PROTOCOL_FIELDS = frozenset(
+    {
+        "reward",
+        "reward_components",
+        "step_rewards",
+        "failure",
+        "response",
+        "responses_create_params",
+        "_palaestra",
+        "agent_ref",
+        "_ng_task_index",
+        "_ng_rollout_index",
+        "error",
+    }
+)
 
 
 class RemoteEnvironmentClient:
@@ -37,9 +49,15 @@ class RemoteEnvironmentClient:
     shared jar would mix the sessions of concurrent rollouts.
     """
 
-    def __init__(self, base_url: str, *, http: aiohttp.ClientSession | None = None,
-                 name: str = "remote", tools: list[JsonDict] | None = None,
-                 token: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        http: aiohttp.ClientSession | None = None,
+        name: str = "remote",
+        tools: list[JsonDict] | None = None,
+        token: str | None = None,
+    ) -> None:
         if http is not None and not isinstance(http.cookie_jar, aiohttp.DummyCookieJar):
             raise ValueError("the shared aiohttp session must use aiohttp.DummyCookieJar()")
         self.base_url = base_url.rstrip("/")
@@ -47,23 +65,24 @@ class RemoteEnvironmentClient:
         self._owns_http = http is None
         self._http = http or aiohttp.ClientSession(
             cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(total=None, connect=10, sock_read=300))
+            timeout=aiohttp.ClientTimeout(total=None, connect=10, sock_read=300),
+        )
         self._tools = tools or []
         self._auth = {"Authorization": f"Bearer {token}"} if token else {}
         self._cookies: dict[str, dict[str, str]] = {}
         self._headers: dict[str, dict[str, str]] = {}
 
     @classmethod
-    async def connect(cls, base_url: str, *, http: aiohttp.ClientSession | None = None,
-                      token: str | None = None) -> RemoteEnvironmentClient:
+    async def connect(
+        cls, base_url: str, *, http: aiohttp.ClientSession | None = None, token: str | None = None
+    ) -> RemoteEnvironmentClient:
         """Check the server is up and learn its tools (a NeMo Gym server lists none)."""
         client = cls(base_url, http=http, token=token)
         try:
             async with client._http.get(f"{client.base_url}/", headers=client._auth) as alive:
                 if alive.status >= 400:
                     raise ConfigError(f"environment server {base_url} answered {alive.status}")
-            async with client._http.get(f"{client.base_url}/tools",
-                                        headers=client._auth) as listed:
+            async with client._http.get(f"{client.base_url}/tools", headers=client._auth) as listed:
                 if listed.status == 200:
                     client._tools = list((await listed.json(loads=orjson.loads))["tools"])
         except (aiohttp.ClientError, TimeoutError) as error:
@@ -92,13 +111,15 @@ class RemoteEnvironmentClient:
         if status == 200:
             return _as_text(body)
         if status in (400, 404, 422):
-            raise ToolCallRejected(_error_message(body) if status != 404 or body
-                                   else f"unknown tool '{name}'")
+            raise ToolCallRejected(
+                _error_message(body) if status != 404 or body else f"unknown tool '{name}'"
+            )
         raise ToolFailure(f"tool '{name}' answered {status}: {_excerpt(body)}")
 
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
-        status, body, _ = await self._post("verify", {**task, "response": response}, session_id,
-                                           VerifierFailure)
+        status, body, _ = await self._post(
+            "verify", {**task, "response": response}, session_id, VerifierFailure
+        )
         if status != 200:
             raise VerifierFailure(f"verify answered {status}: {_excerpt(body)}")
         try:
@@ -120,9 +141,9 @@ class RemoteEnvironmentClient:
         if self._owns_http:
             await self._http.close()
 
-    async def _post(self, route: str, body: JsonDict, session_id: str | None,
-                    failure: type[RolloutFailure]
-                    ) -> tuple[int, bytes, aiohttp.ClientResponse]:
+    async def _post(
+        self, route: str, body: JsonDict, session_id: str | None, failure: type[RolloutFailure]
+    ) -> tuple[int, bytes, aiohttp.ClientResponse]:
         headers = {"Content-Type": "application/json", **self._auth}
         if session_id is not None:
             headers.update(self._headers.get(session_id, {}))
@@ -130,8 +151,9 @@ class RemoteEnvironmentClient:
             if cookies:
                 headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
         try:
-            async with self._http.post(f"{self.base_url}/{route}", data=orjson.dumps(body),
-                                       headers=headers) as response:
+            async with self._http.post(
+                f"{self.base_url}/{route}", data=orjson.dumps(body), headers=headers
+            ) as response:
                 raw = await response.read()
                 if session_id is not None:
                     self._remember_cookies(session_id, response)
@@ -153,12 +175,20 @@ def verdict_from_answer(answer: JsonDict, task: JsonDict) -> Verdict:
     """A verify answer back into a Verdict: its fields beyond the task's are the metrics."""
     failure = answer.get("failure")
     if isinstance(failure, dict):
-        return Verdict(failure=Failure(FailureKind(failure["kind"]), str(failure["reason"]),
-                                       bool(failure.get("masked", True))))
+        return Verdict(
+            failure=Failure(
+                FailureKind(failure["kind"]),
+                str(failure["reason"]),
+                bool(failure.get("masked", True)),
+            )
+        )
     metrics = {k: v for k, v in answer.items() if k not in _PROTOCOL_FIELDS and k not in task}
-    return Verdict(reward=float(answer["reward"]),
-                   reward_components=answer.get("reward_components"),
-                   step_rewards=answer.get("step_rewards"), metrics=metrics)
+    return Verdict(
+        reward=float(answer["reward"]),
+        reward_components=answer.get("reward_components"),
+        step_rewards=answer.get("step_rewards"),
+        metrics=metrics,
+    )
 
 
 def _as_text(body: bytes) -> str:

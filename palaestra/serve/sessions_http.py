@@ -32,8 +32,7 @@ class SessionSigner:
         return None
 
     def from_request(self, request: Request) -> str | None:
-        return self.session_id(request.headers.get(HEADER_NAME)
-                               or request.cookies.get(COOKIE_NAME))
+        return self.session_id(request.headers.get(HEADER_NAME) or request.cookies.get(COOKIE_NAME))
 
     def _signature(self, session_id: str) -> str:
         return hmac.new(self._secret, session_id.encode(), hashlib.sha256).hexdigest()[:32]

@@ -221,4 +221,3 @@ def _signal_group(child: Child, signum: signal.Signals) -> None:
     assert child.process is not None
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.process.pid, signum)
-

@@ -46,28 +46,42 @@ async def test_loop_runs_tools_feeds_outputs_back_and_sums_usage() -> None:
     assert result.response is not None
     kinds = [item["type"] for item in result.response["output"]]
     assert kinds == ["function_call", "function_call_output"] * 2 + ["message"]
-    assert result.response["output"][1] == {"type": "function_call_output", "call_id": "c0",
-                                            "output": "noted 1"}
+    assert result.response["output"][1] == {
+        "type": "function_call_output",
+        "call_id": "c0",
+        "output": "noted 1",
+    }
     assert result.response["usage"]["total_tokens"] == 30
     # tools come from the environment when the task names none, and the input is replayed
     assert [t["name"] for t in model.requests[0]["tools"]] == ["note", "broken"]
-    assert model.requests[2]["input"][0] == {"type": "message", "role": "user",
-                                             "content": "take notes"}
+    assert model.requests[2]["input"][0] == {
+        "type": "message",
+        "role": "user",
+        "content": "take notes",
+    }
     assert len(model.requests[2]["input"]) == 5
     assert {"seed", "model", "tools", "verify", "total"} <= set(result.timings)
 
 
 async def test_invalid_json_and_unknown_tools_are_fed_back_to_the_model() -> None:
-    answers = iter([
-        response(call("note", '{"text": ', "bad"), call("fly", "{}", "unknown"),
-                 call("note", '{"txt": "x"}', "wrongfield")),
-        say("sorry"),
-    ])
+    answers = iter(
+        [
+            response(
+                call("note", '{"text": ', "bad"),
+                call("fly", "{}", "unknown"),
+                call("note", '{"txt": "x"}', "wrongfield"),
+            ),
+            say("sorry"),
+        ]
+    )
     model = FakeModel(lambda params: next(answers))
     result = await ToolCallingAgent().run(TASK, LocalEnvironmentClient(Notes()), model)
     assert result.failure is None and result.verdict is not None
-    outputs = {i["call_id"]: i["output"] for i in result.response["output"]  # type: ignore[index]
-               if i["type"] == "function_call_output"}
+    outputs = {
+        i["call_id"]: i["output"]
+        for i in result.response["output"]  # type: ignore[index]
+        if i["type"] == "function_call_output"
+    }
     assert "not valid JSON" in outputs["bad"]
     assert "unknown tool 'fly'" in outputs["unknown"]
     assert "field 'text'" in outputs["wrongfield"]
@@ -82,8 +96,7 @@ async def test_max_steps_bounds_a_model_that_never_stops_calling_tools() -> None
 
 
 async def test_incomplete_response_stops_the_loop() -> None:
-    model = FakeModel(lambda params: response(call("note", '{"text": "x"}'),
-                                              status="incomplete"))
+    model = FakeModel(lambda params: response(call("note", '{"text": "x"}'), status="incomplete"))
     result = await ToolCallingAgent().run(TASK, LocalEnvironmentClient(Notes()), model)
     assert result.model_calls == 1 and result.tool_calls == 0
     assert result.verdict is not None

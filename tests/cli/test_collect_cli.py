@@ -27,16 +27,25 @@ def weather_script(delay: float = 0.0):  # type: ignore[no-untyped-def]
     def script(params: JsonDict) -> JsonDict | ScriptedFault:
         items = params["input"] if isinstance(params["input"], list) else []
         answered = any(i.get("type") == "function_call_output" for i in items)
-        reply = (text_response("It is cold, take a coat.") if answered
-                 else tool_call_response("get_weather", '{"city": "Paris"}'))
+        reply = (
+            text_response("It is cold, take a coat.")
+            if answered
+            else tool_call_response("get_weather", '{"city": "Paris"}')
+        )
         return ScriptedFault(status=200, body=reply, delay=delay) if delay else reply
 
     return script
 
 
 def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PALAESTRA, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [*PALAESTRA, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def rows(path: Path) -> list[JsonDict]:
@@ -51,16 +60,31 @@ def many_tasks(path: Path, count: int) -> Path:
 
 def test_collect_writes_rollouts_and_sidecars_and_keeps_the_key_secret(tmp_path: Path) -> None:
     with ScriptedModelServer(weather_script()) as server:
-        done = run_cli("collect", "--env", "weather", "--model", server.url, "--output",
-                       "out/w.jsonl", "--repeats", "2", "--api-key", "sk-very-secret-123",
-                       "--temperature", "0.3", cwd=tmp_path)
-        assert server.authorizations and all(a == "Bearer sk-very-secret-123"
-                                             for a in server.authorizations)
+        done = run_cli(
+            "collect",
+            "--env",
+            "weather",
+            "--model",
+            server.url,
+            "--output",
+            "out/w.jsonl",
+            "--repeats",
+            "2",
+            "--api-key",
+            "sk-very-secret-123",
+            "--temperature",
+            "0.3",
+            cwd=tmp_path,
+        )
+        assert server.authorizations and all(
+            a == "Bearer sk-very-secret-123" for a in server.authorizations
+        )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out"
     result = rows(out / "w.jsonl")
     assert sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in result) == [
-        (t, r) for t in range(5) for r in range(2)]
+        (t, r) for t in range(5) for r in range(2)
+    ]
     assert all(r["reward"] == 1.0 and r["called_tool"] for r in result)
     assert all(r["responses_create_params"]["temperature"] == 0.3 for r in result)
     assert len(rows(out / "w_materialized_inputs.jsonl")) == 10
@@ -75,11 +99,26 @@ def test_collect_writes_rollouts_and_sidecars_and_keeps_the_key_secret(tmp_path:
 def test_sigkill_mid_run_then_resume_gives_exactly_one_row_per_pair(tmp_path: Path) -> None:
     tasks = many_tasks(tmp_path / "tasks.jsonl", 40)
     output = tmp_path / "run.jsonl"
-    args = ["collect", "--env", "weather", "--input", str(tasks), "--output", str(output),
-            "--repeats", "2", "--concurrency", "4"]
+    args = [
+        "collect",
+        "--env",
+        "weather",
+        "--input",
+        str(tasks),
+        "--output",
+        str(output),
+        "--repeats",
+        "2",
+        "--concurrency",
+        "4",
+    ]
     with ScriptedModelServer(weather_script(delay=0.03)) as server:
-        process = subprocess.Popen([*PALAESTRA, *args, "--model", server.url], cwd=tmp_path,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [*PALAESTRA, *args, "--model", server.url],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if output.exists() and output.read_bytes().count(b"\n") >= 10:
@@ -123,23 +162,38 @@ class Shout(Environment):
     with ScriptedModelServer(lambda params: text_response("please and thank you")) as server:
         (tmp_path / "tasks.jsonl").write_text(
             '{"responses_create_params": {"input": "the word?"}, "word": "please"}\n'
-            '{"responses_create_params": {"input": "the word?"}, "word": "never"}\n')
-        done = run_cli("collect", "--env", "./my_env.py", "--input", "tasks.jsonl",
-                       "--output", "o.jsonl", "--model", server.url, cwd=tmp_path)
+            '{"responses_create_params": {"input": "the word?"}, "word": "never"}\n'
+        )
+        done = run_cli(
+            "collect",
+            "--env",
+            "./my_env.py",
+            "--input",
+            "tasks.jsonl",
+            "--output",
+            "o.jsonl",
+            "--model",
+            server.url,
+            cwd=tmp_path,
+        )
         sent_tools = server.bodies("/v1/responses")[0]["tools"]
     assert done.returncode == 0, done.stderr
     assert sorted(r["reward"] for r in rows(tmp_path / "o.jsonl")) == [0.0, 1.0]
     assert [t["name"] for t in sent_tools] == ["magic_word"]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--env", "nowhere"], "unknown environment 'nowhere'"),
-    (["--env", "weather", "--input", "missing.jsonl"], "input file not found: missing.jsonl"),
-    (["--env", "weather", "--model", "not-a-model"], "not-a-model"),
-    (["--env", "weather", "--model", "http://127.0.0.1:9/v1"], "127.0.0.1:9"),
-])
-def test_user_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, args: list[str],
-                                                         message: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env", "nowhere"], "unknown environment 'nowhere'"),
+        (["--env", "weather", "--input", "missing.jsonl"], "input file not found: missing.jsonl"),
+        (["--env", "weather", "--model", "not-a-model"], "not-a-model"),
+        (["--env", "weather", "--model", "http://127.0.0.1:9/v1"], "127.0.0.1:9"),
+    ],
+)
+def test_user_errors_are_one_clear_line_not_a_traceback(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
     done = run_cli("collect", *args, "--output", "o.jsonl", "--max-retries", "0", cwd=tmp_path)
     assert done.returncode == 1
     assert message in done.stderr
@@ -151,11 +205,22 @@ def test_bad_lines_are_reported_and_the_rest_goes_on(tmp_path: Path) -> None:
     (tmp_path / "t.jsonl").write_text(
         '{"responses_create_params": {"input": "Weather?"}}\n'
         '{"responses_create_params": {"inputs": "typo"}}\n'
-        'not json\n'
-        '{"responses_create_params": {"input": "Weather?"}}\n')
+        "not json\n"
+        '{"responses_create_params": {"input": "Weather?"}}\n'
+    )
     with ScriptedModelServer(weather_script()) as server:
-        done = run_cli("collect", "--env", "weather", "--input", "t.jsonl", "--output",
-                       "o.jsonl", "--model", server.url, cwd=tmp_path)
+        done = run_cli(
+            "collect",
+            "--env",
+            "weather",
+            "--input",
+            "t.jsonl",
+            "--output",
+            "o.jsonl",
+            "--model",
+            server.url,
+            cwd=tmp_path,
+        )
     assert done.returncode == 0, done.stderr
     assert "t.jsonl:2: field 'responses_create_params.input': missing" in done.stderr
     assert "t.jsonl:3: not valid JSON" in done.stderr

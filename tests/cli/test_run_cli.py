@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,13 +42,19 @@ servers:
   weather_env: {{kind: env, env: weather}}
   weather_agent: {{kind: agent, env: weather_env, model: "{model_url}"}}
 """)
-    return subprocess.Popen([*PALAESTRA, "run", "stack.yaml"], cwd=tmp_path, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "COLUMNS": "200"})
+    return subprocess.Popen(
+        [*PALAESTRA, "run", "stack.yaml"],
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
-        tmp_path: Path, model: ScriptedModelServer) -> None:
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
     stack = start_stack(tmp_path, model.url)
     try:
         read_until(stack, "ready in")
@@ -64,21 +69,46 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         assert all(s["status"] == "ready" for s in servers.values())
 
         (tmp_path / "t.jsonl").write_text('{"responses_create_params": {"input": "Rome?"}}\n' * 3)
-        through_agent = run_cli("collect", "--agent-url", servers["weather_agent"]["url"],
-                                "--input", "t.jsonl", "--output", "a.jsonl", cwd=tmp_path)
+        through_agent = run_cli(
+            "collect",
+            "--agent-url",
+            servers["weather_agent"]["url"],
+            "--input",
+            "t.jsonl",
+            "--output",
+            "a.jsonl",
+            cwd=tmp_path,
+        )
         assert through_agent.returncode == 0, through_agent.stderr
         assert [r["reward"] for r in rows(tmp_path / "a.jsonl")] == [1.0] * 3
-        through_env = run_cli("collect", "--env-url", servers["weather_env"]["url"],
-                              "--model", model.url, "--input", "t.jsonl", "--output",
-                              "e.jsonl", cwd=tmp_path)
+        through_env = run_cli(
+            "collect",
+            "--env-url",
+            servers["weather_env"]["url"],
+            "--model",
+            model.url,
+            "--input",
+            "t.jsonl",
+            "--output",
+            "e.jsonl",
+            cwd=tmp_path,
+        )
         assert through_env.returncode == 0, through_env.stderr
         assert all(r["called_tool"] for r in rows(tmp_path / "e.jsonl"))
 
         os.kill(servers["weather_env"]["pid"], signal.SIGKILL)
         report = read_until(stack, "last log lines")
         assert "server 'weather_env'" in report
-        after = run_cli("collect", "--agent-url", servers["weather_agent"]["url"], "--input",
-                        "t.jsonl", "--output", "b.jsonl", cwd=tmp_path)
+        after = run_cli(
+            "collect",
+            "--agent-url",
+            servers["weather_agent"]["url"],
+            "--input",
+            "t.jsonl",
+            "--output",
+            "b.jsonl",
+            cwd=tmp_path,
+        )
         failures = rows(tmp_path / "b_failures.jsonl")
         assert after.returncode == 0 and len(failures) == 3
         assert all(servers["weather_env"]["url"] in f["failure"]["reason"] for f in failures)
@@ -97,28 +127,30 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
 
 def test_a_server_that_cannot_start_is_named_with_its_last_lines(tmp_path: Path) -> None:
     (tmp_path / "stack.yaml").write_text("servers:\n  broken: {kind: env, env: no_such_env}\n")
-    done = subprocess.run([*PALAESTRA, "run", "stack.yaml"], cwd=tmp_path, text=True,
-                          capture_output=True, timeout=60)
+    done = subprocess.run(
+        [*PALAESTRA, "run", "stack.yaml"], cwd=tmp_path, text=True, capture_output=True, timeout=60
+    )
     assert done.returncode == 1
     assert "server 'broken'" in done.stderr
     assert "unknown environment 'no_such_env'" in done.stderr
 
 
 def test_bad_stack_file_names_the_field(tmp_path: Path) -> None:
-    (tmp_path / "stack.yaml").write_text("servers:\n  a: {kind: agent, env: e, model: m}\n"
-                                         "  e: {kind: model}\n")
-    done = subprocess.run([*PALAESTRA, "run", "stack.yaml"], cwd=tmp_path, text=True,
-                          capture_output=True, timeout=60)
+    (tmp_path / "stack.yaml").write_text(
+        "servers:\n  a: {kind: agent, env: e, model: m}\n  e: {kind: model}\n"
+    )
+    done = subprocess.run(
+        [*PALAESTRA, "run", "stack.yaml"], cwd=tmp_path, text=True, capture_output=True, timeout=60
+    )
     assert done.returncode == 1
     assert "field 'servers.a.env': 'e' is a model server" in done.stderr
     (tmp_path / "stack.yaml").write_text("servers:\n  a: {kind: database}\n")
-    done = subprocess.run([*PALAESTRA, "run", "stack.yaml"], cwd=tmp_path, text=True,
-                          capture_output=True, timeout=60)
+    done = subprocess.run(
+        [*PALAESTRA, "run", "stack.yaml"], cwd=tmp_path, text=True, capture_output=True, timeout=60
+    )
     assert "field 'servers.a.kind'" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_status_without_a_stack(tmp_path: Path) -> None:
     done = run_cli("status", cwd=tmp_path)
     assert done.returncode == 1 and "no stack is running" in done.stderr
-
-

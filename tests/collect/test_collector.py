@@ -48,8 +48,12 @@ class Quiet:
 
 def tasks_file(tmp_path: Path, count: int, extra_lines: list[str] | None = None) -> Path:
     path = tmp_path / "tasks.jsonl"
-    lines = [orjson.dumps({"responses_create_params": {"input": f"word{i}"},
-                           "expected": f"WORD{i}"}).decode() for i in range(count)]
+    lines = [
+        orjson.dumps(
+            {"responses_create_params": {"input": f"word{i}"}, "expected": f"WORD{i}"}
+        ).decode()
+        for i in range(count)
+    ]
     path.write_text("\n".join(lines + (extra_lines or [])) + "\n")
     return path
 
@@ -57,8 +61,9 @@ def tasks_file(tmp_path: Path, count: int, extra_lines: list[str] | None = None)
 def lookup_then_answer(params: JsonDict) -> JsonDict:
     done = outputs_so_far(params)
     if not done:
-        return response(call("lookup", orjson.dumps({"key": params["input"][0]["content"]})
-                             .decode()))
+        return response(
+            call("lookup", orjson.dumps({"key": params["input"][0]["content"]}).decode())
+        )
     return say(f"the answer is {done[-1]['output']}")
 
 
@@ -67,9 +72,11 @@ def read_jsonl(path: Path) -> list[JsonDict]:
 
 
 async def run(tmp_path: Path, model: FakeModel, **config: object) -> RunSummary:
-    options: dict[str, object] = {"input": tmp_path / "tasks.jsonl",
-                                  "output": tmp_path / "out.jsonl",
-                                  "agent_ref": {"type": "responses_api_agents", "name": "echo"}}
+    options: dict[str, object] = {
+        "input": tmp_path / "tasks.jsonl",
+        "output": tmp_path / "out.jsonl",
+        "agent_ref": {"type": "responses_api_agents", "name": "echo"},
+    }
     options.update(config)
     runner = BoundAgent(ToolCallingAgent(), LocalEnvironmentClient(Echo()), model)
     return await collect(runner, CollectConfig(**options), Quiet())  # type: ignore[arg-type]
@@ -77,11 +84,17 @@ async def run(tmp_path: Path, model: FakeModel, **config: object) -> RunSummary:
 
 async def test_one_verified_row_per_task_and_rollout_with_sidecars(tmp_path: Path) -> None:
     tasks_file(tmp_path, 3)
-    summary = await run(tmp_path, FakeModel(lookup_then_answer), repeats=2, concurrency=4,
-                        overrides={"temperature": 0.5})
+    summary = await run(
+        tmp_path,
+        FakeModel(lookup_then_answer),
+        repeats=2,
+        concurrency=4,
+        overrides={"temperature": 0.5},
+    )
     rows = read_jsonl(tmp_path / "out.jsonl")
     assert sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in rows) == [
-        (t, r) for t in range(3) for r in range(2)]
+        (t, r) for t in range(3) for r in range(2)
+    ]
     for row in rows:
         assert row["reward"] == 1.0
         assert row["agent_ref"] == {"type": "responses_api_agents", "name": "echo"}
@@ -99,7 +112,8 @@ async def test_one_verified_row_per_task_and_rollout_with_sidecars(tmp_path: Pat
 
 
 async def test_bad_rows_and_failed_rollouts_go_to_the_sidecar_not_to_reward_zero(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     tasks_file(tmp_path, 4, extra_lines=['{"responses_create_params": 5}', "{oops"])
 
     def flaky(params: JsonDict) -> JsonDict:
@@ -114,8 +128,11 @@ async def test_bad_rows_and_failed_rollouts_go_to_the_sidecar_not_to_reward_zero
     kinds = sorted((f["_ng_task_index"], f["failure"]["kind"]) for f in failures)
     assert kinds == [(1, "model_error"), (4, "invalid_input"), (5, "invalid_input")]
     bad = next(f for f in failures if f["_ng_task_index"] == 4)
-    assert bad["source"] == {"path": str(tmp_path / "tasks.jsonl"), "line": 5,
-                             "field": "responses_create_params"}
+    assert bad["source"] == {
+        "path": str(tmp_path / "tasks.jsonl"),
+        "line": 5,
+        "field": "responses_create_params",
+    }
     assert summary.mean_reward == 1.0  # the failure is not averaged in as 0
     assert summary.failures == {"model_error": 1, "invalid_input": 2}
 

@@ -18,10 +18,24 @@ def test_aggregate_over_numeric_fields_per_agent(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     ref = {"type": "responses_api_agents", "name": "a"}
     rows = [
-        {"_ng_task_index": 0, "_ng_rollout_index": 0, "agent_ref": ref, "reward": 1.0,
-         "hit": True, "note": "x", "response": {"usage": {"input_tokens": 10}}},
-        {"_ng_task_index": 0, "_ng_rollout_index": 1, "agent_ref": ref, "reward": 0.0,
-         "hit": False, "note": "y", "response": {"usage": {"input_tokens": 30}}},
+        {
+            "_ng_task_index": 0,
+            "_ng_rollout_index": 0,
+            "agent_ref": ref,
+            "reward": 1.0,
+            "hit": True,
+            "note": "x",
+            "response": {"usage": {"input_tokens": 10}},
+        },
+        {
+            "_ng_task_index": 0,
+            "_ng_rollout_index": 1,
+            "agent_ref": ref,
+            "reward": 0.0,
+            "hit": False,
+            "note": "y",
+            "response": {"usage": {"input_tokens": 30}},
+        },
     ]
     out.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     failures = tmp_path / "fail.jsonl"
@@ -36,4 +50,5 @@ def test_aggregate_over_numeric_fields_per_agent(tmp_path: Path) -> None:
     assert entry["key_metrics"]["pass@2"] == 1.0
     assert entry["key_metrics"]["failures"] == 1
     assert entry["group_level_metrics"] == [
-        {"_ng_task_index": 0, "rollouts": 2, "mean/reward": 0.5}]
+        {"_ng_task_index": 0, "rollouts": 2, "mean/reward": 0.5}
+    ]

@@ -12,15 +12,21 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_bad_rows_name_line_and_field_and_keep_their_index(tmp_path: Path) -> None:
-    path = write(tmp_path, "\n".join([
-        '{"responses_create_params": {"input": "hi"}}',
-        "",
-        "{not json",
-        '{"other": 1}',
-        '{"responses_create_params": {"input": [{"role": "user"}]}}',
-        '{"responses_create_params": {"input": [{"role": "user", "content": "ok"}]}}',
-        "[1, 2]",
-    ]) + "\n")
+    path = write(
+        tmp_path,
+        "\n".join(
+            [
+                '{"responses_create_params": {"input": "hi"}}',
+                "",
+                "{not json",
+                '{"other": 1}',
+                '{"responses_create_params": {"input": [{"role": "user"}]}}',
+                '{"responses_create_params": {"input": [{"role": "user", "content": "ok"}]}}',
+                "[1, 2]",
+            ]
+        )
+        + "\n",
+    )
     lines = list(read_tasks(path))
     assert [t.index for t in lines] == [0, 1, 2, 3, 4, 5]
     assert [t.line for t in lines] == [1, 3, 4, 5, 6, 7]

@@ -33,8 +33,9 @@ async def test_concurrent_rollouts_keep_separate_counters() -> None:
     env = LocalEnvironmentClient(Counter())
     rows = tasks()
     assert len(rows) == 5
-    results = await asyncio.gather(*(ToolCallingAgent().run(row, env, stepper(row))
-                                     for row in rows))
+    results = await asyncio.gather(
+        *(ToolCallingAgent().run(row, env, stepper(row)) for row in rows)
+    )
     for row, result in zip(rows, results, strict=True):
         assert result.verdict is not None
         assert result.verdict.reward == 1.0

@@ -19,8 +19,9 @@ def solver(order: list[str] | None = None) -> FakeModel:
         answers = [o["output"] for o in outputs_so_far(params)]
         if len(answers) < len(words):
             word = words[len(answers)]
-            return response(call("get_synonym", orjson.dumps({"word": word}).decode(),
-                                 f"c{len(answers)}"))
+            return response(
+                call("get_synonym", orjson.dumps({"word": word}).decode(), f"c{len(answers)}")
+            )
         if len(answers) == len(words):
             chosen = [answers[i] for i in order] if order else answers
             return response(call("submit", orjson.dumps({"synonyms": chosen}).decode(), "s"))

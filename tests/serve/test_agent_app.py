@@ -27,33 +27,43 @@ def weather_agent_app(model_url: str):  # type: ignore[no-untyped-def]
 
 
 async def test_run_answers_the_verify_answer() -> None:
-    with ScriptedModelServer(weather_script()) as model, \
-            BackgroundServer(weather_agent_app(model.url)) as agent:
+    with (
+        ScriptedModelServer(weather_script()) as model,
+        BackgroundServer(weather_agent_app(model.url)) as agent,
+    ):
         async with aiohttp.ClientSession() as http:
             async with http.post(f"{agent.url}/run", json=TASK) as done:
                 assert done.status == 200
                 row = await done.json()
-            async with http.post(f"{agent.url}/v1/responses",
-                                 json=TASK["responses_create_params"]) as as_model:
+            async with http.post(
+                f"{agent.url}/v1/responses", json=TASK["responses_create_params"]
+            ) as as_model:
                 trajectory = await as_model.json()
             async with http.post(f"{agent.url}/run", json={"city": "x"}) as bad:
                 assert bad.status == 422
                 assert (await bad.json())["error"]["param"] == "responses_create_params"
     assert row["reward"] == 1.0 and row["called_tool"] is True and row["city"] == "Rome"
     assert [i["type"] for i in row["response"]["output"]] == [
-        "function_call", "function_call_output", "message"]
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
     assert trajectory["object"] == "response"
     assert len(trajectory["output"]) == 3
 
 
 async def test_a_failed_rollout_is_an_explicit_failure_not_a_zero() -> None:
     broken = ScriptedFault(status=400, body={"error": {"message": "bad request"}})
-    with ScriptedModelServer(lambda p: broken) as model, \
-            BackgroundServer(weather_agent_app(model.url)) as agent:
-        async with aiohttp.ClientSession() as http:
-            async with http.post(f"{agent.url}/run", json=TASK) as done:
-                assert done.status == 500
-                body = await done.json()
+    with (
+        ScriptedModelServer(lambda p: broken) as model,
+        BackgroundServer(weather_agent_app(model.url)) as agent,
+    ):
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(f"{agent.url}/run", json=TASK) as done,
+        ):
+            assert done.status == 500
+            body = await done.json()
     assert body["failure"]["kind"] == "model_error"
     assert "reward" not in body
 
@@ -61,13 +71,22 @@ async def test_a_failed_rollout_is_an_explicit_failure_not_a_zero() -> None:
 async def test_collect_through_a_served_agent(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_bytes(orjson.dumps(TASK) + b"\n" + orjson.dumps(TASK) + b"\n")
-    with ScriptedModelServer(weather_script()) as model, \
-            BackgroundServer(weather_agent_app(model.url)) as agent:
+    with (
+        ScriptedModelServer(weather_script()) as model,
+        BackgroundServer(weather_agent_app(model.url)) as agent,
+    ):
         runner = RemoteAgent(agent.url)
         try:
-            summary = await collect(runner, CollectConfig(
-                input=tasks, output=tmp_path / "out.jsonl", repeats=2,
-                agent_ref={"type": "responses_api_agents", "name": "weather_remote"}), Quiet())
+            summary = await collect(
+                runner,
+                CollectConfig(
+                    input=tasks,
+                    output=tmp_path / "out.jsonl",
+                    repeats=2,
+                    agent_ref={"type": "responses_api_agents", "name": "weather_remote"},
+                ),
+                Quiet(),
+            )
         finally:
             await runner.aclose()
     assert runner.name == "tool_calling"
@@ -75,4 +94,8 @@ async def test_collect_through_a_served_agent(tmp_path: Path) -> None:
     rows = read_jsonl(tmp_path / "out.jsonl")
     assert all(r["called_tool"] is True and r["_palaestra"]["model_calls"] == 2 for r in rows)
     assert sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in rows) == [
-        (0, 0), (0, 1), (1, 0), (1, 1)]
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]

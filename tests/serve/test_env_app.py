@@ -30,11 +30,11 @@ def counter_server() -> Iterator[BackgroundServer]:
 
 
 async def test_a_nemo_gym_style_client_with_cookies_gets_the_in_process_rewards(
-        counter_server: BackgroundServer) -> None:
+    counter_server: BackgroundServer,
+) -> None:
     rows = counter_tasks()
     local = LocalEnvironmentClient(Counter())
-    expected = [(await ToolCallingAgent().run(row, local, stepper(row))).verdict
-                for row in rows]
+    expected = [(await ToolCallingAgent().run(row, local, stepper(row))).verdict for row in rows]
     rewards = []
     for row in rows:
         # one cookie jar per rollout, as NeMo Gym's agent keeps one per request chain;
@@ -65,8 +65,9 @@ async def test_remote_client_runs_the_agent_unchanged(counter_server: Background
     try:
         assert [t["name"] for t in remote.tools()] == ["increment", "read_counter"]
         rows = counter_tasks()
-        results = await asyncio.gather(*(ToolCallingAgent().run(row, remote, stepper(row))
-                                         for row in rows))
+        results = await asyncio.gather(
+            *(ToolCallingAgent().run(row, remote, stepper(row)) for row in rows)
+        )
         for row, result in zip(rows, results, strict=True):
             assert result.failure is None and result.verdict is not None
             assert result.verdict.reward == 1.0
@@ -84,7 +85,8 @@ async def test_remote_tool_mistakes_are_fed_back_like_in_process() -> None:
             for client in (remote, local):
                 session = await client.seed({"expected_synonyms": ["joyful"]})
                 assert await client.call_tool(session, "get_synonym", {"word": "happy"}) == (
-                    "joyful")
+                    "joyful"
+                )
                 with pytest.raises(ToolCallRejected, match="zebra"):
                     await client.call_tool(session, "get_synonym", {"word": "zebra"})
                 with pytest.raises(ToolCallRejected, match="word"):
@@ -126,17 +128,23 @@ async def test_protocol_errors_are_clear(counter_server: BackgroundServer) -> No
             assert denied.status == 401
         async with http.post("/seed_session", json={}) as seeded:
             token = seeded.headers["x-palaestra-session"]
-        async with http.post("/increment", json={"amount": "many"},
-                             headers={"x-palaestra-session": token}) as invalid:
+        async with http.post(
+            "/increment", json={"amount": "many"}, headers={"x-palaestra-session": token}
+        ) as invalid:
             assert invalid.status == 422
             assert "amount" in (await invalid.json())["error"]["message"]
 
 
 async def test_verify_without_a_session_scores_in_a_fresh_one(
-        counter_server: BackgroundServer) -> None:
+    counter_server: BackgroundServer,
+) -> None:
     async with aiohttp.ClientSession(base_url=counter_server.url) as http:
-        body = {"responses_create_params": {"input": "x"}, "initial_value": 4,
-                "target_value": 4, "response": {"output": []}}
+        body = {
+            "responses_create_params": {"input": "x"},
+            "initial_value": 4,
+            "target_value": 4,
+            "response": {"output": []},
+        }
         async with http.post("/verify", json=body) as verified:
             assert (await verified.json())["reward"] == 1.0
 

@@ -42,9 +42,11 @@ def cookie_resources_app() -> Starlette:
         reward = 1.0 if value == body["target_value"] else 0.0
         return JSONResponse({**body, "reward": reward, "final_value": value})
 
-    return Starlette(routes=[
-        Route("/", lambda r: JSONResponse({"status": "ok"}), methods=["GET"]),
-        Route("/seed_session", seed, methods=["POST"]),
-        Route("/increment", increment, methods=["POST"]),
-        Route("/verify", verify, methods=["POST"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/", lambda r: JSONResponse({"status": "ok"}), methods=["GET"]),
+            Route("/seed_session", seed, methods=["POST"]),
+            Route("/increment", increment, methods=["POST"]),
+            Route("/verify", verify, methods=["POST"]),
+        ]
+    )

@@ -30,8 +30,14 @@ def say(text: str, **extra: Any) -> JsonDict:
 
 
 def call(name: str, arguments: str, call_id: str = "call_1") -> JsonDict:
-    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments,
-            "id": f"fc_{call_id}", "status": "completed"}
+    return {
+        "type": "function_call",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "id": f"fc_{call_id}",
+        "status": "completed",
+    }
 
 
 class FakeModel:

@@ -34,5 +34,7 @@ class Counter(Environment):
     def verify(self, session: Session, response: JsonDict) -> Verdict:
         final = session.state["value"]
         target = int(session.task["target_value"])
-        return Verdict(reward=1.0 if final == target else 0.0,
-                       metrics={"final_value": final, "distance": abs(final - target)})
+        return Verdict(
+            reward=1.0 if final == target else 0.0,
+            metrics={"final_value": final, "distance": abs(final - target)},
+        )

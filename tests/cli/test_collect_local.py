@@ -1,0 +1,109 @@
+"""The main job end to end: ``palaestra collect`` with the real embedded model (no API key)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.cli.test_collect_cli import rows, run_cli
+from tests.cli.test_run_cli import PALAESTRA, read_until
+from tests.models.test_local import needs_local
+
+pytestmark = [pytest.mark.local_model, needs_local]
+
+
+def test_weather_rollouts_with_the_local_model_are_verified_and_deterministic(
+    tmp_path: Path,
+) -> None:
+    args = ["collect", "--env", "weather", "--limit", "2", "--max-steps", "2", "--temperature", "0"]
+    first = run_cli(*args, "--output", "a.jsonl", cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr
+    second = run_cli(*args, "--output", "b.jsonl", cwd=tmp_path, timeout=300)
+    assert second.returncode == 0, second.stderr
+    a, b = rows(tmp_path / "a.jsonl"), rows(tmp_path / "b.jsonl")
+    assert len(a) == 2 and all(r["reward"] == 1.0 for r in a)
+    assert "1.0000" in first.stdout  # the summary table's mean reward
+    for row in a:
+        calls = [i for i in row["response"]["output"] if i["type"] == "function_call"]
+        assert calls and calls[0]["name"] == "get_weather"
+        assert row["called_tool"] is True
+        assert row["response"]["usage"]["output_tokens"] > 0
+        assert row["_palaestra"]["model_calls"] <= 2  # max_steps bounds the weak model
+    by_task = {r["_ng_task_index"]: r["response"]["output"] for r in b}
+    for row in a:  # same seed, temperature 0: the same trajectory token for token
+        strip = [
+            {k: v for k, v in i.items() if k not in ("id", "call_id")}
+            for i in row["response"]["output"]
+        ]
+        again = [
+            {k: v for k, v in i.items() if k not in ("id", "call_id")}
+            for i in by_task[row["_ng_task_index"]]
+        ]
+        assert strip == again
+
+
+def test_synonyms_with_the_local_model_ends_in_a_verdict(tmp_path: Path) -> None:
+    done = run_cli(
+        "collect",
+        "--env",
+        "synonyms",
+        "--limit",
+        "1",
+        "--max-steps",
+        "3",
+        "--output",
+        "s.jsonl",
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    [row] = rows(tmp_path / "s.jsonl")
+    assert row["reward"] in (0.0, 1.0)
+    assert row["_palaestra"]["model_calls"] <= 3
+    assert rows(tmp_path / "s_failures.jsonl") == []
+
+
+def test_a_three_server_stack_with_the_local_model(tmp_path: Path) -> None:
+    (tmp_path / "stack.yaml").write_text("""
+servers:
+  env: {kind: env, env: weather}
+  smollm: {kind: model, backend: local}
+  agent: {kind: agent, env: env, model: smollm, max_steps: 2}
+""")
+    stack = subprocess.Popen(
+        [*PALAESTRA, "run", "stack.yaml"],
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        read_until(stack, "ready in", timeout=120)
+        state = orjson.loads((tmp_path / ".palaestra" / "stack.json").read_bytes())
+        with urllib.request.urlopen(f"{state['head']}/servers") as answer:
+            servers = {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
+        done = run_cli(
+            "collect",
+            "--agent-url",
+            servers["agent"]["url"],
+            "--input",
+            str(Path(__file__).parents[2] / "palaestra/envs/weather/tasks.jsonl"),
+            "--limit",
+            "2",
+            "--output",
+            "o.jsonl",
+            cwd=tmp_path,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        assert [r["reward"] for r in rows(tmp_path / "o.jsonl")] == [1.0, 1.0]
+        stack.send_signal(signal.SIGINT)
+        assert stack.wait(30) == 0
+    finally:
+        if stack.poll() is None:
+            stack.kill()
