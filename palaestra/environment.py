@@ -25,6 +25,7 @@ declares a ``session`` parameter receives the rollout's ``Session``; its ``state
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from palaestra.sessions import Session
@@ -69,6 +70,14 @@ class Environment:
 
     def close(self, session: Session) -> None:
         """Release what ``seed`` acquired. Called once per session, also on expiry."""
+
+    def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
+        """Yield ``count`` task rows made from ``seed`` (same seed, same tasks).
+
+        Environments whose tasks come from a generator override this; ``palaestra collect
+        --num-tasks N --seed S`` then needs no input file.
+        """
+        raise NotImplementedError(f"environment '{self.name}' does not generate tasks")
 
     def tools(self) -> list[JsonDict]:
         """The function tools of this environment, in Responses ``tools`` form."""

@@ -14,8 +14,10 @@ from rich.console import Console
 from palaestra.agents import AGENTS, BoundAgent, RolloutRunner, SingleTurnAgent, ToolCallingAgent
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
+from palaestra.collect.generated import write_generated_tasks
 from palaestra.collect.progress import RichProgress, summary_table
 from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
+from palaestra.environment import Environment
 from palaestra.errors import ConfigError
 from palaestra.registry import EnvironmentEntry, find_environment
 from palaestra.serve.remote_agent import RemoteAgent
@@ -107,6 +109,12 @@ EXIT_STOPPED = 3
     "and one rollout at a time keeps its prompt cache warm).",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N tasks.")
+@click.option(
+    "--num-tasks",
+    type=click.IntRange(min=1),
+    help="Generate N tasks with the environment's generator instead of --input.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the task generator.")
 @click.option("--resume", is_flag=True, help="Continue a killed run: skip finished rollouts.")
 @click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over.")
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
@@ -142,17 +150,15 @@ async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummar
     entry = find_environment(options["env_spec"]) if options["env_spec"] else None
     if entry is None and not (options["env_url"] or options["agent_url"]):
         raise ConfigError("name an environment: --env NAME, --env-url URL or --agent-url URL")
-    input_path = options["input_path"] or (entry.example_tasks if entry else None)
-    if input_path is None:
-        raise ConfigError("pass --input: there are no example tasks to fall back on")
-    if not Path(input_path).is_file():
-        raise ConfigError(f"input file not found: {input_path}")
+    environment = entry.environment() if entry else None
     label = entry.name if entry else "remote"
+    output = options["output_path"] or Path("runs") / f"{label}.jsonl"
+    input_path = _input_path(options, entry, environment, output)
     async with contextlib.AsyncExitStack() as stack:
-        runner, agent_name = await _runner(options, entry, stack)
+        runner, agent_name = await _runner(options, environment, stack)
         config = CollectConfig(
-            input=Path(input_path),
-            output=options["output_path"] or Path("runs") / f"{label}.jsonl",
+            input=input_path,
+            output=output,
             repeats=options["repeats"],
             concurrency=options["concurrency"] or _default_concurrency(options),
             limit=options["limit"],
@@ -166,8 +172,35 @@ async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummar
         return summary, time.perf_counter() - started
 
 
+def _input_path(
+    options: dict[str, Any],
+    entry: EnvironmentEntry | None,
+    environment: Environment | None,
+    output: Path,
+) -> Path:
+    """The tasks to run: --input, generated tasks (--num-tasks), or the example tasks."""
+    if options["num_tasks"] is not None:
+        if options["input_path"] or environment is None:
+            raise ConfigError(
+                "--num-tasks generates tasks from --env; it cannot be combined "
+                "with --input or a remote environment"
+            )
+        return write_generated_tasks(
+            environment,
+            count=options["num_tasks"],
+            seed=options["seed"],
+            path=output.with_name(f"{output.stem}_tasks.jsonl"),
+        )
+    input_path = options["input_path"] or (entry.example_tasks if entry else None)
+    if input_path is None:
+        raise ConfigError("pass --input: there are no example tasks to fall back on")
+    if not Path(input_path).is_file():
+        raise ConfigError(f"input file not found: {input_path}")
+    return Path(input_path)
+
+
 async def _runner(
-    options: dict[str, Any], entry: EnvironmentEntry | None, stack: contextlib.AsyncExitStack
+    options: dict[str, Any], environment: Environment | None, stack: contextlib.AsyncExitStack
 ) -> tuple[RolloutRunner, str]:
     """What runs each rollout: a served agent, or an agent here with a local or remote env."""
     if options["agent_url"]:
@@ -183,8 +216,8 @@ async def _runner(
             options["env_url"], token=options["server_token"]
         )
     else:
-        assert entry is not None
-        env = LocalEnvironmentClient(entry.environment())
+        assert environment is not None
+        env = LocalEnvironmentClient(environment)
     stack.push_async_callback(env.aclose)
     model = open_model(
         options["model_spec"],

@@ -234,3 +234,43 @@ def test_envs_lists_the_built_in_environments(tmp_path: Path) -> None:
     assert done.returncode == 0
     for name in ("weather", "synonyms", "counter"):
         assert name in done.stdout
+
+
+def test_generated_tasks_need_no_input_file_and_resume_on_the_same_tasks(tmp_path: Path) -> None:
+    (tmp_path / "gen_env.py").write_text('''
+import random
+
+from palaestra import Environment, Session, output_text
+
+
+class Echo(Environment):
+    """Say the generated word back."""
+
+    def generate_tasks(self, count, seed):
+        rng = random.Random(seed)
+        for _ in range(count):
+            word = rng.choice(["alpha", "beta", "gamma", "delta"])
+            yield {"responses_create_params": {"input": f"Say {word}"}, "word": word}
+
+    def verify(self, session: Session, response: dict) -> float:
+        return float(session.task["word"] in output_text(response))
+''')
+
+    def echo(params: JsonDict) -> JsonDict:
+        return text_response(str(params["input"]).split("Say ")[-1].split("'")[0])
+
+    args = ["collect", "--env", "./gen_env.py", "--num-tasks", "6", "--seed", "3"]
+    with ScriptedModelServer(echo) as server:
+        done = run_cli(*args, "--output", "g.jsonl", "--model", server.url, cwd=tmp_path)
+        again = run_cli(*args, "--output", "h.jsonl", "--model", server.url, cwd=tmp_path)
+        both = run_cli(*args, "--input", "x.jsonl", "--output", "i.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert again.returncode == 0, again.stderr
+    generated = rows(tmp_path / "g_tasks.jsonl")
+    assert len(generated) == 6
+    assert generated == rows(tmp_path / "h_tasks.jsonl")  # same seed, same tasks
+    assert [r["reward"] for r in rows(tmp_path / "g.jsonl")] == [1.0] * 6
+    assert both.returncode == 1 and "cannot be combined with --input" in both.stderr
+    weather = run_cli("collect", "--env", "weather", "--num-tasks", "2", cwd=tmp_path)
+    assert weather.returncode == 1
+    assert "does not generate tasks: pass --input" in weather.stderr
