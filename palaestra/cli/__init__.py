@@ -9,6 +9,7 @@ from palaestra.cli.envs import envs_command
 from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
 from palaestra.cli.serve_servers import serve_agent_command, serve_env_command
+from palaestra.cli.verify import verify_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,6 +25,7 @@ serve_group.add_command(serve_agent_command)
 cli.add_command(serve_group)
 cli.add_command(run_command)
 cli.add_command(status_command)
+cli.add_command(verify_command)
 
 
 def main() -> None:

@@ -1,0 +1,80 @@
+"""``palaestra verify``: score stored rollouts again, offline, and report what changed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from palaestra.cli.errors import exit_on_user_error
+from palaestra.collect.reverify import ReverifySummary, reverify
+from palaestra.env_client import LocalEnvironmentClient
+from palaestra.environment import Environment
+from palaestra.errors import ConfigError
+from palaestra.registry import find_environment
+
+SHOWN_CHANGES = 20
+
+
+@click.command("verify")
+@click.argument("rollouts", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--env", "env_spec", required=True, help="The environment whose verifier to use.")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the re-scored rows here (with previous_reward).",
+)
+@click.option(
+    "--replay-tools/--no-replay-tools",
+    default=True,
+    show_default=True,
+    help="Rebuild session state by replaying the trajectory's tool calls first.",
+)
+def verify_command(rollouts: Path, env_spec: str, output: Path | None, replay_tools: bool) -> None:
+    """Re-verify a rollouts file with an environment's verifier; no model is called."""
+    console = Console(stderr=True)
+    with exit_on_user_error(console):
+        if not rollouts.is_file():
+            raise ConfigError(f"rollouts file not found: {rollouts}")
+        if output is not None and output.resolve() == rollouts.resolve():
+            raise ConfigError("--output must not be the rollouts file itself")
+        if output is not None:
+            output.unlink(missing_ok=True)
+        entry = find_environment(env_spec)
+        summary = asyncio.run(_run(entry.environment(), rollouts, output, replay_tools))
+    Console().print(_table(summary))
+
+
+async def _run(
+    environment: Environment, rollouts: Path, output: Path | None, replay_tools: bool
+) -> ReverifySummary:
+    client = LocalEnvironmentClient(environment)
+    try:
+        return await reverify(client, rollouts, output=output, replay_tools=replay_tools)
+    finally:
+        await client.aclose()
+
+
+def _table(summary: ReverifySummary) -> Table:
+    table = Table(
+        title=f"re-verified {summary.rows} rollouts: {summary.unchanged} unchanged, "
+        f"{summary.changed} changed",
+        title_justify="left",
+    )
+    for column in ("task", "rollout", "stored reward", "new reward", "note"):
+        table.add_column(column)
+    for change in summary.changes[:SHOWN_CHANGES]:
+        after = "failure" if change.after is None else f"{change.after:g}"
+        table.add_row(
+            str(change.task_index),
+            str(change.rollout_index),
+            f"{change.before:g}",
+            after,
+            change.reason,
+        )
+    if summary.changed > SHOWN_CHANGES:
+        table.caption = f"... and {summary.changed - SHOWN_CHANGES} more"
+    return table

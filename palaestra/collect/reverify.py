@@ -1,0 +1,139 @@
+"""Re-verifying stored rollouts offline: the same trajectories, scored again.
+
+Verifiers are deterministic functions of (task, final state). The final state of a stateful
+environment is rebuilt by replaying the trajectory's tool calls in a fresh session, in order;
+then ``verify`` scores the stored response. Nothing calls a model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from palaestra.agents.tool_calling import parse_arguments
+from palaestra.collect.files import JsonlAppender
+from palaestra.env_client import LocalEnvironmentClient
+from palaestra.errors import InputError, RolloutFailure, ToolCallRejected
+from palaestra.types import JsonDict, Verdict, function_calls
+
+RESULT_FIELDS = frozenset(
+    {"response", "reward", "reward_components", "step_rewards", "_palaestra", "failure"}
+)
+
+
+@dataclass(slots=True)
+class Change:
+    task_index: object
+    rollout_index: object
+    before: float
+    after: float | None
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class ReverifySummary:
+    rows: int = 0
+    unchanged: int = 0
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return len(self.changes)
+
+
+async def reverify(
+    client: LocalEnvironmentClient,
+    rollouts: Path,
+    *,
+    output: Path | None = None,
+    replay_tools: bool = True,
+) -> ReverifySummary:
+    """Score every row of ``rollouts`` again; optionally write the re-scored rows."""
+    summary = ReverifySummary()
+    writer = JsonlAppender(output) if output is not None else None
+    try:
+        for line, row in _rows(rollouts):
+            summary.rows += 1
+            verdict, reason = await _score(client, row, replay_tools)
+            before = float(row.get("reward", 0.0))
+            after = None if verdict is None or verdict.failure else float(verdict.reward)
+            if after == before:
+                summary.unchanged += 1
+            else:
+                summary.changes.append(
+                    Change(
+                        row.get("_ng_task_index", line),
+                        row.get("_ng_rollout_index"),
+                        before,
+                        after,
+                        reason,
+                    )
+                )
+            if writer is not None:
+                writer.append(_rescored(row, verdict, reason, before))
+    finally:
+        if writer is not None:
+            writer.close()
+    return summary
+
+
+async def _score(
+    client: LocalEnvironmentClient, row: JsonDict, replay_tools: bool
+) -> tuple[Verdict | None, str]:
+    task = {k: v for k, v in row.items() if k not in RESULT_FIELDS}
+    response = row["response"]
+    try:
+        session = await client.seed(task)
+        try:
+            if replay_tools:
+                await _replay(client, session, response)
+            verdict = await client.verify(session, task, response)
+        finally:
+            await client.close(session)
+    except RolloutFailure as failure:
+        return None, f"{failure.kind}: {failure.reason}"
+    reason = f"{verdict.failure.kind}: {verdict.failure.reason}" if verdict.failure else ""
+    return verdict, reason
+
+
+async def _replay(client: LocalEnvironmentClient, session: str, response: JsonDict) -> None:
+    for call in function_calls(response):
+        arguments = parse_arguments(call.get("arguments"))
+        if isinstance(arguments, dict):
+            # A rejected call was rejected at the time too, and left the state as it was.
+            with contextlib.suppress(ToolCallRejected):
+                await client.call_tool(session, str(call.get("name", "")), arguments)
+
+
+def _rescored(row: JsonDict, verdict: Verdict | None, reason: str, before: float) -> JsonDict:
+    rescored = {k: v for k, v in row.items() if k not in ("reward_components", "step_rewards")}
+    rescored["previous_reward"] = before
+    if verdict is None or verdict.failure is not None:
+        rescored.pop("reward", None)
+        rescored["failure"] = {"kind": reason.split(":")[0], "reason": reason, "masked": True}
+        return rescored
+    rescored.update(verdict.to_fields())
+    return rescored
+
+
+def _rows(path: Path) -> Iterator[tuple[int, JsonDict]]:
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError as error:
+                raise InputError(f"not valid JSON ({error})", path=str(path), line=number) from None
+            if not isinstance(row, dict) or not isinstance(row.get("response"), dict):
+                raise InputError(
+                    "a rollout row needs a 'response' object",
+                    path=str(path),
+                    line=number,
+                    field="response",
+                )
+            yield number, row
