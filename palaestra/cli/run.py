@@ -33,13 +33,20 @@ STATE_FILE = Path(".palaestra") / "stack.json"
     type=click.Path(path_type=Path, file_okay=False),
     help="Where server logs go. Default: .palaestra/logs/<stack name>/.",
 )
-def run_command(stack_file: Path, log_dir: Path | None) -> None:
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a stack-file value, e.g. --set servers.agent.max_steps=4 (repeatable).",
+)
+def run_command(stack_file: Path, log_dir: Path | None, overrides: tuple[str, ...]) -> None:
     """Start every server of a stack file, supervise them, stop them all on Ctrl-C."""
     from palaestra.serve.stack_config import load_stack, load_token
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        config = load_stack(stack_file)
+        config = load_stack(stack_file, overrides)
         token = load_token(stack_file, dict(os.environ))
         logs = log_dir or Path(".palaestra") / "logs" / stack_file.stem
         from palaestra.serve.uvicorn_runner import run_on_fast_loop

@@ -15,8 +15,9 @@ bearer token comes from ``PALAESTRA_SERVER_TOKEN`` or from ``env.yaml`` beside t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pydantic
 import yaml
@@ -49,14 +50,20 @@ class StackConfig(pydantic.BaseModel):
         return sorted(self.servers, key=lambda name: self.servers[name].kind == "agent")
 
 
-def load_stack(path: Path) -> StackConfig:
-    """Read and check a stack file; a ``ConfigError`` names the file and the field."""
+def load_stack(path: Path, overrides: Sequence[str] = ()) -> StackConfig:
+    """Read and check a stack file; a ``ConfigError`` names the file and the field.
+
+    ``overrides`` are ``dotted.key=value`` strings (the value read as YAML) applied on top,
+    e.g. ``servers.agent.max_steps=4`` or ``host=0.0.0.0``.
+    """
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ConfigError(f"cannot read stack file {path}: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    for override in overrides:
+        raw = apply_override(raw, override)
     try:
         config = StackConfig.model_validate(raw)
     except pydantic.ValidationError as error:
@@ -65,6 +72,25 @@ def load_stack(path: Path) -> StackConfig:
         raise ConfigError(f"{path}: field '{where}': {first['msg']}") from None
     _check_references(config, path)
     return config
+
+
+def apply_override(raw: object, override: str) -> dict[str, Any]:
+    """``raw`` with one ``dotted.key=value`` set (intermediate mappings are created)."""
+    key, separator, value = override.partition("=")
+    if not separator or not key.strip():
+        raise ConfigError(f"--set {override!r}: expected dotted.key=value")
+    root: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+    node = root
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        node[part] = dict(child) if isinstance(child, dict) else {}
+        node = node[part]
+    try:
+        node[parts[-1]] = yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise ConfigError(f"--set {override!r}: the value is not valid YAML") from None
+    return root
 
 
 def _check_references(config: StackConfig, path: Path) -> None:
