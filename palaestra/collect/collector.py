@@ -209,7 +209,9 @@ class _Run:
     def _record_failure(
         self, dispatched: JsonDict, failure: Failure, result: AgentResult | None, job: Job
     ) -> None:
-        self.failures.append(failure_row(dispatched, failure, result, attempt=job.attempt))
+        row = failure_row(dispatched, failure, result, attempt=job.attempt)
+        row["source"] = {"path": str(self.config.input), "line": job.task.line}
+        self.failures.append(row)
         self.summary.failures[str(failure.kind)] += 1
         self.progress.update(self.summary)
 

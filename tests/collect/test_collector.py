@@ -127,6 +127,8 @@ async def test_bad_rows_and_failed_rollouts_go_to_the_sidecar_not_to_reward_zero
     failures = read_jsonl(tmp_path / "out_failures.jsonl")
     kinds = sorted((f["_ng_task_index"], f["failure"]["kind"]) for f in failures)
     assert kinds == [(1, "model_error"), (4, "invalid_input"), (5, "invalid_input")]
+    model_failure = next(f for f in failures if f["_ng_task_index"] == 1)
+    assert model_failure["source"] == {"path": str(tmp_path / "tasks.jsonl"), "line": 2}
     bad = next(f for f in failures if f["_ng_task_index"] == 4)
     assert bad["source"] == {
         "path": str(tmp_path / "tasks.jsonl"),
