@@ -25,6 +25,7 @@ from palaestra.errors import (
     VerifierFailure,
 )
 from palaestra.sessions import Session, SessionStore
+from palaestra.step_env import StepEnvironment, StepResult
 from palaestra.tools import ToolSpec
 from palaestra.types import FailureKind, JsonDict, Verdict
 
@@ -56,6 +57,15 @@ class EnvironmentClient(Protocol):
     async def close(self, session_id: str) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class StepEnvironmentClient(EnvironmentClient, Protocol):
+    """An environment client that also speaks the turn-based reset/step protocol."""
+
+    async def reset(self, session_id: str) -> str: ...
+
+    async def step(self, session_id: str, action: str) -> StepResult: ...
 
 
 class LocalEnvironmentClient:
@@ -126,6 +136,39 @@ class LocalEnvironmentClient:
         except Exception as error:
             raise VerifierFailure(f"verify raised {_describe(error)}") from error
         return as_verdict(result)
+
+    async def reset(self, session_id: str) -> str:
+        """Start a turn-based episode (``StepEnvironment``); return the first observation."""
+        environment = self._step_environment()
+        session = self.sessions.get(session_id)
+        try:
+            return str(await _call(environment.reset, session))
+        except Exception as error:
+            raise EnvironmentFailure(f"reset raised {_describe(error)}") from error
+
+    async def step(self, session_id: str, action: str) -> StepResult:
+        """Apply the model's action; the step's reward is recorded in the session."""
+        environment = self._step_environment()
+        session = self.sessions.get(session_id)
+        try:
+            result = await asyncio.wait_for(
+                _call(environment.step, session, action), self.environment.tool_timeout
+            )
+        except TimeoutError as error:
+            raise EnvironmentFailure(
+                f"step timed out after {self.environment.tool_timeout:g}s"
+            ) from error
+        except Exception as error:
+            raise EnvironmentFailure(f"step raised {_describe(error)}") from error
+        session.step_rewards.append(float(result.reward))
+        return result
+
+    def _step_environment(self) -> StepEnvironment:
+        if not isinstance(self.environment, StepEnvironment):
+            raise EnvironmentFailure(
+                f"environment '{self.name}' has no reset/step: use a tool-calling agent"
+            )
+        return self.environment
 
     async def close(self, session_id: str) -> None:
         session = self.sessions.pop(session_id)

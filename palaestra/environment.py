@@ -42,6 +42,8 @@ class Environment:
     """One line for ``palaestra envs``; defaults to the first line of the class docstring."""
     session_ttl: ClassVar[float] = 3600.0
     """Seconds an idle session lives before it expires."""
+    default_agent: ClassVar[str] = "tool_calling"
+    """The agent ``palaestra collect`` uses for this environment unless ``--agent`` says."""
     tool_timeout: ClassVar[float] = 60.0
     verify_timeout: ClassVar[float] = 60.0
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}

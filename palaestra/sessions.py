@@ -18,6 +18,8 @@ class Session:
     id: str
     task: JsonDict
     state: Any
+    step_rewards: list[float] = field(default_factory=list)
+    """Per-step rewards of a turn-based (reset/step) episode, in order."""
     created_at: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
 
@@ -43,7 +45,7 @@ class SessionStore:
 
     def open(self, task: JsonDict, state: Any) -> Session:
         now = self._clock()
-        session = Session(secrets.token_hex(12), task, state, now, now)
+        session = Session(secrets.token_hex(12), task, state, created_at=now, last_used=now)
         self._sessions[session.id] = session
         return session
 

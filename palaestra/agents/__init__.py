@@ -1,21 +1,19 @@
 """Agents: the harnesses that drive rollouts."""
 
 from palaestra.agents.base import Agent, AgentResult, BoundAgent, RolloutRunner
+from palaestra.agents.registry import AGENT_NAMES, make_agent
 from palaestra.agents.single_turn import SingleTurnAgent
+from palaestra.agents.step import StepAgent
 from palaestra.agents.tool_calling import ToolCallingAgent
 
-AGENTS: dict[str, type[ToolCallingAgent] | type[SingleTurnAgent]] = {
-    ToolCallingAgent.name: ToolCallingAgent,
-    SingleTurnAgent.name: SingleTurnAgent,
-}
-"""Agents by the name ``--agent`` accepts."""
-
 __all__ = [
-    "AGENTS",
+    "AGENT_NAMES",
     "Agent",
     "AgentResult",
     "BoundAgent",
     "RolloutRunner",
     "SingleTurnAgent",
+    "StepAgent",
     "ToolCallingAgent",
+    "make_agent",
 ]

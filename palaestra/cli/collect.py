@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from palaestra.agents import AGENTS, BoundAgent, RolloutRunner, SingleTurnAgent, ToolCallingAgent
+from palaestra.agents import AGENT_NAMES, BoundAgent, RolloutRunner, make_agent
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
 from palaestra.collect.generated import write_generated_tasks
@@ -83,16 +83,16 @@ EXIT_STOPPED = 3
 @click.option(
     "--agent",
     "agent_name",
-    type=click.Choice(sorted(AGENTS)),
-    default="tool_calling",
-    show_default=True,
+    type=click.Choice(AGENT_NAMES),
+    help="The harness. Default: the environment's own (tool_calling, or step for turn-based "
+    "environments).",
 )
 @click.option(
     "--max-steps",
     type=click.IntRange(min=1),
     default=8,
     show_default=True,
-    help="Most model calls per rollout (tool_calling agent).",
+    help="Most model calls per rollout (tool_calling and step agents).",
 )
 @click.option(
     "--repeats",
@@ -229,19 +229,14 @@ async def _runner(
         timeouts=Timeouts(read=options["request_timeout"]),
     )
     stack.push_async_callback(model.aclose)
-    agent = _agent(options)
+    default = environment.default_agent if environment is not None else "tool_calling"
+    agent = make_agent(options["agent_name"] or default, max_steps=options["max_steps"])
     return BoundAgent(agent, env, model), agent.name
 
 
 def _default_concurrency(options: dict[str, Any]) -> int:
     local = options["model_spec"] == "local" and not options["agent_url"]
     return 1 if local else 16
-
-
-def _agent(options: dict[str, Any]) -> ToolCallingAgent | SingleTurnAgent:
-    if options["agent_name"] == ToolCallingAgent.name:
-        return ToolCallingAgent(max_steps=options["max_steps"])
-    return SingleTurnAgent()
 
 
 def _overrides(options: dict[str, Any]) -> JsonDict:

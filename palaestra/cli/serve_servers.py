@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from palaestra.agents import AGENTS
+from palaestra.agents import AGENT_NAMES
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.errors import ConfigError
 
@@ -69,9 +69,8 @@ def serve_env_command(env_spec: str, host: str, port: int, token: str | None) ->
 @click.option(
     "--agent",
     "agent_name",
-    type=click.Choice(sorted(AGENTS)),
-    default="tool_calling",
-    show_default=True,
+    type=click.Choice(AGENT_NAMES),
+    help="The harness. Default: the environment's own (tool_calling for remote environments).",
 )
 @click.option("--max-steps", type=click.IntRange(min=1), default=8, show_default=True)
 @host_option
@@ -89,7 +88,7 @@ def serve_agent_command(**options: Any) -> None:
 
 
 async def _serve_agent(options: dict[str, Any]) -> None:
-    from palaestra.agents import SingleTurnAgent, ToolCallingAgent
+    from palaestra.agents import make_agent
     from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
     from palaestra.models.resolve import open_model
     from palaestra.registry import find_environment
@@ -97,17 +96,16 @@ async def _serve_agent(options: dict[str, Any]) -> None:
     from palaestra.serve.remote_env import RemoteEnvironmentClient
 
     env: EnvironmentClient
+    default_agent = "tool_calling"
     if options["env_url"]:
         env = await RemoteEnvironmentClient.connect(options["env_url"], token=options["token"])
     else:
-        env = LocalEnvironmentClient(find_environment(options["env_spec"]).environment())
+        environment = find_environment(options["env_spec"]).environment()
+        default_agent = environment.default_agent
+        env = LocalEnvironmentClient(environment)
     model = open_model(options["model_spec"], api=options["api"], model_name=options["model_name"])
     await model.check()
-    agent = (
-        ToolCallingAgent(max_steps=options["max_steps"])
-        if options["agent_name"] == ToolCallingAgent.name
-        else SingleTurnAgent()
-    )
+    agent = make_agent(options["agent_name"] or default_agent, max_steps=options["max_steps"])
     app = agent_app(agent, env, model)
     await serve_guarded(
         app,

@@ -34,10 +34,20 @@ from palaestra.serve.http_json import (
 )
 from palaestra.serve.sessions_http import COOKIE_NAME, HEADER_NAME, SessionSigner
 from palaestra.sessions import SessionExpired
+from palaestra.step_env import StepEnvironment
 from palaestra.types import JsonDict, Verdict
 
 RESERVED_ROUTES = frozenset(
-    {"seed_session", "verify", "close_session", "aggregate_metrics", "tools", "health"}
+    {
+        "seed_session",
+        "verify",
+        "close_session",
+        "aggregate_metrics",
+        "tools",
+        "health",
+        "reset",
+        "step",
+    }
 )
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -61,6 +71,11 @@ def environment_app(environment: Environment, *, secret: bytes | None = None) ->
         Route(f"/{name}", _tool(client, signer, name), methods=["POST"])
         for name in environment.tool_specs
     ]
+    if isinstance(environment, StepEnvironment):
+        routes += [
+            Route("/reset", _reset(client, signer), methods=["POST"]),
+            Route("/step", _step(client, signer), methods=["POST"]),
+        ]
     app = Starlette(
         routes=routes,
         exception_handlers={
@@ -140,6 +155,28 @@ def verdict_fields(verdict: Verdict) -> JsonDict:
     if verdict.failure is not None:
         fields["failure"] = verdict.failure.to_json()
     return fields
+
+
+def _reset(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
+    """``POST /reset`` (palaestra's turn-based extension): the first observation."""
+
+    async def reset(request: Request) -> Response:
+        session_id = _session_of(request, signer)
+        return JSONResponse({"observation": await client.reset(session_id)})
+
+    return reset
+
+
+def _step(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
+    """``POST /step`` with ``{"action": text}``: observation, reward, terminated, truncated."""
+
+    async def step(request: Request) -> Response:
+        body = await json_object(request)
+        require(body, "action", str, "the model's text")
+        session_id = _session_of(request, signer)
+        return JSONResponse((await client.step(session_id, body["action"])).to_json())
+
+    return step
 
 
 def _close(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:

@@ -23,6 +23,7 @@ from palaestra.errors import (
     VerifierFailure,
 )
 from palaestra.serve.sessions_http import HEADER_NAME
+from palaestra.step_env import StepResult
 from palaestra.types import Failure, FailureKind, JsonDict, Verdict
 
 _PROTOCOL_FIELDS = frozenset(
@@ -127,6 +128,27 @@ class RemoteEnvironmentClient:
             return verdict_from_answer(answer, task)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise VerifierFailure(f"verify answered an unusable body: {error}") from None
+
+    async def reset(self, session_id: str) -> str:
+        body = await self._post_ok("reset", {}, session_id)
+        return str(body["observation"])
+
+    async def step(self, session_id: str, action: str) -> StepResult:
+        return StepResult.from_json(await self._post_ok("step", {"action": action}, session_id))
+
+    async def _post_ok(self, route: str, body: JsonDict, session_id: str) -> JsonDict:
+        status, raw, _ = await self._post(route, body, session_id, EnvironmentFailure)
+        if status == 404:
+            raise EnvironmentFailure(f"{self.base_url} has no /{route}: not a turn-based env")
+        if status != 200:
+            raise EnvironmentFailure(f"/{route} answered {status}: {_excerpt(raw)}")
+        try:
+            answer = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise EnvironmentFailure(f"/{route} answered a non-JSON body") from None
+        if not isinstance(answer, dict):
+            raise EnvironmentFailure(f"/{route} answered {type(answer).__name__}, not an object")
+        return answer
 
     async def close(self, session_id: str) -> None:
         try:

@@ -10,9 +10,11 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
+from palaestra.agents import StepAgent
 from palaestra.envs.counter.environment import Counter
+from palaestra.envs.number_guess.environment import NumberGuess, task
 from palaestra.envs.synonyms.environment import Synonyms
-from palaestra.errors import ToolCallRejected
+from palaestra.errors import EnvironmentFailure, ToolCallRejected
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.guard import Guard
 from palaestra.serve.remote_env import RemoteEnvironmentClient
@@ -20,6 +22,7 @@ from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import JsonDict
 from tests.envs.test_counter import stepper
 from tests.envs.test_counter import tasks as counter_tasks
+from tests.envs.test_number_guess import bisector
 from tests.support.cookie_resources_server import cookie_resources_app
 
 
@@ -172,3 +175,25 @@ async def test_guard_requires_the_token_and_bounds_the_body() -> None:
             big = orjson.dumps({"pad": "x" * 5000})
             async with http.post("/seed_session", data=big, headers=auth) as too_big:
                 assert too_big.status == 413
+
+
+async def test_turn_based_environment_over_http_gives_the_same_episode() -> None:
+    row = task(low=1, high=64, target=45)
+    local = await StepAgent(max_steps=8).run(row, LocalEnvironmentClient(NumberGuess()), bisector())
+    with BackgroundServer(environment_app(NumberGuess())) as server:
+        remote_client = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            remote = await StepAgent(max_steps=8).run(row, remote_client, bisector())
+        finally:
+            await remote_client.aclose()
+        plain = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            counter_like = await plain.seed({})
+            with pytest.raises(EnvironmentFailure, match="/step answered 500"):
+                await plain.step(counter_like, "3")  # reset was never called: a clear failure
+        finally:
+            await plain.aclose()
+    assert local.verdict is not None and remote.verdict is not None
+    assert remote.verdict.reward == local.verdict.reward == 1.0
+    assert remote.verdict.step_rewards == local.verdict.step_rewards
+    assert remote.response["output"] == local.response["output"]  # type: ignore[index]
