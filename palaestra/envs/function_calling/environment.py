@@ -1,0 +1,64 @@
+"""function_calling: emit the right function call(s) in one step (Berkeley Function Calling data).
+
+The model's calls are scored, never executed. Run it with ``--agent single_turn``; under the
+tool-calling agent only the calls of the model's first answer count.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from palaestra.environment import Environment
+from palaestra.envs.function_calling.compare import check_calls, first_turn_calls
+from palaestra.envs.function_calling.data import CATEGORIES, load_tasks
+from palaestra.errors import ConfigError
+from palaestra.sessions import Session
+from palaestra.types import FailureKind, JsonDict, Verdict
+
+
+class FunctionCalling(Environment):
+    """Single-step tool-call correctness on BFCL tasks: right functions, right typed arguments."""
+
+    name = "function_calling"
+
+    def __init__(self, categories: tuple[str, ...] = CATEGORIES) -> None:
+        self.categories = categories
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        task = session.task
+        expected = task.get("expected_calls")
+        params = task.get("responses_create_params")
+        tools = params.get("tools") if isinstance(params, dict) else None
+        if not isinstance(expected, list) or not all(isinstance(e, dict) for e in expected):
+            return Verdict.failed(
+                FailureKind.INVALID_INPUT, "the task has no 'expected_calls' list of objects"
+            )
+        if not isinstance(tools, list):
+            return Verdict.failed(
+                FailureKind.INVALID_INPUT, "the task has no responses_create_params.tools list"
+            )
+        calls = first_turn_calls(response)
+        if calls is None:
+            return Verdict.failed(FailureKind.MODEL_ERROR, "the response has no output list")
+        check = check_calls(calls, expected, tools)
+        return Verdict(
+            reward=1.0 if check.ok else 0.0,
+            metrics={
+                "category": str(task.get("category", "")),
+                "num_calls": len(calls),
+                "num_expected_calls": len(expected),
+                "mismatch": check.reason,
+            },
+        )
+
+    def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
+        """``count`` BFCL tasks drawn without replacement, shuffled by ``seed``."""
+        tasks = list(load_tasks(self.categories))
+        if count > len(tasks):
+            raise ConfigError(
+                f"function_calling has {len(tasks)} BFCL tasks in {', '.join(self.categories)}; "
+                f"asked for {count}"
+            )
+        random.Random(seed).shuffle(tasks)
+        yield from tasks[:count]
