@@ -47,6 +47,9 @@ class AgentAggregate:
     agent_ref: JsonDict
     stats: dict[str, RunningStat] = field(default_factory=lambda: defaultdict(RunningStat))
     rewards_by_task: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    answers_by_task: dict[int, list[tuple[str, float]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
 
     def add(self, row: JsonDict) -> None:
         for key, value in row.items():
@@ -58,7 +61,11 @@ class AgentAggregate:
         for key in ("input_tokens", "output_tokens", "total_tokens"):
             if isinstance(usage.get(key), int):
                 self.stats[f"usage/{key}"].add(float(usage[key]))
-        self.rewards_by_task[int(row["_ng_task_index"])].append(float(row.get("reward", 0.0)))
+        task = int(row["_ng_task_index"])
+        self.rewards_by_task[task].append(float(row.get("reward", 0.0)))
+        answer = row.get("extracted_answer")
+        if isinstance(answer, str) and answer.strip():
+            self.answers_by_task[task].append((answer.strip(), float(row.get("reward", 0.0))))
 
     def to_json(self) -> JsonDict:
         agent_metrics: JsonDict = {}
@@ -74,6 +81,7 @@ class AgentAggregate:
         if "reward" in self.stats:
             key_metrics["mean/reward"] = self.stats["reward"].mean
         key_metrics.update(pass_at_k(self.rewards_by_task))
+        key_metrics.update(majority_at_k(self.rewards_by_task, self.answers_by_task))
         groups = [
             {
                 "_ng_task_index": task,
@@ -103,6 +111,26 @@ def pass_at_k(rewards_by_task: dict[int, list[float]]) -> JsonDict:
         ]
         metrics[f"pass@{k}"] = sum(per_task) / len(per_task)
     return metrics
+
+
+def majority_at_k(
+    rewards_by_task: dict[int, list[float]], answers_by_task: dict[int, list[tuple[str, float]]]
+) -> JsonDict:
+    """Share of tasks whose most frequent ``extracted_answer`` (exact text) was scored correct.
+
+    Only where verifiers report ``extracted_answer``; rollouts without an answer do not vote.
+    Environments with semantic equivalence (math) offer their own, finer majority@k.
+    """
+    if not answers_by_task:
+        return {}
+    k = min(len(r) for r in rewards_by_task.values())
+    wins = 0
+    for task in rewards_by_task:
+        votes = answers_by_task.get(task, [])
+        if votes:
+            winner = Counter(answer for answer, _ in votes).most_common(1)[0][0]
+            wins += any(a == winner and r >= PASS_THRESHOLD for a, r in votes)
+    return {f"majority@{k}": wins / len(rewards_by_task)}
 
 
 def _unbiased_pass(n: int, correct: int, k: int) -> float:

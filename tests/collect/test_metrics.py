@@ -52,3 +52,16 @@ def test_aggregate_over_numeric_fields_per_agent(tmp_path: Path) -> None:
     assert entry["group_level_metrics"] == [
         {"_ng_task_index": 0, "rollouts": 2, "mean/reward": 0.5}
     ]
+
+
+def test_majority_at_k_votes_on_extracted_answers() -> None:
+    from palaestra.collect.metrics import majority_at_k
+
+    rewards = {0: [1.0, 0.0, 0.0], 1: [1.0, 0.0, 0.0], 2: [0.0, 0.0, 0.0]}
+    answers = {
+        0: [("42", 1.0), ("41", 0.0), ("42", 0.0)],  # the majority answer was once scored right
+        1: [("7", 1.0), ("8", 0.0), ("8", 0.0)],  # the majority is wrong
+        2: [],  # no answers: no vote
+    }
+    assert majority_at_k(rewards, answers) == {"majority@3": 1 / 3}
+    assert majority_at_k(rewards, {}) == {}
