@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import orjson
 import pydantic
@@ -19,6 +19,7 @@ import pydantic
 from palaestra.environment import Environment
 from palaestra.errors import (
     EnvironmentFailure,
+    RolloutFailure,
     ToolCallRejected,
     ToolError,
     ToolFailure,
@@ -28,6 +29,9 @@ from palaestra.sessions import Session, SessionStore
 from palaestra.step_env import StepEnvironment, StepResult
 from palaestra.tools import ToolSpec
 from palaestra.types import FailureKind, JsonDict, Verdict
+
+if TYPE_CHECKING:
+    from palaestra.sandbox.pool import WorkerPool
 
 T = TypeVar("T")
 
@@ -76,6 +80,8 @@ class LocalEnvironmentClient:
         self.name = environment.name
         self.sessions = SessionStore(environment.session_ttl)
         self._tools = environment.tools()
+        self._pool: WorkerPool | None = None
+        environment._worker_pool = self._worker_pool
 
     def tools(self) -> list[JsonDict]:
         return self._tools
@@ -114,6 +120,8 @@ class LocalEnvironmentClient:
             )
         except ToolError as error:
             raise ToolCallRejected(str(error)) from error
+        except RolloutFailure:  # the pool or sandbox already said what failed
+            raise
         except TimeoutError as error:
             raise ToolFailure(
                 f"tool '{name}' timed out after {self.environment.tool_timeout:g}s"
@@ -133,6 +141,8 @@ class LocalEnvironmentClient:
             raise VerifierFailure(
                 f"verify timed out after {self.environment.verify_timeout:g}s"
             ) from error
+        except RolloutFailure:  # the pool or sandbox already said what failed
+            raise
         except Exception as error:
             raise VerifierFailure(f"verify raised {_describe(error)}") from error
         return as_verdict(result)
@@ -158,6 +168,8 @@ class LocalEnvironmentClient:
             raise EnvironmentFailure(
                 f"step timed out after {self.environment.tool_timeout:g}s"
             ) from error
+        except RolloutFailure:  # the pool or sandbox already said what failed
+            raise
         except Exception as error:
             raise EnvironmentFailure(f"step raised {_describe(error)}") from error
         session.step_rewards.append(float(result.reward))
@@ -181,6 +193,17 @@ class LocalEnvironmentClient:
     async def aclose(self) -> None:
         for session in self.sessions.drain():
             await self._close_quietly(session)
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.aclose()
+
+    def _worker_pool(self) -> WorkerPool:
+        """The environment's warm worker pool (``run_in_pool``): created on first use only."""
+        if self._pool is None:
+            from palaestra.sandbox.pool import WorkerPool
+
+            self._pool = WorkerPool(self.environment.pool_workers)
+        return self._pool
 
     async def _close_quietly(self, session: Session) -> None:
         # An expired session's close failing must not fail an unrelated rollout.

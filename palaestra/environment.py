@@ -25,12 +25,18 @@ declares a ``session`` parameter receives the rollout's ``Session``; its ``state
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from palaestra.errors import ConfigError
 from palaestra.sessions import Session
 from palaestra.tools import ToolSpec, build_tool_spec, tool_options
 from palaestra.types import JsonDict, Verdict
+
+if TYPE_CHECKING:
+    from palaestra.sandbox.pool import WorkerPool
+
+T = TypeVar("T")
 
 
 class Environment:
@@ -47,6 +53,10 @@ class Environment:
     tool_timeout: ClassVar[float] = 60.0
     verify_timeout: ClassVar[float] = 60.0
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}
+    pool_workers: ClassVar[int | None] = None
+    """Worker processes for ``run_in_pool`` (started on first use); ``None``: one per core."""
+    _worker_pool: Callable[[], WorkerPool] | None = None
+    """Set by the runner (``LocalEnvironmentClient``), which owns the pool's lifecycle."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -72,6 +82,36 @@ class Environment:
 
     def close(self, session: Session) -> None:
         """Release what ``seed`` acquired. Called once per session, also on expiry."""
+
+    async def run_in_pool(
+        self,
+        function: Callable[..., T],
+        /,
+        *args: Any,
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        cpu_seconds: float | None = None,
+        **kwargs: Any,
+    ) -> T:
+        """Run ``function(*args, **kwargs)`` in a warm worker process and return its result.
+
+        For CPU-heavy work in ``verify`` or a tool (math-verify, running tests): the event
+        loop, and so every other rollout, stays responsive. ``function`` must be a top-level
+        function of an importable module; arguments and result must pickle. ``timeout``,
+        ``memory_mb`` and ``cpu_seconds`` bound the task (default: 60 s, 2048 MB, no CPU cap).
+        A worker that crashes or breaks a limit is replaced and the task retried once; if it
+        fails again the rollout fails as ``worker_crash``, ``timeout`` or ``sandbox_limit``,
+        never as a reward of 0. An exception raised by ``function`` is raised here.
+        """
+        if self._worker_pool is None:
+            raise ConfigError(
+                f"{type(self).__name__}.run_in_pool needs a worker pool: run the environment "
+                "through LocalEnvironmentClient (palaestra collect and serve do)"
+            )
+        pool = self._worker_pool()
+        return await pool.run(
+            function, *args, timeout=timeout, memory_mb=memory_mb, cpu_seconds=cpu_seconds, **kwargs
+        )
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """Yield ``count`` task rows made from ``seed`` (same seed, same tasks).

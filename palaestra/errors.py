@@ -83,6 +83,28 @@ class VerifierFailure(RolloutFailure):
     kind = FailureKind.VERIFIER_ERROR
 
 
+class WorkerCrash(RolloutFailure):
+    """A worker-pool task crashed its worker process on every attempt it was given."""
+
+    kind = FailureKind.WORKER_CRASH
+
+
+class WorkerTimeout(RolloutFailure):
+    """A worker-pool task ran past its time limit on every attempt; its worker was killed."""
+
+    kind = FailureKind.TIMEOUT
+
+
+class SandboxLimitExceeded(RolloutFailure):
+    """Sandboxed code or a pool task ran into a resource limit (``limit`` names which)."""
+
+    kind = FailureKind.SANDBOX_LIMIT
+
+    def __init__(self, reason: str, limit: str | None = None) -> None:
+        self.limit = limit
+        super().__init__(reason)
+
+
 class ToolError(PalaestraError):
     """Raise this inside a tool to tell the *model* that its call was wrong.
 

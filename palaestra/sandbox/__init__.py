@@ -1,0 +1,30 @@
+"""Isolated code execution with limits, and a warm worker pool for CPU-heavy work.
+
+- ``Sandbox``: run model-written code (a command or a Python snippet) with no network, a
+  read-only system, a private work dir and resource limits; ``Sandbox.session()`` keeps a
+  Python process (and its globals) alive across tool calls.
+- ``WorkerPool``: run CPU-heavy verification (math-verify, test suites) in warm worker
+  processes with per-task timeout, memory and CPU caps, off the event loop. Environments
+  reach it through ``Environment.run_in_pool``.
+"""
+
+from palaestra.sandbox.limits import Limit, Limits
+from palaestra.sandbox.pool import PoolClosed, PoolStats, TaskError, WorkerPool
+from palaestra.sandbox.result import SandboxResult
+from palaestra.sandbox.runner import Sandbox, SandboxUnavailable
+from palaestra.sandbox.session import CellResult, PythonSession, SessionClosed
+
+__all__ = [
+    "CellResult",
+    "Limit",
+    "Limits",
+    "PoolClosed",
+    "PoolStats",
+    "PythonSession",
+    "Sandbox",
+    "SandboxResult",
+    "SandboxUnavailable",
+    "SessionClosed",
+    "TaskError",
+    "WorkerPool",
+]

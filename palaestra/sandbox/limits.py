@@ -1,0 +1,136 @@
+"""What a sandboxed run may use (``Limits``) and how the rule it ran into is named (``Limit``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import resource
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+_MB = 1024 * 1024
+
+
+class Limit(enum.StrEnum):
+    """The sandbox rule a run ran into: a resource limit or a denied capability."""
+
+    WALL_TIME = "wall_time"
+    CPU_TIME = "cpu_time"
+    MEMORY = "memory"
+    PROCESSES = "processes"
+    FILE_SIZE = "file_size"
+    OPEN_FILES = "open_files"
+    OUTPUT = "output"
+    NETWORK = "network"
+    FILESYSTEM = "filesystem"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of one sandboxed run (or of one Python session).
+
+    ``wall_time`` and ``output_bytes`` are enforced from outside (the run is killed); the
+    others are kernel rlimits set in the child. ``cpu_time`` is whole seconds of CPU (rounded
+    up); ``memory_mb`` is address space, so leave room for the interpreter (about 30 MB for
+    Python) and for thread stacks. ``processes`` counts every process and thread of the run.
+    ``output_bytes`` caps stdout and stderr each. In a session, ``wall_time`` bounds each call
+    and ``cpu_time`` the whole session.
+    """
+
+    wall_time: float = 10.0
+    cpu_time: float = 10.0
+    memory_mb: int = 1024
+    processes: int = 64
+    file_size_mb: int = 64
+    open_files: int = 256
+    output_bytes: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            if not getattr(self, field.name) > 0:
+                raise ValueError(f"Limits.{field.name} must be positive")
+
+    def replace(self, **changes: Any) -> Limits:
+        return dataclasses.replace(self, **changes)
+
+    def rlimits(self) -> dict[int, tuple[int, int]]:
+        """The kernel limits (soft, hard) to set in the child before it runs anything."""
+        cpu = max(1, math.ceil(self.cpu_time))
+        return {
+            # SIGXCPU at the soft limit, SIGKILL a second later if it is ignored.
+            resource.RLIMIT_CPU: (cpu, cpu + 1),
+            resource.RLIMIT_AS: (self.memory_mb * _MB,) * 2,
+            resource.RLIMIT_NPROC: (self.processes,) * 2,
+            resource.RLIMIT_FSIZE: (self.file_size_mb * _MB,) * 2,
+            resource.RLIMIT_NOFILE: (self.open_files,) * 2,
+            resource.RLIMIT_CORE: (0, 0),
+        }
+
+    def prlimit_args(self) -> list[str]:
+        """The same limits as arguments of util-linux ``prlimit``."""
+        names = {
+            resource.RLIMIT_CPU: "cpu",
+            resource.RLIMIT_AS: "as",
+            resource.RLIMIT_NPROC: "nproc",
+            resource.RLIMIT_FSIZE: "fsize",
+            resource.RLIMIT_NOFILE: "nofile",
+            resource.RLIMIT_CORE: "core",
+        }
+        return [f"--{names[key]}={soft}:{hard}" for key, (soft, hard) in self.rlimits().items()]
+
+    def apply(self) -> None:
+        """Set the rlimits on the calling process (used in a child before ``exec``)."""
+        for key, (soft, hard) in self.rlimits().items():
+            resource.setrlimit(key, (soft, hard))
+
+
+# The last line of a Python traceback (or a shell's complaint) names the rule that was hit.
+# This is advisory: the program itself writes it. Wall time, CPU and output are measured
+# from outside and cannot be faked this way.
+_ERROR_PATTERNS: tuple[tuple[Limit, tuple[str, ...]], ...] = (
+    (Limit.MEMORY, ("MemoryError", "[Errno 12]", "Cannot allocate memory")),
+    (Limit.FILE_SIZE, ("[Errno 27]", "File too large", "[Errno 28]", "No space left")),
+    (Limit.OPEN_FILES, ("[Errno 24]", "Too many open files")),
+    (Limit.PROCESSES, ("[Errno 11]", "Resource temporarily unavailable")),
+    (
+        Limit.NETWORK,
+        (
+            "[Errno 101]",
+            "[Errno 99]",
+            "[Errno 97]",
+            "[Errno 111]",
+            "Network is unreachable",
+            "Connection refused",
+            "name resolution",
+            "gaierror",
+        ),
+    ),
+    (Limit.FILESYSTEM, ("[Errno 30]", "Read-only file system", "[Errno 13]", "Permission denied")),
+)
+
+
+def limit_from_error(text: str) -> Limit | None:
+    """The rule named by the last error line of an error output, if any.
+
+    Traceback frames (indented) and ``Traceback ...`` headers are skipped: when several
+    processes fail at once, a half-written traceback may come last.
+    """
+    for line in reversed(text.strip().splitlines()):
+        if not line.strip() or line[0].isspace() or line.startswith("Traceback "):
+            continue
+        for limit, patterns in _ERROR_PATTERNS:
+            if any(pattern in line for pattern in patterns):
+                return limit
+        return None
+    return None
+
+
+def limit_from_signal(signum: int | None) -> Limit | None:
+    """The limit a death by ``signum`` means: the kernel sends these when an rlimit is hit."""
+    if signum == signal.SIGXCPU:
+        return Limit.CPU_TIME
+    if signum == signal.SIGXFSZ:
+        return Limit.FILE_SIZE
+    return None

@@ -1,0 +1,235 @@
+"""``Sandbox``: run a command or a Python snippet isolated, under limits, and report how it ended.
+
+::
+
+    sandbox = Sandbox(Limits(wall_time=5))
+    result = await sandbox.run_python("print(6 * 7)")
+    result.stdout      # "42\\n"
+    result.limit       # None, or the Limit it ran into (Limit.MEMORY, Limit.WALL_TIME, ...)
+
+Every run gets a fresh private work dir (``/work`` inside, also the current directory), a
+clean environment, no network, and is gone without a trace when ``run`` returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from palaestra.errors import ConfigError
+from palaestra.sandbox import isolation
+from palaestra.sandbox.limits import Limits
+from palaestra.sandbox.process import SandboxProcess, supervise
+from palaestra.sandbox.result import SandboxResult
+from palaestra.sandbox.session import PythonSession
+from palaestra.sandbox.workdir import WorkDir, check_reachable, sweep_stale
+
+Isolation = Literal["auto", "bubblewrap", "rlimits"]
+DEBIAN_PYTHON = "/usr/bin/python3"
+_MB = 1024 * 1024
+
+
+class SandboxUnavailable(ConfigError):
+    """``isolation="bubblewrap"`` was asked for and bubblewrap cannot run here."""
+
+
+class Sandbox:
+    """Runs untrusted code: bubblewrap + a throw-away uid + rlimits (see ``isolation``).
+
+    ``python`` must be an interpreter the sandbox uid can reach: Debian's ``/usr/bin/python3``
+    is; one under ``/root`` (pyenv) is not. ``read_only`` adds host paths (e.g. a
+    world-readable virtualenv) to the sandbox, read-only at the same place. ``isolation``:
+    ``"auto"`` uses bubblewrap when it works and otherwise warns and falls back to rlimits;
+    ``"bubblewrap"`` refuses to run without it.
+    """
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        python: str = DEBIAN_PYTHON,
+        isolation: Isolation = "auto",
+        root_dir: str | Path | None = None,
+        read_only: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.python = python
+        self.root_dir = Path(root_dir) if root_dir is not None else None
+        self.read_only = tuple(read_only)
+        self.env = dict(env or {})
+        self._requested = isolation
+        self._mode: str | None = None
+        self._bwrap: str | None = None
+        self._uids = isolation_uids()
+
+    @property
+    def isolation(self) -> str:
+        """``"bubblewrap"`` or ``"rlimits"`` (decided, with a trial run, on first use)."""
+        if self._mode is None:
+            if self._uids is not None:
+                check_reachable(self.root_dir)
+            sweep_stale(self.root_dir)
+            bwrap = isolation.tools()["bwrap"]
+            problem = "isolation='rlimits' was asked for"
+            if self._requested != "rlimits":
+                uid = self._uids.acquire() if self._uids else None
+                try:
+                    problem = isolation.bubblewrap_problem(bwrap, uid) or ""
+                finally:
+                    if self._uids and uid is not None:
+                        self._uids.release(uid)
+            if not problem:
+                self._mode, self._bwrap = "bubblewrap", bwrap
+            elif self._requested == "bubblewrap":
+                raise SandboxUnavailable(f"bubblewrap cannot run here: {problem}")
+            else:
+                isolation.warn_fallback(problem)
+                self._mode = "rlimits"
+        return self._mode
+
+    async def run(
+        self,
+        command: Sequence[str],
+        *,
+        files: Mapping[str, str | bytes] | None = None,
+        stdin: str | bytes | None = None,
+        collect: Sequence[str] = (),
+        limits: Limits | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> SandboxResult:
+        """Run ``command`` in a fresh work dir holding ``files``; return how it ended.
+
+        ``collect``: glob patterns (relative to the work dir) of files to return in
+        ``result.files``. ``env`` adds variables to the clean environment.
+        """
+        limits = limits or self.limits
+        mode = self.isolation
+        uid = self._uids.acquire() if self._uids else None
+        work = WorkDir(self.root_dir, uid)
+        started = time.perf_counter()
+        process: SandboxProcess | None = None
+        try:
+            work.write(files or {})
+            with _stdin_file(stdin) as stdin_file:
+                process = await self._launch(command, work, uid, limits, env, stdin_file)
+            outcome = await supervise(process, limits)
+            gathered = work.collect(collect, limits.file_size_mb * _MB) if collect else {}
+        finally:
+            if process is not None:
+                if process.returncode is None:  # cancelled: no awaiting from here on
+                    process.kill_now()
+                process.close()
+            work.remove()
+            if self._uids and uid is not None:
+                self._uids.release(uid)
+        return SandboxResult.of(
+            outcome, mode, duration=time.perf_counter() - started, files=gathered
+        )
+
+    async def run_python(
+        self,
+        code: str,
+        *,
+        files: Mapping[str, str | bytes] | None = None,
+        stdin: str | bytes | None = None,
+        collect: Sequence[str] = (),
+        limits: Limits | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> SandboxResult:
+        """Run ``code`` as ``main.py`` in the work dir with the sandbox's interpreter."""
+        files = dict(files or {})
+        if "main.py" in files:
+            raise ValueError("files must not contain main.py: the code is written there")
+        files["main.py"] = code
+        command = [self.python, "-u", "-B", "-E", "-s", "main.py"]
+        return await self.run(
+            command, files=files, stdin=stdin, collect=collect, limits=limits, env=env
+        )
+
+    async def session(
+        self,
+        *,
+        files: Mapping[str, str | bytes] | None = None,
+        limits: Limits | None = None,
+        idle_ttl: float = 600.0,
+    ) -> PythonSession:
+        """Start a long-lived Python session (globals kept across ``run`` calls)."""
+        session = PythonSession(self, limits or self.limits, idle_ttl)
+        await session.start(dict(files or {}))
+        return session
+
+    def environment(self, work_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The clean environment of a run: nothing of ours leaks in."""
+        inside = isolation.WORK_DIR if self.isolation == "bubblewrap" else str(work_dir)
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": inside,
+            "TMPDIR": "/tmp" if self.isolation == "bubblewrap" else inside,
+            "LANG": "C.UTF-8",
+            "PYTHONIOENCODING": "utf-8",
+        }
+        env.update(self.env)
+        env.update(extra or {})
+        return env
+
+    async def _launch(
+        self,
+        command: Sequence[str],
+        work: WorkDir,
+        uid: int | None,
+        limits: Limits,
+        env: Mapping[str, str] | None,
+        stdin: int,
+        *,
+        capture_stderr: bool = True,
+        stream_limit: int = 2**16,
+    ) -> SandboxProcess:
+        bubblewrap = self.isolation == "bubblewrap"
+
+        def argv(status_fd: int | None) -> list[str]:
+            bwrap_args = [] if status_fd is None else ["--json-status-fd", str(status_fd)]
+            return isolation.launch_argv(
+                command,
+                limits=limits,
+                work_dir=work.path,
+                uid=uid,
+                bwrap=self._bwrap if bubblewrap else None,
+                bwrap_args=bwrap_args,
+                read_only=self.read_only,
+            )
+
+        return await SandboxProcess.start(
+            argv,
+            bubblewrap=bubblewrap,
+            uid=uid,
+            cwd=str(work.path),
+            env=self.environment(work.path, env),
+            stdin=stdin,
+            stream_limit=stream_limit,
+            preexec=None if isolation.tools()["prlimit"] else limits.apply,
+            capture_stderr=capture_stderr,
+        )
+
+
+def isolation_uids() -> isolation.UidPool | None:
+    """Throw-away uids when we are root (then every run drops to one), else ``None``."""
+    return isolation.UidPool() if isolation.is_root() else None
+
+
+@contextlib.contextmanager
+def _stdin_file(data: str | bytes | None) -> Iterator[int]:
+    """The run's stdin: an unlinked temporary file holding ``data``, or /dev/null."""
+    if data is None:
+        with open("/dev/null", "rb") as null:
+            yield null.fileno()
+        return
+    with tempfile.TemporaryFile() as file:
+        file.write(data.encode() if isinstance(data, str) else data)
+        file.flush()
+        file.seek(0)
+        yield file.fileno()

@@ -1,0 +1,142 @@
+"""The private work dir of one run: files in, files out, removal, and sweeping stale ones."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from palaestra.errors import ConfigError
+
+PREFIX = "palaestra-sandbox-"
+MAX_FILES_OUT = 1000
+
+
+class WorkDir:
+    """A fresh directory, owned by the run's uid, that is the run's only writable host path."""
+
+    def __init__(self, root: Path | None, uid: int | None) -> None:
+        self.uid = uid
+        self.path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root))
+        self._own(self.path)
+
+    def write(self, files: Mapping[str, str | bytes]) -> None:
+        """Put ``files`` (relative path -> content) into the work dir."""
+        for name, content in files.items():
+            path = self.path / _relative(name)
+            for parent in reversed(path.relative_to(self.path).parents[:-1]):
+                directory = self.path / parent
+                if not directory.is_dir():
+                    directory.mkdir()
+                    self._own(directory)
+            data = content.encode() if isinstance(content, str) else bytes(content)
+            path.write_bytes(data)
+            self._own(path)
+
+    def collect(self, patterns: Iterable[str], max_bytes: int) -> dict[str, bytes]:
+        """Regular files matching the glob ``patterns``, as relative path -> content.
+
+        Run only once every process of the run is gone. Symlinks are never followed: a file
+        the code linked to ``/etc/shadow`` is skipped, not read with our privileges.
+        """
+        found: dict[str, bytes] = {}
+        root = os.path.realpath(self.path)
+        for pattern in patterns:
+            for match in sorted(self.path.glob(str(_relative(pattern)))):
+                name = match.relative_to(self.path).as_posix()
+                if name in found or len(found) >= MAX_FILES_OUT:
+                    continue
+                if os.path.commonpath([root, os.path.realpath(match)]) != root:
+                    continue
+                data = _read_regular(match, max_bytes)
+                if data is not None:
+                    found[name] = data
+        return found
+
+    def remove(self) -> None:
+        for attempt in range(3):
+            try:
+                remove_tree(self.path)
+                return
+            except OSError:  # a process being killed created a file during the walk
+                if attempt == 2:
+                    raise
+                time.sleep(0.05)
+
+    def _own(self, path: Path) -> None:
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+
+
+def remove_tree(path: Path) -> None:
+    """``rm -rf``, also through directories the sandboxed code made unreadable."""
+
+    def retry(function: Callable[..., Any], failed: str, _error: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(failed), 0o700)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, 0o700)
+        with contextlib.suppress(FileNotFoundError):
+            function(failed)
+
+    if path.exists():
+        shutil.rmtree(path, onerror=retry)
+
+
+def check_reachable(root: Path | None) -> None:
+    """The sandbox's uid must be able to enter every directory above its work dirs."""
+    path = Path(root if root is not None else tempfile.gettempdir()).resolve()
+    for directory in (path, *path.parents):
+        if not directory.stat().st_mode & stat.S_IXOTH:
+            raise ConfigError(
+                f"sandbox work dirs under {path} are out of the sandbox uid's reach: "
+                f"{directory} is not o+x (chmod o+x it, or choose another root_dir)"
+            )
+
+
+def sweep_stale(root: Path | None) -> None:
+    """Remove work dirs left by processes that no longer exist (killed before cleaning up)."""
+    base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            if not entry.name.startswith(PREFIX):
+                continue
+            owner = entry.name[len(PREFIX) :].split("-", 1)[0]
+            if owner.isdigit() and not _alive(int(owner)):
+                with contextlib.suppress(OSError):
+                    remove_tree(entry)
+
+
+def _relative(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if path.is_absolute() or not path.parts or ".." in path.parts:
+        raise ValueError(f"sandbox file name must be a relative path inside the work dir: {name!r}")
+    return path
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return file.read(max_bytes)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

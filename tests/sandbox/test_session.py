@@ -1,0 +1,120 @@
+"""Long-lived Python sessions: globals persist, cells are bounded, nothing outlives them."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from palaestra.sandbox import Limit, Limits, Sandbox, SessionClosed
+
+
+async def test_globals_persist_and_the_last_expression_is_the_value(sandbox: Sandbox) -> None:
+    async with await sandbox.session(files={"data.txt": "21"}) as python:
+        first = await python.run("x = int(open('data.txt').read())\nprint('read', x)")
+        assert first.ok and first.stdout == "read 21\n" and first.value is None
+        second = await python.run("def double(n):\n    return 2 * n\ndouble(x)")
+        assert second.value == "42"
+        assert (await python.run("import os; os.system('echo from a child')")).stdout == (
+            "from a child\n"
+        )
+
+
+async def test_errors_are_reported_and_the_session_goes_on(sandbox: Sandbox) -> None:
+    async with await sandbox.session() as python:
+        await python.run("x = 1")
+        broken = await python.run("x / 0")
+        assert broken.error is not None and broken.error.endswith(
+            "ZeroDivisionError: division by zero\n"
+        )
+        assert broken.limit is None
+        assert (await python.run("x + 1")).value == "2"
+        syntax = await python.run("def (")
+        assert syntax.error is not None and "SyntaxError" in syntax.error
+        exiting = await python.run("raise SystemExit(3)")
+        assert exiting.error is not None and python.alive
+        oom = await python.run("block = bytearray(4 * 1024**3)")
+        assert oom.limit == Limit.MEMORY and python.alive
+        assert (await python.run("x")).value == "1"
+
+
+async def test_a_cell_past_its_time_is_interrupted_and_the_globals_survive(
+    sandbox: Sandbox,
+) -> None:
+    async with await sandbox.session() as python:
+        await python.run("n = 0")
+        slow = await python.run("while True:\n    n += 1", timeout=0.3)
+        assert slow.limit == Limit.WALL_TIME and python.alive
+        assert int((await python.run("n")).value or 0) > 0
+
+
+async def test_a_cell_that_cannot_be_interrupted_costs_the_session(sandbox: Sandbox) -> None:
+    python = await sandbox.session()
+    stubborn = await python.run(
+        "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True: pass",
+        timeout=0.2,
+    )
+    assert stubborn.limit == Limit.WALL_TIME and not python.alive
+    with pytest.raises(SessionClosed):
+        await python.run("1")
+    await python.close()  # idempotent
+
+
+async def test_a_session_whose_process_dies_is_closed(sandbox: Sandbox) -> None:
+    python = await sandbox.session()
+    died = await python.run("import os; os._exit(7)")
+    assert died.error is not None and "exit status 7" in died.error
+    assert not python.alive
+    burnt = await sandbox.session(limits=Limits(cpu_time=1))
+    spent = await burnt.run("while True: pass", timeout=10)
+    assert spent.limit == Limit.CPU_TIME and not burnt.alive
+
+
+async def test_an_idle_session_expires_and_cleans_up(sandbox: Sandbox, runs_dir: Path) -> None:
+    python = await sandbox.session(idle_ttl=0.3)
+    assert python.alive and len(list(runs_dir.iterdir())) == 1
+    for _ in range(100):
+        if not python.alive and not list(runs_dir.iterdir()):
+            break
+        await asyncio.sleep(0.05)
+    assert not python.alive and list(runs_dir.iterdir()) == []
+    with pytest.raises(SessionClosed):
+        await python.run("1")
+
+
+async def test_concurrent_calls_take_turns(sandbox: Sandbox) -> None:
+    async with await sandbox.session() as python:
+        await python.run("log = []")
+        cells = [f"log.append({i}); len(log)" for i in range(5)]
+        results = await asyncio.gather(*(python.run(cell) for cell in cells))
+        assert sorted(int(r.value or 0) for r in results) == [1, 2, 3, 4, 5]
+
+
+async def test_cell_output_is_capped(sandbox: Sandbox) -> None:
+    async with await sandbox.session(limits=Limits(output_bytes=1000)) as python:
+        flood = await python.run("print('x' * 5000)")
+        assert flood.limit == Limit.OUTPUT and len(flood.stdout) == 1000
+        assert (await python.run("'fine'")).value == "'fine'"
+
+
+async def test_a_session_left_open_is_killed_when_its_event_loop_ends(runs_dir: Path) -> None:
+    sandbox = Sandbox(isolation="bubblewrap", root_dir=runs_dir)
+
+    async def forget() -> None:
+        await sandbox.session()  # never closed
+
+    await asyncio.get_running_loop().run_in_executor(None, asyncio.run, forget())
+    assert list(runs_dir.iterdir()) == []  # and the leak check sees no process
+
+
+async def test_a_cell_writing_on_the_protocol_channel_only_breaks_its_own_session(
+    sandbox: Sandbox,
+) -> None:
+    python = await sandbox.session()
+    forged = await python.run(
+        "import os\nfor fd in range(3, 10):\n    try:\n        os.write(fd, b'garbage\\n')\n"
+        "    except OSError:\n        pass"
+    )
+    assert forged.error is not None and not python.alive
+    await python.close()
