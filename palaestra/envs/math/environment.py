@@ -1,0 +1,132 @@
+"""math: answers in ``\\boxed{}`` checked with math-verify, with an optional LLM judge.
+
+Task fields: ``expected_answer`` (plain or LaTeX, e.g. ``42``, ``\\frac{1}{2}``), ``question``
+(for the judge; else the last user message is used) and ``use_judge`` (per task; default the
+class attribute ``use_judge``). The check runs in the worker pool (``run_in_pool``); when it
+says "not equal" and the judge is on, a judge model is asked in both orders and the answer
+counts only when both replies say EQUIVALENT. A judge failure is a failure, never a 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from palaestra.environment import Environment
+from palaestra.envs.equivalence_judge.judge import JudgeFailure, JudgeModels, judge, judge_metrics
+from palaestra.envs.math.checking import symbolic_check
+from palaestra.envs.mcqa.environment import last_boxed
+from palaestra.envs.reasoning_gym import scoring
+from palaestra.models.base import Model
+from palaestra.sessions import Session
+from palaestra.types import FailureKind, JsonDict, Verdict, input_items, output_text
+
+SYSTEM_PROMPT = (
+    "Solve the problem step by step. Then write the final answer, and only the final answer, "
+    "inside \\boxed{}."
+)
+DEFAULT_MIXTURE: dict[str, float] = {
+    "gsm_symbolic": 4.0,
+    "basic_arithmetic": 1.0,
+    "chain_sum": 1.0,
+    "decimal_chain_sum": 1.0,
+    "fraction_simplification": 1.0,
+    "gcd": 1.0,
+    "lcm": 1.0,
+    "products": 1.0,
+    "simple_equations": 1.0,
+}
+_THINKING = re.compile(r"<think>.*?</think>", flags=re.DOTALL)
+
+
+class Math(Environment):
+    """Math word problems and arithmetic; \\boxed{} answers checked by math-verify (+ judge)."""
+
+    name = "math"
+    datasets: ClassVar[dict[str, float]] = DEFAULT_MIXTURE
+    """reasoning-gym generators (name -> weight) that ``generate_tasks`` draws from."""
+    check_timeout: ClassVar[float] = 20.0
+    """Seconds the symbolic check may take in the worker pool (then: a timeout failure)."""
+    use_judge: ClassVar[bool] = False
+    """Ask a judge model when the symbolic check says "not equal" (a task may override)."""
+    judge_model: ClassVar[str] = "local"
+    """The judge: ``local``, an OpenAI-compatible base URL or a name from the model config."""
+    judge_model_name: ClassVar[str | None] = None
+    verify_timeout: ClassVar[float] = 300.0
+
+    def __init__(self, judge: Model | None = None) -> None:
+        self.judges = JudgeModels(judge, self.judge_model, self.judge_model_name)
+
+    async def verify(  # type: ignore[override]
+        self, session: Session, response: JsonDict
+    ) -> Verdict:
+        task = session.task
+        expected = task.get("expected_answer")
+        wants_judge = task.get("use_judge", self.use_judge)
+        if expected is None or not str(expected).strip() or not isinstance(wants_judge, bool):
+            return Verdict.failed(
+                FailureKind.INVALID_INPUT,
+                "task needs a non-empty 'expected_answer' ('use_judge' must be true or false)",
+            )
+        boxed = last_boxed(_THINKING.sub("", output_text(response)))
+        metrics: dict[str, Any] = {
+            "answer_found": bool(boxed and boxed.strip()),
+            "extracted_answer": (boxed or "").strip()[:500],
+            "symbolic_match": False,
+            "judged": False,
+        }
+        if not metrics["answer_found"]:
+            return Verdict(reward=0.0, metrics=metrics)
+        check = await self.run_in_pool(
+            symbolic_check, str(expected), metrics["extracted_answer"], timeout=self.check_timeout
+        )
+        if not check["gold_parsed"]:
+            return Verdict.failed(
+                FailureKind.INVALID_INPUT, f"math-verify cannot read expected_answer {expected!r}"
+            )
+        metrics["symbolic_match"] = check["equal"]
+        if check["equal"] or not wants_judge:
+            return Verdict(reward=float(check["equal"]), metrics=metrics)
+        try:
+            async with self.judges.use() as model:
+                result = await judge(
+                    model, _question(task), str(expected), metrics["extracted_answer"]
+                )
+        except JudgeFailure as failure:
+            return Verdict.failed(FailureKind.VERIFIER_ERROR, str(failure))
+        metrics.update(judged=True, **judge_metrics(result))
+        return Verdict(reward=float(result.equivalent), metrics=metrics)
+
+    async def aclose(self) -> None:
+        """Close the judge model this environment opened (a given one is the caller's)."""
+        await self.judges.aclose()
+
+    def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
+        """Problems from reasoning-gym's gsm_symbolic and arithmetic generators (``datasets``)."""
+        for row in scoring.generate(self.datasets, {}, count, seed):
+            yield task_row(row["question"], str(row["answer"]), source_dataset=row["dataset"])
+
+
+def _question(task: JsonDict) -> str:
+    if isinstance(task.get("question"), str):
+        return str(task["question"])
+    params = task.get("responses_create_params") or {}
+    users = [i for i in input_items(params) if i.get("role") == "user"]
+    content = users[-1].get("content", "") if users else ""
+    return content if isinstance(content, str) else str(content)
+
+
+def task_row(question: str, expected_answer: str, **extra: Any) -> JsonDict:
+    """A math task row: the system prompt asking for ``\\boxed{}``, then the question."""
+    return {
+        "responses_create_params": {
+            "input": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": question},
+            ]
+        },
+        "question": question,
+        "expected_answer": expected_answer,
+        **extra,
+    }
