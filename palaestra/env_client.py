@@ -193,9 +193,12 @@ class LocalEnvironmentClient:
     async def aclose(self) -> None:
         for session in self.sessions.drain():
             await self._close_quietly(session)
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            await pool.aclose()
+        try:
+            await self.environment.aclose()
+        finally:
+            if self._pool is not None:
+                pool, self._pool = self._pool, None
+                await pool.aclose()
 
     def _worker_pool(self) -> WorkerPool:
         """The environment's warm worker pool (``run_in_pool``): created on first use only."""

@@ -25,7 +25,7 @@ declares a ``session`` parameter receives the rollout's ``Session``; its ``state
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from palaestra.errors import ConfigError
@@ -71,7 +71,9 @@ class Environment:
         """Build the state of a new rollout of ``task``. The default is an empty dict."""
         return {}
 
-    def verify(self, session: Session, response: JsonDict) -> Verdict | float:
+    def verify(
+        self, session: Session, response: JsonDict
+    ) -> Verdict | float | Awaitable[Verdict | float]:
         """Score the finished trajectory ``response`` (an OpenAI Response dict).
 
         Return a ``Verdict`` (or just a number, taken as the reward). Return
@@ -82,6 +84,9 @@ class Environment:
 
     def close(self, session: Session) -> None:
         """Release what ``seed`` acquired. Called once per session, also on expiry."""
+
+    async def aclose(self) -> None:
+        """Release what the environment itself holds (a judge model, ...) when its runner stops."""
 
     async def run_in_pool(
         self,

@@ -110,9 +110,14 @@ async def test_verify_and_seed_failures_name_their_layer() -> None:
     assert junk.failure is not None and junk.failure.kind is FailureKind.VERIFIER_ERROR
 
 
-async def test_aclose_closes_every_open_session() -> None:
-    lab = Lab()
+async def test_aclose_closes_every_open_session_then_the_environment() -> None:
+    class Owning(Lab):
+        async def aclose(self) -> None:
+            self.closed.append("environment")
+
+    lab = Owning()
     client = LocalEnvironmentClient(lab)
     ids = [await client.seed({}) for _ in range(3)]
     await client.aclose()
-    assert sorted(lab.closed) == sorted(ids)
+    assert sorted(lab.closed[:3]) == sorted(ids)
+    assert lab.closed[3] == "environment"

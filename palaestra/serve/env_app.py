@@ -10,8 +10,9 @@ it off. Validation problems are 422 naming the field; a body that is not JSON is
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -76,7 +77,14 @@ def environment_app(environment: Environment, *, secret: bytes | None = None) ->
             Route("/reset", _reset(client, signer), methods=["POST"]),
             Route("/step", _step(client, signer), methods=["POST"]),
         ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await client.aclose()  # sessions, the environment's own resources, its worker pool
+
     app = Starlette(
+        lifespan=lifespan,
         routes=routes,
         exception_handlers={
             RequestError: _on_error,

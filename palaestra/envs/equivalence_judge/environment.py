@@ -39,9 +39,7 @@ class EquivalenceJudge(Environment):
     def __init__(self, judge: Model | None = None) -> None:
         self.judges = JudgeModels(judge, self.judge_model, self.judge_model_name)
 
-    async def verify(  # type: ignore[override]
-        self, session: Session, response: JsonDict
-    ) -> Verdict:
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
         task = session.task
         question, expected = task.get("question"), task.get("expected_answer")
         if not isinstance(question, str) or expected is None or not str(expected).strip():

@@ -58,9 +58,7 @@ class Math(Environment):
     def __init__(self, judge: Model | None = None) -> None:
         self.judges = JudgeModels(judge, self.judge_model, self.judge_model_name)
 
-    async def verify(  # type: ignore[override]
-        self, session: Session, response: JsonDict
-    ) -> Verdict:
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
         task = session.task
         expected = task.get("expected_answer")
         wants_judge = task.get("use_judge", self.use_judge)

@@ -89,9 +89,7 @@ class ReasoningGym(Environment):
         """``count`` rows from ``datasets`` (weighted), reproducible from ``seed``."""
         return scoring.generate(self.datasets, self.dataset_configs, count, seed)
 
-    async def verify(  # type: ignore[override]
-        self, session: Session, response: JsonDict
-    ) -> Verdict:
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
         task = session.task
         if not isinstance(task.get("dataset"), str) or not isinstance(task.get("question"), str):
             return Verdict.failed(

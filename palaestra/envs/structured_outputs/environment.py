@@ -35,7 +35,7 @@ class StructuredOutputs(Environment):
 
     name = "structured_outputs"
 
-    async def verify(self, session: Session, response: JsonDict) -> Verdict:  # type: ignore[override]
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
         text = _THINKING.sub("", output_text(response))
         # Parsing and validating a large document is CPU work: keep it off the event loop.
         result = await asyncio.to_thread(check_answer, session.task, text)

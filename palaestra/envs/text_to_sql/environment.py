@@ -108,7 +108,7 @@ class TextToSql(Environment):
             )
         return answer
 
-    async def verify(self, session: Session, response: JsonDict) -> Verdict:  # type: ignore[override]
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
         gold = session.task.get("gold_sql")
         if not isinstance(gold, str):
             return Verdict.failed(FailureKind.INVALID_INPUT, "the task has no 'gold_sql' string")

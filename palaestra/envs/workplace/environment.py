@@ -50,7 +50,7 @@ class Workplace(MailTools, CalendarTools, CrmTools, Environment):
         """The names of the state-changing tools (what verification replays)."""
         return [name for name, spec in self.tool_specs.items() if is_write(spec.function)]
 
-    async def verify(self, session: Session, response: JsonDict) -> Verdict:  # type: ignore[override]
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
         return await asyncio.to_thread(self._verify, session)
 
     def _verify(self, session: Session) -> Verdict:
