@@ -19,9 +19,17 @@ def envs_command() -> None:
     table.add_column("description")
     table.add_column("source")
     for entry in entries:
-        tools = ", ".join(entry.environment.tool_specs) or "-"
+        tools = _tools_text(list(entry.environment.tool_specs))
         table.add_row(entry.name, tools, entry.description, entry.source)
     console = Console()
     console.print(table)
     for problem in problems:
         Console(stderr=True).print(f"[yellow]warning:[/] {problem}", highlight=False)
+
+
+def _tools_text(names: list[str], shown: int = 4) -> str:
+    if not names:
+        return "-"
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[: shown - 1])}, ... ({len(names)} tools)"
