@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 
 from palaestra.agents.base import AgentResult
-from palaestra.agents.tool_calling import close_session
+from palaestra.agents.episode import run_episode
 from palaestra.env_client import EnvironmentClient, StepEnvironmentClient
-from palaestra.errors import EnvironmentFailure, ModelUnreachable, RolloutFailure
 from palaestra.models.base import Model
 from palaestra.types import (
     Failure,
+    FailureKind,
     JsonDict,
     add_usage,
     empty_usage,
@@ -37,27 +37,18 @@ class StepAgent:
         self.max_steps = max_steps
 
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
-        result = AgentResult()
-        started = time.perf_counter()
-        session_id: str | None = None
-        try:
-            if not isinstance(env, StepEnvironmentClient):
-                raise EnvironmentFailure(f"environment '{env.name}' has no reset/step")
-            session_id = await env.seed(task)
-            await self._episode(task, session_id, env, model, result)
-            assert result.response is not None
-            phase = time.perf_counter()
-            result.verdict = await env.verify(session_id, task, result.response)
-            result.add_time("verify", phase)
-        except ModelUnreachable:
-            raise
-        except RolloutFailure as failure:
-            result.failure = Failure(failure.kind, failure.reason)
-        finally:
-            if session_id is not None:
-                await close_session(env, session_id, result)
-            result.add_time("total", started)
-        return result
+        if not isinstance(env, StepEnvironmentClient):
+            return AgentResult(
+                failure=Failure(
+                    FailureKind.ENV_ERROR, f"environment '{env.name}' has no reset/step"
+                )
+            )
+        step_env = env
+
+        async def body(session_id: str, result: AgentResult) -> None:
+            await self._episode(task, session_id, step_env, model, result)
+
+        return await run_episode(task, env, body)
 
     async def _episode(
         self,

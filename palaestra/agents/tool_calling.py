@@ -13,12 +13,11 @@ from typing import Any
 import orjson
 
 from palaestra.agents.base import AgentResult
+from palaestra.agents.episode import run_episode
 from palaestra.env_client import EnvironmentClient
-from palaestra.errors import ModelUnreachable, RolloutFailure, ToolCallRejected
+from palaestra.errors import ToolCallRejected
 from palaestra.models.base import Model
 from palaestra.types import (
-    Failure,
-    FailureKind,
     JsonDict,
     add_usage,
     empty_usage,
@@ -39,27 +38,12 @@ class ToolCallingAgent:
         self.max_steps = max_steps
 
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
-        result = AgentResult()
-        started = time.perf_counter()
-        session_id: str | None = None
-        try:
-            phase = time.perf_counter()
-            session_id = await env.seed(task)
-            result.add_time("seed", phase)
-            await self._loop(request_params(task, env), session_id, env, model, result)
-            assert result.response is not None
-            phase = time.perf_counter()
-            result.verdict = await env.verify(session_id, task, result.response)
-            result.add_time("verify", phase)
-        except ModelUnreachable:
-            raise  # nothing can go on without the model: the collector stops the run
-        except RolloutFailure as failure:
-            result.failure = Failure(failure.kind, failure.reason)
-        finally:
-            if session_id is not None:
-                await close_session(env, session_id, result)
-            result.add_time("total", started)
-        return result
+        params = request_params(task, env)
+
+        async def body(session_id: str, result: AgentResult) -> None:
+            await self._loop(params, session_id, env, model, result)
+
+        return await run_episode(task, env, body)
 
     async def _loop(
         self,
@@ -124,17 +108,3 @@ def parse_arguments(raw: Any) -> JsonDict | str:
     if not isinstance(parsed, dict):
         return f"Error: the arguments must be a JSON object; got: {str(raw)[:200]}"
     return parsed
-
-
-async def close_session(env: EnvironmentClient, session_id: str, result: AgentResult) -> None:
-    """Close the session; a close failure fails a rollout that had not failed yet."""
-    try:
-        await env.close(session_id)
-    except RolloutFailure as failure:
-        if result.failure is None:
-            result.failure = Failure(failure.kind, failure.reason)
-            result.verdict = None
-    except Exception as error:
-        if result.failure is None:
-            result.failure = Failure(FailureKind.ENV_ERROR, f"close raised {error!r}")
-            result.verdict = None

@@ -1,0 +1,58 @@
+"""The frame every agent shares: seed a session, run the agent's part, verify, always close.
+
+Failures are caught here once, for every agent: a ``RolloutFailure`` becomes the result's
+failure (with the trajectory so far kept), ``ModelUnreachable`` propagates so the collector can
+stop, and the session is closed whatever happened.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from palaestra.agents.base import AgentResult
+from palaestra.env_client import EnvironmentClient
+from palaestra.errors import ModelUnreachable, RolloutFailure
+from palaestra.types import Failure, FailureKind, JsonDict
+
+Body = Callable[[str, AgentResult], Awaitable[None]]
+"""The agent's own part: given the session id, fill ``result.response`` (and counters)."""
+
+
+async def run_episode(task: JsonDict, env: EnvironmentClient, body: Body) -> AgentResult:
+    result = AgentResult()
+    started = time.perf_counter()
+    session_id: str | None = None
+    try:
+        phase = time.perf_counter()
+        session_id = await env.seed(task)
+        result.add_time("seed", phase)
+        await body(session_id, result)
+        if result.response is None:
+            raise RolloutFailure("the agent produced no response")
+        phase = time.perf_counter()
+        result.verdict = await env.verify(session_id, task, result.response)
+        result.add_time("verify", phase)
+    except ModelUnreachable:
+        raise  # nothing can go on without the model: the collector stops the run
+    except RolloutFailure as failure:
+        result.failure = Failure(failure.kind, failure.reason)
+    finally:
+        if session_id is not None:
+            await close_session(env, session_id, result)
+        result.add_time("total", started)
+    return result
+
+
+async def close_session(env: EnvironmentClient, session_id: str, result: AgentResult) -> None:
+    """Close the session; a close failure fails a rollout that had not failed yet."""
+    try:
+        await env.close(session_id)
+    except RolloutFailure as failure:
+        if result.failure is None:
+            result.failure = Failure(failure.kind, failure.reason)
+            result.verdict = None
+    except Exception as error:  # a bug in close must not hide the rollout's outcome
+        if result.failure is None:
+            result.failure = Failure(FailureKind.ENV_ERROR, f"close raised {error!r}")
+            result.verdict = None
