@@ -1,0 +1,1 @@
+"""python_tool: math with a stateful, sandboxed Python tool; reward on the boxed answer."""

@@ -1,0 +1,218 @@
+"""python_tool: math problems solved with a stateful, sandboxed Python tool; reward on \\boxed{}.
+
+The answer is checked exactly as the ``math`` environment checks it (this class extends it:
+the last ``\\boxed{}``, math-verify in the worker pool, the optional judge). The tool,
+``execute_python``, runs each call as a cell of one sandboxed Python session per rollout
+(``palaestra.sandbox.PythonSession``): variables persist across calls, the session starts on
+the first call and is killed in ``close``. What the model's code runs into (an error, a
+limit) is told to the model as the tool's output; a sandbox that cannot start is a
+``tool_error`` failure of the rollout, never a reward of 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from palaestra.envs.math.environment import DEFAULT_MIXTURE, Math
+from palaestra.envs.math.environment import task_row as math_task_row
+from palaestra.errors import ConfigError, ToolFailure
+from palaestra.models.base import Model
+from palaestra.sandbox import CellResult, Limits, PythonSession, Sandbox, SessionClosed
+from palaestra.sandbox.runner import DEBIAN_PYTHON, Isolation
+from palaestra.sessions import Session
+from palaestra.tools import tool
+from palaestra.types import JsonDict, Verdict
+
+SYSTEM_PROMPT = (
+    "Solve the problem. You can run Python code with the execute_python tool: variables and "
+    "imports persist between calls, and it returns what the code printed and the value of its "
+    "last line. Then write the final answer, and only the final answer, inside \\boxed{}."
+)
+
+FORK_GUARD = """
+def _palaestra_fork_guard():
+    import os, stat
+    pipes = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if int(name) > 2 and stat.S_ISFIFO(os.fstat(int(name)).st_mode):
+                pipes.append(int(name))
+        except OSError:
+            pass
+    def close_protocol():
+        for fd in pipes:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    os.register_at_fork(after_in_child=close_protocol)
+_palaestra_fork_guard()
+del _palaestra_fork_guard
+"""
+"""Run first in every session: a process the model's code forks (``os.fork``) loses the
+session's request and reply pipes, so it cannot read the next cell or answer in its place
+(a fork bomb would otherwise leave children that answer for the session)."""
+
+
+@dataclass(slots=True)
+class ToolState:
+    """One rollout's Python session (started on the first call) and what its calls ran into."""
+
+    python: PythonSession | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    calls: int = 0
+    errors: int = 0
+    restarts: int = 0
+    limits: list[str] = field(default_factory=list)
+    closed: bool = False
+
+
+class PythonTool(Math):
+    """Math with a stateful Python tool in the sandbox; reward on the final \\boxed{} answer."""
+
+    name = "python_tool"
+    datasets: ClassVar[dict[str, float]] = {**DEFAULT_MIXTURE, "count_primes": 2.0}
+    limits: ClassVar[Limits] = Limits(
+        wall_time=10,
+        cpu_time=60,
+        memory_mb=1024,
+        processes=32,
+        file_size_mb=16,
+        open_files=64,
+        output_bytes=100_000,
+    )
+    """Session limits: ``wall_time`` bounds each call; CPU, memory, processes the session."""
+    output_chars: ClassVar[int] = 4000
+    """The most characters of one call's output the model reads (head and tail kept)."""
+    idle_ttl: ClassVar[float] = 600.0
+    """A session idle this long ends by itself (``close`` normally ends it first)."""
+    start_retry_delay: ClassVar[float] = 2.5
+    isolation: ClassVar[Isolation] = "bubblewrap"
+    python: ClassVar[str] = DEBIAN_PYTHON
+    tool_timeout: ClassVar[float] = 60.0
+
+    def __init__(self, judge: Model | None = None, sandbox: Sandbox | None = None) -> None:
+        super().__init__(judge)
+        self.sandbox = sandbox or Sandbox(self.limits, python=self.python, isolation=self.isolation)
+
+    def seed(self, task: JsonDict) -> ToolState:
+        return ToolState()
+
+    @tool
+    async def execute_python(self, session: Session, code: str) -> str:
+        """Run Python code in a persistent session; returns its printed output and last value.
+
+        Args:
+            code: Python source to run, for example "x = 2**10\\nprint(x * 3)".
+        """
+        state: ToolState = session.state
+        async with state.lock:
+            state.calls += 1
+            python = state.python or await self._start(state)
+            note = ""
+            try:
+                try:
+                    cell = await python.run(code)
+                except SessionClosed:  # it expired or died since the last call: start anew
+                    state.python = None
+                    state.restarts += 1
+                    cell = await (await self._start(state)).run(code)
+                    note = "[the earlier Python session had ended: this ran in a new one]\n"
+            except BaseException:  # e.g. cancelled mid-cell: the session cannot be trusted
+                await self._drop(state)
+                raise
+            state.errors += cell.error is not None
+            if cell.limit is not None:
+                state.limits.append(str(cell.limit))
+            text = note + cell_text(cell, self.output_chars)
+            if state.python is not None and not state.python.alive:
+                await self._drop(state)
+                state.restarts += 1
+                text += "\n[the Python session ended: its variables are gone]"
+            return text
+
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
+        verdict = await super().verify(session, response)
+        state = session.state
+        if verdict.failure is None and isinstance(state, ToolState):
+            verdict.metrics.update(
+                tool_calls=state.calls,
+                tool_errors=state.errors,
+                python_restarts=state.restarts,
+                limit_hit=",".join(dict.fromkeys(state.limits)),
+            )
+        return verdict
+
+    async def close(self, session: Session) -> None:  # type: ignore[override]
+        state = session.state
+        if isinstance(state, ToolState):
+            state.closed = True
+            await self._drop(state)
+
+    def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
+        """Math's generated problems (reasoning-gym, ``datasets``) with this tool's prompt."""
+        for row in super().generate_tasks(count, seed):
+            row["responses_create_params"]["input"][0]["content"] = SYSTEM_PROMPT
+            yield row
+
+    async def _start(self, state: ToolState) -> PythonSession:
+        """Start the rollout's session; a second failure to start is a ``tool_error``."""
+        for attempt in range(2):
+            try:
+                python = await self.sandbox.session(limits=self.limits, idle_ttl=self.idle_ttl)
+            except (ConfigError, SessionClosed, OSError, RuntimeError, TimeoutError) as error:
+                if attempt == 1 or isinstance(error, ConfigError):
+                    raise ToolFailure(f"the Python sandbox cannot start: {error}") from error
+                await asyncio.sleep(self.start_retry_delay)
+                continue
+            if state.closed:  # the rollout was closed while this session started
+                await python.close()
+                raise ToolFailure("the rollout was closed during the call")
+            state.python = python
+            try:
+                await python.run(FORK_GUARD)
+            except BaseException:
+                await self._drop(state)
+                raise
+            return python
+        raise AssertionError("unreachable")
+
+    async def _drop(self, state: ToolState) -> None:
+        python, state.python = state.python, None
+        if python is not None:
+            with contextlib.suppress(Exception):
+                await python.close()
+
+
+def task_row(question: str, expected_answer: str, **extra: object) -> JsonDict:
+    """A python_tool task: math's row (``question``, ``expected_answer``) with this prompt."""
+    row = math_task_row(question, expected_answer, **extra)
+    row["responses_create_params"]["input"][0]["content"] = SYSTEM_PROMPT
+    return row
+
+
+def cell_text(cell: CellResult, limit: int) -> str:
+    """What the model reads: output, then the error or the last value, then any limit hit."""
+    parts = [cell.stdout.rstrip("\n")] if cell.stdout else []
+    if cell.stderr:
+        parts.append("[stderr]\n" + cell.stderr.rstrip("\n"))
+    if cell.error is not None:
+        parts.append("[error]\n" + cell.error.rstrip("\n"))
+    elif cell.value is not None:
+        parts.append(cell.value)
+    if cell.limit is not None:
+        parts.append(f"[limit hit: {cell.limit}]")
+    return shorten("\n".join(parts) if parts else "(no output)", limit)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, keeping its head and its tail."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters cut ...]\n{text[-tail:]}"
