@@ -21,6 +21,7 @@ and the uid drop and warns loudly: it is not a security boundary.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -56,20 +57,23 @@ class UidPool:
     """Throw-away uids for concurrent runs: one per run, returned when the run is over.
 
     Each process draws a random block of uids (no user owns them), so two collectors on one
-    machine do not share a uid and so do not share a process budget.
+    machine do not share a uid and so do not share a process budget. The least recently
+    released uid is handed out first: a finished run leaves an exited process for init to
+    reap, which still counts against its uid's process limit for a moment, so reusing the
+    same uid in a burst would make ``bwrap`` fail to fork.
     """
 
     def __init__(self, size: int = _UIDS_PER_PROCESS) -> None:
         block = random.SystemRandom().randrange(0, 1_000_000)
         self._base = _UID_BASE + block * size
-        self._free = list(range(self._base + size - 1, self._base - 1, -1))
+        self._free = collections.deque(range(self._base, self._base + size))
         self._lock = threading.Lock()
 
     def acquire(self) -> int:
         with self._lock:
             if not self._free:
                 raise RuntimeError("more concurrent sandbox runs than sandbox uids")
-            return self._free.pop()
+            return self._free.popleft()
 
     def release(self, uid: int) -> None:
         with self._lock:

@@ -78,10 +78,20 @@ def run_cell(
     return reply
 
 
+def _close_all(fds: tuple[int, ...]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def main() -> None:
     idle_ttl = float(sys.argv[1]) if len(sys.argv) > 1 else 600.0
     requests = os.fdopen(os.dup(0), "rb", buffering=0)
     replies = os.fdopen(os.dup(1), "wb")
+    protocol = (requests.fileno(), replies.fileno())
+    # A process the cell forks must not keep the protocol pipes: it could read the next
+    # request or answer in the session's place (a fork bomb would take the session over).
+    os.register_at_fork(after_in_child=lambda: _close_all(protocol))
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)

@@ -118,3 +118,14 @@ async def test_a_cell_writing_on_the_protocol_channel_only_breaks_its_own_sessio
     )
     assert forged.error is not None and not python.alive
     await python.close()
+
+
+async def test_a_forked_child_cannot_answer_for_the_session(sandbox: Sandbox) -> None:
+    async with await sandbox.session() as python:
+        # The child returns from the cell like its parent and would go on serving requests
+        # on the same pipes, racing the parent for them, had it kept the protocol pipes.
+        forked = await python.run("import os\nchild = os.fork()\nchild")
+        assert forked.error is None
+        for n in range(8):
+            assert (await python.run(f"{n} * 10")).value == str(n * 10)
+        assert python.alive

@@ -33,30 +33,6 @@ SYSTEM_PROMPT = (
     "last line. Then write the final answer, and only the final answer, inside \\boxed{}."
 )
 
-FORK_GUARD = """
-def _palaestra_fork_guard():
-    import os, stat
-    pipes = []
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            if int(name) > 2 and stat.S_ISFIFO(os.fstat(int(name)).st_mode):
-                pipes.append(int(name))
-        except OSError:
-            pass
-    def close_protocol():
-        for fd in pipes:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    os.register_at_fork(after_in_child=close_protocol)
-_palaestra_fork_guard()
-del _palaestra_fork_guard
-"""
-"""Run first in every session: a process the model's code forks (``os.fork``) loses the
-session's request and reply pipes, so it cannot read the next cell or answer in its place
-(a fork bomb would otherwise leave children that answer for the session)."""
-
 
 @dataclass(slots=True)
 class ToolState:
@@ -173,11 +149,6 @@ class PythonTool(Math):
                 await python.close()
                 raise ToolFailure("the rollout was closed during the call")
             state.python = python
-            try:
-                await python.run(FORK_GUARD)
-            except BaseException:
-                await self._drop(state)
-                raise
             return python
         raise AssertionError("unreachable")
 
