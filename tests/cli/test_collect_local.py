@@ -186,3 +186,35 @@ def test_code_tools_and_multi_turn_environments_with_the_local_model_end_in_a_ve
         assert row["_palaestra"]["model_calls"] <= (1 if agent == "single_turn" else 3)
     for row in failed:
         assert row["failure"]["kind"] and row["failure"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("env_name", "metric"), [("code_gen", "tests_passed"), ("python_tool", "tool_calls")]
+)
+def test_sandboxed_code_environments_with_the_local_model_end_in_a_verdict_or_a_failure(
+    tmp_path: Path, env_name: str, metric: str
+) -> None:
+    """Issue 8's code environments: whatever code the weak model writes, the run is judged."""
+    done = run_cli(
+        "collect",
+        "--env",
+        env_name,
+        "--limit",
+        "2",
+        "--max-steps",
+        "3",
+        "--output",
+        "o.jsonl",
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    scored, failed = rows(tmp_path / "o.jsonl"), rows(tmp_path / "o_failures.jsonl")
+    assert len(scored) + len(failed) == 2
+    for row in scored:
+        assert row["reward"] in (0.0, 1.0) and isinstance(row[metric], int)
+        assert row["_palaestra"]["model_calls"] <= 3
+    for row in failed:  # e.g. no bubblewrap: recorded, never a 0
+        assert row["failure"]["kind"] in ("verifier_error", "tool_error")
+        assert row["failure"]["reason"]
