@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +39,10 @@ class SessionStore:
     def __init__(self, ttl: float, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl = ttl
         self._clock = clock
-        self._sessions: dict[str, Session] = {}
+        # Least recently used first: ``get`` moves a session to the end, so ``sweep`` stops at
+        # the first live session instead of scanning every open one each time a session opens
+        # (which made a collection with thousands of rollouts in flight quadratic).
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -56,6 +60,7 @@ class SessionStore:
             self._sessions.pop(session_id, None)
             raise SessionExpired(f"session {session_id!r} is unknown, closed or expired")
         session.last_used = now
+        self._sessions.move_to_end(session_id)
         return session
 
     def pop(self, session_id: str) -> Session | None:
@@ -70,7 +75,11 @@ class SessionStore:
     def sweep(self) -> list[Session]:
         """Remove and return every session idle for longer than the TTL."""
         deadline = self._clock() - self.ttl
-        expired = [s for s in self._sessions.values() if s.last_used < deadline]
+        expired = []
+        for session in self._sessions.values():  # oldest use first
+            if session.last_used >= deadline:
+                break
+            expired.append(session)
         for session in expired:
             del self._sessions[session.id]
         return expired

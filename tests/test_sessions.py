@@ -38,3 +38,16 @@ def test_closed_session_is_gone() -> None:
     assert store.pop(session.id) is session
     with pytest.raises(SessionExpired):
         store.get(session.id)
+
+
+def test_sweep_takes_the_least_recently_used_first_and_stops_at_a_live_one() -> None:
+    clock = Clock()
+    store = SessionStore(ttl=10, clock=clock)
+    a, b, c = (store.open({"task": i}, None) for i in range(3))
+    clock.now = 6
+    store.get(a.id)  # a is now the most recently used
+    clock.now = 12
+    assert [s.id for s in store.sweep()] == [b.id, c.id]
+    assert len(store) == 1 and store.get(a.id) is a
+    clock.now = 30
+    assert [s.id for s in store.sweep()] == [a.id]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from palaestra.cli.errors import exit_on_user_error
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
 from palaestra.collect.generated import write_generated_tasks
 from palaestra.collect.progress import RichProgress, summary_table
+from palaestra.collect.runtime import run_collector
 from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
@@ -140,7 +140,7 @@ def collect_command(**options: Any) -> None:
     """Collect verified rollouts: one scored rollout per line, failures in a sidecar."""
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        summary, elapsed = asyncio.run(_collect(options, console))
+        summary, elapsed = run_collector(_collect(options, console))
     Console().print(summary_table(summary, elapsed))
     if summary.stopped_reason:
         raise SystemExit(EXIT_STOPPED)

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import orjson
-
 from palaestra.agents.base import AgentResult, RolloutRunner
 from palaestra.collect.files import (
     JsonlAppender,
@@ -26,7 +24,7 @@ from palaestra.collect.files import (
     finished_pairs,
     repair_torn_tail,
 )
-from palaestra.collect.metrics import aggregate
+from palaestra.collect.metrics import write_aggregate
 from palaestra.collect.rows import dispatch_row, failure_row, input_error_row, rollout_row
 from palaestra.collect.tasks import TaskLine, count_tasks, read_tasks
 from palaestra.errors import ConfigError, InputError, ModelUnreachable
@@ -60,6 +58,7 @@ class RunSummary:
     stopped_reason: str | None = None
     files: RunFiles | None = None
     aggregate: list[JsonDict] = field(default_factory=list)
+    """Per agent: agent and key metrics; the per-task group metrics are in the file only."""
 
     @property
     def mean_reward(self) -> float | None:
@@ -97,8 +96,7 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
     finally:
         run.close()
         progress.stop()
-    summary.aggregate = aggregate(files.output, files.failures)
-    files.aggregate_metrics.write_bytes(orjson.dumps(summary.aggregate, option=orjson.OPT_INDENT_2))
+    summary.aggregate = write_aggregate(files.output, files.failures, files.aggregate_metrics)
     return summary
 
 

@@ -4,11 +4,16 @@ Per agent: ``mean/``, ``std/``, ``min/``, ``max/`` of every numeric top-level fi
 rollout rows (reward and verifier metrics; booleans count as 0/1) and of the token usage;
 ``pass@k`` (unbiased estimator, a rollout passes when its reward >= 1) for k = 1 and k = the
 repeats of each task; and per-task group metrics. Failures are counted by kind, never averaged.
+
+Memory does not grow with the rollouts and barely with the tasks: per task, three counters in
+arrays (16 bytes), and the per-task group metrics are streamed into the file, never held.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -42,11 +47,68 @@ class RunningStat:
         return math.sqrt(self.m2 / self.count) if self.count > 1 else 0.0
 
 
+_DENSE_SLACK = 1 << 16
+"""How far beyond the dense per-task arrays a task index may land and still go there."""
+
+
+class TaskTable:
+    """Per task: rollouts, rollouts passed and the sum of rewards, in compact arrays.
+
+    A collector's task indices are the input's line numbers, so the counters live in arrays
+    indexed by task (16 bytes a task, instead of a list of floats per task); an index far
+    beyond them (or negative) goes to a small dict instead.
+    """
+
+    __slots__ = ("_counts", "_passed", "_sparse", "_sums")
+
+    def __init__(self) -> None:
+        self._counts = array("I")
+        self._passed = array("I")
+        self._sums = array("d")
+        self._sparse: dict[int, list[float]] = {}  # task -> [rollouts, passed, reward sum]
+
+    def add(self, task: int, reward: float) -> None:
+        passed = int(reward >= PASS_THRESHOLD)
+        spot = self._sparse.get(task)
+        if spot is not None:
+            spot[0] += 1
+            spot[1] += passed
+            spot[2] += reward
+            return
+        size = len(self._counts)
+        if not 0 <= task < size + _DENSE_SLACK:
+            self._sparse[task] = [1, passed, reward]
+            return
+        if task >= size:
+            grow = max(task + 1 - size, size >> 3, 1024)
+            self._counts.frombytes(bytes(4 * grow))
+            self._passed.frombytes(bytes(4 * grow))
+            self._sums.frombytes(bytes(8 * grow))
+        self._counts[task] += 1
+        self._passed[task] += passed
+        self._sums[task] += reward
+
+    def __iter__(self) -> Iterator[tuple[int, int, int, float]]:
+        """(task, rollouts, passed, reward sum) of every task seen, by task index."""
+        dense = (
+            (task, count, passed, total)
+            for task, (count, passed, total) in enumerate(
+                zip(self._counts, self._passed, self._sums, strict=True)
+            )
+            if count
+        )
+        sparse = (
+            (task, int(spot[0]), int(spot[1]), spot[2])
+            for task, spot in sorted(self._sparse.items())
+        )
+        return heapq.merge(dense, sparse)
+
+
 @dataclass(slots=True)
 class AgentAggregate:
     agent_ref: JsonDict
     stats: dict[str, RunningStat] = field(default_factory=lambda: defaultdict(RunningStat))
-    rewards_by_task: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    tasks: TaskTable = field(default_factory=TaskTable)
     answers_by_task: dict[int, list[tuple[str, float]]] = field(
         default_factory=lambda: defaultdict(list)
     )
@@ -62,40 +124,47 @@ class AgentAggregate:
             if isinstance(usage.get(key), int):
                 self.stats[f"usage/{key}"].add(float(usage[key]))
         task = int(row["_ng_task_index"])
-        self.rewards_by_task[task].append(float(row.get("reward", 0.0)))
+        self.tasks.add(task, float(row.get("reward", 0.0)))
         answer = row.get("extracted_answer")
         if isinstance(answer, str) and answer.strip():
             self.answers_by_task[task].append((answer.strip(), float(row.get("reward", 0.0))))
 
-    def to_json(self) -> JsonDict:
+    def summary(self) -> JsonDict:
+        """Agent and key metrics, without the per-task ``group_level_metrics``."""
         agent_metrics: JsonDict = {}
         for key, stat in sorted(self.stats.items()):
             agent_metrics[f"mean/{key}"] = stat.mean
             agent_metrics[f"std/{key}"] = stat.std
             agent_metrics[f"min/{key}"] = stat.low
             agent_metrics[f"max/{key}"] = stat.high
-        key_metrics: JsonDict = {
-            "rollouts": sum(len(r) for r in self.rewards_by_task.values()),
-            "tasks": len(self.rewards_by_task),
-        }
+        rollouts = tasks = 0
+        smallest: int | None = None
+        for _, count, _, _ in self.tasks:
+            rollouts += count
+            tasks += 1
+            smallest = count if smallest is None else min(smallest, count)
+        key_metrics: JsonDict = {"rollouts": rollouts, "tasks": tasks}
         if "reward" in self.stats:
             key_metrics["mean/reward"] = self.stats["reward"].mean
-        key_metrics.update(pass_at_k(self.rewards_by_task))
-        key_metrics.update(majority_at_k(self.rewards_by_task, self.answers_by_task))
-        groups = [
-            {
-                "_ng_task_index": task,
-                "rollouts": len(rewards),
-                "mean/reward": sum(rewards) / len(rewards),
-            }
-            for task, rewards in sorted(self.rewards_by_task.items())
-        ]
+        if smallest is not None:
+            for k in sorted({1, smallest}):
+                passing = sum(_unbiased_pass(n, c, k) for _, n, c, _ in self.tasks)
+                key_metrics[f"pass@{k}"] = passing / tasks
+            if self.answers_by_task:
+                key_metrics[f"majority@{smallest}"] = _majority_wins(self.answers_by_task) / tasks
         return {
             "agent_ref": self.agent_ref,
             "agent_metrics": agent_metrics,
             "key_metrics": key_metrics,
-            "group_level_metrics": groups,
         }
+
+    def groups(self) -> Iterator[JsonDict]:
+        """The per-task ``group_level_metrics``, one at a time, by task index."""
+        for task, count, _, total in self.tasks:
+            yield {"_ng_task_index": task, "rollouts": count, "mean/reward": total / count}
+
+    def to_json(self) -> JsonDict:
+        return {**self.summary(), "group_level_metrics": list(self.groups())}
 
 
 def pass_at_k(rewards_by_task: dict[int, list[float]]) -> JsonDict:
@@ -124,13 +193,18 @@ def majority_at_k(
     if not answers_by_task:
         return {}
     k = min(len(r) for r in rewards_by_task.values())
+    votes = {task: answers_by_task[task] for task in rewards_by_task if task in answers_by_task}
+    return {f"majority@{k}": _majority_wins(votes) / len(rewards_by_task)}
+
+
+def _majority_wins(answers_by_task: dict[int, list[tuple[str, float]]]) -> int:
+    """Tasks whose most frequent answer was scored correct at least once."""
     wins = 0
-    for task in rewards_by_task:
-        votes = answers_by_task.get(task, [])
+    for votes in answers_by_task.values():
         if votes:
             winner = Counter(answer for answer, _ in votes).most_common(1)[0][0]
             wins += any(a == winner and r >= PASS_THRESHOLD for a, r in votes)
-    return {f"majority@{k}": wins / len(rewards_by_task)}
+    return wins
 
 
 def _unbiased_pass(n: int, correct: int, k: int) -> float:
@@ -165,20 +239,47 @@ def _jsonl_rows(path: Path) -> Iterator[JsonDict]:
 
 def aggregate(output: Path, failures: Path) -> list[JsonDict]:
     """Aggregate metrics per agent over ``output``; failures counted by kind beside them."""
+    return [
+        {**entry, "group_level_metrics": list(groups)}
+        for entry, groups in _aggregates(output, failures)
+    ]
+
+
+def write_aggregate(output: Path, failures: Path, path: Path) -> list[JsonDict]:
+    """Write ``aggregate(output, failures)`` to ``path`` as JSON, streaming the per-task groups.
+
+    Returns the entries without their ``group_level_metrics`` (they are in the file), so a run
+    of a million tasks never holds a million group dicts, nor their JSON text, in memory.
+    """
+    entries = []
+    with path.open("wb") as out:
+        out.write(b"[")
+        for number, (entry, groups) in enumerate(_aggregates(output, failures)):
+            head = orjson.dumps(entry, option=orjson.OPT_INDENT_2)  # "{\n  ...\n}"
+            out.write(b",\n" if number else b"\n")
+            out.write(head[:-2] + b',\n  "group_level_metrics": [')
+            for position, group in enumerate(groups):
+                out.write(b",\n    " if position else b"\n    ")
+                out.write(orjson.dumps(group))
+            out.write(b"\n  ]\n}")
+            entries.append(entry)
+        out.write(b"\n]\n")
+    return entries
+
+
+def _aggregates(output: Path, failures: Path) -> Iterator[tuple[JsonDict, Iterator[JsonDict]]]:
     agents = aggregate_rows(_jsonl_rows(output))
     failure_kinds = Counter(row["failure"]["kind"] for row in _jsonl_rows(failures))
-    result = [agent.to_json() for agent in agents.values()]
-    for entry in result:
+    for agent in agents.values():
+        entry = agent.summary()
         entry["key_metrics"]["failures"] = sum(failure_kinds.values())
         entry["failures_by_kind"] = dict(failure_kinds)
-    if not result and failure_kinds:
-        result.append(
-            {
-                "agent_ref": {},
-                "agent_metrics": {},
-                "group_level_metrics": [],
-                "key_metrics": {"rollouts": 0, "failures": sum(failure_kinds.values())},
-                "failures_by_kind": dict(failure_kinds),
-            }
-        )
-    return result
+        yield entry, agent.groups()
+    if not agents and failure_kinds:
+        entry = {
+            "agent_ref": {},
+            "agent_metrics": {},
+            "key_metrics": {"rollouts": 0, "failures": sum(failure_kinds.values())},
+            "failures_by_kind": dict(failure_kinds),
+        }
+        yield entry, iter(())

@@ -65,3 +65,47 @@ def test_majority_at_k_votes_on_extracted_answers() -> None:
     }
     assert majority_at_k(rewards, answers) == {"majority@3": 1 / 3}
     assert majority_at_k(rewards, {}) == {}
+
+
+def test_written_aggregate_streams_groups_and_matches_aggregate(tmp_path: Path) -> None:
+    from palaestra.collect.metrics import write_aggregate
+
+    out = tmp_path / "out.jsonl"
+    rows = []
+    # dense task indices, one far beyond them and a negative one (kept aside, still counted)
+    for task, rewards in {2: [1.0, 0.0], 0: [1.0], 10_000_000: [0.5, 0.5], -1: [0.0]}.items():
+        for rollout, reward in enumerate(rewards):
+            rows.append({"_ng_task_index": task, "_ng_rollout_index": rollout, "reward": reward})
+    out.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    failures = tmp_path / "fail.jsonl"
+    failures.write_text('{"failure": {"kind": "timeout"}}\n')
+    path = tmp_path / "metrics.json"
+    entries = write_aggregate(out, failures, path)
+    written = orjson.loads(path.read_bytes())
+    assert written == aggregate(out, failures)
+    assert [g["_ng_task_index"] for g in written[0]["group_level_metrics"]] == [
+        -1,
+        0,
+        2,
+        10_000_000,
+    ]
+    assert written[0]["group_level_metrics"][-1] == {
+        "_ng_task_index": 10_000_000,
+        "rollouts": 2,
+        "mean/reward": 0.5,
+    }
+    assert written[0]["key_metrics"]["tasks"] == 4 and written[0]["key_metrics"]["rollouts"] == 6
+    assert entries == [{k: v for k, v in written[0].items() if k != "group_level_metrics"}]
+
+
+def test_written_aggregate_of_failures_only_and_of_nothing(tmp_path: Path) -> None:
+    from palaestra.collect.metrics import write_aggregate
+
+    out, failures, path = tmp_path / "out.jsonl", tmp_path / "fail.jsonl", tmp_path / "m.json"
+    out.write_text("")
+    failures.write_text('{"failure": {"kind": "model_error"}}\n')
+    write_aggregate(out, failures, path)
+    assert orjson.loads(path.read_bytes()) == aggregate(out, failures)
+    failures.unlink()
+    assert write_aggregate(out, failures, path) == []
+    assert orjson.loads(path.read_bytes()) == []

@@ -1,0 +1,71 @@
+"""How a collector process runs: fast event loop, tuned cyclic GC, enough file descriptors.
+
+These are process-wide choices, so the ``palaestra collect`` command makes them, not the
+library's ``collect()`` (a program that embeds the collector owns its loop and its GC).
+
+- uvloop, when installed, costs about 10% less CPU per rollout than asyncio's own loop.
+- CPython starts a young garbage collection each time the number of live container objects
+  has grown by 700 since the last one, and older ones after that. Rollouts in flight are
+  live objects, so while thousands of them start, the GC scans them again and again and
+  finds nothing (the hot path makes no reference cycles): 20,000 rollouts with 10,000 in
+  flight took 26 s of CPU with the default threshold, 9.6 s with the one below and 9.2 s
+  with the GC off. Cycles are still collected, once a million more objects are alive.
+- Each rollout in flight holds a connection to the model; the usual soft limit of 1,024 open
+  files would fail a run with more in flight, so it is raised to the hard limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import importlib.util
+import sys
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+YOUNG_GC_THRESHOLD = 1_000_000
+"""Growth in live container objects that starts a young collection (CPython's default: 700)."""
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A uvloop event loop when uvloop is installed, else asyncio's."""
+    if importlib.util.find_spec("uvloop") is not None:
+        import uvloop
+
+        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+        return loop
+    return asyncio.new_event_loop()
+
+
+@contextlib.contextmanager
+def collector_gc() -> Iterator[None]:
+    """Make young collections rare while the collector runs; restore the thresholds after."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def raise_open_files_limit() -> None:
+    """Lift the soft limit on open files to the hard limit (best effort, POSIX only)."""
+    if sys.platform == "win32":
+        return
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 16)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def run_collector(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on the fastest loop, under ``collector_gc``, with enough files."""
+    raise_open_files_limit()
+    with collector_gc(), asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main)

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib.util
+import resource
+
+from palaestra.collect.runtime import (
+    YOUNG_GC_THRESHOLD,
+    raise_open_files_limit,
+    run_collector,
+)
+
+
+def test_run_collector_tunes_the_gc_only_while_it_runs() -> None:
+    before = gc.get_threshold()
+
+    async def main() -> tuple[tuple[int, int, int], str]:
+        return gc.get_threshold(), type(asyncio.get_running_loop()).__module__
+
+    during, loop_module = run_collector(main())
+    assert during[0] == YOUNG_GC_THRESHOLD and during[1:] == before[1:]
+    assert gc.get_threshold() == before
+    if importlib.util.find_spec("uvloop") is not None:
+        assert loop_module.startswith("uvloop")
+
+
+def test_the_soft_open_files_limit_is_raised_to_the_hard_one() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowered = min(soft, 256)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowered, hard))
+    try:
+        raise_open_files_limit()
+        raised, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        assert raised == hard or (hard == resource.RLIM_INFINITY and raised >= 1 << 16)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
