@@ -23,8 +23,12 @@ class RemoteAgent:
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
+            # No connection cap: --concurrency is the bound, and aiohttp's default of 100
+            # would silently queue rollouts behind it.
             self._http = aiohttp.ClientSession(
-                timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar()
+                timeout=self._timeout,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                connector=aiohttp.TCPConnector(limit=0),
             )
         return self._http
 

@@ -67,6 +67,7 @@ class RemoteEnvironmentClient:
         self._http = http or aiohttp.ClientSession(
             cookie_jar=aiohttp.DummyCookieJar(),
             timeout=aiohttp.ClientTimeout(total=None, connect=10, sock_read=300),
+            connector=aiohttp.TCPConnector(limit=0),  # --concurrency is the bound, not aiohttp
         )
         self._tools = tools or []
         self._auth = {"Authorization": f"Bearer {token}"} if token else {}
