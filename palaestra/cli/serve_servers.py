@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -37,18 +38,28 @@ token_option = click.option(
 
 @click.command("env")
 @click.argument("env_spec")
+@click.option(
+    "--tasks",
+    "tasks_path",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Tasks NeMo Evaluator clients address by index. Default: the example tasks.",
+)
 @host_option
 @port_option
 @token_option
-def serve_env_command(env_spec: str, host: str, port: int, token: str | None) -> None:
-    """Serve an environment (NeMo Gym resources-server protocol)."""
+def serve_env_command(
+    env_spec: str, tasks_path: Path | None, host: str, port: int, token: str | None
+) -> None:
+    """Serve an environment (NeMo Gym resources-server and NeMo Evaluator protocols)."""
     from palaestra.registry import find_environment
     from palaestra.serve.env_app import environment_app
+    from palaestra.serve.evaluator import load_dataset
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
         entry = find_environment(env_spec)
-        app = environment_app(entry.environment())
+        dataset = load_dataset(tasks_path or entry.example_tasks)
+        app = environment_app(entry.environment(), dataset=dataset)
         _serve(app, host=host, port=port, token=token, label=f"environment {entry.name}")
 
 

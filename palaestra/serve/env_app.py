@@ -24,6 +24,16 @@ from palaestra.collect.metrics import aggregate_rows
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import RolloutFailure, ToolCallRejected
+from palaestra.serve.evaluator import (
+    PROTOCOL,
+    evaluator_answer,
+    evaluator_task,
+    is_evaluator_seed,
+    is_evaluator_verify,
+    prompt_of,
+    task_at,
+    text_response,
+)
 from palaestra.serve.guard import BodyTooLarge
 from palaestra.serve.http_json import (
     JSONResponse,
@@ -53,8 +63,17 @@ RESERVED_ROUTES = frozenset(
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def environment_app(environment: Environment, *, secret: bytes | None = None) -> Starlette:
-    """An ASGI app serving ``environment``; sessions live in this process and expire."""
+def environment_app(
+    environment: Environment,
+    *,
+    secret: bytes | None = None,
+    dataset: list[JsonDict] | None = None,
+) -> Starlette:
+    """An ASGI app serving ``environment``; sessions live in this process and expire.
+
+    ``dataset`` is the task list NeMo Evaluator's clients address by index.
+    """
+    tasks = dataset or []
     clashes = RESERVED_ROUTES & set(environment.tool_specs)
     if clashes:
         raise ValueError(f"tool names {sorted(clashes)} clash with protocol routes")
@@ -63,8 +82,10 @@ def environment_app(environment: Environment, *, secret: bytes | None = None) ->
     routes = [
         Route("/", _health, methods=["GET"]),
         Route("/tools", _tools(client), methods=["GET"]),
-        Route("/seed_session", _seed(client, signer), methods=["POST"]),
-        Route("/verify", _verify(client, signer), methods=["POST"]),
+        Route("/health", _evaluator_health(environment.name, tasks), methods=["GET"]),
+        Route("/dataset_size", _dataset_size(tasks), methods=["GET"]),
+        Route("/seed_session", _seed(client, signer, tasks), methods=["POST"]),
+        Route("/verify", _verify(client, signer, tasks), methods=["POST"]),
         Route("/close_session", _close(client, signer), methods=["POST"]),
         Route("/aggregate_metrics", aggregate_endpoint, methods=["POST"]),
     ]
@@ -100,6 +121,22 @@ async def _health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+def _evaluator_health(name: str, dataset: list[JsonDict]) -> Handler:
+    async def health(request: Request) -> Response:
+        return JSONResponse(
+            {"status": "ok", "benchmark": name, "dataset_size": len(dataset), "protocol": PROTOCOL}
+        )
+
+    return health
+
+
+def _dataset_size(dataset: list[JsonDict]) -> Handler:
+    async def size(request: Request) -> Response:
+        return JSONResponse({"size": len(dataset)})
+
+    return size
+
+
 def _tools(client: LocalEnvironmentClient) -> Handler:
     async def tools(request: Request) -> Response:
         return JSONResponse({"tools": client.tools()})
@@ -107,12 +144,18 @@ def _tools(client: LocalEnvironmentClient) -> Handler:
     return tools
 
 
-def _seed(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
+def _seed(
+    client: LocalEnvironmentClient, signer: SessionSigner, dataset: list[JsonDict]
+) -> Handler:
     async def seed(request: Request) -> Response:
         task = await json_object(request)
+        answer: JsonDict = {}
+        if is_evaluator_seed(task):  # NeMo Evaluator: only an index into our task list
+            idx, task = task_at(dataset, task)
+            answer = prompt_of(idx, task)
         session_id = await client.seed(task)
         token = signer.token(session_id)
-        response = JSONResponse({})
+        response = JSONResponse(answer)
         response.headers[HEADER_NAME] = token
         response.set_cookie(COOKIE_NAME, token, httponly=True, samesite="lax")
         return response
@@ -135,26 +178,48 @@ def _tool(client: LocalEnvironmentClient, signer: SessionSigner, name: str) -> H
     return call
 
 
-def _verify(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
+def _verify(
+    client: LocalEnvironmentClient, signer: SessionSigner, dataset: list[JsonDict]
+) -> Handler:
     async def verify(request: Request) -> Response:
         body = await json_object(request)
+        if is_evaluator_verify(body):
+            require(body, "response", str, "the model's answer text")
+            session_id = signer.from_request(request)
+            try:
+                task = (
+                    client.sessions.get(session_id).task
+                    if session_id
+                    else evaluator_task(body, dataset)
+                )
+            except SessionExpired as expired:
+                raise RequestError(404, str(expired), param="session") from None
+            fields = await _score(client, session_id, task, text_response(body["response"]))
+            return JSONResponse(evaluator_answer(body, fields))
         require(body, "response", dict, "an OpenAI Response object")
         task = {k: v for k, v in body.items() if k != "response"}
-        session_id = signer.from_request(request)
-        owned = session_id is None  # no session: score the trajectory in a fresh one
-        if owned:
-            session_id = await client.seed(task)
-        assert session_id is not None
-        try:
-            verdict = await client.verify(session_id, task, body["response"])
-        except SessionExpired as expired:
-            raise RequestError(404, str(expired), param="session") from None
-        finally:
-            if owned:
-                await client.close(session_id)
-        return JSONResponse({**body, **verdict_fields(verdict)})
+        fields = await _score(client, signer.from_request(request), task, body["response"])
+        return JSONResponse({**body, **fields})
 
     return verify
+
+
+async def _score(
+    client: LocalEnvironmentClient, session_id: str | None, task: JsonDict, response: JsonDict
+) -> JsonDict:
+    """Verify in the caller's session, or in a fresh one when it sent none."""
+    owned = session_id is None  # no session: score the trajectory in a fresh one
+    if owned:
+        session_id = await client.seed(task)
+    assert session_id is not None
+    try:
+        verdict = await client.verify(session_id, task, response)
+    except SessionExpired as expired:
+        raise RequestError(404, str(expired), param="session") from None
+    finally:
+        if owned:
+            await client.close(session_id)
+    return verdict_fields(verdict)
 
 
 def verdict_fields(verdict: Verdict) -> JsonDict:
