@@ -212,12 +212,13 @@ async def _runner(
 
     env: EnvironmentClient
     if options["env_url"]:
-        env = await RemoteEnvironmentClient.connect(
+        served = await RemoteEnvironmentClient.connect(
             options["env_url"], token=options["server_token"]
         )
+        default, env = served.default_agent, served
     else:
         assert environment is not None
-        env = LocalEnvironmentClient(environment)
+        default, env = environment.default_agent, LocalEnvironmentClient(environment)
     stack.push_async_callback(env.aclose)
     model = open_model(
         options["model_spec"],
@@ -229,7 +230,6 @@ async def _runner(
         timeouts=Timeouts(read=options["request_timeout"]),
     )
     stack.push_async_callback(model.aclose)
-    default = environment.default_agent if environment is not None else "tool_calling"
     agent = make_agent(options["agent_name"] or default, max_steps=options["max_steps"])
     return BoundAgent(agent, env, model), agent.name
 

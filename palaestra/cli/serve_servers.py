@@ -109,7 +109,8 @@ async def _serve_agent(options: dict[str, Any]) -> None:
     env: EnvironmentClient
     default_agent = "tool_calling"
     if options["env_url"]:
-        env = await RemoteEnvironmentClient.connect(options["env_url"], token=options["token"])
+        remote = await RemoteEnvironmentClient.connect(options["env_url"], token=options["token"])
+        default_agent, env = remote.default_agent, remote
     else:
         environment = find_environment(options["env_spec"]).environment()
         default_agent = environment.default_agent

@@ -139,7 +139,9 @@ def _dataset_size(dataset: list[JsonDict]) -> Handler:
 
 def _tools(client: LocalEnvironmentClient) -> Handler:
     async def tools(request: Request) -> Response:
-        return JSONResponse({"tools": client.tools()})
+        return JSONResponse(
+            {"tools": client.tools(), "default_agent": client.environment.default_agent}
+        )
 
     return tools
 

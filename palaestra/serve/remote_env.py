@@ -63,6 +63,8 @@ class RemoteEnvironmentClient:
             raise ValueError("the shared aiohttp session must use aiohttp.DummyCookieJar()")
         self.base_url = base_url.rstrip("/")
         self.name = name
+        self.default_agent = "tool_calling"
+        """The agent the served environment asks for (a NeMo Gym server: tool_calling)."""
         self._owns_http = http is None
         self._http = http or aiohttp.ClientSession(
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -86,7 +88,9 @@ class RemoteEnvironmentClient:
                     raise ConfigError(f"environment server {base_url} answered {alive.status}")
             async with client._http.get(f"{client.base_url}/tools", headers=client._auth) as listed:
                 if listed.status == 200:
-                    client._tools = list((await listed.json(loads=orjson.loads))["tools"])
+                    listing = await listed.json(loads=orjson.loads)
+                    client._tools = list(listing["tools"])
+                    client.default_agent = str(listing.get("default_agent", "tool_calling"))
         except (aiohttp.ClientError, TimeoutError) as error:
             await client.aclose()
             raise ConfigError(f"cannot reach environment server {base_url}: {error}") from None

@@ -183,6 +183,7 @@ async def test_turn_based_environment_over_http_gives_the_same_episode() -> None
     with BackgroundServer(environment_app(NumberGuess())) as server:
         remote_client = await RemoteEnvironmentClient.connect(server.url)
         try:
+            assert remote_client.default_agent == "step"
             remote = await StepAgent(max_steps=8).run(row, remote_client, bisector())
         finally:
             await remote_client.aclose()
