@@ -13,8 +13,7 @@ from typing import Literal
 
 import aiohttp
 
-from palaestra.models.base import ModelStats
-from palaestra.models.endpoint import RemoteEndpoint
+from palaestra.models.endpoint import RemoteModel
 from palaestra.models.http import ModelHttpError, RetryPolicy, Timeouts
 from palaestra.models.openai_chat import respond_with_chat
 from palaestra.models.openai_responses import respond_with_responses
@@ -37,7 +36,7 @@ def says_no_such_route(error: ModelHttpError) -> bool:
     return error.status == 400 and bool(_UNKNOWN_ROUTE.search(error.excerpt))
 
 
-class AutoApiModel:
+class AutoApiModel(RemoteModel):
     """An OpenAI-compatible server whose API (Responses or Chat Completions) is detected."""
 
     def __init__(
@@ -51,23 +50,19 @@ class AutoApiModel:
         retry: RetryPolicy | None = None,
         keep_token_ids: bool = False,
     ) -> None:
-        self.endpoint = RemoteEndpoint(
+        super().__init__(
             base_url, model=model, api_key=api_key, session=session, timeouts=timeouts, retry=retry
         )
         self.keep_token_ids = keep_token_ids
         self.api: Literal["responses", "chat"] | None = None
-        self.name: str = model or self.endpoint.base_url
-        self.stats: ModelStats = self.endpoint.stats
         self._detect_lock = asyncio.Lock()
 
-    async def respond(self, params: JsonDict) -> JsonDict:
+    async def _respond(self, params: JsonDict) -> JsonDict:
         if self.api is None:
             # Concurrent first calls wait here for one detection instead of each probing.
             async with self._detect_lock:
                 if self.api is None:
-                    answer = await self._detect(params)
-                    self.name = self.endpoint.model or self.name
-                    return answer
+                    return await self._detect(params)
         if self.api == "responses":
             return await respond_with_responses(self.endpoint, params)
         return await respond_with_chat(self.endpoint, params, keep_token_ids=self.keep_token_ids)
@@ -85,9 +80,3 @@ class AutoApiModel:
             )
         self.api = "responses"
         return answer
-
-    async def check(self) -> None:
-        await self.endpoint.check()
-
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()

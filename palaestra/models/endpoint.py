@@ -113,3 +113,41 @@ class RemoteEndpoint:
         if self._owns_session and self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class RemoteModel:
+    """What the remote model clients share: an endpoint, a name, counters, check and close.
+
+    A subclass says how one request is made (``_respond``); the model name the server reports
+    becomes ``name`` after the first answer.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        session: aiohttp.ClientSession | None = None,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.endpoint = RemoteEndpoint(
+            base_url, model=model, api_key=api_key, session=session, timeouts=timeouts, retry=retry
+        )
+        self.name: str = model or self.endpoint.base_url
+        self.stats: ModelStats = self.endpoint.stats
+
+    async def respond(self, params: JsonDict) -> JsonDict:
+        answer = await self._respond(params)
+        self.name = self.endpoint.model or self.name
+        return answer
+
+    async def _respond(self, params: JsonDict) -> JsonDict:
+        raise NotImplementedError
+
+    async def check(self) -> None:
+        await self.endpoint.check()
+
+    async def aclose(self) -> None:
+        await self.endpoint.aclose()

@@ -9,9 +9,8 @@ from __future__ import annotations
 import aiohttp
 
 from palaestra.errors import ModelError
-from palaestra.models.base import ModelStats
 from palaestra.models.chat_format import chat_to_response, incomplete_response, responses_to_chat
-from palaestra.models.endpoint import RemoteEndpoint
+from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
 from palaestra.models.http import ContextLengthExceeded, RetryPolicy, Timeouts
 from palaestra.types import JsonDict
 
@@ -35,7 +34,7 @@ async def respond_with_chat(
         raise ModelError(f"POST {endpoint.url('chat/completions')}: {exc}") from None
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(RemoteModel):
     """Any OpenAI-compatible server with a Chat Completions endpoint.
 
     ``keep_token_ids`` sends the training fields of earlier turns back on the assistant
@@ -53,20 +52,10 @@ class OpenAIChatModel:
         retry: RetryPolicy | None = None,
         keep_token_ids: bool = False,
     ) -> None:
-        self.endpoint = RemoteEndpoint(
+        super().__init__(
             base_url, model=model, api_key=api_key, session=session, timeouts=timeouts, retry=retry
         )
         self.keep_token_ids = keep_token_ids
-        self.name: str = model or self.endpoint.base_url
-        self.stats: ModelStats = self.endpoint.stats
 
-    async def respond(self, params: JsonDict) -> JsonDict:
-        answer = await respond_with_chat(self.endpoint, params, keep_token_ids=self.keep_token_ids)
-        self.name = self.endpoint.model or self.name
-        return answer
-
-    async def check(self) -> None:
-        await self.endpoint.check()
-
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()
+    async def _respond(self, params: JsonDict) -> JsonDict:
+        return await respond_with_chat(self.endpoint, params, keep_token_ids=self.keep_token_ids)

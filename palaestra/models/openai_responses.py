@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import aiohttp
-
 from palaestra.errors import ModelError
-from palaestra.models.base import ModelStats
 from palaestra.models.chat_format import incomplete_response
-from palaestra.models.endpoint import RemoteEndpoint
-from palaestra.models.http import ContextLengthExceeded, RetryPolicy, Timeouts
+from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
+from palaestra.models.http import ContextLengthExceeded
 from palaestra.types import JsonDict
 
 
@@ -30,32 +27,8 @@ async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> 
     return answer
 
 
-class OpenAIResponsesModel:
+class OpenAIResponsesModel(RemoteModel):
     """Any OpenAI-compatible server with a Responses endpoint (OpenAI, vLLM, palaestra serve)."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        model: str | None = None,
-        api_key: str | None = None,
-        session: aiohttp.ClientSession | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        self.endpoint = RemoteEndpoint(
-            base_url, model=model, api_key=api_key, session=session, timeouts=timeouts, retry=retry
-        )
-        self.name: str = model or self.endpoint.base_url
-        self.stats: ModelStats = self.endpoint.stats
-
-    async def respond(self, params: JsonDict) -> JsonDict:
-        answer = await respond_with_responses(self.endpoint, params)
-        self.name = self.endpoint.model or self.name
-        return answer
-
-    async def check(self) -> None:
-        await self.endpoint.check()
-
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()
+    async def _respond(self, params: JsonDict) -> JsonDict:
+        return await respond_with_responses(self.endpoint, params)
