@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable
 from palaestra.agents.base import AgentResult
 from palaestra.env_client import EnvironmentClient
 from palaestra.errors import ModelUnreachable, RolloutFailure
-from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.models.base import Model
+from palaestra.types import Failure, FailureKind, JsonDict, add_usage, empty_usage, input_items
 
 Body = Callable[[str, AgentResult], Awaitable[None]]
 """The agent's own part: given the session id, fill ``result.response`` (and counters)."""
@@ -56,3 +57,28 @@ async def close_session(env: EnvironmentClient, session_id: str, result: AgentRe
         if result.failure is None:
             result.failure = Failure(FailureKind.ENV_ERROR, f"close raised {error!r}")
             result.verdict = None
+
+
+class Conversation:
+    """One rollout's growing trajectory: the task's input, then every item produced so far.
+
+    ``ask`` sends the whole of it to the model and keeps ``result.response`` current (usage
+    summed over calls), so a failure later in the rollout keeps the trajectory so far.
+    """
+
+    def __init__(self, params: JsonDict, result: AgentResult) -> None:
+        self.params = params
+        self.result = result
+        self.history = input_items(params)
+        self.outputs: list[JsonDict] = []
+        self.usage = empty_usage()
+
+    async def ask(self, model: Model) -> JsonDict:
+        phase = time.perf_counter()
+        response = await model.respond({**self.params, "input": self.history + self.outputs})
+        self.result.add_time("model", phase)
+        self.result.model_calls += 1
+        self.outputs.extend(response.get("output") or [])
+        add_usage(self.usage, response.get("usage"))
+        self.result.response = {**response, "output": self.outputs, "usage": self.usage}
+        return response

@@ -11,16 +11,13 @@ from __future__ import annotations
 import time
 
 from palaestra.agents.base import AgentResult
-from palaestra.agents.episode import run_episode
+from palaestra.agents.episode import Conversation, run_episode
 from palaestra.env_client import EnvironmentClient, StepEnvironmentClient
 from palaestra.models.base import Model
 from palaestra.types import (
     Failure,
     FailureKind,
     JsonDict,
-    add_usage,
-    empty_usage,
-    input_items,
     output_text,
     user_message,
 )
@@ -58,22 +55,14 @@ class StepAgent:
         model: Model,
         result: AgentResult,
     ) -> None:
-        params: JsonDict = dict(task["responses_create_params"])
-        outputs: list[JsonDict] = [user_message(await env.reset(session_id))]
-        history = input_items(params)
-        usage = empty_usage()
-        result.response = {"output": outputs, "usage": usage}
+        conversation = Conversation(dict(task["responses_create_params"]), result)
+        conversation.outputs.append(user_message(await env.reset(session_id)))
+        result.response = {"output": conversation.outputs, "usage": conversation.usage}
         for _ in range(self.max_steps):
-            phase = time.perf_counter()
-            response = await model.respond({**params, "input": history + outputs})
-            result.add_time("model", phase)
-            result.model_calls += 1
-            outputs.extend(response.get("output") or [])
-            add_usage(usage, response.get("usage"))
-            result.response = {**response, "output": outputs, "usage": usage}
+            response = await conversation.ask(model)
             phase = time.perf_counter()
             step = await env.step(session_id, output_text(response))
             result.add_time("steps", phase)
             if step.terminated or step.truncated:
                 break
-            outputs.append(user_message(step.observation))
+            conversation.outputs.append(user_message(step.observation))

@@ -13,17 +13,14 @@ from typing import Any
 import orjson
 
 from palaestra.agents.base import AgentResult
-from palaestra.agents.episode import run_episode
+from palaestra.agents.episode import Conversation, run_episode
 from palaestra.env_client import EnvironmentClient
 from palaestra.errors import ToolCallRejected
 from palaestra.models.base import Model
 from palaestra.types import (
     JsonDict,
-    add_usage,
-    empty_usage,
     function_call_output,
     function_calls,
-    input_items,
 )
 
 
@@ -53,24 +50,15 @@ class ToolCallingAgent:
         model: Model,
         result: AgentResult,
     ) -> None:
-        """Fill ``result.response`` step by step, so a failure keeps the trajectory so far."""
-        history = input_items(params)
-        outputs: list[JsonDict] = []
-        usage = empty_usage()
+        conversation = Conversation(params, result)
         for _ in range(self.max_steps):
-            phase = time.perf_counter()
-            response = await model.respond({**params, "input": history + outputs})
-            result.add_time("model", phase)
-            result.model_calls += 1
-            outputs.extend(response.get("output") or [])
-            add_usage(usage, response.get("usage"))
-            result.response = {**response, "output": outputs, "usage": usage}
+            response = await conversation.ask(model)
             calls = function_calls(response)
             if response.get("status") == "incomplete" or not calls:
                 break
             phase = time.perf_counter()
             for call in calls:
-                outputs.append(await self._run_call(call, session_id, env))
+                conversation.outputs.append(await self._run_call(call, session_id, env))
                 result.tool_calls += 1
             result.add_time("tools", phase)
 
