@@ -20,8 +20,6 @@ from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
 from palaestra.registry import EnvironmentEntry, find_environment
-from palaestra.serve.remote_agent import RemoteAgent
-from palaestra.serve.remote_env import RemoteEnvironmentClient
 from palaestra.types import JsonDict
 
 EXIT_STOPPED = 3
@@ -204,6 +202,8 @@ async def _runner(
 ) -> tuple[RolloutRunner, str]:
     """What runs each rollout: a served agent, or an agent here with a local or remote env."""
     if options["agent_url"]:
+        from palaestra.serve.remote_agent import RemoteAgent
+
         remote = RemoteAgent(options["agent_url"], token=options["server_token"])
         stack.push_async_callback(remote.aclose)
         return remote, "remote_agent"
@@ -212,6 +212,8 @@ async def _runner(
 
     env: EnvironmentClient
     if options["env_url"]:
+        from palaestra.serve.remote_env import RemoteEnvironmentClient
+
         served = await RemoteEnvironmentClient.connect(
             options["env_url"], token=options["server_token"]
         )
