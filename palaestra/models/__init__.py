@@ -1,6 +1,6 @@
 """Model clients: remote OpenAI-compatible endpoints and the embedded local model.
 
-The clients (and aiohttp under them) load on first use of their names, so ``import
+The clients (and the HTTP client under them) load on first use of their names, so ``import
 palaestra`` (which needs only the ``Model`` protocol) stays light; the local model (llama.cpp)
 loads only through ``open_model("local")``.
 """

@@ -11,12 +11,11 @@ import asyncio
 import re
 from typing import Literal
 
-import aiohttp
-
 from palaestra.models.endpoint import RemoteModel
 from palaestra.models.http import ModelHttpError, RetryPolicy, Timeouts
 from palaestra.models.openai_chat import respond_with_chat
 from palaestra.models.openai_responses import respond_with_responses
+from palaestra.transport import HttpClient
 from palaestra.types import JsonDict
 
 _NO_ROUTE_STATUSES = frozenset({404, 405, 501})
@@ -45,13 +44,13 @@ class AutoApiModel(RemoteModel):
         *,
         model: str | None = None,
         api_key: str | None = None,
-        session: aiohttp.ClientSession | None = None,
+        http: HttpClient | None = None,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
         keep_token_ids: bool = False,
     ) -> None:
         super().__init__(
-            base_url, model=model, api_key=api_key, session=session, timeouts=timeouts, retry=retry
+            base_url, model=model, api_key=api_key, http=http, timeouts=timeouts, retry=retry
         )
         self.keep_token_ids = keep_token_ids
         self.api: Literal["responses", "chat"] | None = None

@@ -1,7 +1,7 @@
 """One OpenAI-compatible base URL, as the remote model clients share it.
 
 The Responses client, the Chat Completions client and the auto-detecting client differ only in
-the route they post to and the conversion around it; the session, the credentials, the retry
+the route they post to and the conversion around it; the HTTP client, the credentials, the retry
 policy, the counters and the model-name lookup live here once.
 """
 
@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
-
 from palaestra.errors import ModelError, ModelUnreachable
 from palaestra.models.base import ModelStats
 from palaestra.models.http import RetryPolicy, Timeouts, post_json, request_json
+from palaestra.transport import HttpClient, TransportError
 from palaestra.types import JsonDict
-
-_KEEPALIVE_SECONDS = 30.0
 
 
 class RemoteEndpoint:
-    """A base URL such as ``http://host:8000/v1`` with its session, auth header and counters.
+    """A base URL such as ``http://host:8000/v1`` with its HTTP client, auth header and counters.
 
-    A session passed in is borrowed and never closed here; otherwise one is created on first
-    use (aiohttp needs a running loop for that) and closed by ``aclose``.
+    An ``http`` client passed in is borrowed and never closed here (several endpoints may share
+    one); otherwise the endpoint owns one and closes it in ``aclose``.
     """
 
     def __init__(
@@ -32,7 +29,7 @@ class RemoteEndpoint:
         *,
         model: str | None = None,
         api_key: str | None = None,
-        session: aiohttp.ClientSession | None = None,
+        http: HttpClient | None = None,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
@@ -43,24 +40,23 @@ class RemoteEndpoint:
         self.stats = ModelStats()
         # The key lives only in this header map, which is never logged or put in a message.
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._session = session
-        self._owns_session = session is None
+        self._http = http
+        self._owns_http = http is None
         self._model_lock = asyncio.Lock()
 
     def url(self, route: str) -> str:
         return f"{self.base_url}/{route.lstrip('/')}"
 
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            # No connection cap: the collector bounds concurrency, and a cap here would only
-            # queue requests behind an invisible second limit.
-            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=_KEEPALIVE_SECONDS)
-            self._session = aiohttp.ClientSession(connector=connector)
-        return self._session
+    def http(self) -> HttpClient:
+        # No connection cap: the collector bounds concurrency, and a cap here would only
+        # queue requests behind an invisible second limit.
+        if self._http is None:
+            self._http = HttpClient()
+        return self._http
 
     async def post(self, route: str, body: JsonDict) -> JsonDict:
         return await post_json(
-            self.session(),
+            self.http(),
             self.url(route),
             body,
             headers=self._headers,
@@ -81,7 +77,7 @@ class RemoteEndpoint:
         url = self.url("models")
         # A lookup is not a model call: it is kept out of the run's request counters.
         listing = await request_json(
-            self.session(),
+            self.http(),
             "GET",
             url,
             headers=self._headers,
@@ -99,20 +95,19 @@ class RemoteEndpoint:
     async def check(self) -> None:
         """Any HTTP answer from ``GET /models`` proves the server is there."""
         url = self.url("models")
-        quick = aiohttp.ClientTimeout(
-            connect=self.timeouts.connect, sock_read=self.timeouts.connect
-        )
+        wait = self.timeouts.connect
         try:
-            async with self.session().get(url, headers=self._headers, timeout=quick) as answer:
-                await answer.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            await self.http().request(
+                "GET", url, headers=self._headers, connect_timeout=wait, read_timeout=wait
+            )
+        except (TransportError, OSError, TimeoutError) as exc:
             detail = str(exc) or type(exc).__name__
             raise ModelUnreachable(f"cannot reach the model at {url}: {detail}") from None
 
     async def aclose(self) -> None:
-        if self._owns_session and self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._owns_http and self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
 
 class RemoteModel:
@@ -128,12 +123,12 @@ class RemoteModel:
         *,
         model: str | None = None,
         api_key: str | None = None,
-        session: aiohttp.ClientSession | None = None,
+        http: HttpClient | None = None,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
         self.endpoint = RemoteEndpoint(
-            base_url, model=model, api_key=api_key, session=session, timeouts=timeouts, retry=retry
+            base_url, model=model, api_key=api_key, http=http, timeouts=timeouts, retry=retry
         )
         self.name: str = model or self.endpoint.base_url
         self.stats: ModelStats = self.endpoint.stats

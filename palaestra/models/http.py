@@ -1,4 +1,4 @@
-"""The HTTP machinery of remote models: JSON over aiohttp with timeouts and a bounded retry budget.
+"""The HTTP machinery of remote models: JSON requests with timeouts and a bounded retry budget.
 
 Every request has a finite timeout; transient failures (429, 5xx, dropped connections, read
 timeouts) are retried with exponential backoff and jitter, and every retry is counted. When the
@@ -13,11 +13,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import aiohttp
 import orjson
 
 from palaestra.errors import ConfigError, ModelError, ModelTimeout, ModelUnreachable
 from palaestra.models.base import ModelStats
+from palaestra.transport import (
+    ConnectFailed,
+    HttpAnswer,
+    HttpClient,
+    InvalidUrl,
+    TlsFailed,
+    TransportError,
+)
 from palaestra.types import JsonDict
 
 _RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -80,9 +87,6 @@ class Timeouts:
 
     connect: float = 10.0
     read: float = 600.0
-
-    def client_timeout(self) -> aiohttp.ClientTimeout:
-        return aiohttp.ClientTimeout(total=None, connect=self.connect, sock_read=self.read)
 
 
 def _secrets(headers: Mapping[str, str]) -> list[str]:
@@ -148,8 +152,33 @@ def _parse_object(where: str, status: int, raw: bytes) -> JsonDict:
     return answer
 
 
+async def _send(
+    http: HttpClient,
+    method: str,
+    url: str,
+    data: bytes | None,
+    headers: Mapping[str, str],
+    timeouts: Timeouts,
+) -> HttpAnswer:
+    """One attempt; a failure that cannot heal on retry raises its final error here."""
+    where = f"{method} {url}"
+    try:
+        return await http.request(
+            method,
+            url,
+            body=data,
+            headers=headers,
+            connect_timeout=timeouts.connect,
+            read_timeout=timeouts.read,
+        )
+    except InvalidUrl as exc:
+        raise ModelUnreachable(f"{where}: invalid URL ({exc})") from None
+    except TlsFailed as exc:  # a bad certificate does not heal on retry
+        raise ModelError(f"{where}: TLS error: {exc}") from None
+
+
 async def _attempts(
-    session: aiohttp.ClientSession,
+    http: HttpClient,
     method: str,
     url: str,
     data: bytes | None,
@@ -166,30 +195,23 @@ async def _attempts(
     for attempt in range(retry.max_retries + 1):
         retry_after: float | None = None
         try:
-            async with session.request(
-                method, url, data=data, headers=headers, timeout=timeouts.client_timeout()
-            ) as answer:
-                raw = await answer.read()
-                status = answer.status
-                retry_after = _retry_after(answer.headers.get("Retry-After"))
-        except aiohttp.InvalidURL as exc:
-            raise ModelUnreachable(f"{where}: invalid URL ({exc})") from None
-        except aiohttp.ClientSSLError as exc:  # a bad certificate does not heal on retry
-            raise ModelError(f"{where}: TLS error: {exc}") from None
-        except aiohttp.ClientConnectorError as exc:  # refused, DNS failure, no route
-            last_failure, last_error = f"cannot connect: {exc.os_error or exc}", ModelUnreachable
+            answer = await _send(http, method, url, data, headers, timeouts)
+        except ConnectFailed as exc:  # refused, DNS failure, no route: nothing was sent
+            last_failure, last_error = str(exc), ModelUnreachable
         except TimeoutError:
             unreachable_every_time = False
             last_failure, last_error = "timed out", ModelTimeout
-        except (aiohttp.ClientError, OSError) as exc:  # disconnects, resets, truncated bodies
+        except (TransportError, OSError) as exc:  # disconnects, resets, broken answers
             unreachable_every_time = False
             detail = str(exc) or type(exc).__name__
             last_failure, last_error = f"connection failed: {detail}", ModelError
         else:
+            status, raw = answer.status, answer.body
             if 200 <= status < 300:
                 return _parse_object(where, status, raw)
             if status not in _RETRYABLE_STATUSES:
                 raise _status_error(where, status, raw)
+            retry_after = _retry_after(answer.headers.get("retry-after"))
             unreachable_every_time = False
             last_failure, last_error = f"HTTP {status}: {_excerpt(raw)}", ModelError
         if attempt < retry.max_retries:
@@ -202,7 +224,7 @@ async def _attempts(
 
 
 async def request_json(
-    session: aiohttp.ClientSession,
+    http: HttpClient,
     method: str,
     url: str,
     body: JsonDict | None = None,
@@ -225,7 +247,7 @@ async def request_json(
     stats.requests += 1
     try:
         return await _attempts(
-            session,
+            http,
             method,
             url,
             data,
@@ -242,7 +264,7 @@ async def request_json(
 
 
 async def post_json(
-    session: aiohttp.ClientSession,
+    http: HttpClient,
     url: str,
     body: JsonDict,
     *,
@@ -253,5 +275,5 @@ async def post_json(
 ) -> JsonDict:
     """POST ``body`` as JSON; see ``request_json``."""
     return await request_json(
-        session, "POST", url, body, headers=headers, timeouts=timeouts, retry=retry, stats=stats
+        http, "POST", url, body, headers=headers, timeouts=timeouts, retry=retry, stats=stats
     )

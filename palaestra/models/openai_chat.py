@@ -6,12 +6,11 @@ are converted to a chat request and the completion back to a Response.
 
 from __future__ import annotations
 
-import aiohttp
-
 from palaestra.errors import ModelError
 from palaestra.models.chat_format import chat_to_response, incomplete_response, responses_to_chat
 from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
 from palaestra.models.http import ContextLengthExceeded, RetryPolicy, Timeouts
+from palaestra.transport import HttpClient
 from palaestra.types import JsonDict
 
 
@@ -47,13 +46,13 @@ class OpenAIChatModel(RemoteModel):
         *,
         model: str | None = None,
         api_key: str | None = None,
-        session: aiohttp.ClientSession | None = None,
+        http: HttpClient | None = None,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
         keep_token_ids: bool = False,
     ) -> None:
         super().__init__(
-            base_url, model=model, api_key=api_key, session=session, timeouts=timeouts, retry=retry
+            base_url, model=model, api_key=api_key, http=http, timeouts=timeouts, retry=retry
         )
         self.keep_token_ids = keep_token_ids
 

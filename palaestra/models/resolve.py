@@ -16,14 +16,13 @@ import os
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-import aiohttp
-
 from palaestra.errors import ConfigError
 from palaestra.models.auto_api import AutoApiModel
 from palaestra.models.base import Model
 from palaestra.models.http import RetryPolicy, Timeouts
 from palaestra.models.openai_chat import OpenAIChatModel
 from palaestra.models.openai_responses import OpenAIResponsesModel
+from palaestra.transport import HttpClient
 
 Api = Literal["auto", "responses", "chat"]
 DEFAULT_CONFIG_PATH = Path("palaestra_models.yaml")
@@ -42,21 +41,21 @@ def remote_model(
     api: Api = "auto",
     model_name: str | None = None,
     api_key: str | None = None,
-    session: aiohttp.ClientSession | None = None,
+    http: HttpClient | None = None,
     retry: RetryPolicy | None = None,
     timeouts: Timeouts | None = None,
 ) -> Model:
     """A client for an OpenAI-compatible base URL speaking ``api``."""
     if api == "responses":
         return OpenAIResponsesModel(
-            url, model=model_name, api_key=api_key, session=session, timeouts=timeouts, retry=retry
+            url, model=model_name, api_key=api_key, http=http, timeouts=timeouts, retry=retry
         )
     if api == "chat":
         return OpenAIChatModel(
-            url, model=model_name, api_key=api_key, session=session, timeouts=timeouts, retry=retry
+            url, model=model_name, api_key=api_key, http=http, timeouts=timeouts, retry=retry
         )
     return AutoApiModel(
-        url, model=model_name, api_key=api_key, session=session, timeouts=timeouts, retry=retry
+        url, model=model_name, api_key=api_key, http=http, timeouts=timeouts, retry=retry
     )
 
 
@@ -108,7 +107,7 @@ def open_model(
     api: Api = "auto",
     model_name: str | None = None,
     api_key: str | None = None,
-    session: aiohttp.ClientSession | None = None,
+    http: HttpClient | None = None,
     config_path: Path | None = None,
     retry: RetryPolicy | None = None,
     timeouts: Timeouts | None = None,
@@ -128,7 +127,7 @@ def open_model(
             api=api,
             model_name=model_name,
             api_key=api_key,
-            session=session,
+            http=http,
             retry=retry,
             timeouts=timeouts,
         )
@@ -154,7 +153,7 @@ def open_model(
         api=api if api != "auto" else entry_api,
         model_name=model_name or entry.get("model"),
         api_key=api_key or _api_key_from(entry, where),
-        session=session,
+        http=http,
         retry=retry,
         timeouts=timeouts,
     )

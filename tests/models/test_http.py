@@ -6,7 +6,6 @@ import socket
 import time
 from collections.abc import AsyncIterator
 
-import aiohttp
 import pytest
 
 from palaestra.errors import ConfigError, ModelError, ModelTimeout, ModelUnreachable
@@ -18,6 +17,7 @@ from palaestra.models.http import (
     Timeouts,
     post_json,
 )
+from palaestra.transport import HttpClient
 from palaestra.types import FailureKind, JsonDict
 from tests.support.scripted_model import (
     ScriptedFault,
@@ -32,9 +32,10 @@ SECRET = "sk-test-very-secret-key"
 
 
 @pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as client:
-        yield client
+async def session() -> AsyncIterator[HttpClient]:
+    client = HttpClient()
+    yield client
+    await client.aclose()
 
 
 def free_port() -> int:
@@ -46,7 +47,7 @@ def free_port() -> int:
 
 
 async def post(
-    session: aiohttp.ClientSession,
+    session: HttpClient,
     url: str,
     stats: ModelStats,
     *,
@@ -96,9 +97,7 @@ def test_nonsense_policies_are_config_errors(bad: dict[str, float]) -> None:
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])
-async def test_transient_statuses_are_retried_and_counted(
-    session: aiohttp.ClientSession, status: int
-) -> None:
+async def test_transient_statuses_are_retried_and_counted(session: HttpClient, status: int) -> None:
     script = fail_first(2, ScriptedFault(status=status), then=lambda _: text_response("ok"))
     stats = ModelStats()
     with ScriptedModelServer(script) as server:
@@ -109,7 +108,7 @@ async def test_transient_statuses_are_retried_and_counted(
 
 
 async def test_a_spent_budget_raises_model_error_naming_url_status_and_body(
-    session: aiohttp.ClientSession,
+    session: HttpClient,
 ) -> None:
     fault = ScriptedFault(status=500, body={"error": {"message": "backend on fire"}})
     stats = ModelStats()
@@ -128,7 +127,7 @@ async def test_a_spent_budget_raises_model_error_naming_url_status_and_body(
     assert (stats.requests, stats.retries, stats.failures) == (1, 2, 1)
 
 
-async def test_a_numeric_retry_after_is_honoured(session: aiohttp.ClientSession) -> None:
+async def test_a_numeric_retry_after_is_honoured(session: HttpClient) -> None:
     slow_down = ScriptedFault(status=429, headers={"Retry-After": "0.3"})
     script = Sequence([slow_down, text_response("ok")])
     with ScriptedModelServer(script) as server:
@@ -137,7 +136,7 @@ async def test_a_numeric_retry_after_is_honoured(session: aiohttp.ClientSession)
         assert time.monotonic() - started >= 0.3
 
 
-async def test_a_huge_retry_after_is_capped_by_max_delay(session: aiohttp.ClientSession) -> None:
+async def test_a_huge_retry_after_is_capped_by_max_delay(session: HttpClient) -> None:
     script = Sequence(
         [ScriptedFault(status=429, headers={"Retry-After": "120"}), text_response("ok")]
     )
@@ -147,7 +146,7 @@ async def test_a_huge_retry_after_is_capped_by_max_delay(session: aiohttp.Client
         assert time.monotonic() - started < 5
 
 
-async def test_client_errors_are_not_retried(session: aiohttp.ClientSession) -> None:
+async def test_client_errors_are_not_retried(session: HttpClient) -> None:
     fault = ScriptedFault(status=401, body={"error": {"message": "bad key"}})
     stats = ModelStats()
     with ScriptedModelServer(lambda _: fault) as server:
@@ -170,7 +169,7 @@ async def test_client_errors_are_not_retried(session: aiohttp.ClientSession) -> 
     ],
 )
 async def test_context_length_errors_get_their_own_exception(
-    session: aiohttp.ClientSession, status: int, message: str
+    session: HttpClient, status: int, message: str
 ) -> None:
     fault = ScriptedFault(status=status, body={"error": {"message": message}})
     stats = ModelStats()
@@ -181,7 +180,7 @@ async def test_context_length_errors_get_their_own_exception(
 
 @pytest.mark.parametrize("raw", [b"<html>bad gateway</html>", b"[1, 2]", b""])
 async def test_a_2xx_body_that_is_not_a_json_object_is_a_model_error(
-    session: aiohttp.ClientSession, raw: bytes
+    session: HttpClient, raw: bytes
 ) -> None:
     with ScriptedModelServer(lambda _: ScriptedFault(status=200, raw_body=raw)) as server:
         with pytest.raises(ModelError, match="model answered invalid JSON"):
@@ -189,7 +188,7 @@ async def test_a_2xx_body_that_is_not_a_json_object_is_a_model_error(
         assert len(server.bodies("/v1/responses")) == 1
 
 
-async def test_a_dropped_connection_is_retried(session: aiohttp.ClientSession) -> None:
+async def test_a_dropped_connection_is_retried(session: HttpClient) -> None:
     stats = ModelStats()
     script = Sequence([ScriptedFault(disconnect=True), text_response("ok")])
     with ScriptedModelServer(script) as server:
@@ -199,7 +198,7 @@ async def test_a_dropped_connection_is_retried(session: aiohttp.ClientSession) -
 
 
 async def test_read_timeouts_are_retried_then_raise_model_timeout(
-    session: aiohttp.ClientSession,
+    session: HttpClient,
 ) -> None:
     slow = ScriptedFault(status=200, body=text_response("late"), delay=2.0)
     stats = ModelStats()
@@ -219,7 +218,7 @@ async def test_read_timeouts_are_retried_then_raise_model_timeout(
 
 
 async def test_a_refused_connection_on_every_attempt_is_unreachable(
-    session: aiohttp.ClientSession,
+    session: HttpClient,
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     stats = ModelStats()
@@ -229,7 +228,7 @@ async def test_a_refused_connection_on_every_attempt_is_unreachable(
     assert (stats.retries, stats.failures) == (FAST.max_retries, 1)
 
 
-async def test_the_api_key_never_appears_in_errors(session: aiohttp.ClientSession) -> None:
+async def test_the_api_key_never_appears_in_errors(session: HttpClient) -> None:
     echoing = ScriptedFault(status=401, body={"error": {"message": f"Incorrect key: {SECRET}"}})
     headers = {"Authorization": f"Bearer {SECRET}"}
     with ScriptedModelServer(lambda _: echoing) as server, pytest.raises(ModelHttpError) as caught:
@@ -242,7 +241,7 @@ async def test_the_api_key_never_appears_in_errors(session: aiohttp.ClientSessio
     assert SECRET not in str(unreachable.value)
 
 
-async def test_a_body_that_is_not_json_fails_before_sending(session: aiohttp.ClientSession) -> None:
+async def test_a_body_that_is_not_json_fails_before_sending(session: HttpClient) -> None:
     with ScriptedModelServer(lambda _: text_response("ok")) as server:
         with pytest.raises(ModelError, match="not JSON"):
             await post_json(

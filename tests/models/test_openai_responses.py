@@ -6,11 +6,11 @@ import socket
 import subprocess
 import sys
 
-import aiohttp
 import pytest
 
 from palaestra.errors import ModelError, ModelUnreachable
 from palaestra.models import Model, OpenAIResponsesModel, RetryPolicy
+from palaestra.transport import HttpClient
 from palaestra.types import JsonDict, function_call_output, input_items, user_message
 from tests.support.scripted_model import (
     ScriptedFault,
@@ -162,18 +162,20 @@ async def test_an_unreachable_server_fails_check_and_respond() -> None:
         await model.aclose()
 
 
-async def test_a_borrowed_session_is_left_open_and_an_own_one_closed() -> None:
+async def test_a_borrowed_http_client_is_left_open_and_an_own_one_closed() -> None:
     with ScriptedModelServer(lambda _: text_response("ok")) as server:
-        async with aiohttp.ClientSession() as borrowed:
-            model = OpenAIResponsesModel(server.url, model="m", session=borrowed)
-            await model.respond({"input": "x"})
-            await model.aclose()
-            assert not borrowed.closed
+        borrowed = HttpClient()
+        model = OpenAIResponsesModel(server.url, model="m", http=borrowed)
+        await model.respond({"input": "x"})
+        await model.aclose()
+        assert not borrowed.closing
+        await model.respond({"input": "x"})  # the borrowed client still works
+        await borrowed.aclose()
         own = OpenAIResponsesModel(server.url, model="m")
         await own.respond({"input": "x"})
-        session = own.endpoint.session()
+        client = own.endpoint.http()
         await own.aclose()
-        assert session.closed
+        assert client.closing
 
 
 def test_a_subprocess_can_reach_the_scripted_server() -> None:

@@ -1,0 +1,217 @@
+"""The HTTP/1.1 client every model call goes through: keep-alive pools, bounded connecting.
+
+Why not aiohttp: a rollout's model calls are small JSON POSTs, and at thousands in flight the
+per-request cost of a general client (middleware, cookie jars, multidicts, per-request
+timers and tasks) is most of the collector's CPU. Here a request is one write and one parse
+by llhttp on a pooled connection; measured numbers are in ``benchmarks/results/tuning.md``.
+
+- One pool per origin (scheme, host, port); idle connections are reused most recent first,
+  and dropped once idle for longer than ``keepalive`` seconds.
+- At most ``max_connecting`` connections are being opened at once: ten thousand simultaneous
+  connects overflow a server's listen backlog, and a dropped SYN costs a 1 s retransmit.
+- A reused connection that dies before any byte of the answer arrived (the server closed it
+  while idle) is replaced and the request sent again, once.
+- No proxies, no redirects, no cookies, no compression: model endpoints need none of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httptools
+
+from palaestra.transport.connection import Connection, HttpAnswer
+from palaestra.transport.errors import (
+    ConnectFailed,
+    ConnectionLost,
+    InvalidUrl,
+    TlsFailed,
+    TransportError,
+)
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_USER_AGENT = "palaestra"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a URL points: the pool key and what the request line and Host header say."""
+
+    scheme: str
+    host: str
+    port: int
+    path: str
+    host_header: str
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+
+def parse_target(url: str) -> Target:
+    try:
+        parsed = httptools.parse_url(url.encode())
+    except (httptools.HttpParserInvalidURLError, UnicodeEncodeError):
+        raise InvalidUrl(f"not a valid URL: {url!r}") from None
+    scheme = (parsed.schema or b"").decode().lower()
+    host = (parsed.host or b"").decode()
+    if scheme not in _DEFAULT_PORTS or not host:
+        raise InvalidUrl(f"not an http(s) URL with a host: {url!r}")
+    if parsed.userinfo:
+        raise InvalidUrl(f"credentials in URLs are not supported (use a header): {url!r}")
+    port = _DEFAULT_PORTS[scheme] if parsed.port is None else parsed.port
+    if port == 0:
+        raise InvalidUrl(f"port 0 cannot be requested: {url!r}")
+    path = (parsed.path or b"/").decode()
+    if parsed.query:
+        path = f"{path}?{parsed.query.decode()}"
+    shown = f"[{host}]" if ":" in host else host
+    host_header = shown if port == _DEFAULT_PORTS[scheme] else f"{shown}:{port}"
+    return Target(scheme, host, port, path, host_header)
+
+
+def frame_request(
+    method: str, target: Target, headers: Mapping[str, str], body: bytes | None
+) -> bytes:
+    """The request's bytes; a header value with a line break is refused (header injection)."""
+    lines = [f"{method} {target.path} HTTP/1.1", f"Host: {target.host_header}"]
+    for name, value in headers.items():
+        if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
+            raise ValueError(f"invalid HTTP header {name!r}")
+        lines.append(f"{name}: {value}")
+    if body is not None or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(body or b'')}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head + body if body else head
+
+
+class _OriginPool:
+    """The idle connections to one origin, most recently used last."""
+
+    def __init__(self, target: Target, client: HttpClient) -> None:
+        self._target = target
+        self._client = client
+        self._idle: collections.deque[Connection] = collections.deque()
+
+    def take_idle(self, now: float) -> Connection | None:
+        idle, keepalive = self._idle, self._client.keepalive
+        while idle and (idle[0].closed or now - idle[0].idle_since > keepalive):
+            idle.popleft().close()  # the oldest are at the left: expiry stops at a live one
+        while idle:
+            connection = idle.pop()
+            if not connection.closed:
+                return connection
+        return None
+
+    def give_back(self, connection: Connection, now: float) -> None:
+        if connection.reusable and not connection.closed and not self._client.closing:
+            connection.idle_since = now
+            self._idle.append(connection)
+        else:
+            connection.close()
+
+    async def open(self, connect_timeout: float) -> Connection:
+        target, client = self._target, self._client
+        loop = asyncio.get_running_loop()
+        tls = client.tls_context() if target.scheme == "https" else None
+        async with client.connecting:
+            try:
+                async with asyncio.timeout(connect_timeout):
+                    _, connection = await loop.create_connection(
+                        lambda: Connection(loop),
+                        target.host,
+                        target.port,
+                        ssl=tls,
+                        server_hostname=target.host if tls else None,
+                    )
+            except ssl.SSLError as exc:
+                raise TlsFailed(f"TLS handshake with {target.host_header} failed: {exc}") from None
+            except TimeoutError:
+                raise ConnectFailed(f"connecting to {target.host_header} timed out") from None
+            except OSError as exc:
+                detail = exc.strerror or str(exc) or type(exc).__name__
+                raise ConnectFailed(f"cannot connect to {target.host_header}: {detail}") from None
+        return connection
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
+
+
+class HttpClient:
+    """Keep-alive HTTP/1.1 requests to any number of origins; close with ``aclose``.
+
+    ``tls`` verifies https servers (default: the system's CA bundle, loaded on first use);
+    pass a context of your own for a private CA.
+    """
+
+    def __init__(
+        self,
+        *,
+        keepalive: float = 30.0,
+        max_connecting: int = 256,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.keepalive = keepalive
+        self.connecting = asyncio.Semaphore(max_connecting)
+        self.closing = False
+        self._pools: dict[tuple[str, str, int], _OriginPool] = {}
+        self._tls = tls
+
+    def tls_context(self) -> ssl.SSLContext:
+        if self._tls is None:  # loading the CA bundle costs milliseconds: once, when needed
+            self._tls = ssl.create_default_context()
+        return self._tls
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 600.0,
+    ) -> HttpAnswer:
+        """Send one request and return the whole answer (any status).
+
+        Raises ``InvalidUrl``, ``ConnectFailed``, ``TlsFailed``, ``ConnectionLost``,
+        ``ProtocolViolation`` or ``TimeoutError`` (no whole answer within ``read_timeout``
+        seconds of sending).
+        """
+        if self.closing:
+            raise TransportError("the HTTP client is closed")
+        target = parse_target(url)
+        sent_headers = {"User-Agent": _USER_AGENT, "Accept": "*/*", **(headers or {})}
+        request = frame_request(method, target, sent_headers, body)
+        pool = self._pools.get(target.origin)
+        if pool is None:
+            pool = self._pools[target.origin] = _OriginPool(target, self)
+        loop = asyncio.get_running_loop()
+        connection = pool.take_idle(loop.time())
+        if connection is not None:
+            try:
+                answer = await connection.exchange(request, read_timeout)
+            except ConnectionLost:
+                if not connection.answered_nothing:
+                    raise
+                connection = None  # it had died while idle: one fresh try below
+            else:
+                pool.give_back(connection, loop.time())
+                return answer
+        connection = await pool.open(connect_timeout)
+        answer = await connection.exchange(request, read_timeout)
+        pool.give_back(connection, loop.time())
+        return answer
+
+    async def aclose(self) -> None:
+        """Close every idle connection; requests still running close theirs when they end."""
+        self.closing = True
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
+        await asyncio.sleep(0)  # let the transports run their close callbacks
