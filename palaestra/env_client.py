@@ -115,9 +115,7 @@ class LocalEnvironmentClient:
         if spec.wants_session:
             kwargs["session"] = session
         try:
-            result = await asyncio.wait_for(
-                _run_tool(spec, self.environment, kwargs), self.environment.tool_timeout
-            )
+            result = await _run_tool(spec, self.environment, kwargs)
         except ToolError as error:
             raise ToolCallRejected(str(error)) from error
         except RolloutFailure:  # the pool or sandbox already said what failed
@@ -133,9 +131,8 @@ class LocalEnvironmentClient:
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
         session = self.sessions.get(session_id)
         try:
-            result = await asyncio.wait_for(
-                _call(self.environment.verify, session, response),
-                self.environment.verify_timeout,
+            result = await _within(
+                self.environment.verify_timeout, self.environment.verify, session, response
             )
         except TimeoutError as error:
             raise VerifierFailure(
@@ -161,9 +158,7 @@ class LocalEnvironmentClient:
         environment = self._step_environment()
         session = self.sessions.get(session_id)
         try:
-            result = await asyncio.wait_for(
-                _call(environment.step, session, action), self.environment.tool_timeout
-            )
+            result = await _within(self.environment.tool_timeout, environment.step, session, action)
         except TimeoutError as error:
             raise EnvironmentFailure(
                 f"step timed out after {self.environment.tool_timeout:g}s"
@@ -242,12 +237,30 @@ async def _call(function: Callable[..., T | Awaitable[T]], *args: Any) -> T:
     return result
 
 
+async def _within(seconds: float, function: Callable[..., T | Awaitable[T]], *args: Any) -> T:
+    """Call ``function``; if it answers an awaitable, wait at most ``seconds`` for it.
+
+    A synchronous function runs to its end whatever the limit (nothing can interrupt it on
+    the event loop), so it is called directly: ``asyncio.wait_for`` would wrap each call in a
+    task of its own, a large part of a trivial rollout's cost.
+    """
+    result = function(*args)
+    if not inspect.isawaitable(result):
+        return result
+    async with asyncio.timeout(seconds):
+        return await result
+
+
 async def _run_tool(spec: ToolSpec, environment: Environment, kwargs: JsonDict) -> object:
-    if spec.is_async:
-        return await spec.function(environment, **kwargs)
+    """Run a tool within its environment's ``tool_timeout`` (a synchronous one: see ``_within``)."""
     if spec.blocking:
-        return await asyncio.to_thread(spec.function, environment, **kwargs)
-    return spec.function(environment, **kwargs)
+        async with asyncio.timeout(environment.tool_timeout):
+            return await asyncio.to_thread(spec.function, environment, **kwargs)
+    result = spec.function(environment, **kwargs)
+    if not spec.is_async:
+        return result
+    async with asyncio.timeout(environment.tool_timeout):
+        return await result
 
 
 def _validation_summary(error: pydantic.ValidationError) -> str:

@@ -3,12 +3,15 @@
 Beside ``rollouts.jsonl`` (one finished rollout per line, completion order) live
 ``rollouts_materialized_inputs.jsonl`` (rows as dispatched), ``rollouts_failures.jsonl``
 (rollouts that could not be scored, with kind and reason) and
-``rollouts_aggregate_metrics.json``. Every append is flushed at once, so a killed run loses at
-most the line being written, which resume repairs.
+``rollouts_aggregate_metrics.json``. Appends are flushed to the OS at the end of the event
+loop's turn in which they were made (all the rows of a turn in one write), so a killed run
+loses at most the rows of one turn and a half-written last line: resume repairs the line and
+runs those rollouts again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -52,16 +55,35 @@ class RunFiles:
 
 
 class JsonlAppender:
-    """Appends one JSON object per line and flushes it to the OS before returning."""
+    """Appends one JSON object per line; flushed at the end of the loop's turn (or at once).
+
+    Inside a running event loop the flush is deferred to the end of the current turn, so the
+    rows of the many rollouts that finish together cost one write; outside one (a plain
+    script) each append is flushed before it returns.
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file: IO[bytes] = path.open("ab")
+        self._flush_pending = False
 
     def append(self, row: JsonDict) -> None:
         self._file.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
-        self._file.flush()
+        if self._flush_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._file.flush()
+            return
+        self._flush_pending = True
+        loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_pending = False
+        if not self._file.closed:
+            self._file.flush()
 
     def close(self) -> None:
         self._file.close()

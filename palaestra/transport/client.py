@@ -34,7 +34,7 @@ from palaestra.transport.errors import (
 )
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_USER_AGENT = "palaestra"
+_HEADS_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,19 +74,79 @@ def parse_target(url: str) -> Target:
     return Target(scheme, host, port, path, host_header)
 
 
-def frame_request(
-    method: str, target: Target, headers: Mapping[str, str], body: bytes | None
-) -> bytes:
-    """The request's bytes; a header value with a line break is refused (header injection)."""
+_FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+_DEFAULT_HEADERS = {"user-agent": "User-Agent: palaestra", "accept": "Accept: */*"}
+
+
+def frame_head(method: str, target: Target, headers: Mapping[str, str]) -> bytes:
+    """The request line and headers, up to the body's length.
+
+    The client frames the request itself: a header with a line break, or one that would
+    frame it differently (Host, Content-Length, Transfer-Encoding, Connection), is refused.
+    The caller's User-Agent and Accept replace the defaults, whatever their case.
+    """
     lines = [f"{method} {target.path} HTTP/1.1", f"Host: {target.host_header}"]
+    defaults = dict(_DEFAULT_HEADERS)
     for name, value in headers.items():
         if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
             raise ValueError(f"invalid HTTP header {name!r}")
+        lowered = name.lower()
+        if lowered in _FRAMING_HEADERS:
+            raise ValueError(f"the HTTP client sets {name!r} itself")
+        defaults.pop(lowered, None)
         lines.append(f"{name}: {value}")
-    if body is not None or method in ("POST", "PUT", "PATCH"):
-        lines.append(f"Content-Length: {len(body or b'')}")
-    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-    return head + body if body else head
+    lines.extend(defaults.values())
+    return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+
+
+def frame_request(
+    method: str, target: Target, headers: Mapping[str, str], body: bytes | None
+) -> bytes:
+    """The request's bytes (see ``frame_head``); every request but a bodiless GET has a length."""
+    return _with_body(frame_head(method, target, headers), method, body)
+
+
+def _with_body(head: bytes, method: str, body: bytes | None) -> bytes:
+    if body is None and method not in ("POST", "PUT", "PATCH"):
+        return head + b"\r\n"
+    length = len(body) if body else 0
+    return b"".join((head, b"Content-Length: ", str(length).encode(), b"\r\n\r\n", body or b""))
+
+
+class _Gate:
+    """At most ``limit`` holders at once, first come first served, O(1) per pass.
+
+    ``asyncio.Semaphore`` (3.11) keeps woken waiters in its queue until they run and scans
+    past them on every release: with thousands of connects queued that is quadratic.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0:
+            self._free -= 1
+            return
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._pass_on()  # the slot was handed over just as we were cancelled
+            raise
+
+    async def __aexit__(self, *_: object) -> None:
+        self._pass_on()
+
+    def _pass_on(self) -> None:
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():  # a cancelled waiter's future is done: skip it
+                turn.set_result(None)
+                return
+        self._free += 1
 
 
 class _OriginPool:
@@ -157,9 +217,10 @@ class HttpClient:
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self.keepalive = keepalive
-        self.connecting = asyncio.Semaphore(max_connecting)
+        self.connecting = _Gate(max_connecting)
         self.closing = False
         self._pools: dict[tuple[str, str, int], _OriginPool] = {}
+        self._heads: dict[tuple[object, ...], tuple[_OriginPool, bytes]] = {}
         self._tls = tls
 
     def tls_context(self) -> ssl.SSLContext:
@@ -185,12 +246,8 @@ class HttpClient:
         """
         if self.closing:
             raise TransportError("the HTTP client is closed")
-        target = parse_target(url)
-        sent_headers = {"User-Agent": _USER_AGENT, "Accept": "*/*", **(headers or {})}
-        request = frame_request(method, target, sent_headers, body)
-        pool = self._pools.get(target.origin)
-        if pool is None:
-            pool = self._pools[target.origin] = _OriginPool(target, self)
+        pool, head = self._route(method, url, headers)
+        request = _with_body(head, method, body)
         loop = asyncio.get_running_loop()
         connection = pool.take_idle(loop.time())
         if connection is not None:
@@ -208,10 +265,28 @@ class HttpClient:
         pool.give_back(connection, loop.time())
         return answer
 
+    def _route(
+        self, method: str, url: str, headers: Mapping[str, str] | None
+    ) -> tuple[_OriginPool, bytes]:
+        """The pool and the framed head for a request; a model's requests repeat both."""
+        key = (method, url, *headers.items()) if headers else (method, url)
+        found = self._heads.get(key)
+        if found is None:
+            target = parse_target(url)
+            head = frame_head(method, target, headers or {})
+            pool = self._pools.get(target.origin)
+            if pool is None:
+                pool = self._pools[target.origin] = _OriginPool(target, self)
+            if len(self._heads) >= _HEADS_KEPT:  # per-request headers must not grow it forever
+                self._heads.clear()
+            found = self._heads[key] = (pool, head)
+        return found
+
     async def aclose(self) -> None:
         """Close every idle connection; requests still running close theirs when they end."""
         self.closing = True
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()
+        self._heads.clear()
         await asyncio.sleep(0)  # let the transports run their close callbacks

@@ -9,20 +9,53 @@ connection that was interrupted mid-answer is closed, never reused.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 import httptools
 
 from palaestra.transport.errors import ConnectionLost, ProtocolViolation
 
 
-@dataclass(frozen=True, slots=True)
 class HttpAnswer:
-    """A whole HTTP answer; header names are lower-case (a repeated header keeps the last)."""
+    """A whole HTTP answer; ``headers`` has lower-case names (a repeated header keeps the last).
 
-    status: int
-    headers: dict[str, str]
-    body: bytes
+    Answers read off a connection keep the raw header pairs llhttp reported and decode them
+    only when asked: a model call reads the body, and the headers only when something failed.
+    """
+
+    __slots__ = ("_headers", "_raw_headers", "body", "status")
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status = status
+        self.body = body
+        self._headers: dict[str, str] | None = headers
+        self._raw_headers: list[tuple[bytes, bytes]] = []
+
+    @classmethod
+    def parsed(cls, status: int, raw_headers: list[tuple[bytes, bytes]], body: bytes) -> HttpAnswer:
+        answer = cls.__new__(cls)
+        answer.status, answer.body = status, body
+        answer._headers, answer._raw_headers = None, raw_headers
+        return answer
+
+    @property
+    def headers(self) -> dict[str, str]:
+        if self._headers is None:
+            self._headers = _decoded(self._raw_headers)
+        return self._headers
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HttpAnswer):
+            return NotImplemented
+        return (self.status, self.headers, self.body) == (other.status, other.headers, other.body)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking value object, like a dataclass
+
+    def __repr__(self) -> str:
+        return f"HttpAnswer(status={self.status}, headers={self.headers}, body={self.body!r:.80})"
+
+
+def _decoded(raw_headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw_headers}
 
 
 class Connection(asyncio.Protocol):
@@ -34,8 +67,7 @@ class Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[HttpAnswer] | None = None
         self._deadline: asyncio.TimerHandle | None = None
-        self._status = 0
-        self._headers: dict[str, str] = {}
+        self._raw_headers: list[tuple[bytes, bytes]] = []
         self._chunks: list[bytes] = []
         self._headers_done = False
         self._received = False
@@ -86,6 +118,9 @@ class Connection(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
 
     def data_received(self, data: bytes) -> None:
+        if self._waiter is None:
+            self.close()  # bytes nobody asked for would corrupt the next answer's parse
+            return
         self._received = True
         try:
             self._parser.feed_data(data)
@@ -110,26 +145,24 @@ class Connection(asyncio.Protocol):
 
     # --- httptools callbacks -------------------------------------------------------------
 
-    def on_message_begin(self) -> None:
-        self._status = 0
-        self._headers = {}
-        self._chunks = []
-        self._headers_done = False
+    # httptools calls only the callbacks a protocol defines, each a Python call per answer
+    # (per header for on_header): there are as few as the protocol needs.
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        self._raw_headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        self._status = self._parser.get_status_code()
         self._headers_done = True
 
     def on_body(self, body: bytes) -> None:
         self._chunks.append(body)
 
     def on_message_complete(self) -> None:
-        self._headers_done = False  # a close from now on ends no answer (it cuts the next)
-        if 100 <= self._status < 200:
-            return  # an interim answer (100 Continue, 103 Early Hints); the real one follows
+        # From here on a close ends no answer: it would cut the next one.
+        if 100 <= self._parser.get_status_code() < 200:
+            # An interim answer (100 Continue, 103 Early Hints); the real one follows.
+            self._raw_headers, self._chunks, self._headers_done = [], [], False
+            return
         if not self._parser.should_keep_alive():
             self.reusable = False
         self._finish()
@@ -137,17 +170,20 @@ class Connection(asyncio.Protocol):
     # --- internals -----------------------------------------------------------------------
 
     def _ends_at_close(self) -> bool:
-        headers = self._headers
+        headers = _decoded(self._raw_headers)
         return "content-length" not in headers and "chunked" not in headers.get(
             "transfer-encoding", ""
         )
 
     def _finish(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            body = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
-            waiter.set_result(HttpAnswer(self._status, self._headers, body))
-        self._chunks = []
+        waiter, chunks = self._waiter, self._chunks
+        if waiter is None or waiter.done():
+            self.reusable = False  # a second answer to one request: the stream is out of step
+        else:
+            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            status = self._parser.get_status_code()
+            waiter.set_result(HttpAnswer.parsed(status, self._raw_headers, body))
+        self._raw_headers, self._chunks, self._headers_done = [], [], False
 
     def _fail(self, error: Exception) -> None:
         waiter = self._waiter

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,27 @@ def test_archived_failures_count_attempts(tmp_path: Path) -> None:
     )
     archive_failures(files)
     assert failed_attempts(files.failure_history) == {(0, 0): 2}
+
+
+def test_an_append_outside_an_event_loop_is_on_disk_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    writer = JsonlAppender(path)
+    writer.append({"a": 1})
+    assert path.read_bytes() == b'{"a":1}\n'
+    writer.close()
+
+
+async def test_appends_in_one_loop_turn_reach_the_disk_together_at_its_end(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "out.jsonl"
+    writer = JsonlAppender(path)
+    writer.append({"a": 1})
+    writer.append({"a": 2})
+    assert path.read_bytes() == b""  # still in this process's buffer
+    await asyncio.sleep(0)
+    assert path.read_bytes() == b'{"a":1}\n{"a":2}\n'
+    writer.append({"a": 3})
+    writer.close()
+    assert path.read_bytes().endswith(b'{"a":3}\n')
+    await asyncio.sleep(0)  # the pending flush finds the file closed and does nothing

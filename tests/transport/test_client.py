@@ -1,0 +1,833 @@
+"""HttpClient against scripted raw servers: keep-alive, framing, failures, TLS, bounds.
+
+Each test runs small ``asyncio.start_server`` servers on 127.0.0.1 on its own event loop. A
+server's handler is called once per accepted connection with a ``Peer`` (the server's side
+of that connection) and writes exactly the bytes the test wants, so the tests can count
+connections and requests and see what the client sent or closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palaestra.transport import (
+    ConnectFailed,
+    ConnectionLost,
+    HttpAnswer,
+    HttpClient,
+    InvalidUrl,
+    ProtocolViolation,
+    TlsFailed,
+    TransportError,
+)
+
+Handler = Callable[["Peer"], Awaitable[None]]
+
+
+class Peer:
+    """The server's side of one accepted connection (``index`` counts from 0 per server)."""
+
+    def __init__(
+        self, index: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.index = index
+        self.reader = reader
+        self.writer = writer
+        self.requests: list[bytes] = []
+        self.hung_up = asyncio.Event()  # set once a read found the client's end closed
+
+    async def read_request(self) -> bytes | None:
+        """The next whole request (head and Content-Length body), or None at end of stream."""
+        try:
+            head = await self.reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            body = await self.reader.readexactly(length)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.hung_up.set()
+            return None
+        self.requests.append(head + body)
+        return head + body
+
+    async def wait_hung_up(self) -> None:
+        await asyncio.wait_for(self.hung_up.wait(), 1.0)
+
+    def send(self, data: bytes) -> None:
+        self.writer.write(data)
+
+
+class Server:
+    """A raw HTTP server calling ``handler`` for each connection; closes it when that returns."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.peers: list[Peer] = []
+        self.errors: list[BaseException] = []
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, ssl=tls)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def url(self, path: str = "/", scheme: str = "http") -> str:
+        return f"{scheme}://127.0.0.1:{self.port}{path}"
+
+    @property
+    def requests(self) -> list[bytes]:
+        return [request for peer in self.peers for request in peer.requests]
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        peer = Peer(len(self.peers), reader, writer)
+        self.peers.append(peer)
+        try:
+            await self.handler(peer)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception as exc:  # a broken handler must fail the test, not vanish in a log
+            self.errors.append(exc)
+        finally:
+            writer.close()
+            self._tasks.discard(task)
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+
+class Servers:
+    """Starts servers for one test and stops them all after it."""
+
+    def __init__(self) -> None:
+        self.started: list[Server] = []
+
+    async def start(self, handler: Handler, tls: ssl.SSLContext | None = None) -> Server:
+        server = Server(handler)
+        await server.start(tls)
+        self.started.append(server)
+        return server
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[Servers]:
+    servers = Servers()
+    yield servers
+    for server in servers.started:
+        await server.close()
+    assert [error for server in servers.started for error in server.errors] == []
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[HttpClient]:
+    client = HttpClient()
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def new_client() -> AsyncIterator[Callable[..., HttpClient]]:
+    """Makes clients with options; each is closed after the test."""
+    made: list[HttpClient] = []
+
+    def make(**options: Any) -> HttpClient:
+        made.append(HttpClient(**options))
+        return made[-1]
+
+    yield make
+    for client in made:
+        await client.aclose()
+
+
+# --- answers and handlers ------------------------------------------------------------------
+
+
+def answer(body: bytes = b"ok", *headers: str, status: str = "200 OK") -> bytes:
+    """A whole HTTP/1.1 answer with a Content-Length."""
+    head = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", *headers]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def numbered(peer: Peer) -> bytes:
+    """An answer saying which connection and which request on it: ``c0r1`` is the first."""
+    return answer(f"c{peer.index}r{len(peer.requests)}".encode())
+
+
+async def answer_numbered(peer: Peer) -> None:
+    """Answers every request with ``numbered`` until the client closes the connection."""
+    while await peer.read_request() is not None:
+        peer.send(numbered(peer))
+
+
+def answer_always(data: bytes) -> Handler:
+    async def handle(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            peer.send(data)
+
+    return handle
+
+
+async def never_answer(peer: Peer) -> None:
+    """Reads requests and answers none; notices when the client hangs up."""
+    while await peer.read_request() is not None:
+        pass
+
+
+async def wait_until(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(1.0):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
+def parse_request(raw: bytes) -> tuple[str, dict[str, str], bytes]:
+    """(request line, headers with lower-case names, body) of a request the server read."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    line, *header_lines = head.decode("latin-1").split("\r\n")
+    names = [header.partition(":")[0].lower() for header in header_lines]
+    assert len(names) == len(set(names)), f"a header was sent twice: {names}"
+    headers = {
+        name.lower(): value.strip()
+        for name, _, value in (header.partition(":") for header in header_lines)
+    }
+    return line, headers, body
+
+
+def free_port() -> int:
+    """A port nobody listens on (bound, read and released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+# --- keep-alive ----------------------------------------------------------------------------
+
+
+async def test_sequential_requests_to_one_origin_share_one_connection(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(answer_numbered)
+    bodies = [(await client.request("GET", server.url())).body for _ in range(3)]
+    assert bodies == [b"c0r1", b"c0r2", b"c0r3"]
+    assert len(server.peers) == 1
+
+
+async def test_each_origin_has_its_own_pool(servers: Servers, client: HttpClient) -> None:
+    first = await servers.start(answer_numbered)
+    second = await servers.start(answer_numbered)
+    for server in (first, second, first, second):
+        await client.request("GET", server.url())
+    assert [len(peer.requests) for peer in first.peers] == [2]
+    assert [len(peer.requests) for peer in second.peers] == [2]
+
+
+async def test_concurrent_requests_use_separate_connections_and_are_then_reused(
+    servers: Servers, client: HttpClient
+) -> None:
+    all_arrived = asyncio.Event()
+    server: Server
+
+    async def answer_when_all_three_arrived(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            if len(server.requests) == 3:
+                all_arrived.set()
+            await all_arrived.wait()  # one connection carrying them in turn would stall here
+            peer.send(numbered(peer))
+
+    server = await servers.start(answer_when_all_three_arrived)
+    answers = await asyncio.gather(
+        *(client.request("GET", server.url(), read_timeout=1.0) for _ in range(3))
+    )
+    assert sorted(a.body for a in answers) == [b"c0r1", b"c1r1", b"c2r1"]
+    for _ in range(3):
+        await client.request("GET", server.url())
+    assert len(server.peers) == 3
+    assert len(server.requests) == 6
+
+
+async def test_the_most_recently_used_idle_connection_is_taken_first(
+    servers: Servers, client: HttpClient
+) -> None:
+    first_answered = asyncio.Event()
+
+    async def answer_connection_0_first(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            if peer.index == 1 and len(peer.requests) == 1:
+                await first_answered.wait()
+                await asyncio.sleep(0.02)  # the client has put connection 0 back by now
+            peer.send(numbered(peer))
+            first_answered.set()
+
+    server = await servers.start(answer_connection_0_first)
+    async with asyncio.timeout(1.0):
+        answers = await asyncio.gather(*(client.request("GET", server.url()) for _ in range(2)))
+    assert [a.body for a in answers] == [b"c0r1", b"c1r1"]
+    assert (await client.request("GET", server.url())).body == b"c1r2"
+    assert (await client.request("GET", server.url())).body == b"c1r3"
+
+
+@pytest.mark.parametrize(
+    ("first_answer", "connections"),
+    [
+        (answer(b"ok", "Connection: close"), 2),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 2),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok", 1),
+        (answer(b"ok", "Connection: keep-alive"), 1),
+    ],
+    ids=["1.1-close", "1.0", "1.0-keep-alive", "1.1-keep-alive"],
+)
+async def test_a_connection_is_reused_only_if_the_answer_allows_keep_alive(
+    servers: Servers, client: HttpClient, first_answer: bytes, connections: int
+) -> None:
+    async def handle(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            peer.send(first_answer if len(server.requests) == 1 else numbered(peer))
+
+    server = await servers.start(handle)
+    first = await client.request("GET", server.url())
+    second = await client.request("GET", server.url())
+    assert (first.status, first.body) == (200, b"ok")
+    assert len(server.peers) == connections
+    assert second.body == (b"c1r1" if connections == 2 else b"c0r2")
+    if connections == 2:
+        await server.peers[0].wait_hung_up()  # the client closed the one it would not reuse
+
+
+async def test_an_idle_connection_older_than_keepalive_is_closed_not_reused(
+    servers: Servers, new_client: Callable[..., HttpClient]
+) -> None:
+    client = new_client(keepalive=0.2)
+    server = await servers.start(answer_numbered)
+    assert (await client.request("GET", server.url())).body == b"c0r1"
+    assert (await client.request("GET", server.url())).body == b"c0r2"
+    await asyncio.sleep(0.3)
+    assert (await client.request("GET", server.url())).body == b"c1r1"
+    await server.peers[0].wait_hung_up()
+
+
+async def test_aclose_closes_idle_connections_and_later_requests_fail(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(answer_numbered)
+    async with asyncio.timeout(1.0):  # two at once: two idle connections afterwards
+        await asyncio.gather(*(client.request("GET", server.url()) for _ in range(2)))
+    assert len(server.peers) == 2
+    await client.aclose()
+    assert client.closing
+    for peer in server.peers:
+        await peer.wait_hung_up()
+    with pytest.raises(TransportError):
+        await client.request("GET", server.url())
+    assert len(server.peers) == 2
+    assert len(server.requests) == 2
+
+
+# --- what is sent and what is parsed --------------------------------------------------------
+
+
+async def test_the_request_carries_method_target_host_headers_and_body(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(
+        answer_always(answer(b"{}", "X-Request-Id: abc", "Content-Type: application/json"))
+    )
+    got = await client.request(
+        "POST",
+        server.url("/v1/chat?x=1&y=2"),
+        body=b'{"a": 1}',
+        headers={"Authorization": "Bearer t", "User-Agent": "tester"},
+    )
+    assert got == HttpAnswer(
+        200,
+        {"content-length": "2", "x-request-id": "abc", "content-type": "application/json"},
+        b"{}",
+    )
+    line, headers, body = parse_request(server.requests[0])
+    assert line == "POST /v1/chat?x=1&y=2 HTTP/1.1"
+    assert headers["host"] == f"127.0.0.1:{server.port}"
+    assert headers["authorization"] == "Bearer t"
+    assert headers["user-agent"] == "tester"
+    assert headers["content-length"] == "8"
+    assert body == b'{"a": 1}'
+
+
+async def test_the_callers_user_agent_and_accept_replace_the_defaults_in_any_case(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(answer_numbered)
+    await client.request("GET", server.url(), headers={"user-agent": "me", "ACCEPT": "text/x"})
+    _, headers, _ = parse_request(server.requests[0])  # refuses a header sent twice
+    assert (headers["user-agent"], headers["accept"]) == ("me", "text/x")
+
+
+@pytest.mark.parametrize("pause", [0.0, 0.05], ids=["with-the-answer", "while-idle"])
+async def test_an_answer_nobody_asked_for_retires_the_connection(
+    servers: Servers, client: HttpClient, pause: float
+) -> None:
+    async def answer_then_chatter(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            peer.send(numbered(peer))
+            if pause:
+                await asyncio.sleep(pause)
+            peer.send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")
+
+    server = await servers.start(answer_then_chatter)
+    assert (await client.request("GET", server.url())).body == b"c0r1"
+    await asyncio.sleep(0.1)  # the unasked-for answer has arrived
+    assert (await client.request("GET", server.url())).body == b"c1r1"
+
+
+async def test_a_request_without_body_sends_no_content_length_except_for_post(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(answer_numbered)
+    await client.request("GET", server.url("/a"))
+    await client.request("POST", server.url("/b"))
+    (get_line, get_headers, _), (post_line, post_headers, post_body) = map(
+        parse_request, server.requests
+    )
+    assert get_line == "GET /a HTTP/1.1"
+    assert "content-length" not in get_headers
+    assert get_headers["user-agent"] == "palaestra"
+    assert post_line == "POST /b HTTP/1.1"
+    assert (post_headers["content-length"], post_body) == ("0", b"")
+
+
+async def test_repeated_requests_with_other_headers_or_bodies_are_framed_afresh(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(answer_numbered)
+    url = server.url("/v1")
+    for turn, body in (("1", b"a"), ("2", b"bcd"), ("2", b"")):
+        await client.request("POST", url, headers={"X-Turn": turn}, body=body)
+    await client.request("POST", url, body=b"efgh")
+    await client.request("GET", url, headers={"X-Turn": "3"})
+    sent = [parse_request(raw) for raw in server.requests]
+    assert [headers.get("x-turn") for _, headers, _ in sent] == ["1", "2", "2", None, "3"]
+    assert [headers.get("content-length") for _, headers, _ in sent] == ["1", "3", "0", "4", None]
+    assert [body for _, _, body in sent] == [b"a", b"bcd", b"", b"efgh", b""]
+    assert [line.split()[0] for line, _, _ in sent] == ["POST"] * 4 + ["GET"]
+
+
+async def test_large_bodies_arrive_whole_both_ways(servers: Servers, client: HttpClient) -> None:
+    big = bytes(range(256)) * 4096  # 1 MiB
+
+    async def echo_in_pieces(peer: Peer) -> None:
+        while (request := await peer.read_request()) is not None:
+            body = request.partition(b"\r\n\r\n")[2]
+            peer.send(f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+            for start in range(0, len(body), 100_000):
+                peer.send(body[start : start + 100_000])
+                await peer.writer.drain()
+
+    server = await servers.start(echo_in_pieces)
+    got = await client.request("PUT", server.url(), body=big)
+    assert got.body == big
+    assert (await client.request("PUT", server.url(), body=b"again")).body == b"again"
+    assert len(server.peers) == 1
+
+
+async def test_a_chunked_answer_is_decoded_and_its_end_found(
+    servers: Servers, client: HttpClient
+) -> None:
+    pieces = [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"4\r\nWi",
+        b"ki\r\n5\r\npedia\r\n",
+        b"0\r\n\r\n",
+    ]
+
+    async def handle(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            if len(peer.requests) > 1:
+                peer.send(numbered(peer))
+                continue
+            for piece in pieces:  # in separate segments: the parser must resume mid-chunk
+                peer.send(piece)
+                await peer.writer.drain()
+                await asyncio.sleep(0.01)
+
+    server = await servers.start(handle)
+    got = await client.request("GET", server.url())
+    assert (got.status, got.body) == (200, b"Wikipedia")
+    assert (await client.request("GET", server.url())).body == b"c0r2"
+    assert len(server.peers) == 1
+
+
+@pytest.mark.parametrize("version", ["HTTP/1.1", "HTTP/1.0"])
+async def test_an_answer_without_length_or_chunking_ends_when_the_server_closes(
+    servers: Servers, client: HttpClient, version: str
+) -> None:
+    async def handle(peer: Peer) -> None:
+        await peer.read_request()
+        if peer.index > 0:
+            peer.send(numbered(peer))
+            await peer.read_request()
+            return
+        peer.send(f"{version} 200 OK\r\nContent-Type: text/plain\r\n\r\npart one, ".encode())
+        await peer.writer.drain()
+        await asyncio.sleep(0.02)
+        peer.send(b"part two")  # then the handler returns and the server closes
+
+    server = await servers.start(handle)
+    got = await client.request("GET", server.url())
+    assert (got.status, got.body) == (200, b"part one, part two")
+    assert (await client.request("GET", server.url())).body == b"c1r1"
+
+
+async def test_interim_1xx_answers_are_skipped(servers: Servers, client: HttpClient) -> None:
+    server = await servers.start(
+        answer_always(
+            b"HTTP/1.1 100 Continue\r\n\r\n"
+            b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>\r\n\r\n"
+            + answer(b"final", "X-Final: yes")
+        )
+    )
+    got = await client.request("POST", server.url(), body=b"x")
+    assert (got.status, got.body) == (200, b"final")
+    assert got.headers["x-final"] == "yes"
+    assert "link" not in got.headers  # the headers are the final answer's own
+    assert (await client.request("POST", server.url(), body=b"x")).body == b"final"
+    assert len(server.peers) == 1
+
+
+async def test_an_interim_answer_then_a_close_raises_connection_lost(
+    servers: Servers, client: HttpClient
+) -> None:
+    async def handle(peer: Peer) -> None:
+        await peer.read_request()
+        peer.send(b"HTTP/1.1 100 Continue\r\n\r\n")  # and then nothing: the server closes
+
+    server = await servers.start(handle)
+    with pytest.raises(ConnectionLost):
+        await client.request("POST", server.url(), body=b"x")
+
+
+# --- a connection that breaks ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "first_answer",
+    [answer(b"ok"), b"HTTP/1.1 204 No Content\r\n\r\n"],
+    ids=["content-length", "no-content"],
+)
+async def test_a_connection_the_server_closed_while_idle_is_replaced_and_the_request_resent(
+    servers: Servers, client: HttpClient, first_answer: bytes
+) -> None:
+    async def handle(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            peer.send(first_answer if len(server.requests) == 1 else numbered(peer))
+
+    server = await servers.start(handle)
+    await client.request("GET", server.url())
+    # The server closes the idle connection, and the client sends its next request before it
+    # has run again to notice: the request lands on the dead connection (which answers it
+    # with a reset, unread), so the client must notice then and resend on a new one.
+    server.peers[0].writer.close()
+    got = await client.request("GET", server.url())
+    assert (got.status, got.body) == (200, b"c1r1")
+    assert [len(peer.requests) for peer in server.peers] == [1, 1]
+
+
+async def test_a_resent_request_is_resent_only_once(servers: Servers, client: HttpClient) -> None:
+    async def handle(peer: Peer) -> None:
+        await peer.read_request()
+        if peer.index == 0:
+            peer.send(numbered(peer))
+            await peer.read_request()
+        # any later connection: read the request, close without answering
+
+    server = await servers.start(handle)
+    await client.request("GET", server.url())
+    server.peers[0].writer.close()
+    with pytest.raises(ConnectionLost):
+        await client.request("GET", server.url())
+    assert len(server.peers) == 2
+    assert [len(peer.requests) for peer in server.peers] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Le",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+    ],
+    ids=["in-head", "in-body", "in-chunk"],
+)
+async def test_a_connection_broken_mid_answer_raises_connection_lost_without_resending(
+    servers: Servers, client: HttpClient, partial: bytes
+) -> None:
+    async def handle(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            if len(peer.requests) == 2:
+                peer.send(partial)
+                return  # the server closes after part of the second answer
+            peer.send(numbered(peer))
+
+    server = await servers.start(handle)
+    assert (await client.request("GET", server.url())).body == b"c0r1"
+    with pytest.raises(ConnectionLost):
+        await client.request("GET", server.url())  # on the reused connection
+    assert len(server.peers) == 1
+    assert len(server.requests) == 2
+    assert (await client.request("GET", server.url())).body == b"c1r1"
+
+
+async def test_a_read_timeout_raises_and_closes_that_connection(
+    servers: Servers, client: HttpClient
+) -> None:
+    async def handle(peer: Peer) -> None:
+        await (answer_numbered(peer) if peer.index > 0 else never_answer(peer))
+
+    server = await servers.start(handle)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(1.0):  # a guard: this one would show in the time taken
+            await client.request("GET", server.url(), read_timeout=0.1)
+    assert 0.09 <= loop.time() - started < 0.5
+    await server.peers[0].wait_hung_up()
+    assert (await client.request("GET", server.url(), read_timeout=1.0)).body == b"c1r1"
+
+
+async def test_a_cancelled_request_closes_its_connection(
+    servers: Servers, client: HttpClient
+) -> None:
+    async def handle(peer: Peer) -> None:
+        await (answer_numbered(peer) if peer.index > 0 else never_answer(peer))
+
+    server = await servers.start(handle)
+    waiting = asyncio.create_task(client.request("GET", server.url()))
+    await wait_until(lambda: len(server.requests) == 1)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await server.peers[0].wait_hung_up()
+    assert (await client.request("GET", server.url())).body == b"c1r1"
+
+
+async def test_a_non_http_answer_raises_protocol_violation_and_closes_the_connection(
+    servers: Servers, client: HttpClient
+) -> None:
+    async def handle(peer: Peer) -> None:
+        await (answer_numbered(peer) if peer.index > 0 else answer_always(b"garbage\r\n\r\n")(peer))
+
+    server = await servers.start(handle)
+    with pytest.raises(ProtocolViolation):
+        await client.request("GET", server.url())
+    await server.peers[0].wait_hung_up()
+    assert (await client.request("GET", server.url())).body == b"c1r1"
+
+
+# --- what cannot be requested ---------------------------------------------------------------
+
+
+async def test_a_refused_connection_raises_connect_failed(client: HttpClient) -> None:
+    with pytest.raises(ConnectFailed):
+        await client.request("GET", f"http://127.0.0.1:{free_port()}/")
+
+
+async def test_a_connect_that_does_not_finish_in_time_raises_connect_failed(
+    client: HttpClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def never_connect(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(10)
+
+    monkeypatch.setattr(asyncio.get_running_loop(), "create_connection", never_connect)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(ConnectFailed):
+        await client.request("GET", "http://127.0.0.1:9/", connect_timeout=0.05)
+    assert loop.time() - started < 0.5
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://x",
+        "http:///nohost",
+        "http://user:pw@host/",
+        "http://host:99999/",
+        "http://host:0/",
+        "not a url",
+        "http://hôst/",
+    ],
+)
+async def test_a_url_that_cannot_be_requested_raises_invalid_url(
+    client: HttpClient, url: str
+) -> None:
+    with pytest.raises(InvalidUrl):
+        await client.request("GET", url)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Evil": "a\r\nInjected: 1"},
+        {"X-Evil": "a\nInjected: 1"},
+        {"X-Evil\r\nInjected": "1"},
+        {"X-Bad:Name": "1"},
+        {"host": "elsewhere"},
+        {"Content-Length": "5"},
+        {"Transfer-Encoding": "chunked"},
+        {"Connection": "close"},
+    ],
+    ids=[
+        "crlf-in-value",
+        "lf-in-value",
+        "crlf-in-name",
+        "colon-in-name",
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+    ],
+)
+async def test_a_header_that_would_inject_lines_raises_value_error_and_sends_nothing(
+    servers: Servers, client: HttpClient, headers: dict[str, str]
+) -> None:
+    server = await servers.start(answer_numbered)
+    with pytest.raises(ValueError):
+        await client.request("GET", server.url(), headers=headers)
+    assert (await client.request("GET", server.url())).body == b"c0r1"
+
+
+# --- TLS ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost: (certificate, key)."""
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = where / "c.pem", where / "k.pem"
+    command = (
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1"
+        " -keyout k.pem -out c.pem -subj /CN=localhost"
+        " -addext subjectAltName=DNS:localhost,IP:127.0.0.1"
+    )
+    subprocess.run(command.split(), cwd=where, check=True, capture_output=True)
+    return cert, key
+
+
+async def tls_server(servers: Servers, certificate: tuple[Path, Path]) -> Server:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+    return await servers.start(answer_numbered, tls=context)
+
+
+async def test_https_to_a_self_signed_server_fails_under_the_default_context(
+    servers: Servers, client: HttpClient, certificate: tuple[Path, Path]
+) -> None:
+    server = await tls_server(servers, certificate)
+    with pytest.raises(TlsFailed):
+        await client.request("GET", server.url(scheme="https"))
+    assert server.requests == []
+
+
+async def test_https_succeeds_with_a_context_that_trusts_the_certificate(
+    servers: Servers, new_client: Callable[..., HttpClient], certificate: tuple[Path, Path]
+) -> None:
+    server = await tls_server(servers, certificate)
+    client = new_client(tls=ssl.create_default_context(cafile=certificate[0]))
+    for url in (server.url(scheme="https"), f"https://localhost:{server.port}/"):
+        got = await client.request("GET", url)
+        assert got.status == 200
+    assert (await client.request("GET", server.url(scheme="https"))).body == b"c0r2"
+    _, headers, _ = parse_request(server.requests[0])
+    assert headers["host"] == f"127.0.0.1:{server.port}"
+
+
+# --- bounded connecting ---------------------------------------------------------------------
+
+
+async def test_at_most_max_connecting_connections_are_opened_at_once(
+    servers: Servers, new_client: Callable[..., HttpClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = asyncio.get_running_loop()
+    real_create_connection = loop.create_connection
+    connecting = peak = 0
+
+    async def counted_create_connection(*args: Any, **kwargs: Any) -> Any:
+        nonlocal connecting, peak
+        connecting += 1
+        peak = max(peak, connecting)
+        try:
+            await asyncio.sleep(0.01)  # a slow connect, so that unbounded ones would overlap
+            return await real_create_connection(*args, **kwargs)
+        finally:
+            connecting -= 1
+
+    monkeypatch.setattr(loop, "create_connection", counted_create_connection)
+    client = new_client(max_connecting=3)
+    server = await servers.start(answer_numbered)
+    async with asyncio.timeout(1.0):
+        answers = await asyncio.gather(*(client.request("GET", server.url()) for _ in range(20)))
+    assert [a.status for a in answers] == [200] * 20
+    assert len(server.peers) == 20  # each opened its own: none was idle when they started
+    assert peak == 3
+
+
+@pytest.mark.parametrize("when", ["while-waiting", "at-handover"])
+async def test_a_request_cancelled_while_waiting_to_connect_passes_its_turn_on(
+    servers: Servers,
+    new_client: Callable[..., HttpClient],
+    monkeypatch: pytest.MonkeyPatch,
+    when: str,
+) -> None:
+    loop = asyncio.get_running_loop()
+    real_create_connection = loop.create_connection
+    connecting = peak = 0
+    tasks: list[asyncio.Task[HttpAnswer]] = []
+
+    async def counted_create_connection(*args: Any, **kwargs: Any) -> Any:
+        nonlocal connecting, peak
+        connecting += 1
+        peak = max(peak, connecting)
+        try:
+            await asyncio.sleep(0.02)
+            made = await real_create_connection(*args, **kwargs)
+            if when == "at-handover" and len(tasks) == 3 and not tasks[1].done():
+                # Runs before the second request wakes up with the turn this one passes it.
+                loop.call_soon(tasks[1].cancel)
+            return made
+        finally:
+            connecting -= 1
+
+    monkeypatch.setattr(loop, "create_connection", counted_create_connection)
+    client = new_client(max_connecting=1)
+    server = await servers.start(answer_numbered)
+    tasks.extend(asyncio.create_task(client.request("GET", server.url())) for _ in range(3))
+    if when == "while-waiting":
+        await wait_until(lambda: connecting == 1)
+        tasks[1].cancel()
+    async with asyncio.timeout(1.0):
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(outcomes[1], asyncio.CancelledError)
+    assert [a.body for a in (outcomes[0], outcomes[2]) if isinstance(a, HttpAnswer)] == [
+        b"c0r1",
+        b"c1r1",
+    ]
+    other = await servers.start(answer_numbered)  # the turn is still there, and only one
+    async with asyncio.timeout(1.0):
+        await asyncio.gather(*(client.request("GET", other.url()) for _ in range(3)))
+    assert len(other.peers) == 3
+    assert peak == 1
