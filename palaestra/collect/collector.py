@@ -24,7 +24,7 @@ from palaestra.collect.files import (
     finished_pairs,
     repair_torn_tail,
 )
-from palaestra.collect.metrics import write_aggregate
+from palaestra.collect.metrics import RunMetrics
 from palaestra.collect.rows import dispatch_row, failure_row, input_error_row, rollout_row
 from palaestra.collect.tasks import TaskLine, count_tasks, read_tasks
 from palaestra.errors import ConfigError, InputError, ModelUnreachable
@@ -89,14 +89,15 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
     summary.total = count_tasks(config.input, limit=config.limit) * config.repeats
     summary.skipped = len(done_pairs)
     await runner.check()
-    run = _Run(runner, config, summary, progress, files)
+    metrics = RunMetrics.read(files.output, files.failures)  # what a resumed run has already
+    run = _Run(runner, config, summary, progress, files, metrics)
     progress.start(summary)
     try:
         await run.execute(_jobs(config, done_pairs, attempts, run))
     finally:
         run.close()
         progress.stop()
-    summary.aggregate = write_aggregate(files.output, files.failures, files.aggregate_metrics)
+    summary.aggregate = metrics.write(files.aggregate_metrics)
     return summary
 
 
@@ -144,8 +145,10 @@ class _Run:
         summary: RunSummary,
         progress: Progress,
         files: RunFiles,
+        metrics: RunMetrics,
     ) -> None:
         self.runner, self.config = runner, config
+        self.metrics = metrics
         self.summary, self.progress = summary, progress
         self.outputs = JsonlAppender(files.output)
         self.inputs = JsonlAppender(files.materialized_inputs)
@@ -200,6 +203,7 @@ class _Run:
             return
         row = rollout_row(dispatched, result, attempt=job.attempt)
         self.outputs.append(row)
+        self.metrics.add_rollout(row)
         self.summary.done += 1
         self.summary.reward_sum += float(row["reward"])
         self.progress.update(self.summary)
@@ -210,11 +214,14 @@ class _Run:
         row = failure_row(dispatched, failure, result, attempt=job.attempt)
         row["source"] = {"path": str(self.config.input), "line": job.task.line}
         self.failures.append(row)
+        self.metrics.add_failure(row)
         self.summary.failures[str(failure.kind)] += 1
         self.progress.update(self.summary)
 
     def record_input_error(self, error: InputError, task_index: int) -> None:
-        self.failures.append(input_error_row(error, task_index=task_index))
+        row = input_error_row(error, task_index=task_index)
+        self.failures.append(row)
+        self.metrics.add_failure(row)
         self.summary.invalid_inputs += 1
         self.summary.failures[str(FailureKind.INVALID_INPUT)] += self.config.repeats
         self.progress.message(f"skipped {error.describe()}")

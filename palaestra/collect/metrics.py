@@ -1,4 +1,7 @@
-"""Aggregate metrics of a finished run, computed by streaming the output file once.
+"""Aggregate metrics of a run, fed one row at a time as the collector writes it.
+
+The collector adds each row it appends (and, on resume, reads back the rows already there), so
+the aggregate always describes exactly the output file, without reading it again at the end.
 
 Per agent: ``mean/``, ``std/``, ``min/``, ``max/`` of every numeric top-level field of the
 rollout rows (reward and verifier metrics; booleans count as 0/1) and of the token usage;
@@ -213,20 +216,87 @@ def _unbiased_pass(n: int, correct: int, k: int) -> float:
     return 1.0 - math.comb(n - correct, k) / math.comb(n, k)
 
 
-def aggregate_rows(rows: Iterable[JsonDict]) -> dict[bytes, AgentAggregate]:
-    """Aggregates of rollout rows, one per ``agent_ref``.
+class RunMetrics:
+    """The aggregate of a run's rows and failures, per ``agent_ref``, fed as they are written."""
 
-    A row without ``_ng_task_index`` (as NeMo Gym's ``/aggregate_metrics`` may send) is its
-    own task.
-    """
-    agents: dict[bytes, AgentAggregate] = {}
-    for position, row in enumerate(rows):
+    def __init__(self) -> None:
+        self.agents: dict[bytes, AgentAggregate] = {}
+        self.failure_kinds: Counter[str] = Counter()
+        self._rows = 0
+
+    @classmethod
+    def read(cls, output: Path, failures: Path) -> RunMetrics:
+        """The aggregate of what the files hold already (nothing when they do not exist)."""
+        metrics = cls()
+        for row in _jsonl_rows(output):
+            metrics.add_rollout(row)
+        for row in _jsonl_rows(failures):
+            metrics.add_failure(row)
+        return metrics
+
+    def add_rollout(self, row: JsonDict) -> None:
+        """Count one rollout row; a row without ``_ng_task_index`` is its own task.
+
+        (NeMo Gym's ``/aggregate_metrics`` may send rows without one.)
+        """
         if "_ng_task_index" not in row:
-            row = {**row, "_ng_task_index": position}
+            row = {**row, "_ng_task_index": self._rows}
+        self._rows += 1
         ref = row.get("agent_ref") or {}
         key = orjson.dumps(ref, option=orjson.OPT_SORT_KEYS)
-        agents.setdefault(key, AgentAggregate(ref)).add(row)
-    return agents
+        agent = self.agents.get(key)
+        if agent is None:
+            agent = self.agents[key] = AgentAggregate(ref)
+        agent.add(row)
+
+    def add_failure(self, row: JsonDict) -> None:
+        self.failure_kinds[row["failure"]["kind"]] += 1
+
+    def entries(self) -> Iterator[tuple[JsonDict, Iterator[JsonDict]]]:
+        """Per agent: its summary (with the failures by kind) and its per-task groups."""
+        failure_kinds = self.failure_kinds
+        for agent in self.agents.values():
+            entry = agent.summary()
+            entry["key_metrics"]["failures"] = sum(failure_kinds.values())
+            entry["failures_by_kind"] = dict(failure_kinds)
+            yield entry, agent.groups()
+        if not self.agents and failure_kinds:
+            entry = {
+                "agent_ref": {},
+                "agent_metrics": {},
+                "key_metrics": {"rollouts": 0, "failures": sum(failure_kinds.values())},
+                "failures_by_kind": dict(failure_kinds),
+            }
+            yield entry, iter(())
+
+    def write(self, path: Path) -> list[JsonDict]:
+        """Write the aggregate to ``path`` as JSON, streaming the per-task groups.
+
+        Returns the entries without their ``group_level_metrics`` (they are in the file), so
+        a run of a million tasks never holds a million group dicts, nor their JSON text.
+        """
+        entries = []
+        with path.open("wb") as out:
+            out.write(b"[")
+            for number, (entry, groups) in enumerate(self.entries()):
+                head = orjson.dumps(entry, option=orjson.OPT_INDENT_2)  # "{\n  ...\n}"
+                out.write(b",\n" if number else b"\n")
+                out.write(head[:-2] + b',\n  "group_level_metrics": [')
+                for position, group in enumerate(groups):
+                    out.write(b",\n    " if position else b"\n    ")
+                    out.write(orjson.dumps(group))
+                out.write(b"\n  ]\n}")
+                entries.append(entry)
+            out.write(b"\n]\n")
+        return entries
+
+
+def aggregate_rows(rows: Iterable[JsonDict]) -> dict[bytes, AgentAggregate]:
+    """Aggregates of rollout rows, one per ``agent_ref`` (see ``RunMetrics.add_rollout``)."""
+    metrics = RunMetrics()
+    for row in rows:
+        metrics.add_rollout(row)
+    return metrics.agents
 
 
 def _jsonl_rows(path: Path) -> Iterator[JsonDict]:
@@ -241,45 +311,10 @@ def aggregate(output: Path, failures: Path) -> list[JsonDict]:
     """Aggregate metrics per agent over ``output``; failures counted by kind beside them."""
     return [
         {**entry, "group_level_metrics": list(groups)}
-        for entry, groups in _aggregates(output, failures)
+        for entry, groups in RunMetrics.read(output, failures).entries()
     ]
 
 
 def write_aggregate(output: Path, failures: Path, path: Path) -> list[JsonDict]:
-    """Write ``aggregate(output, failures)`` to ``path`` as JSON, streaming the per-task groups.
-
-    Returns the entries without their ``group_level_metrics`` (they are in the file), so a run
-    of a million tasks never holds a million group dicts, nor their JSON text, in memory.
-    """
-    entries = []
-    with path.open("wb") as out:
-        out.write(b"[")
-        for number, (entry, groups) in enumerate(_aggregates(output, failures)):
-            head = orjson.dumps(entry, option=orjson.OPT_INDENT_2)  # "{\n  ...\n}"
-            out.write(b",\n" if number else b"\n")
-            out.write(head[:-2] + b',\n  "group_level_metrics": [')
-            for position, group in enumerate(groups):
-                out.write(b",\n    " if position else b"\n    ")
-                out.write(orjson.dumps(group))
-            out.write(b"\n  ]\n}")
-            entries.append(entry)
-        out.write(b"\n]\n")
-    return entries
-
-
-def _aggregates(output: Path, failures: Path) -> Iterator[tuple[JsonDict, Iterator[JsonDict]]]:
-    agents = aggregate_rows(_jsonl_rows(output))
-    failure_kinds = Counter(row["failure"]["kind"] for row in _jsonl_rows(failures))
-    for agent in agents.values():
-        entry = agent.summary()
-        entry["key_metrics"]["failures"] = sum(failure_kinds.values())
-        entry["failures_by_kind"] = dict(failure_kinds)
-        yield entry, agent.groups()
-    if not agents and failure_kinds:
-        entry = {
-            "agent_ref": {},
-            "agent_metrics": {},
-            "key_metrics": {"rollouts": 0, "failures": sum(failure_kinds.values())},
-            "failures_by_kind": dict(failure_kinds),
-        }
-        yield entry, iter(())
+    """Write ``aggregate(output, failures)`` to ``path``; see ``RunMetrics.write``."""
+    return RunMetrics.read(output, failures).write(path)

@@ -9,6 +9,7 @@ import pytest
 from palaestra import Environment, LocalEnvironmentClient, Session, ToolCallingAgent, tool
 from palaestra.agents import BoundAgent
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
+from palaestra.collect.metrics import aggregate
 from palaestra.errors import ConfigError, ModelError, ModelUnreachable
 from palaestra.types import JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
@@ -65,6 +66,15 @@ def lookup_then_answer(params: JsonDict) -> JsonDict:
             call("lookup", orjson.dumps({"key": params["input"][0]["content"]}).decode())
         )
     return say(f"the answer is {done[-1]['output']}")
+
+
+def written_aggregate(tmp_path: Path) -> list[JsonDict]:
+    entries: list[JsonDict] = orjson.loads((tmp_path / "out_aggregate_metrics.json").read_bytes())
+    return entries
+
+
+def failures_path(tmp_path: Path) -> Path:
+    return tmp_path / "out_failures.jsonl"
 
 
 def read_jsonl(path: Path) -> list[JsonDict]:
@@ -137,6 +147,9 @@ async def test_bad_rows_and_failed_rollouts_go_to_the_sidecar_not_to_reward_zero
     }
     assert summary.mean_reward == 1.0  # the failure is not averaged in as 0
     assert summary.failures == {"model_error": 1, "invalid_input": 2}
+    assert written_aggregate(tmp_path) == aggregate(tmp_path / "out.jsonl", failures_path(tmp_path))
+    [metrics] = written_aggregate(tmp_path)
+    assert metrics["failures_by_kind"] == {"model_error": 1, "invalid_input": 2}
 
 
 async def test_resume_skips_finished_pairs_and_retries_failures(tmp_path: Path) -> None:
@@ -166,6 +179,10 @@ async def test_resume_skips_finished_pairs_and_retries_failures(tmp_path: Path) 
     assert all(r["_palaestra"]["attempt"] == 2 for r in retried)
     assert read_jsonl(tmp_path / "out_failures.jsonl") == []
     assert len(read_jsonl(tmp_path / "out_failures_history.jsonl")) == 2
+    # The aggregate covers the rows of both runs, as if computed from the file afresh.
+    [metrics] = written_aggregate(tmp_path)
+    assert metrics["key_metrics"]["rollouts"] == 8 and metrics["key_metrics"]["failures"] == 0
+    assert written_aggregate(tmp_path) == aggregate(out, failures_path(tmp_path))
 
 
 async def test_overwrite_starts_over(tmp_path: Path) -> None:
