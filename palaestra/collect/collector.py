@@ -151,7 +151,7 @@ class _Run:
         self.metrics = metrics
         self.summary, self.progress = summary, progress
         self.outputs = JsonlAppender(files.output)
-        self.inputs = JsonlAppender(files.materialized_inputs)
+        self.inputs = JsonlAppender(files.materialized_inputs, flush_each=False)
         self.failures = JsonlAppender(files.failures)
         self.unreachable_streak = 0
 

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, Session, ToolCallingAgent, tool
 from palaestra.agents import BoundAgent
+from palaestra.collect import collector as collector_module
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
 from palaestra.collect.metrics import aggregate
 from palaestra.errors import ConfigError, ModelError, ModelUnreachable
@@ -204,11 +207,23 @@ async def test_unreachable_model_stops_the_run_cleanly(tmp_path: Path) -> None:
     assert sum(summary.failures.values()) == 3  # stopped, not 50 doomed attempts
 
 
-async def test_only_a_bounded_window_of_rollouts_is_resident(tmp_path: Path) -> None:
+async def test_only_a_bounded_window_of_rollouts_is_resident(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tasks_file(tmp_path, 200)
     in_flight = 0
     peak = 0
     dispatched_ahead: list[int] = []
+    taken = 0
+    real_read_tasks = collector_module.read_tasks
+
+    def counted_read_tasks(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        nonlocal taken
+        for item in real_read_tasks(*args, **kwargs):
+            taken += 1
+            yield item
+
+    monkeypatch.setattr(collector_module, "read_tasks", counted_read_tasks)
 
     def lines(name: str) -> int:
         path = tmp_path / name
@@ -219,7 +234,7 @@ async def test_only_a_bounded_window_of_rollouts_is_resident(tmp_path: Path) -> 
             nonlocal in_flight, peak
             in_flight += 1
             peak = max(peak, in_flight)
-            dispatched_ahead.append(lines("out_materialized_inputs.jsonl") - lines("out.jsonl"))
+            dispatched_ahead.append(taken - lines("out.jsonl"))
             await asyncio.sleep(0)
             in_flight -= 1
             return say("no")

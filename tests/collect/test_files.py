@@ -67,7 +67,15 @@ def test_archived_failures_count_attempts(tmp_path: Path) -> None:
     assert failed_attempts(files.failure_history) == {(0, 0): 2}
 
 
-def test_an_append_outside_an_event_loop_is_on_disk_at_once(tmp_path: Path) -> None:
+def test_a_lazy_append_outside_an_event_loop_is_on_disk_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    writer = JsonlAppender(path, flush_each=False)
+    writer.append({"a": 1})
+    assert path.read_bytes() == b'{"a":1}\n'
+    writer.close()
+
+
+async def test_each_append_is_on_disk_before_it_returns_even_in_a_loop(tmp_path: Path) -> None:
     path = tmp_path / "out.jsonl"
     writer = JsonlAppender(path)
     writer.append({"a": 1})
@@ -75,11 +83,11 @@ def test_an_append_outside_an_event_loop_is_on_disk_at_once(tmp_path: Path) -> N
     writer.close()
 
 
-async def test_appends_in_one_loop_turn_reach_the_disk_together_at_its_end(
+async def test_lazy_appends_in_one_loop_turn_reach_the_disk_together_at_its_end(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "out.jsonl"
-    writer = JsonlAppender(path)
+    writer = JsonlAppender(path, flush_each=False)
     writer.append({"a": 1})
     writer.append({"a": 2})
     assert path.read_bytes() == b""  # still in this process's buffer
