@@ -32,6 +32,7 @@ from palaestra.transport.errors import (
     TlsFailed,
     TransportError,
 )
+from palaestra.transport.resolver import Resolver
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HEADS_KEPT = 1024
@@ -175,19 +176,11 @@ class _OriginPool:
             connection.close()
 
     async def open(self, connect_timeout: float) -> Connection:
-        target, client = self._target, self._client
-        loop = asyncio.get_running_loop()
-        tls = client.tls_context() if target.scheme == "https" else None
-        async with client.connecting:
+        target = self._target
+        async with self._client.connecting:
             try:
                 async with asyncio.timeout(connect_timeout):
-                    _, connection = await loop.create_connection(
-                        lambda: Connection(loop),
-                        target.host,
-                        target.port,
-                        ssl=tls,
-                        server_hostname=target.host if tls else None,
-                    )
+                    return await self._connect()
             except ssl.SSLError as exc:
                 raise TlsFailed(f"TLS handshake with {target.host_header} failed: {exc}") from None
             except TimeoutError:
@@ -195,7 +188,30 @@ class _OriginPool:
             except OSError as exc:
                 detail = exc.strerror or str(exc) or type(exc).__name__
                 raise ConnectFailed(f"cannot connect to {target.host_header}: {detail}") from None
-        return connection
+
+    async def _connect(self) -> Connection:
+        """A connection to the first of the host's addresses that accepts one."""
+        target, client = self._target, self._client
+        loop = asyncio.get_running_loop()
+        tls = client.tls_context() if target.scheme == "https" else None
+        failure: OSError | None = None
+        for address in await client.resolver.addresses(target.host, target.port):
+            try:
+                _, connection = await loop.create_connection(
+                    lambda: Connection(loop),
+                    address,
+                    target.port,
+                    ssl=tls,
+                    server_hostname=target.host if tls else None,
+                )
+            except ssl.SSLError:
+                raise
+            except OSError as exc:
+                failure = exc
+            else:
+                return connection
+        assert failure is not None  # addresses() never answers an empty list
+        raise failure
 
     def close(self) -> None:
         while self._idle:
@@ -218,6 +234,7 @@ class HttpClient:
     ) -> None:
         self.keepalive = keepalive
         self.connecting = _Gate(max_connecting)
+        self.resolver = Resolver()
         self.closing = False
         self._pools: dict[tuple[str, str, int], _OriginPool] = {}
         self._heads: dict[tuple[object, ...], tuple[_OriginPool, bytes]] = {}
