@@ -263,6 +263,8 @@ class HttpClient:
         """
         if self.closing:
             raise TransportError("the HTTP client is closed")
+        if method == "HEAD":  # its answer's length describes a body that never comes
+            raise ValueError("HEAD requests are not supported")
         pool, head = self._route(method, url, headers)
         request = _with_body(head, method, body)
         loop = asyncio.get_running_loop()

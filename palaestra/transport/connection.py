@@ -80,12 +80,12 @@ class Connection(asyncio.Protocol):
 
     async def exchange(self, request: bytes, read_timeout: float) -> HttpAnswer:
         """Send ``request`` (head and body, already framed) and wait for the whole answer."""
+        self._received = False
         transport = self._transport
         if transport is None or self.closed:
             raise ConnectionLost("the connection was closed before the request was sent")
         waiter: asyncio.Future[HttpAnswer] = self._loop.create_future()
         self._waiter = waiter
-        self._received = False
         self._deadline = self._loop.call_later(read_timeout, self._expire)
         transport.write(request)
         try:
@@ -137,8 +137,9 @@ class Connection(asyncio.Protocol):
         self._transport = None
         if self._waiter is None or self._waiter.done():
             return
-        if self._headers_done and self._ends_at_close():
-            self._finish()  # an answer without length or chunking ends when the server closes
+        if exc is None and self._headers_done and self._ends_at_close():
+            # An answer without length or chunking ends when the server closes (not resets).
+            self._finish()
             return
         detail = f": {exc}" if exc else ""
         self._fail(ConnectionLost(f"the server closed the connection mid-request{detail}"))

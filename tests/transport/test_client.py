@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+import struct
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -491,6 +492,28 @@ async def test_an_answer_without_length_or_chunking_ends_when_the_server_closes(
     got = await client.request("GET", server.url())
     assert (got.status, got.body) == (200, b"part one, part two")
     assert (await client.request("GET", server.url())).body == b"c1r1"
+
+
+async def test_an_answer_without_length_cut_by_a_reset_is_lost_not_complete(
+    servers: Servers, client: HttpClient
+) -> None:
+    async def handle(peer: Peer) -> None:
+        await peer.read_request()
+        peer.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npart one, ")
+        await peer.writer.drain()
+        await asyncio.sleep(0.02)
+        sock = peer.writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        peer.writer.transport.abort()  # linger 0: the close is a reset
+
+    server = await servers.start(handle)
+    with pytest.raises(ConnectionLost):
+        await client.request("GET", server.url())
+
+
+async def test_head_requests_are_refused(client: HttpClient) -> None:
+    with pytest.raises(ValueError, match="HEAD"):
+        await client.request("HEAD", "http://127.0.0.1:9/")
 
 
 async def test_interim_1xx_answers_are_skipped(servers: Servers, client: HttpClient) -> None:
