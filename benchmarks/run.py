@@ -1,6 +1,7 @@
 """The benchmark suite: palaestra side by side with NeMo Gym 0.4.0 and a bare-client floor.
 
-One command, from the repository root::
+One command, from the repository root, in the development install (``scripts/install.sh
+--dev``, which ``scripts/test.sh`` makes; the aiohttp floor needs aiohttp from it)::
 
     .venv/bin/python benchmarks/run.py            # everything: ~9 minutes (+2 to install NeMo Gym)
     .venv/bin/python benchmarks/run.py --quick    # small N: ~3 minutes

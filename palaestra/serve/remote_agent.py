@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import aiohttp
 import orjson
 
 from palaestra.agents.base import AgentResult
 from palaestra.errors import ConfigError, ModelUnreachable
 from palaestra.serve.remote_env import verdict_from_answer
+from palaestra.transport import HttpClient, TransportError
 from palaestra.types import Failure, FailureKind, JsonDict
+
+_CONNECT_SECONDS = 10.0
 
 
 class RemoteAgent:
@@ -18,42 +20,48 @@ class RemoteAgent:
         self.url = url.rstrip("/")
         self.name = "remote"
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._timeout = aiohttp.ClientTimeout(total=timeout, connect=10)
-        self._http: aiohttp.ClientSession | None = None
-
-    def _session(self) -> aiohttp.ClientSession:
-        if self._http is None:
-            # No connection cap: --concurrency is the bound, and aiohttp's default of 100
-            # would silently queue rollouts behind it.
-            self._http = aiohttp.ClientSession(
-                timeout=self._timeout,
-                cookie_jar=aiohttp.DummyCookieJar(),
-                connector=aiohttp.TCPConnector(limit=0),
-            )
-        return self._http
+        self._post_headers = {"Content-Type": "application/json", **self._headers}
+        self._timeout = timeout
+        # No connection cap: --concurrency is the bound.
+        self._http = HttpClient()
 
     async def check(self) -> None:
         try:
-            async with self._session().get(f"{self.url}/", headers=self._headers) as alive:
-                if alive.status != 200:
-                    raise ConfigError(f"agent server {self.url} answered {alive.status}")
-                info = await alive.json(loads=orjson.loads)
-                self.name = str(info.get("agent", "remote"))
-        except (aiohttp.ClientError, TimeoutError) as error:
-            raise ModelUnreachable(f"cannot reach agent server {self.url}: {error}") from None
+            alive = await self._http.request(
+                "GET",
+                f"{self.url}/",
+                headers=self._headers,
+                connect_timeout=_CONNECT_SECONDS,
+                read_timeout=_CONNECT_SECONDS,
+            )
+        except (TransportError, TimeoutError) as error:
+            detail = str(error) or type(error).__name__
+            raise ModelUnreachable(f"cannot reach agent server {self.url}: {detail}") from None
+        if alive.status != 200:
+            raise ConfigError(f"agent server {self.url} answered {alive.status}")
+        try:
+            info = orjson.loads(alive.body)
+        except orjson.JSONDecodeError:
+            info = None
+        if not isinstance(info, dict):
+            raise ConfigError(f"agent server {self.url} did not answer a JSON object on GET /")
+        self.name = str(info.get("agent", "remote"))
 
     async def run(self, task: JsonDict) -> AgentResult:
         try:
-            async with self._session().post(
+            answer = await self._http.request(
+                "POST",
                 f"{self.url}/run",
-                data=orjson.dumps(task),
-                headers={"Content-Type": "application/json", **self._headers},
-            ) as answer:
-                status, raw = answer.status, await answer.read()
-        except aiohttp.ClientConnectionError as error:
-            raise ModelUnreachable(f"agent server {self.url} unreachable: {error}") from None
+                body=orjson.dumps(task),
+                headers=self._post_headers,
+                connect_timeout=_CONNECT_SECONDS,
+                read_timeout=self._timeout,
+            )
         except TimeoutError:
             return _failed(FailureKind.TIMEOUT, f"agent server {self.url} timed out")
+        except TransportError as error:
+            raise ModelUnreachable(f"agent server {self.url} unreachable: {error}") from None
+        status, raw = answer.status, answer.body
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -66,8 +74,7 @@ class RemoteAgent:
         return _result_of(status, body, task)
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.close()
+        await self._http.aclose()
 
 
 def _result_of(status: int, body: JsonDict, task: JsonDict) -> AgentResult:

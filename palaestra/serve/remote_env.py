@@ -11,7 +11,6 @@ from __future__ import annotations
 import secrets
 from http.cookies import SimpleCookie
 
-import aiohttp
 import orjson
 
 from palaestra.errors import (
@@ -24,6 +23,7 @@ from palaestra.errors import (
 )
 from palaestra.serve.sessions_http import HEADER_NAME
 from palaestra.step_env import StepResult
+from palaestra.transport import HttpAnswer, HttpClient, TransportError
 from palaestra.types import Failure, FailureKind, JsonDict, Verdict
 
 _PROTOCOL_FIELDS = frozenset(
@@ -43,34 +43,32 @@ _PROTOCOL_FIELDS = frozenset(
 )
 
 
+_CONNECT_SECONDS = 10.0
+_ANSWER_SECONDS = 300.0
+
+
 class RemoteEnvironmentClient:
     """The ``EnvironmentClient`` interface over HTTP. Create it with ``await connect(url)``.
 
-    A shared ``http`` session must not keep cookies itself (``aiohttp.DummyCookieJar``): a
-    shared jar would mix the sessions of concurrent rollouts.
+    An ``http`` client passed in is borrowed (it keeps no cookies: each session's are sent
+    here by hand); otherwise the environment client owns one and closes it in ``aclose``.
     """
 
     def __init__(
         self,
         base_url: str,
         *,
-        http: aiohttp.ClientSession | None = None,
+        http: HttpClient | None = None,
         name: str = "remote",
         tools: list[JsonDict] | None = None,
         token: str | None = None,
     ) -> None:
-        if http is not None and not isinstance(http.cookie_jar, aiohttp.DummyCookieJar):
-            raise ValueError("the shared aiohttp session must use aiohttp.DummyCookieJar()")
         self.base_url = base_url.rstrip("/")
         self.name = name
         self.default_agent = "tool_calling"
         """The agent the served environment asks for (a NeMo Gym server: tool_calling)."""
         self._owns_http = http is None
-        self._http = http or aiohttp.ClientSession(
-            cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(total=None, connect=10, sock_read=300),
-            connector=aiohttp.TCPConnector(limit=0),  # --concurrency is the bound, not aiohttp
-        )
+        self._http = http or HttpClient()  # no connection cap: --concurrency is the bound
         self._tools = tools or []
         self._auth = {"Authorization": f"Bearer {token}"} if token else {}
         self._cookies: dict[str, dict[str, str]] = {}
@@ -78,26 +76,43 @@ class RemoteEnvironmentClient:
 
     @classmethod
     async def connect(
-        cls, base_url: str, *, http: aiohttp.ClientSession | None = None, token: str | None = None
+        cls, base_url: str, *, http: HttpClient | None = None, token: str | None = None
     ) -> RemoteEnvironmentClient:
         """Check the server is up and learn its tools (a NeMo Gym server lists none)."""
         client = cls(base_url, http=http, token=token)
         try:
-            async with client._http.get(f"{client.base_url}/", headers=client._auth) as alive:
-                if alive.status >= 400:
-                    raise ConfigError(f"environment server {base_url} answered {alive.status}")
-            async with client._http.get(f"{client.base_url}/tools", headers=client._auth) as listed:
-                if listed.status == 200:
-                    listing = await listed.json(loads=orjson.loads)
-                    client._tools = list(listing["tools"])
-                    client.default_agent = str(listing.get("default_agent", "tool_calling"))
-        except (aiohttp.ClientError, TimeoutError) as error:
+            await client._learn_tools()
+        except (TransportError, TimeoutError) as error:
             await client.aclose()
-            raise ConfigError(f"cannot reach environment server {base_url}: {error}") from None
+            detail = str(error) or type(error).__name__
+            raise ConfigError(f"cannot reach environment server {base_url}: {detail}") from None
         except ConfigError:
             await client.aclose()
             raise
         return client
+
+    async def _learn_tools(self) -> None:
+        alive = await self._get("/")
+        if alive.status >= 400:
+            raise ConfigError(f"environment server {self.base_url} answered {alive.status}")
+        listed = await self._get("/tools")
+        if listed.status != 200:
+            return
+        try:
+            listing = orjson.loads(listed.body)
+            self._tools = list(listing["tools"])
+            self.default_agent = str(listing.get("default_agent", "tool_calling"))
+        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+            raise ConfigError(f"{self.base_url}/tools answered an unusable body: {error}") from None
+
+    async def _get(self, route: str) -> HttpAnswer:
+        return await self._http.request(
+            "GET",
+            f"{self.base_url}{route}",
+            headers=self._auth,
+            connect_timeout=_CONNECT_SECONDS,
+            read_timeout=_CONNECT_SECONDS,
+        )
 
     def tools(self) -> list[JsonDict]:
         return self._tools
@@ -107,8 +122,9 @@ class RemoteEnvironmentClient:
         if status != 200:
             raise EnvironmentFailure(f"seed_session answered {status}: {_excerpt(body)}")
         handle = secrets.token_hex(8)
-        self._cookies[handle] = {k: v.value for k, v in response.cookies.items()}
-        token = response.headers.get(HEADER_NAME)
+        self._cookies[handle] = {}
+        self._remember_cookies(handle, response)
+        token = response.headers.get(HEADER_NAME.lower())
         self._headers[handle] = {HEADER_NAME: token} if token else {}
         return handle
 
@@ -166,11 +182,11 @@ class RemoteEnvironmentClient:
         self._cookies.clear()
         self._headers.clear()
         if self._owns_http:
-            await self._http.close()
+            await self._http.aclose()
 
     async def _post(
         self, route: str, body: JsonDict, session_id: str | None, failure: type[RolloutFailure]
-    ) -> tuple[int, bytes, aiohttp.ClientResponse]:
+    ) -> tuple[int, bytes, HttpAnswer]:
         headers = {"Content-Type": "application/json", **self._auth}
         if session_id is not None:
             headers.update(self._headers.get(session_id, {}))
@@ -178,22 +194,26 @@ class RemoteEnvironmentClient:
             if cookies:
                 headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
         try:
-            async with self._http.post(
-                f"{self.base_url}/{route}", data=orjson.dumps(body), headers=headers
-            ) as response:
-                raw = await response.read()
-                if session_id is not None:
-                    self._remember_cookies(session_id, response)
-                return response.status, raw, response
+            answer = await self._http.request(
+                "POST",
+                f"{self.base_url}/{route}",
+                body=orjson.dumps(body),
+                headers=headers,
+                connect_timeout=_CONNECT_SECONDS,
+                read_timeout=_ANSWER_SECONDS,
+            )
         except TimeoutError:
             raise failure(f"{self.base_url}/{route} timed out") from None
-        except aiohttp.ClientError as error:
+        except TransportError as error:
             raise failure(f"{self.base_url}/{route} failed: {error}") from None
+        if session_id is not None:
+            self._remember_cookies(session_id, answer)
+        return answer.status, answer.body, answer
 
-    def _remember_cookies(self, session_id: str, response: aiohttp.ClientResponse) -> None:
+    def _remember_cookies(self, session_id: str, response: HttpAnswer) -> None:
         jar = self._cookies.get(session_id)
         if jar is not None:
-            for header in response.headers.getall("Set-Cookie", []):
+            for header in response.header_values("set-cookie"):
                 for key, morsel in SimpleCookie(header).items():
                     jar[key] = morsel.value
 

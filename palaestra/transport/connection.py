@@ -43,6 +43,18 @@ class HttpAnswer:
             self._headers = _decoded(self._raw_headers)
         return self._headers
 
+    def header_values(self, name: str) -> list[str]:
+        """Every value of a header that may repeat (``Set-Cookie``), in the order received."""
+        wanted = name.lower()
+        if not self._raw_headers:
+            value = (self._headers or {}).get(wanted)
+            return [] if value is None else [value]
+        return [
+            value.decode("latin-1")
+            for raw_name, value in self._raw_headers
+            if raw_name.decode("latin-1").lower() == wanted
+        ]
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, HttpAnswer):
             return NotImplemented
