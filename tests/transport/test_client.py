@@ -511,6 +511,19 @@ async def test_an_answer_without_length_cut_by_a_reset_is_lost_not_complete(
         await client.request("GET", server.url())
 
 
+async def test_every_value_of_a_repeated_header_is_kept_in_order(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(
+        answer_always(answer(b"ok", "Set-Cookie: a=1; Path=/", "set-cookie: b=2", "X-One: x"))
+    )
+    got = await client.request("GET", server.url())
+    assert got.header_values("Set-Cookie") == ["a=1; Path=/", "b=2"]
+    assert got.headers["set-cookie"] == "b=2"
+    assert got.header_values("x-one") == ["x"]
+    assert got.header_values("x-missing") == []
+
+
 async def test_head_requests_are_refused(client: HttpClient) -> None:
     with pytest.raises(ValueError, match="HEAD"):
         await client.request("HEAD", "http://127.0.0.1:9/")
