@@ -32,6 +32,7 @@ from palaestra.transport.errors import (
     TlsFailed,
     TransportError,
 )
+from palaestra.transport.gate import Gate
 from palaestra.transport.resolver import Resolver
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -112,42 +113,6 @@ def _with_body(head: bytes, method: str, body: bytes | None) -> bytes:
         return head + b"\r\n"
     length = len(body) if body else 0
     return b"".join((head, b"Content-Length: ", str(length).encode(), b"\r\n\r\n", body or b""))
-
-
-class _Gate:
-    """At most ``limit`` holders at once, first come first served, O(1) per pass.
-
-    ``asyncio.Semaphore`` (3.11) keeps woken waiters in its queue until they run and scans
-    past them on every release: with thousands of connects queued that is quadratic.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._free = limit
-        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
-
-    async def __aenter__(self) -> None:
-        if self._free > 0:
-            self._free -= 1
-            return
-        turn = asyncio.get_running_loop().create_future()
-        self._waiting.append(turn)
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
-                self._pass_on()  # the slot was handed over just as we were cancelled
-            raise
-
-    async def __aexit__(self, *_: object) -> None:
-        self._pass_on()
-
-    def _pass_on(self) -> None:
-        while self._waiting:
-            turn = self._waiting.popleft()
-            if not turn.done():  # a cancelled waiter's future is done: skip it
-                turn.set_result(None)
-                return
-        self._free += 1
 
 
 class _OriginPool:
@@ -233,7 +198,7 @@ class HttpClient:
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self.keepalive = keepalive
-        self.connecting = _Gate(max_connecting)
+        self.connecting = Gate(max_connecting)
         self.resolver = Resolver()
         self.closing = False
         self._pools: dict[tuple[str, str, int], _OriginPool] = {}
