@@ -568,7 +568,7 @@ def latencies(path: Path) -> Json:
     }
 
 
-CONCURRENCY_TRIES = 3
+CONCURRENCY_TRIES = 5
 """Each system runs this many times, interleaved; the median try is reported, all are kept."""
 
 

@@ -1,4 +1,4 @@
-"""The HTTP/1.1 client every model call goes through: keep-alive pools, bounded connecting.
+"""The HTTP/1.1 client of palaestra's outbound calls: keep-alive pools, bounded connecting.
 
 Why not aiohttp: a rollout's model calls are small JSON POSTs, and at thousands in flight the
 per-request cost of a general client (middleware, cookie jars, multidicts, per-request
