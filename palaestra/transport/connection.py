@@ -70,6 +70,10 @@ def _decoded(raw_headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
     return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw_headers}
 
 
+_DETACHED = httptools.HttpResponseParser(object())
+"""What a closed connection parses with: it refers to no protocol and is never fed."""
+
+
 class Connection(asyncio.Protocol):
     """The protocol object of one transport; ``exchange`` is its only entry point."""
 
@@ -147,14 +151,19 @@ class Connection(asyncio.Protocol):
         self.closed = True
         self.reusable = False
         self._transport = None
-        if self._waiter is None or self._waiter.done():
-            return
-        if exc is None and self._headers_done and self._ends_at_close():
-            # An answer without length or chunking ends when the server closes (not resets).
-            self._finish()
-            return
-        detail = f": {exc}" if exc else ""
-        self._fail(ConnectionLost(f"the server closed the connection mid-request{detail}"))
+        try:
+            if self._waiter is None or self._waiter.done():
+                return
+            if exc is None and self._headers_done and self._ends_at_close():
+                # An answer without length or chunking ends when the server closes (not resets).
+                self._finish()
+                return
+            detail = f": {exc}" if exc else ""
+            self._fail(ConnectionLost(f"the server closed the connection mid-request{detail}"))
+        finally:
+            # The parser refers back to this protocol: without this a closed connection is
+            # cyclic garbage, freed only when the (deliberately rare) collector runs.
+            self._parser = _DETACHED
 
     # --- httptools callbacks -------------------------------------------------------------
 

@@ -9,6 +9,7 @@ connections and requests and see what the client sent or closed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import ssl
 import struct
@@ -29,6 +30,7 @@ from palaestra.transport import (
     TlsFailed,
     TransportError,
 )
+from palaestra.transport.connection import Connection
 
 Handler = Callable[["Peer"], Awaitable[None]]
 
@@ -522,6 +524,22 @@ async def test_every_value_of_a_repeated_header_is_kept_in_order(
     assert got.headers["set-cookie"] == "b=2"
     assert got.header_values("x-one") == ["x"]
     assert got.header_values("x-missing") == []
+
+
+async def test_a_closed_connection_is_freed_without_the_cycle_collector(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(answer_always(answer(b"ok", "Connection: close")))
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            assert (await client.request("GET", server.url())).body == b"ok"
+        await asyncio.sleep(0.05)  # the closes have run
+        alive = [o for o in gc.get_objects() if isinstance(o, Connection)]
+    finally:
+        gc.enable()
+    assert alive == []
 
 
 async def test_head_requests_are_refused(client: HttpClient) -> None:
