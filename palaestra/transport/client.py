@@ -123,12 +123,16 @@ class _OriginPool:
         self._client = client
         self._idle: collections.deque[Connection] = collections.deque()
 
-    def take_idle(self, now: float) -> Connection | None:
-        idle, keepalive = self._idle, self._client.keepalive
+    def take_idle(self, loop: asyncio.AbstractEventLoop) -> Connection | None:
+        """The most recently used live connection of this loop; stale ones are dropped."""
+        idle, keepalive, now = self._idle, self._client.keepalive, loop.time()
         while idle and (idle[0].closed or now - idle[0].idle_since > keepalive):
             idle.popleft().close()  # the oldest are at the left: expiry stops at a live one
         while idle:
             connection = idle.pop()
+            if connection.loop is not loop:  # opened under an earlier asyncio.run
+                connection.close()
+                continue
             if not connection.closed:
                 return connection
         return None
@@ -233,7 +237,7 @@ class HttpClient:
         pool, head = self._route(method, url, headers)
         request = _with_body(head, method, body)
         loop = asyncio.get_running_loop()
-        connection = pool.take_idle(loop.time())
+        connection = pool.take_idle(loop)
         if connection is not None:
             try:
                 answer = await connection.exchange(request, read_timeout)

@@ -78,7 +78,7 @@ class Connection(asyncio.Protocol):
     """The protocol object of one transport; ``exchange`` is its only entry point."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self.loop = loop
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[HttpAnswer] | None = None
@@ -100,9 +100,9 @@ class Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or self.closed:
             raise ConnectionLost("the connection was closed before the request was sent")
-        waiter: asyncio.Future[HttpAnswer] = self._loop.create_future()
+        waiter: asyncio.Future[HttpAnswer] = self.loop.create_future()
         self._waiter = waiter
-        self._deadline = self._loop.call_later(read_timeout, self._expire)
+        self._deadline = self.loop.call_later(read_timeout, self._expire)
         transport.write(request)
         try:
             return await waiter
@@ -126,6 +126,9 @@ class Connection(asyncio.Protocol):
     def close(self) -> None:
         self.reusable = False
         if self._transport is not None and not self.closed:
+            if self.loop.is_closed():  # opened under an earlier asyncio.run: nothing can run
+                self.closed, self._transport = True, None
+                return
             self._transport.close()
 
     # --- asyncio.Protocol ----------------------------------------------------------------

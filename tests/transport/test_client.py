@@ -31,6 +31,7 @@ from palaestra.transport import (
     TransportError,
 )
 from palaestra.transport.connection import Connection
+from tests.support.scripted_model import ScriptedModelServer, text_response
 
 Handler = Callable[["Peer"], Awaitable[None]]
 
@@ -885,3 +886,13 @@ async def test_a_request_cancelled_while_waiting_to_connect_passes_its_turn_on(
         await asyncio.gather(*(client.request("GET", other.url()) for _ in range(3)))
     assert len(other.peers) == 3
     assert peak == 1
+
+
+def test_a_client_used_under_a_second_asyncio_run_opens_fresh_connections() -> None:
+    with ScriptedModelServer(lambda _: text_response("ok")) as scripted:
+        client = HttpClient()
+        url = scripted.url + "/models"
+        first = asyncio.run(client.request("GET", url))  # leaves a connection in the pool
+        second = asyncio.run(client.request("GET", url))  # whose loop is closed by now
+        asyncio.run(client.aclose())
+    assert first.status == second.status == 200
