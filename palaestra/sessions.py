@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import time
 from collections import OrderedDict
@@ -43,13 +44,19 @@ class SessionStore:
         # the first live session instead of scanning every open one each time a session opens
         # (which made a collection with thousands of rollouts in flight quadratic).
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        # Ids are a random prefix per store and a counter: unique across stores and restarts,
+        # without a getrandom() call per rollout. Over HTTP they travel signed (sessions_http),
+        # so they need not be unguessable themselves.
+        self._id_prefix = secrets.token_hex(8)
+        self._ids = itertools.count(1)
 
     def __len__(self) -> int:
         return len(self._sessions)
 
     def open(self, task: JsonDict, state: Any) -> Session:
         now = self._clock()
-        session = Session(secrets.token_hex(12), task, state, created_at=now, last_used=now)
+        session_id = f"{self._id_prefix}{next(self._ids):x}"
+        session = Session(session_id, task, state, created_at=now, last_used=now)
         self._sessions[session.id] = session
         return session
 

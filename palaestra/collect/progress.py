@@ -12,7 +12,13 @@ from palaestra.collect.collector import RunSummary
 
 
 class RichProgress:
-    """The collector's ``Progress`` on a terminal: done/total, rollouts/s, mean reward, failures."""
+    """The collector's ``Progress`` on a terminal: done/total, rollouts/s, mean reward, failures.
+
+    The bar is redrawn ten times a second, so it is updated at most every ``REFRESH`` seconds:
+    updating rich's task for every rollout cost 15% of a trivial rollout's CPU.
+    """
+
+    REFRESH = 0.1
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -30,6 +36,8 @@ class RichProgress:
         self._task = self._bar.add_task("collect", total=None, rate=0.0, reward="-", failures=0)
         self._started = time.perf_counter()
         self._finished_at_start = 0
+        self._shown_at = 0.0
+        self._summary: RunSummary | None = None
 
     def start(self, summary: RunSummary) -> None:
         self._finished_at_start = summary.skipped
@@ -38,8 +46,15 @@ class RichProgress:
         self._bar.start()
 
     def update(self, summary: RunSummary) -> None:
+        self._summary = summary
+        now = time.perf_counter()
+        if now - self._shown_at >= self.REFRESH:
+            self._shown_at = now
+            self._show(summary, now)
+
+    def _show(self, summary: RunSummary, now: float) -> None:
         finished = summary.done + sum(summary.failures.values())
-        elapsed = max(time.perf_counter() - self._started, 1e-9)
+        elapsed = max(now - self._started, 1e-9)
         mean = summary.mean_reward
         self._bar.update(
             self._task,
@@ -53,6 +68,8 @@ class RichProgress:
         self.console.print(f"[yellow]warning:[/] {text}", highlight=False, soft_wrap=True)
 
     def stop(self) -> None:
+        if self._summary is not None:
+            self._show(self._summary, time.perf_counter())  # the last updates were skipped
         self._bar.stop()
 
 
