@@ -19,7 +19,6 @@ from palaestra.errors import ConfigError, ModelError, ModelTimeout, ModelUnreach
 from palaestra.models.base import ModelStats
 from palaestra.transport import (
     ConnectFailed,
-    HttpAnswer,
     HttpClient,
     InvalidUrl,
     TlsFailed,
@@ -152,31 +151,6 @@ def _parse_object(where: str, status: int, raw: bytes) -> JsonDict:
     return answer
 
 
-async def _send(
-    http: HttpClient,
-    method: str,
-    url: str,
-    data: bytes | None,
-    headers: Mapping[str, str],
-    timeouts: Timeouts,
-) -> HttpAnswer:
-    """One attempt; a failure that cannot heal on retry raises its final error here."""
-    where = f"{method} {url}"
-    try:
-        return await http.request(
-            method,
-            url,
-            body=data,
-            headers=headers,
-            connect_timeout=timeouts.connect,
-            read_timeout=timeouts.read,
-        )
-    except InvalidUrl as exc:
-        raise ModelUnreachable(f"{where}: invalid URL ({exc})") from None
-    except TlsFailed as exc:  # a bad certificate does not heal on retry
-        raise ModelError(f"{where}: TLS error: {exc}") from None
-
-
 async def _attempts(
     http: HttpClient,
     method: str,
@@ -195,7 +169,18 @@ async def _attempts(
     for attempt in range(retry.max_retries + 1):
         retry_after: float | None = None
         try:
-            answer = await _send(http, method, url, data, headers, timeouts)
+            answer = await http.request(
+                method,
+                url,
+                body=data,
+                headers=headers,
+                connect_timeout=timeouts.connect,
+                read_timeout=timeouts.read,
+            )
+        except InvalidUrl as exc:
+            raise ModelUnreachable(f"{where}: invalid URL ({exc})") from None
+        except TlsFailed as exc:  # a bad certificate does not heal on retry
+            raise ModelError(f"{where}: TLS error: {exc}") from None
         except ConnectFailed as exc:  # refused, DNS failure, no route: nothing was sent
             last_failure, last_error = str(exc), ModelUnreachable
         except TimeoutError:

@@ -265,9 +265,11 @@ class HttpClient:
             pool = self._pools.get(target.origin)
             if pool is None:
                 pool = self._pools[target.origin] = _OriginPool(target, self)
-            if len(self._heads) >= _HEADS_KEPT:  # per-request headers must not grow it forever
-                self._heads.clear()
-            found = self._heads[key] = (pool, head)
+            found = (pool, head)
+            # Per-session headers (cookies) must not grow it forever; once it is full, new
+            # heads are framed each time and the first ones (a model's) stay cached.
+            if len(self._heads) < _HEADS_KEPT:
+                self._heads[key] = found
         return found
 
     async def aclose(self) -> None:

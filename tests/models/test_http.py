@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -19,6 +18,7 @@ from palaestra.models.http import (
 )
 from palaestra.transport import HttpClient
 from palaestra.types import FailureKind, JsonDict
+from tests.support.network import free_port
 from tests.support.scripted_model import (
     ScriptedFault,
     ScriptedModelServer,
@@ -36,14 +36,6 @@ async def session() -> AsyncIterator[HttpClient]:
     client = HttpClient()
     yield client
     await client.aclose()
-
-
-def free_port() -> int:
-    """A port nobody listens on (bound, read and released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 async def post(

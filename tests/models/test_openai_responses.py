@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 
@@ -12,6 +11,7 @@ from palaestra.errors import ModelError, ModelUnreachable
 from palaestra.models import Model, OpenAIResponsesModel, RetryPolicy
 from palaestra.transport import HttpClient
 from palaestra.types import JsonDict, function_call_output, input_items, user_message
+from tests.support.network import free_port
 from tests.support.scripted_model import (
     ScriptedFault,
     ScriptedModelServer,
@@ -27,13 +27,6 @@ TOKENS: JsonDict = {
     "generation_token_ids": [201],
     "generation_log_probs": [-0.125],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def test_it_is_a_model() -> None:

@@ -31,6 +31,7 @@ from palaestra.transport import (
     TransportError,
 )
 from palaestra.transport.connection import Connection
+from tests.support.network import free_port
 from tests.support.scripted_model import ScriptedModelServer, text_response
 
 Handler = Callable[["Peer"], Awaitable[None]]
@@ -212,14 +213,6 @@ def parse_request(raw: bytes) -> tuple[str, dict[str, str], bytes]:
         for name, _, value in (header.partition(":") for header in header_lines)
     }
     return line, headers, body
-
-
-def free_port() -> int:
-    """A port nobody listens on (bound, read and released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 # --- keep-alive ----------------------------------------------------------------------------
