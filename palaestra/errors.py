@@ -57,8 +57,20 @@ class ModelError(RolloutFailure):
     kind = FailureKind.MODEL_ERROR
 
 
-class ModelUnreachable(ModelError):
+class ServiceUnreachable(RolloutFailure):
+    """A service every rollout needs (the model, a served environment) cannot be reached.
+
+    Raised after the retry budget; the collector stops the run (resumable) instead of failing
+    every remaining rollout one by one.
+    """
+
+
+class ModelUnreachable(ModelError, ServiceUnreachable):
     """The model endpoint cannot be connected to at all; nothing can go on without it."""
+
+
+class ModelAuthError(ModelUnreachable):
+    """The model endpoint rejected the credentials (401/403): the run stops at once."""
 
 
 class ModelTimeout(ModelError):
@@ -69,6 +81,16 @@ class EnvironmentFailure(RolloutFailure):
     """The environment's own code raised in seed or close: not the model's fault."""
 
     kind = FailureKind.ENV_ERROR
+
+
+class EnvironmentUnreachable(EnvironmentFailure, ServiceUnreachable):
+    """A served environment cannot be connected to after the retry budget."""
+
+
+class SessionLost(EnvironmentFailure):
+    """The environment no longer knows the rollout's session (restarted, expired, forged)."""
+
+    kind = FailureKind.SESSION_LOST
 
 
 class ToolFailure(RolloutFailure):

@@ -21,6 +21,7 @@ class FailureKind(enum.StrEnum):
     TIMEOUT = "timeout"
     TOOL_ERROR = "tool_error"
     ENV_ERROR = "env_error"
+    SESSION_LOST = "session_lost"
     VERIFIER_ERROR = "verifier_error"
     INVALID_INPUT = "invalid_input"
     SANDBOX_LIMIT = "sandbox_limit"

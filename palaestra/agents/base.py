@@ -24,6 +24,8 @@ class AgentResult:
     failure: Failure | None = None
     model_calls: int = 0
     tool_calls: int = 0
+    truncated: str | None = None
+    """Why the agent stopped before the model finished (``"max_steps"``); the row says so."""
     timings: dict[str, float] = field(default_factory=dict)
 
     def add_time(self, phase: str, started: float) -> None:

@@ -1,8 +1,8 @@
 """The frame every agent shares: seed a session, run the agent's part, verify, always close.
 
 Failures are caught here once, for every agent: a ``RolloutFailure`` becomes the result's
-failure (with the trajectory so far kept), ``ModelUnreachable`` propagates so the collector can
-stop, and the session is closed whatever happened.
+failure (with the trajectory so far kept), ``ServiceUnreachable`` (model or served environment) propagates so
+the collector can stop, and the session is closed whatever happened.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from palaestra.agents.base import AgentResult
 from palaestra.env_client import EnvironmentClient
-from palaestra.errors import ModelUnreachable, RolloutFailure
+from palaestra.errors import RolloutFailure, ServiceUnreachable
 from palaestra.models.base import Model
 from palaestra.types import Failure, FailureKind, JsonDict, add_usage, empty_usage, input_items
 
@@ -34,8 +34,8 @@ async def run_episode(task: JsonDict, env: EnvironmentClient, body: Body) -> Age
         phase = time.perf_counter()
         result.verdict = await env.verify(session_id, task, result.response)
         result.add_time("verify", phase)
-    except ModelUnreachable:
-        raise  # nothing can go on without the model: the collector stops the run
+    except ServiceUnreachable:
+        raise  # nothing can go on without the model or the env: the collector stops the run
     except RolloutFailure as failure:
         result.failure = Failure(failure.kind, failure.reason)
     finally:
