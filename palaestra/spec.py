@@ -1,0 +1,121 @@
+"""The run specification: one typed description of a run that every way in builds.
+
+``palaestra collect`` turns its flags into a ``RunSpec``, a stack file's servers are read into
+the same parts, and Python callers pass keyword arguments that become one. The spec (without
+secrets) is saved beside the output, so ``--resume`` can tell whether it continues the same run.
+
+::
+
+    RunSpec
+    ├── env: EnvSpec            which environment (name, file, import path or served URL) + args
+    ├── model: ModelConfig      which model backend and endpoint, key source, retries, timeouts,
+    │                           sampling overrides
+    ├── agent: AgentSpec        which harness (or a served agent's URL) + its options
+    └── collection: CollectOptions   input, output, repeats, concurrency, resume, ...
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from palaestra.types import JsonDict
+
+_FROZEN = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+SAMPLING_FIELDS = ("temperature", "top_p", "max_output_tokens")
+"""Responses create params a run may override for every task."""
+
+
+class EnvSpec(pydantic.BaseModel):
+    """The environment: built in this process from ``name`` + ``args``, or reached at ``url``."""
+
+    model_config = _FROZEN
+
+    name: str | None = None
+    """A registered name (``weather``), a file (``./my_env.py[:Class]``) or ``module:Class``."""
+    args: dict[str, Any] = pydantic.Field(default_factory=dict)
+    """Keyword arguments of the environment's constructor."""
+    url: str | None = None
+    """A served environment (NeMo Gym resources-server protocol) instead of ``name``."""
+    token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    """Bearer token of the served environment; never saved."""
+
+
+class ModelConfig(pydantic.BaseModel):
+    """One model endpoint, as every model backend receives it.
+
+    ``backend`` picks the implementation (``openai`` for any OpenAI-compatible server,
+    ``local`` for the embedded model, or a plug-in registered under ``palaestra.models``).
+    """
+
+    model_config = _FROZEN
+
+    backend: str = "openai"
+    url: str | None = None
+    """Base URL of an OpenAI-compatible server (``http://host:8000/v1``)."""
+    api: str = "auto"
+    """``responses``, ``chat`` or ``auto`` (detect once per run) for the ``openai`` backend."""
+    model: str | None = None
+    """The ``model`` field sent with every request (default: the server's first model)."""
+    api_key: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    """The key itself; never saved, never logged."""
+    api_key_env: str | None = None
+    """Or the name of the environment variable that holds it (saved: it is not the secret)."""
+    max_retries: int = pydantic.Field(default=3, ge=0)
+    request_timeout: float = pydantic.Field(default=600.0, gt=0)
+    connect_timeout: float = pydantic.Field(default=10.0, gt=0)
+    sampling: dict[str, Any] = pydantic.Field(default_factory=dict)
+    """Overrides of ``temperature``, ``top_p``, ``max_output_tokens`` for every request."""
+    options: dict[str, Any] = pydantic.Field(default_factory=dict)
+    """Backend-specific settings (e.g. the local model's context size)."""
+
+
+class AgentSpec(pydantic.BaseModel):
+    """The harness: ``name`` (default: the environment's own) and its options, or a served one."""
+
+    model_config = _FROZEN
+
+    name: str | None = None
+    options: dict[str, Any] = pydantic.Field(default_factory=dict)
+    """Keyword arguments of the agent's constructor (``max_steps``, ``max_calls_per_turn``)."""
+    url: str | None = None
+    """A served agent (``/run``) instead of one in this process."""
+    token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+
+
+class CollectOptions(pydantic.BaseModel):
+    """What to run and where to write it."""
+
+    model_config = _FROZEN
+
+    input: Path | None = None
+    """Tasks JSONL (default: the environment's example tasks)."""
+    output: Path | None = None
+    """Rollouts JSONL (default: ``runs/<env>.jsonl``)."""
+    repeats: int = pydantic.Field(default=1, ge=1)
+    concurrency: int | None = pydantic.Field(default=None, ge=1)
+    """Rollouts in flight (default: 16, or 1 for the embedded model)."""
+    limit: int | None = pydantic.Field(default=None, ge=1)
+    num_tasks: int | None = pydantic.Field(default=None, ge=1)
+    """Generate this many tasks with the environment's generator instead of reading ``input``."""
+    seed: int = 0
+    resume: bool = False
+    overwrite: bool = False
+
+
+class RunSpec(pydantic.BaseModel):
+    """A whole run: environment, model, agent and collection options."""
+
+    model_config = _FROZEN
+
+    env: EnvSpec = pydantic.Field(default_factory=EnvSpec)
+    model: ModelConfig = pydantic.Field(default_factory=ModelConfig)
+    agent: AgentSpec = pydantic.Field(default_factory=AgentSpec)
+    collection: CollectOptions = pydantic.Field(default_factory=CollectOptions)
+
+    def to_json(self) -> JsonDict:
+        """The spec as saved beside the output: JSON types only, no secrets."""
+        return self.model_dump(mode="json")
