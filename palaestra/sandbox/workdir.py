@@ -122,14 +122,25 @@ def _relative(name: str) -> PurePosixPath:
 
 
 def _read_regular(path: Path, max_bytes: int) -> bytes | None:
+    """The first ``max_bytes`` of ``path`` if it is a regular file (not a link, directory,
+    fifo or device); ``None`` otherwise. The fd is closed on every path."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as file:
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return file.read(max_bytes)
+        chunks: list[bytes] = []
+        left = max_bytes
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
