@@ -93,16 +93,34 @@ class SessionLost(EnvironmentFailure):
     kind = FailureKind.SESSION_LOST
 
 
+class EnvironmentTimeout(EnvironmentFailure):
+    """The environment's seed, close, reset or step ran past its time limit."""
+
+    kind = FailureKind.TIMEOUT
+
+
 class ToolFailure(RolloutFailure):
     """A tool raised an unexpected exception or timed out."""
 
     kind = FailureKind.TOOL_ERROR
 
 
+class ToolTimeout(ToolFailure):
+    """A tool ran past the environment's ``tool_timeout``."""
+
+    kind = FailureKind.TIMEOUT
+
+
 class VerifierFailure(RolloutFailure):
     """``verify`` raised or timed out; the rollout could not be scored."""
 
     kind = FailureKind.VERIFIER_ERROR
+
+
+class VerifierTimeout(VerifierFailure):
+    """``verify`` ran past the environment's ``verify_timeout``."""
+
+    kind = FailureKind.TIMEOUT
 
 
 class WorkerCrash(RolloutFailure):
