@@ -147,6 +147,11 @@ class ScriptedModelServer:
 
     ``api`` chooses the routes: "responses" or "chat" alone (the other answers 404, as a
     server without it would), or "both". Every request, even a 404, is recorded.
+
+    With ``api_key`` set, every route (``/v1/models`` too) answers 401 as OpenAI does to a
+    request without ``Authorization: Bearer <api_key>``. ``models`` replaces the model listing:
+    it is called for each ``GET /v1/models`` and may answer a ``ScriptedFault``.
+    ``peak_in_flight`` is the most requests the server was handling at one time.
     """
 
     def __init__(
@@ -155,10 +160,16 @@ class ScriptedModelServer:
         *,
         api: Literal["both", "responses", "chat"] = "both",
         model: str = DEFAULT_MODEL,
+        api_key: str | None = None,
+        models: Callable[[], Reply] | None = None,
     ) -> None:
         self.script = script
         self.api = api
         self.model = model
+        self.api_key = api_key
+        self.models_script = models
+        self._in_flight = 0
+        self._peak_in_flight = 0
         self.port = 0
         self._requests: list[tuple[str, JsonDict]] = []
         self._authorizations: list[str | None] = []
@@ -184,6 +195,12 @@ class ScriptedModelServer:
         """The ``Authorization`` header of every request received so far (None when absent)."""
         with self._lock:
             return list(self._authorizations)
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most requests the server was handling at one time so far."""
+        with self._lock:
+            return self._peak_in_flight
 
     def bodies(self, route: str) -> list[JsonDict]:
         """The bodies received on one route, e.g. ``"/v1/responses"``."""
@@ -219,7 +236,7 @@ class ScriptedModelServer:
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
-        app = web.Application()
+        app = web.Application(middlewares=[self._count_and_authorize])
         app.router.add_get("/v1/models", self._models)
         # A route the server "lacks" still records the request, then answers 404 as one would.
         serves_responses = self.api in ("both", "responses")
@@ -237,13 +254,41 @@ class ScriptedModelServer:
         finally:
             await runner.cleanup()
 
+    @web.middleware
+    async def _count_and_authorize(
+        self, request: web.Request, handler: Callable[[web.Request], Any]
+    ) -> web.StreamResponse:
+        with self._lock:
+            self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
+        try:
+            expected = f"Bearer {self.api_key}"
+            if self.api_key is not None and request.headers.get("Authorization") != expected:
+                if request.method == "POST":
+                    await self._json_body(request)
+                else:
+                    self._record(request, {})
+                error = {
+                    "message": "Incorrect API key provided.",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+                return web.json_response({"error": error}, status=401)
+            response: web.StreamResponse = await handler(request)
+            return response
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
     def _record(self, request: web.Request, body: JsonDict) -> None:
         with self._lock:
             self._requests.append((request.path, body))
             self._authorizations.append(request.headers.get("Authorization"))
 
-    async def _models(self, request: web.Request) -> web.Response:
+    async def _models(self, request: web.Request) -> web.StreamResponse:
         self._record(request, {})
+        if self.models_script is not None:
+            return await self._answer(request, self.models_script(), convert=None)
         model = {"id": self.model, "object": "model", "owned_by": "palaestra-tests"}
         return web.json_response({"object": "list", "data": [model]})
 
