@@ -11,7 +11,15 @@ import asyncio
 
 from palaestra.errors import ModelError, ModelUnreachable
 from palaestra.models.base import ModelStats
-from palaestra.models.http import RetryPolicy, Timeouts, post_json, request_json
+from palaestra.models.http import (
+    AUTH_STATUSES,
+    RetryPolicy,
+    Timeouts,
+    auth_error,
+    post_json,
+    request_json,
+    scrub_exception,
+)
 from palaestra.transport import HttpClient, TransportError
 from palaestra.types import JsonDict
 
@@ -42,7 +50,7 @@ class RemoteEndpoint:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = http
         self._owns_http = http is None
-        self._model_lock = asyncio.Lock()
+        self._lookup: asyncio.Future[str] | None = None
 
     def url(self, route: str) -> str:
         return f"{self.base_url}/{route.lstrip('/')}"
@@ -66,12 +74,25 @@ class RemoteEndpoint:
         )
 
     async def model_name(self) -> str:
-        """The configured model, or the first one the server lists (looked up once)."""
-        if self.model is None:
-            async with self._model_lock:
-                if self.model is None:
-                    self.model = await self._first_listed_model()
-        return self.model
+        """The configured model, or the first one the server lists (looked up once).
+
+        Concurrent first calls share one lookup and its outcome; a failed lookup is not kept,
+        so the next call looks again. (A lock here made every rollout retry the lookup in
+        turn while the server failed: one retry budget each, one at a time.)
+        """
+        if self.model is not None:
+            return self.model
+        lookup = self._lookup
+        if lookup is None:
+            lookup = self._lookup = asyncio.ensure_future(self._first_listed_model())
+            lookup.add_done_callback(self._lookup_done)
+        return await asyncio.shield(lookup)
+
+    def _lookup_done(self, lookup: asyncio.Future[str]) -> None:
+        # Runs before the waiters resume (it was added first), so they see the name set.
+        self._lookup = None
+        if not lookup.cancelled() and lookup.exception() is None:
+            self.model = lookup.result()
 
     async def _first_listed_model(self) -> str:
         url = self.url("models")
@@ -93,16 +114,21 @@ class RemoteEndpoint:
         raise ModelError(f"GET {url} lists no model; name the model explicitly")
 
     async def check(self) -> None:
-        """Any HTTP answer from ``GET /models`` proves the server is there."""
+        """Any HTTP answer from ``GET /models`` proves the server is there, except a 401/403:
+        a rejected key fails every request, so it raises ``ModelAuthError`` now."""
         url = self.url("models")
         wait = self.timeouts.connect
         try:
-            await self.http().request(
+            answer = await self.http().request(
                 "GET", url, headers=self._headers, connect_timeout=wait, read_timeout=wait
             )
         except (TransportError, OSError, TimeoutError) as exc:
             detail = str(exc) or type(exc).__name__
             raise ModelUnreachable(f"cannot reach the model at {url}: {detail}") from None
+        if answer.status in AUTH_STATUSES:
+            error = auth_error(f"GET {url}", answer.status, answer.body)
+            scrub_exception(error, self._headers)
+            raise error
 
     async def aclose(self) -> None:
         if self._owns_http and self._http is not None:

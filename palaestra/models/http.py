@@ -3,6 +3,7 @@
 Every request has a finite timeout; transient failures (429, 5xx, dropped connections, read
 timeouts) are retried with exponential backoff and jitter, and every retry is counted. When the
 budget is spent the caller gets a ``ModelError`` that names the URL and what the server said.
+A rejected key (401/403) is never retried: it raises ``ModelAuthError``, which stops the run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from dataclasses import dataclass
 
 import orjson
 
-from palaestra.errors import ConfigError, ModelError, ModelTimeout, ModelUnreachable
+from palaestra.errors import (
+    ConfigError,
+    ModelAuthError,
+    ModelError,
+    ModelTimeout,
+    ModelUnreachable,
+)
 from palaestra.models.base import ModelStats
 from palaestra.transport import (
     ConnectFailed,
@@ -32,16 +39,23 @@ _CONTEXT_LENGTH = re.compile(
     r"|prompt is too long",
     re.IGNORECASE,
 )
+AUTH_STATUSES = frozenset({401, 403})
 _EXCERPT_CHARS = 300
+_SHORT_MESSAGE_CHARS = 200  # a longer server message would bury "rejected the API key"
 
 
 class ModelHttpError(ModelError):
-    """The model endpoint answered with an HTTP error status."""
+    """The model endpoint answered with an HTTP error status.
 
-    def __init__(self, reason: str, *, status: int, excerpt: str) -> None:
+    ``excerpt`` is the start of the body as sent; ``message`` is the server's own error message
+    read from it (``error.message``, ``message`` or ``detail``), else the excerpt.
+    """
+
+    def __init__(self, reason: str, *, status: int, excerpt: str, message: str = "") -> None:
         super().__init__(reason)
         self.status = status
         self.excerpt = excerpt
+        self.message = message or excerpt
 
 
 class ContextLengthExceeded(ModelHttpError):
@@ -104,19 +118,48 @@ def _scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
-def _scrub_exception(exc: ModelError, secrets: list[str]) -> None:
-    """Remove credentials from an error in place (a server may echo the key it was sent)."""
+def scrub_exception(exc: ModelError, headers: Mapping[str, str]) -> None:
+    """Remove the credentials in ``headers`` from an error in place (a server may echo the key
+    it was sent)."""
+    secrets = _secrets(headers)
     if not secrets:
         return
     exc.reason = _scrub(exc.reason, secrets)
     exc.args = (exc.reason,)
     if isinstance(exc, ModelHttpError):
         exc.excerpt = _scrub(exc.excerpt, secrets)
+        exc.message = _scrub(exc.message, secrets)
 
 
 def _excerpt(raw: bytes) -> str:
     text = " ".join(raw.decode("utf-8", errors="replace").split())
     return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."
+
+
+def server_message(raw: bytes) -> str:
+    """The error message in an OpenAI-style error body (``{"error": {"message": ...}}``, vLLM's
+    ``{"message": ...}``, FastAPI's ``{"detail": ...}``), else an excerpt of the body."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        for found in (
+            error.get("message") if isinstance(error, dict) else error,
+            body.get("message"),
+            body.get("detail"),
+        ):
+            if isinstance(found, str) and found.strip():
+                return _excerpt(found.encode())
+    return _excerpt(raw)
+
+
+def auth_error(where: str, status: int, raw: bytes) -> ModelAuthError:
+    """The run-stopping error for a 401/403, with the server's message when it is short."""
+    message = server_message(raw)
+    said = f": {message}" if message and len(message) <= _SHORT_MESSAGE_CHARS else ""
+    return ModelAuthError(f"the endpoint rejected the API key ({status}){said} [{where}]")
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -128,13 +171,16 @@ def _retry_after(value: str | None) -> float | None:
     return seconds if seconds is not None and seconds >= 0 else None
 
 
-def _status_error(where: str, status: int, raw: bytes) -> ModelHttpError:
+def _status_error(where: str, status: int, raw: bytes) -> ModelError:
+    if status in AUTH_STATUSES:
+        return auth_error(where, status, raw)
     excerpt = _excerpt(raw)
     if status in (400, 413) and _CONTEXT_LENGTH.search(excerpt):
         return ContextLengthExceeded(
             f"{where}: context length exceeded (HTTP {status}): {excerpt}",
             status=status,
             excerpt=excerpt,
+            message=server_message(raw),
         )
     return ModelHttpError(
         f"{where} answered HTTP {status}: {excerpt}", status=status, excerpt=excerpt
@@ -244,7 +290,7 @@ async def request_json(
     except ModelError as exc:
         if not isinstance(exc, ContextLengthExceeded):
             stats.failures += 1
-        _scrub_exception(exc, _secrets(headers))
+        scrub_exception(exc, headers)
         raise
 
 

@@ -19,8 +19,18 @@ from typing import TypeVar
 
 from palaestra.errors import ConfigError, InputError, ModelError
 from palaestra.models.base import ModelStats
-from palaestra.models.chat_format import chat_to_response, responses_to_chat
-from palaestra.models.local_engine import INSTALL_HINT, LlamaEngine, LocalSettings
+from palaestra.models.chat_format import (
+    chat_to_response,
+    context_length_response,
+    responses_to_chat,
+)
+from palaestra.models.local_engine import (
+    INSTALL_HINT,
+    ContextWindowExceeded,
+    LlamaEngine,
+    LocalSettings,
+)
+from palaestra.models.local_request import chat_completion
 from palaestra.types import JsonDict
 
 _T = TypeVar("_T")
@@ -95,16 +105,31 @@ class LocalModel:
         return f"LocalModel({self.name!r}, n_ctx={settings.n_ctx}, n_threads={settings.n_threads})"
 
     async def respond(self, params: JsonDict) -> JsonDict:
-        """Responses create params -> an OpenAI ``Response`` dict."""
-        completion = await self.chat(responses_to_chat(params))
+        """Responses create params -> an OpenAI ``Response`` dict.
+
+        A prompt longer than the context answers an empty incomplete Response carrying
+        llama.cpp's message, the same shape as a remote server's context-length error.
+        """
+        try:
+            completion = await self._chat(responses_to_chat(params))
+        except ContextWindowExceeded as exc:
+            return context_length_response(
+                params, model=self.name, message=exc.reason, input_tokens=exc.prompt_tokens
+            )
         return chat_to_response(completion, params)
 
     async def chat(self, body: JsonDict) -> JsonDict:
         """A Chat Completions request body -> a chat completion dict (no streaming).
 
-        A prompt longer than the context answers ``finish_reason: "length"`` with no content
-        (an incomplete Response through ``respond``), not an error.
+        A prompt longer than the context answers ``finish_reason: "length"`` with no content,
+        not an error: a chat completion has no field for the reason.
         """
+        try:
+            return await self._chat(body)
+        except ContextWindowExceeded as exc:
+            return chat_completion(self.name, None, None, "length", exc.prompt_tokens, 0)
+
+    async def _chat(self, body: JsonDict) -> JsonDict:
         if not isinstance(body.get("messages"), list):
             raise InputError("must be a list of chat messages", field="messages")
         self.stats.requests += 1

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, ModelError
 from palaestra.models.local_prompt import (
     CALL_PREFIX,
     IM_END,
@@ -49,6 +49,14 @@ def import_llama_cpp() -> ModuleType:
         return importlib.import_module("llama_cpp")
     except ImportError as exc:
         raise ConfigError(INSTALL_HINT) from exc
+
+
+class ContextWindowExceeded(ModelError):
+    """The prompt does not fit the context window; ``reason`` is llama.cpp's own message."""
+
+    def __init__(self, reason: str, prompt_tokens: int) -> None:
+        super().__init__(reason)
+        self.prompt_tokens = prompt_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +123,10 @@ class LlamaEngine:
     # --- one request ------------------------------------------------------------------------
 
     def chat(self, body: JsonDict) -> JsonDict:
-        """Answer a Chat Completions body with a chat completion dict."""
+        """Answer a Chat Completions body with a chat completion dict.
+
+        Raises ``ContextWindowExceeded`` when the prompt does not fit the context window.
+        """
         settings = self.settings
         sampling = sampling_of(
             body, seed=settings.seed, temperature=settings.temperature, top_p=settings.top_p
@@ -132,7 +143,7 @@ class LlamaEngine:
             if "exceed context window" not in str(exc):
                 raise
             tokens = len(self._llama.tokenize(prompt.encode(), add_bos=False, special=True))
-            return chat_completion(self.settings.name, None, None, "length", tokens, 0)
+            raise ContextWindowExceeded(str(exc), tokens) from None
 
     def _generate(
         self,
@@ -256,7 +267,7 @@ class LlamaEngine:
         except ValueError as exc:
             if "exceed context window" not in str(exc):
                 raise
-            return chat_completion(self.settings.name, None, None, "length", 0, 0)
+            raise ContextWindowExceeded(str(exc), 0) from None
         choice = out["choices"][0]
         message = choice.get("message") or {}
         calls = message.get("tool_calls") or []

@@ -7,7 +7,11 @@ are converted to a chat request and the completion back to a Response.
 from __future__ import annotations
 
 from palaestra.errors import ModelError
-from palaestra.models.chat_format import chat_to_response, incomplete_response, responses_to_chat
+from palaestra.models.chat_format import (
+    chat_to_response,
+    context_length_response,
+    responses_to_chat,
+)
 from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
 from palaestra.models.http import ContextLengthExceeded, RetryPolicy, Timeouts
 from palaestra.transport import HttpClient
@@ -24,8 +28,8 @@ async def respond_with_chat(
     body = responses_to_chat({**params, "model": model}, keep_token_ids=keep_token_ids)
     try:
         completion = await endpoint.post("chat/completions", body)
-    except ContextLengthExceeded:
-        return incomplete_response(params, model=model)
+    except ContextLengthExceeded as exc:
+        return context_length_response(params, model=model, message=exc.message)
     try:
         return chat_to_response(completion, params)
     except ModelError as exc:

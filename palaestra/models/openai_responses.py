@@ -2,11 +2,46 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from palaestra.errors import ModelError
-from palaestra.models.chat_format import incomplete_response
+from palaestra.models.chat_format import context_length_response
 from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
 from palaestra.models.http import ContextLengthExceeded
 from palaestra.types import JsonDict
+
+
+def _failed(status: Any) -> bool:
+    """A Response in these states has no usable answer, whatever its output holds (compared,
+    not hashed: a server may send any JSON as ``status``)."""
+    return status in ("failed", "cancelled") if isinstance(status, str) else False
+
+
+def _described(error: Any) -> str:
+    """The server's ``error`` object as one line: ``code: message``."""
+    if isinstance(error, dict):
+        said = [str(error[key]) for key in ("code", "message") if error.get(key)]
+        return ": ".join(said) or "no error message"
+    return str(error) if error else "no error message"
+
+
+def _unusable(endpoint: RemoteEndpoint, answer: JsonDict) -> JsonDict:
+    """``answer`` when it is an empty incomplete Response, else the ``ModelError`` it is.
+
+    Over Chat Completions, an answer without choices is a model error; a Responses answer
+    without output, or with a failed status, is the same failure and must not be scored.
+    """
+    output, status = answer.get("output"), answer.get("status")
+    if isinstance(output, list) and status == "incomplete":
+        return answer  # cut off before any output, or a relayed context-length answer
+    endpoint.stats.failures += 1
+    url = endpoint.url("responses")
+    if not isinstance(output, list):
+        raise ModelError(f"POST {url} answered a JSON object without an 'output' list")
+    error = _described(answer.get("error"))
+    if _failed(status):
+        raise ModelError(f"POST {url}: the model answered status '{status}': {error}")
+    raise ModelError(f"POST {url}: the model answered no output (status '{status}'): {error}")
 
 
 async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> JsonDict:
@@ -17,14 +52,13 @@ async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> 
     body = params if params.get("model") else {**params, "model": model}
     try:
         answer = await endpoint.post("responses", body)
-    except ContextLengthExceeded:
-        return incomplete_response(params, model=model)
-    if not isinstance(answer.get("output"), list):
-        endpoint.stats.failures += 1
-        raise ModelError(
-            f"POST {endpoint.url('responses')} answered a JSON object without an 'output' list"
-        )
-    return answer
+    except ContextLengthExceeded as exc:
+        return context_length_response(params, model=model, message=exc.message)
+    # Two lookups on the success path: a non-empty output list and a status that is not failed.
+    output = answer.get("output")
+    if output and isinstance(output, list) and not _failed(answer.get("status")):
+        return answer
+    return _unusable(endpoint, answer)
 
 
 class OpenAIResponsesModel(RemoteModel):

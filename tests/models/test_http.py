@@ -7,7 +7,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from palaestra.errors import ConfigError, ModelError, ModelTimeout, ModelUnreachable
+from palaestra.errors import (
+    ConfigError,
+    ModelAuthError,
+    ModelError,
+    ModelTimeout,
+    ModelUnreachable,
+    ServiceUnreachable,
+)
 from palaestra.models.base import ModelStats
 from palaestra.models.http import (
     ContextLengthExceeded,
@@ -139,16 +146,41 @@ async def test_a_huge_retry_after_is_capped_by_max_delay(session: HttpClient) ->
 
 
 async def test_client_errors_are_not_retried(session: HttpClient) -> None:
-    fault = ScriptedFault(status=401, body={"error": {"message": "bad key"}})
+    fault = ScriptedFault(status=422, body={"error": {"message": "bad temperature"}})
     stats = ModelStats()
     with ScriptedModelServer(lambda _: fault) as server:
         with pytest.raises(ModelHttpError) as caught:
             await post(session, server.url, stats)
         assert len(server.bodies("/v1/responses")) == 1
-    assert caught.value.status == 401
-    assert "HTTP 401" in str(caught.value) and "bad key" in str(caught.value)
+    assert caught.value.status == 422
+    assert "HTTP 422" in str(caught.value) and "bad temperature" in str(caught.value)
     assert not isinstance(caught.value, ContextLengthExceeded)
     assert (stats.retries, stats.failures) == (0, 1)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_a_rejected_key_is_an_auth_error_at_once_without_retry(
+    session: HttpClient, status: int
+) -> None:
+    fault = ScriptedFault(status=status, body={"error": {"message": "Incorrect API key"}})
+    stats = ModelStats()
+    with ScriptedModelServer(lambda _: fault) as server:
+        with pytest.raises(ModelAuthError) as caught:
+            await post(session, server.url, stats)
+        assert len(server.bodies("/v1/responses")) == 1
+    message = str(caught.value)
+    assert message.startswith(f"the endpoint rejected the API key ({status}): Incorrect API key")
+    assert f"{server.url}/responses" in message
+    assert isinstance(caught.value, ServiceUnreachable)  # the collector stops the run on it
+    assert (stats.retries, stats.failures) == (0, 1)
+
+
+async def test_a_long_server_message_is_left_out_of_the_auth_error(session: HttpClient) -> None:
+    fault = ScriptedFault(status=401, raw_body=b"<html>" + b"x" * 2000 + b"</html>")
+    with ScriptedModelServer(lambda _: fault) as server, pytest.raises(ModelAuthError) as caught:
+        await post(session, server.url, ModelStats())
+    assert str(caught.value).startswith("the endpoint rejected the API key (401) [POST ")
+    assert "xxx" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -165,9 +197,13 @@ async def test_context_length_errors_get_their_own_exception(
 ) -> None:
     fault = ScriptedFault(status=status, body={"error": {"message": message}})
     stats = ModelStats()
-    with ScriptedModelServer(lambda _: fault) as server, pytest.raises(ContextLengthExceeded):
+    with (
+        ScriptedModelServer(lambda _: fault) as server,
+        pytest.raises(ContextLengthExceeded) as caught,
+    ):
         await post(session, server.url, stats)
     assert stats.failures == 0  # the clients turn it into an answer
+    assert caught.value.message == message  # the server's own words, not the JSON around them
 
 
 @pytest.mark.parametrize("raw", [b"<html>bad gateway</html>", b"[1, 2]", b""])
@@ -221,13 +257,19 @@ async def test_a_refused_connection_on_every_attempt_is_unreachable(
 
 
 async def test_the_api_key_never_appears_in_errors(session: HttpClient) -> None:
-    echoing = ScriptedFault(status=401, body={"error": {"message": f"Incorrect key: {SECRET}"}})
+    echoing = ScriptedFault(status=400, body={"error": {"message": f"Incorrect key: {SECRET}"}})
     headers = {"Authorization": f"Bearer {SECRET}"}
     with ScriptedModelServer(lambda _: echoing) as server, pytest.raises(ModelHttpError) as caught:
         await post(session, server.url, ModelStats(), headers=headers)
     assert SECRET not in str(caught.value)
     assert SECRET not in caught.value.excerpt
+    assert SECRET not in caught.value.message
     assert "Incorrect key: ***" in str(caught.value)
+    rejected = ScriptedFault(status=401, body={"error": {"message": f"Incorrect key: {SECRET}"}})
+    with ScriptedModelServer(lambda _: rejected) as server, pytest.raises(ModelAuthError) as auth:
+        await post(session, server.url, ModelStats(), headers=headers)
+    assert SECRET not in str(auth.value)
+    assert "Incorrect key: ***" in str(auth.value)
     with pytest.raises(ModelUnreachable) as unreachable:
         await post(session, f"http://127.0.0.1:{free_port()}/v1", ModelStats(), headers=headers)
     assert SECRET not in str(unreachable.value)

@@ -105,6 +105,9 @@ class ScriptedLlama:
     def tokenize(self, data: bytes, **kwargs: Any) -> list[int]:
         return [0] * 7
 
+    def close(self) -> None:
+        return None
+
 
 def _engine(llama: ScriptedLlama) -> Any:
     pytest.importorskip("llama_cpp")
@@ -164,14 +167,42 @@ def test_cut_off_arguments_stay_raw_and_the_response_is_incomplete() -> None:
     assert function_calls(response)[0]["arguments"] == '{"city": "Pa'
 
 
-def test_context_overflow_is_a_length_stop_not_an_error() -> None:
-    overflow = ValueError("Requested tokens (5000) exceed context window of 4096")
-    answer = _engine(ScriptedLlama(overflow)).chat({"messages": [{"role": "user", "content": "x"}]})
-    assert answer["choices"][0]["finish_reason"] == "length"
-    assert answer["choices"][0]["message"]["content"] is None
-    assert answer["usage"]["prompt_tokens"] == 7
+OVERFLOW = "Requested tokens (5000) exceed context window of 4096"
+
+
+def test_context_overflow_is_its_own_error_in_the_engine() -> None:
+    from palaestra.models.local_engine import ContextWindowExceeded
+
+    with pytest.raises(ContextWindowExceeded) as caught:
+        _engine(ScriptedLlama(ValueError(OVERFLOW))).chat({"messages": [{"role": "user"}]})
+    assert (caught.value.reason, caught.value.prompt_tokens) == (OVERFLOW, 7)
     with pytest.raises(ValueError, match="other"):
         _engine(ScriptedLlama(ValueError("other"))).chat({"messages": [{"role": "user"}]})
+
+
+@needs_local
+async def test_context_overflow_answers_the_remote_clients_context_length_shape() -> None:
+    model = LocalModel()
+    model._engine = _engine(ScriptedLlama(ValueError(OVERFLOW), ValueError(OVERFLOW)))
+    try:
+        response = await model.respond({"input": "x", "max_output_tokens": 10})
+        completion = await model.chat({"messages": [{"role": "user", "content": "x"}]})
+    finally:
+        await model.aclose()
+    assert response["status"] == "incomplete"
+    assert response["incomplete_details"] == {
+        "reason": None,
+        "code": "context_length_exceeded",
+        "message": OVERFLOW,
+    }
+    assert response["output"] == []
+    assert response["usage"]["input_tokens"] == 7
+    assert response["max_output_tokens"] == 10
+    # A chat completion has no field for the reason: a length stop with no content.
+    assert completion["choices"][0]["finish_reason"] == "length"
+    assert completion["choices"][0]["message"]["content"] is None
+    assert completion["usage"]["prompt_tokens"] == 7
+    assert model.stats.failures == 0
 
 
 # --- the real model ---------------------------------------------------------------------------
@@ -262,5 +293,7 @@ async def test_prompt_longer_than_the_context_is_an_incomplete_response() -> Non
     finally:
         await small.aclose()
     assert response["status"] == "incomplete"
-    assert response["incomplete_details"] == {"reason": "max_output_tokens"}
+    details = response["incomplete_details"]
+    assert details["code"] == "context_length_exceeded"
+    assert "exceed context window of 256" in details["message"]
     assert response["usage"]["input_tokens"] > 256

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from palaestra.errors import ModelError
+from palaestra.errors import ModelAuthError, ModelError
 from palaestra.models import Model, OpenAIChatModel, RetryPolicy
 from palaestra.types import JsonDict, function_call_output, function_calls, output_text
 from tests.support.scripted_model import (
@@ -161,8 +161,24 @@ async def test_a_context_length_error_answers_an_incomplete_response() -> None:
         finally:
             await model.aclose()
     assert response["status"] == "incomplete"
-    assert response["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert response["incomplete_details"] == {
+        "reason": None,
+        "code": "context_length_exceeded",
+        "message": "Prompt is too long",
+    }
     assert response["output"] == []
+
+
+async def test_a_rejected_key_is_an_auth_error_without_retry() -> None:
+    with ScriptedModelServer(lambda _: text_response("ok"), api="chat", api_key="k") as server:
+        model = OpenAIChatModel(server.url, model="m", api_key="wrong", retry=FAST)
+        try:
+            with pytest.raises(ModelAuthError, match=r"rejected the API key \(401\)"):
+                await model.respond({"input": "x"})
+        finally:
+            await model.aclose()
+        routes = [route for route, _ in server.requests]
+    assert routes == ["/v1/chat/completions"]
 
 
 async def test_a_malformed_completion_is_a_model_error_naming_the_url() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
 import pytest
 
-from palaestra.errors import ModelError, ModelUnreachable
+from palaestra.errors import ModelAuthError, ModelError, ModelUnreachable
 from palaestra.models import Model, OpenAIResponsesModel, RetryPolicy
 from palaestra.transport import HttpClient
 from palaestra.types import JsonDict, function_call_output, input_items, user_message
@@ -73,6 +74,39 @@ async def test_without_a_model_name_the_first_listed_model_is_looked_up_once() -
     assert model.stats.requests == 2  # the lookup is not a model call
 
 
+async def test_concurrent_first_calls_share_one_model_lookup() -> None:
+    failing = ScriptedModelServer(
+        lambda _: text_response("ok"), models=lambda: ScriptedFault(status=503)
+    )
+    with failing as server:
+        model = OpenAIResponsesModel(server.url, retry=FAST)
+        try:
+            answers = await asyncio.gather(
+                *(model.respond({"input": str(n)}) for n in range(6)), return_exceptions=True
+            )
+        finally:
+            await model.aclose()
+        routes = [route for route, _ in server.requests]
+    assert all(isinstance(answer, ModelError) for answer in answers)
+    # One lookup with its retry budget for all six, not six lookups one after another.
+    assert routes == ["/v1/models"] * (FAST.max_retries + 1)
+
+
+async def test_a_failed_model_lookup_is_not_kept() -> None:
+    listing = {"object": "list", "data": [{"id": "late-model", "object": "model"}]}
+    script = fail_first(FAST.max_retries + 1, ScriptedFault(status=503), then=lambda _: listing)
+    with ScriptedModelServer(lambda _: text_response("ok"), models=lambda: script({})) as server:
+        model = OpenAIResponsesModel(server.url, retry=FAST)
+        try:
+            with pytest.raises(ModelError, match="503"):
+                await model.respond({"input": "a"})
+            await model.respond({"input": "b"})
+        finally:
+            await model.aclose()
+        [body] = server.bodies("/v1/responses")
+    assert body["model"] == "late-model"
+
+
 async def test_retries_are_counted_in_the_model_stats() -> None:
     script = fail_first(2, ScriptedFault(status=503), then=lambda _: text_response("ok"))
     with ScriptedModelServer(script) as server:
@@ -95,11 +129,82 @@ async def test_a_context_length_error_answers_an_incomplete_response() -> None:
         finally:
             await model.aclose()
     assert response["status"] == "incomplete"
-    assert response["incomplete_details"] == {"reason": "max_output_tokens"}
+    # The server's own reason and message, not a made-up max_output_tokens.
+    assert response["incomplete_details"] == {
+        "reason": None,
+        "code": "context_length_exceeded",
+        "message": "maximum context length is 4096 tokens",
+    }
     assert response["output"] == []
     assert response["usage"]["total_tokens"] == 0
     assert response["max_output_tokens"] == 10
     assert model.stats.failures == 0
+
+
+def _answer(**fields: object) -> JsonDict:
+    return {**text_response("unused"), **fields}
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (_answer(output=[]), "answered no output (status 'completed'): no error message"),
+        (
+            _answer(output=[], status="failed", error={"code": "server_error", "message": "OOM"}),
+            "answered status 'failed': server_error: OOM",
+        ),
+        (  # a failed status fails the call whatever the output holds
+            _answer(status="failed", error={"code": "server_error", "message": "cut"}),
+            "answered status 'failed': server_error: cut",
+        ),
+        (_answer(output=[], status="cancelled"), "answered status 'cancelled'"),
+    ],
+)
+async def test_an_empty_or_failed_answer_is_a_model_error_carrying_the_servers_message(
+    answer: JsonDict, said: str
+) -> None:
+    with ScriptedModelServer(lambda _: answer) as server:
+        model = OpenAIResponsesModel(server.url, model="m", retry=FAST)
+        try:
+            with pytest.raises(ModelError) as caught:
+                await model.respond({"input": "x"})
+        finally:
+            await model.aclose()
+    assert said in str(caught.value)
+    assert f"{server.url}/responses" in str(caught.value)
+    assert model.stats.failures == 1
+
+
+async def test_an_empty_incomplete_answer_is_an_answer() -> None:
+    # What a palaestra model server relays for a context-length error: passed on, not failed.
+    details = {"reason": None, "code": "context_length_exceeded", "message": "too long"}
+    relayed = _answer(output=[], status="incomplete", incomplete_details=details)
+    with ScriptedModelServer(lambda _: relayed) as server:
+        model = OpenAIResponsesModel(server.url, model="m", retry=FAST)
+        try:
+            response = await model.respond({"input": "x"})
+        finally:
+            await model.aclose()
+    assert response["incomplete_details"] == details
+    assert model.stats.failures == 0
+
+
+async def test_a_rejected_key_fails_check_and_respond_at_once() -> None:
+    with ScriptedModelServer(lambda _: text_response("ok"), api_key="sk-right") as server:
+        model = OpenAIResponsesModel(server.url, api_key="sk-wrong", retry=FAST)
+        try:
+            with pytest.raises(ModelAuthError, match=r"rejected the API key \(401\)"):
+                await model.check()
+            with pytest.raises(ModelAuthError, match=r"rejected the API key \(401\)"):
+                await model.respond({"input": "x"})  # the model-name lookup is refused first
+            model.endpoint.model = "m"
+            with pytest.raises(ModelAuthError, match="Incorrect API key provided"):
+                await model.respond({"input": "x"})
+        finally:
+            await model.aclose()
+        routes = [route for route, _ in server.requests]
+    assert routes == ["/v1/models", "/v1/models", "/v1/responses"]  # no retries
+    assert "sk-wrong" not in "".join(routes)
 
 
 async def test_an_answer_without_output_is_a_model_error() -> None:

@@ -7,7 +7,9 @@ directions, so a Responses client can use a chat backend and a Responses backend
 
 from palaestra.models.chat_format._common import TOKEN_FIELDS
 from palaestra.models.chat_format.completions import (
+    CONTEXT_LENGTH_EXCEEDED,
     chat_to_response,
+    context_length_response,
     incomplete_response,
     response_to_chat_completion,
 )
@@ -17,9 +19,11 @@ from palaestra.models.chat_format.requests import (
 )
 
 __all__ = [
+    "CONTEXT_LENGTH_EXCEEDED",
     "TOKEN_FIELDS",
     "chat_request_to_responses_params",
     "chat_to_response",
+    "context_length_response",
     "incomplete_response",
     "response_to_chat_completion",
     "responses_to_chat",

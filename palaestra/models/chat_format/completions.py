@@ -27,8 +27,13 @@ _ECHOED_FIELDS: JsonDict = {
     "instructions": None,
     "metadata": None,
 }
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 _INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
-_FINISH_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_FINISH_REASONS = {
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+    CONTEXT_LENGTH_EXCEEDED: "length",
+}
 
 
 def _split_think(text: str) -> tuple[str | None, str]:
@@ -97,6 +102,32 @@ def incomplete_response(
         usage=empty_usage(),
         incomplete_reason=reason,
     )
+
+
+def context_length_response(
+    params: JsonDict, *, model: str, message: str, input_tokens: int = 0
+) -> JsonDict:
+    """An empty incomplete Response for a prompt that does not fit the model's context.
+
+    The backend's own reason and message are kept as ``incomplete_details.code`` and
+    ``.message``, so a trajectory that ran out of context is told apart from one cut off by
+    ``max_output_tokens``. ``reason`` is null: OpenAI's ``Response`` type, which NeMo Gym
+    validates every Response against (its agents, its ``/verify``), admits only its own reasons
+    there, and extra fields.
+    """
+    usage = empty_usage()
+    if input_tokens:
+        usage["input_tokens"] = usage["total_tokens"] = input_tokens
+    response = _response(
+        params, model=model, created_at=None, output=[], usage=usage, incomplete_reason=None
+    )
+    response["status"] = "incomplete"
+    response["incomplete_details"] = {
+        "reason": None,
+        "code": CONTEXT_LENGTH_EXCEEDED,
+        "message": message,
+    }
+    return response
 
 
 def _first_choice(completion: Any) -> JsonDict:
@@ -199,7 +230,8 @@ def response_to_chat_completion(response: JsonDict) -> JsonDict:
         message["tool_calls"] = tool_calls
     if output:
         message.update(token_fields(output[-1]))
-    incomplete = (response.get("incomplete_details") or {}).get("reason")
+    details = response.get("incomplete_details") or {}
+    incomplete = details.get("reason") or details.get("code")
     finish = _FINISH_REASONS.get(str(incomplete)) or ("tool_calls" if tool_calls else "stop")
     usage = response.get("usage")
     usage = usage if isinstance(usage, dict) else {}
