@@ -11,8 +11,12 @@ with threads and with any event loop)::
   makes a fork bomb stop without starving its neighbours.
 - ``bwrap`` gives the run new user, pid, network, ipc, uts and cgroup namespaces (no network,
   no view of other processes), a read-only ``/usr``, an empty ``/etc`` but for the dynamic
-  linker's files, a private ``/tmp``, and the work dir as the only writable host directory;
-  the rest of the file system is read-only.
+  linker's files, a read-only ``/dev`` (its devices stay usable), a private ``/tmp`` and
+  ``/dev/shm``, and the work dir as the only writable host directory; the rest of the file
+  system is read-only. ``/tmp`` and ``/dev/shm`` are folders of the run's bounded tmpfs
+  (see ``workdir``) or, without one, tmpfs mounts of ``Limits.disk_mb`` each: bubblewrap's
+  own ``/dev`` and ``/dev/shm`` have no size, and their files would be host RAM that no
+  rlimit counts.
   With a pid namespace, killing ``bwrap`` kills everything the run started.
 
 Without bubblewrap (or where user namespaces are forbidden) the fallback keeps the rlimits
@@ -121,6 +125,8 @@ def launch_argv(
     bwrap: str | None,
     bwrap_args: Sequence[str] = (),
     read_only: Sequence[str] = (),
+    tmp_dir: Path | None = None,
+    shm_dir: Path | None = None,
 ) -> list[str]:
     """The full argv that runs ``command`` isolated (see the module docstring)."""
     argv: list[str] = []
@@ -142,15 +148,17 @@ def launch_argv(
         "sandbox",
         *bwrap_args,
         *_system_binds(),
-        "--size",
-        str(limits.file_size_mb * 1024 * 1024),
-        "--tmpfs",
-        "/tmp",
     ]
+    size = str(limits.disk_mb * 1024 * 1024)
+    for inside, outside in (("/tmp", tmp_dir), ("/dev/shm", shm_dir)):
+        if outside is None:
+            argv += ["--size", size, "--tmpfs", inside]
+        else:
+            argv += ["--bind", str(outside), inside]
     for path in read_only:
         argv += ["--ro-bind", path, path]
-    argv += ["--bind", str(work_dir), WORK_DIR, "--remount-ro", "/", "--chdir", WORK_DIR]
-    return [*argv, "--", *command]
+    argv += ["--bind", str(work_dir), WORK_DIR, "--remount-ro", "/", "--remount-ro", "/dev"]
+    return [*argv, "--chdir", WORK_DIR, "--", *command]
 
 
 def kill_uid(uid: int) -> None:

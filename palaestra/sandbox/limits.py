@@ -21,6 +21,7 @@ class Limit(enum.StrEnum):
     MEMORY = "memory"
     PROCESSES = "processes"
     FILE_SIZE = "file_size"
+    DISK = "disk"
     OPEN_FILES = "open_files"
     OUTPUT = "output"
     NETWORK = "network"
@@ -37,6 +38,11 @@ class Limits:
     Python) and for thread stacks. ``processes`` counts every process and thread of the run.
     ``output_bytes`` caps stdout and stderr each. In a session, ``wall_time`` bounds each call
     and ``cpu_time`` the whole session.
+
+    ``disk_mb`` bounds everything the run writes, together: its work dir, ``/tmp`` and
+    ``/dev/shm`` are one size-limited tmpfs (so the bytes are RAM, or swap, never host disk,
+    and are gone when the run ends). Without root (no tmpfs of our own on the host) ``/tmp``
+    and ``/dev/shm`` get ``disk_mb`` each and the work dir is bounded per file only.
     """
 
     wall_time: float = 10.0
@@ -44,6 +50,7 @@ class Limits:
     memory_mb: int = 1024
     processes: int = 64
     file_size_mb: int = 64
+    disk_mb: int = 256
     open_files: int = 256
     output_bytes: int = 1_000_000
 
@@ -91,7 +98,8 @@ class Limits:
 # from outside and cannot be faked this way.
 _ERROR_PATTERNS: tuple[tuple[Limit, tuple[str, ...]], ...] = (
     (Limit.MEMORY, ("MemoryError", "[Errno 12]", "Cannot allocate memory")),
-    (Limit.FILE_SIZE, ("[Errno 27]", "File too large", "[Errno 28]", "No space left")),
+    (Limit.FILE_SIZE, ("[Errno 27]", "File too large")),
+    (Limit.DISK, ("[Errno 28]", "No space left", "Disk quota exceeded")),
     (Limit.OPEN_FILES, ("[Errno 24]", "Too many open files")),
     (Limit.PROCESSES, ("[Errno 11]", "Resource temporarily unavailable")),
     (

@@ -46,15 +46,26 @@ class SandboxResult:
 
     @classmethod
     def of(
-        cls, outcome: Outcome, isolation: str, *, duration: float, files: dict[str, bytes]
+        cls,
+        outcome: Outcome,
+        isolation: str,
+        *,
+        duration: float,
+        files: dict[str, bytes],
+        disk_full: bool = False,
     ) -> SandboxResult:
         exit_code, signum = decode_status(outcome.status, bubblewrap=isolation == "bubblewrap")
+        # Measured from outside first (the run was killed, or its disk is full), then what
+        # its death or its last error line says.
+        limit = outcome.limit or limit_from_signal(signum)
+        if limit is None and disk_full:
+            limit = Limit.DISK
         return cls(
             exit_code=exit_code,
             signal=signum,
             stdout=outcome.stdout.decode(errors="replace"),
             stderr=outcome.stderr.decode(errors="replace"),
-            limit=outcome.limit or _limit_of(exit_code, signum, outcome.stderr),
+            limit=limit or _limit_of(exit_code, signum, outcome.stderr),
             duration=duration,
             isolation=isolation,
             files=files,

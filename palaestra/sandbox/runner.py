@@ -14,6 +14,7 @@ clean environment, no network, and is gone without a trace when ``run`` returns.
 from __future__ import annotations
 
 import contextlib
+import logging
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,11 +27,12 @@ from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.process import SandboxProcess, supervise
 from palaestra.sandbox.result import SandboxResult
 from palaestra.sandbox.session import PythonSession
-from palaestra.sandbox.workdir import WorkDir, check_reachable, sweep_stale
+from palaestra.sandbox.workdir import WorkDir, check_reachable, sweep_stale, tmpfs_problem
 
 Isolation = Literal["auto", "bubblewrap", "rlimits"]
 DEBIAN_PYTHON = "/usr/bin/python3"
 _MB = 1024 * 1024
+log = logging.getLogger("palaestra.sandbox")
 
 
 class SandboxUnavailable(ConfigError):
@@ -65,6 +67,7 @@ class Sandbox:
         self._requested = isolation
         self._mode: str | None = None
         self._bwrap: str | None = None
+        self._bounded_disk = False
         self._uids = isolation_uids()
 
     @property
@@ -83,6 +86,11 @@ class Sandbox:
                 finally:
                     if self._uids and uid is not None:
                         self._uids.release(uid)
+            if self._uids is not None:
+                disk_problem = tmpfs_problem(self.root_dir)
+                if disk_problem is not None:
+                    log.warning("sandbox: no bound on the disk a run fills: %s", disk_problem)
+                self._bounded_disk = disk_problem is None
             if not problem:
                 self._mode, self._bwrap = "bubblewrap", bwrap
             elif self._requested == "bubblewrap":
@@ -110,15 +118,21 @@ class Sandbox:
         limits = limits or self.limits
         mode = self.isolation
         uid = self._uids.acquire() if self._uids else None
-        work = WorkDir(self.root_dir, uid)
         started = time.perf_counter()
         process: SandboxProcess | None = None
+        try:
+            work = self.work_dir(uid, limits)
+        except BaseException:
+            if self._uids and uid is not None:
+                self._uids.release(uid)
+            raise
         try:
             work.write(files or {})
             with _stdin_file(stdin) as stdin_file:
                 process = await self._launch(command, work, uid, limits, env, stdin_file)
             outcome = await supervise(process, limits)
             gathered = work.collect(collect, limits.file_size_mb * _MB) if collect else {}
+            disk_full = work.full()
         finally:
             if process is not None:
                 if process.returncode is None:  # cancelled: no awaiting from here on
@@ -128,7 +142,11 @@ class Sandbox:
             if self._uids and uid is not None:
                 self._uids.release(uid)
         return SandboxResult.of(
-            outcome, mode, duration=time.perf_counter() - started, files=gathered
+            outcome,
+            mode,
+            duration=time.perf_counter() - started,
+            files=gathered,
+            disk_full=disk_full,
         )
 
     async def run_python(
@@ -162,6 +180,10 @@ class Sandbox:
         session = PythonSession(self, limits or self.limits, idle_ttl)
         await session.start(dict(files or {}))
         return session
+
+    def work_dir(self, uid: int | None, limits: Limits) -> WorkDir:
+        """A fresh work dir for one run (a tmpfs of ``limits.disk_mb`` when we may mount)."""
+        return WorkDir(self.root_dir, uid, limits.disk_mb if self._bounded_disk else None)
 
     def environment(self, work_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The clean environment of a run: nothing of ours leaks in."""
@@ -201,6 +223,8 @@ class Sandbox:
                 bwrap=self._bwrap if bubblewrap else None,
                 bwrap_args=bwrap_args,
                 read_only=self.read_only,
+                tmp_dir=work.tmp,
+                shm_dir=work.shm,
             )
 
         return await SandboxProcess.start(

@@ -75,9 +75,10 @@ class PythonSession:
 
     async def start(self, files: dict[str, str | bytes] | None = None) -> None:
         uids = self.sandbox._uids
+        self.sandbox.isolation  # noqa: B018 (decides the isolation, once, before the work dir)
         self._uid = uids.acquire() if uids else None
-        self._work = WorkDir(self.sandbox.root_dir, self._uid)
         try:
+            self._work = self.sandbox.work_dir(self._uid, self.limits)
             self._work.write(files or {})
             command = [self.sandbox.python, "-B", "-E", "-s", "-c", _REPL.read_text()]
             self._process = await self.sandbox._launch(

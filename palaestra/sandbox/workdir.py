@@ -1,8 +1,16 @@
-"""The private work dir of one run: files in, files out, removal, and sweeping stale ones."""
+"""The private work dir of one run: files in, files out, removal, and sweeping stale ones.
+
+As root, a run's directory is a tmpfs of ``Limits.disk_mb`` mounted on the host: the work
+dir, ``/tmp`` and ``/dev/shm`` of the run are folders of it, so together they cannot outgrow
+the bound (the kernel answers ``ENOSPC``), and removal is one unmount however many files
+the run left.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import shutil
 import stat
@@ -16,15 +24,38 @@ from palaestra.errors import ConfigError
 
 PREFIX = "palaestra-sandbox-"
 MAX_FILES_OUT = 1000
+INODES_PER_MB = 128
+"""Files a bounded run may create per MB of ``disk_mb``: each costs about 1 KB of kernel
+memory that the size bound does not count (32,768 files, ~32 MB, at the default 256 MB)."""
+
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 
 class WorkDir:
-    """A fresh directory, owned by the run's uid, that is the run's only writable host path."""
+    """A fresh directory, owned by the run's uid, that is the run's only writable host path.
 
-    def __init__(self, root: Path | None, uid: int | None) -> None:
+    ``disk_mb`` (root only): mount a tmpfs of that size on the run's directory and keep the
+    work dir (``path``), ``tmp`` and ``shm`` in it. Without it ``tmp`` and ``shm`` are
+    ``None`` and the work dir is a plain directory.
+    """
+
+    def __init__(self, root: Path | None, uid: int | None, disk_mb: int | None = None) -> None:
         self.uid = uid
-        self.path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root))
-        self._own(self.path)
+        self.base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root))
+        self.bounded = False
+        self.tmp: Path | None = None
+        self.shm: Path | None = None
+        try:
+            if disk_mb is not None:
+                mount_tmpfs(self.base, disk_mb, uid)
+                self.bounded = True
+            self._own(self.base)
+            self.path = self._folder("work")
+            if self.bounded:
+                self.tmp, self.shm = self._folder("tmp"), self._folder("shm")
+        except BaseException:
+            self.remove()
+            raise
 
     def write(self, files: Mapping[str, str | bytes]) -> None:
         """Put ``files`` (relative path -> content) into the work dir."""
@@ -59,20 +90,75 @@ class WorkDir:
                     found[name] = data
         return found
 
+    def full(self) -> bool:
+        """The run used up its disk bound (no block or no inode left)."""
+        if not self.bounded:
+            return False
+        try:
+            usage = os.statvfs(self.base)
+        except OSError:
+            return False
+        return usage.f_bavail == 0 or usage.f_favail == 0
+
     def remove(self) -> None:
+        if self.bounded:
+            unmount(self.base)
+            self.bounded = False
         for attempt in range(3):
             try:
-                remove_tree(self.path)
+                remove_tree(self.base)
                 return
             except OSError:  # a process being killed created a file during the walk
                 if attempt == 2:
                     raise
                 time.sleep(0.05)
 
+    def _folder(self, name: str) -> Path:
+        path = self.base / name
+        path.mkdir()
+        self._own(path)
+        return path
+
     def _own(self, path: Path) -> None:
         if self.uid is not None:
             os.chown(path, self.uid, self.uid)
         os.chmod(path, 0o700 if path.is_dir() else 0o600)
+
+
+def mount_tmpfs(path: Path, size_mb: int, uid: int | None) -> None:
+    """Mount a tmpfs of ``size_mb`` (and a bounded number of files) on ``path`` (root only)."""
+    options = f"size={size_mb}m,nr_inodes={max(1024, size_mb * INODES_PER_MB)},mode=0700"
+    if uid is not None:
+        options += f",uid={uid},gid={uid}"
+    done = _libc().mount(
+        b"tmpfs", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()
+    )
+    if done != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"cannot mount a tmpfs on {path}: {os.strerror(error)}")
+
+
+def unmount(path: Path) -> None:
+    """Detach the mount on ``path``; its files are freed once nothing uses them."""
+    if _libc().umount2(os.fsencode(path), _MNT_DETACH) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"cannot unmount {path}: {os.strerror(error)}")
+
+
+def tmpfs_problem(root: Path | None) -> str | None:
+    """Why a bounded work dir cannot be made under ``root`` (``None`` when it can)."""
+    if os.geteuid() != 0:
+        return "not root"
+    try:
+        WorkDir(root, None, 1).remove()
+    except OSError as error:
+        return str(error)
+    return None
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def remove_tree(path: Path) -> None:
@@ -111,6 +197,8 @@ def sweep_stale(root: Path | None) -> None:
             owner = entry.name[len(PREFIX) :].split("-", 1)[0]
             if owner.isdigit() and not _alive(int(owner)):
                 with contextlib.suppress(OSError):
+                    if os.path.ismount(entry):
+                        unmount(entry)
                     remove_tree(entry)
 
 

@@ -203,3 +203,56 @@ async def test_a_thousand_runs_leave_no_process_and_no_work_dir(
     assert list(runs_dir.iterdir()) == []
     # even the namespace inits that bwrap leaves to PID 1 are reaped in the end
     assert new_leftovers(before, grace=20, zombies_of_init=True) == []
+
+
+FILL = (
+    "import os, sys\n"
+    "written = 0\n"
+    "try:\n"
+    "    for path in sys.argv[1:]:\n"
+    "        with open(path, 'wb') as file:\n"
+    "            for _ in range({chunks}):\n"
+    "                file.write(b'x' * 2**20)\n"
+    "                file.flush()\n"
+    "                written += 1\n"
+    "finally:\n"
+    "    print(written)\n"
+)
+
+
+async def test_dev_shm_is_bounded_and_dev_is_read_only(sandbox: Sandbox) -> None:
+    refused = await sandbox.run_python(
+        "import os\n"
+        "for path in ('/dev/x', '/dev/pts/x'):\n"
+        "    try:\n"
+        "        open(path, 'w')\n"
+        "        print(path, 'written')\n"
+        "    except OSError as error:\n"
+        "        print(path, 'refused')\n"
+    )
+    assert refused.ok and "written" not in refused.stdout, refused.stdout
+    # memory_mb bounds address space, not tmpfs pages: /dev/shm must have a bound of its own
+    limits = Limits(memory_mb=256, disk_mb=32)
+    code = FILL.format(chunks=100)  # 100 MB: past the bound, well under the host's RAM
+    shm = await sandbox.run(
+        [sandbox.python, "-c", code, "/dev/shm/a", "/dev/shm/b", "/dev/shm/c"], limits=limits
+    )
+    assert int(shm.stdout) <= 32 and shm.limit == Limit.DISK, (shm.stdout, shm.stderr)
+
+
+async def test_the_files_a_run_writes_share_one_disk_bound(sandbox: Sandbox) -> None:
+    """Ten files under the per-file limit still may not fill the host's disk or RAM."""
+    limits = Limits(file_size_mb=8, disk_mb=32)
+    code = FILL.format(chunks=6)
+    names = [f"f{index}.bin" for index in range(8)] + ["/tmp/t.bin", "/dev/shm/s.bin"]
+    result = await sandbox.run([sandbox.python, "-c", code, *names], limits=limits)
+    assert int(result.stdout) <= 32 and result.exit_code == 1, (result.stdout, result.stderr)
+    assert result.limit == Limit.DISK
+    caught = await sandbox.run_python(  # a program that catches the error is still named
+        "try:\n"
+        "    open('big.bin', 'wb').write(b'x' * 40 * 2**20)\n"
+        "except OSError as error:\n"
+        "    print(error.errno)\n",
+        limits=limits.replace(file_size_mb=64),
+    )
+    assert caught.stdout == "28\n" and caught.limit == Limit.DISK

@@ -36,7 +36,7 @@ def test_limits_reject_nonsense_and_replace_keeps_the_rest() -> None:
     [
         ("Traceback (most recent call last):\n  ...\nMemoryError\n", Limit.MEMORY),
         ("OSError: [Errno 27] File too large\n", Limit.FILE_SIZE),
-        ("OSError: [Errno 28] No space left on device", Limit.FILE_SIZE),
+        ("OSError: [Errno 28] No space left on device", Limit.DISK),
         ("BlockingIOError: [Errno 11] Resource temporarily unavailable", Limit.PROCESSES),
         ("bash: fork: retry: Resource temporarily unavailable", Limit.PROCESSES),
         ("OSError: [Errno 24] Too many open files: 'x'", Limit.OPEN_FILES),
