@@ -23,8 +23,11 @@ class Model(Protocol):
 
     ``respond`` takes Responses create params (``input``, ``tools``, sampling, ...) and returns
     an OpenAI ``Response`` as a dict. It raises ``palaestra.errors.ModelError`` (or a subclass)
-    once its retry budget is spent; a context-length error is not raised but answered as a
-    response with ``status: "incomplete"`` so the agent can stop cleanly.
+    once its retry budget is spent, and for an answer with no output or a failed status; a
+    rejected key (401/403) raises ``ModelAuthError`` at once. A context-length error is not
+    raised but answered as an empty response with ``status: "incomplete"`` and
+    ``incomplete_details: {reason: null, code: "context_length_exceeded", message: <the
+    backend's message>}``, so the agent stops cleanly and the row can be told apart.
     """
 
     name: str
@@ -33,7 +36,8 @@ class Model(Protocol):
     async def respond(self, params: JsonDict) -> JsonDict: ...
 
     async def check(self) -> None:
-        """Fail fast with ``ModelUnreachable`` when the model cannot be reached at all."""
+        """Fail fast with ``ModelUnreachable`` when the model cannot be reached at all, or
+        ``ModelAuthError`` when it rejects the key."""
         ...
 
     async def aclose(self) -> None: ...

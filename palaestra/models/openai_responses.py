@@ -10,11 +10,9 @@ from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
 from palaestra.models.http import ContextLengthExceeded
 from palaestra.types import JsonDict
 
-
-def _failed(status: Any) -> bool:
-    """A Response in these states has no usable answer, whatever its output holds (compared,
-    not hashed: a server may send any JSON as ``status``)."""
-    return status in ("failed", "cancelled") if isinstance(status, str) else False
+# A Response in one of these states has no usable answer, whatever its output holds. A tuple,
+# compared with ==, not a set: a server may send unhashable JSON as ``status``.
+_FAILED = ("failed", "cancelled")
 
 
 def _described(error: Any) -> str:
@@ -39,7 +37,7 @@ def _unusable(endpoint: RemoteEndpoint, answer: JsonDict) -> JsonDict:
     if not isinstance(output, list):
         raise ModelError(f"POST {url} answered a JSON object without an 'output' list")
     error = _described(answer.get("error"))
-    if _failed(status):
+    if status in _FAILED:
         raise ModelError(f"POST {url}: the model answered status '{status}': {error}")
     raise ModelError(f"POST {url}: the model answered no output (status '{status}'): {error}")
 
@@ -56,7 +54,7 @@ async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> 
         return context_length_response(params, model=model, message=exc.message)
     # Two lookups on the success path: a non-empty output list and a status that is not failed.
     output = answer.get("output")
-    if output and isinstance(output, list) and not _failed(answer.get("status")):
+    if output and isinstance(output, list) and answer.get("status") not in _FAILED:
         return answer
     return _unusable(endpoint, answer)
 

@@ -8,6 +8,7 @@ from palaestra.errors import ModelError
 from palaestra.models.chat_format import (
     chat_request_to_responses_params,
     chat_to_response,
+    context_length_response,
     incomplete_response,
     response_to_chat_completion,
     responses_to_chat,
@@ -407,6 +408,21 @@ def test_response_to_chat_completion_and_back_keeps_calls_and_token_ids() -> Non
 
 def test_an_incomplete_response_finishes_with_length() -> None:
     response: JsonDict = {"output": [], "incomplete_details": {"reason": "max_output_tokens"}}
+    assert response_to_chat_completion(response)["choices"][0]["finish_reason"] == "length"
+
+
+def test_a_context_length_response_keeps_the_servers_words_and_finishes_with_length() -> None:
+    response = context_length_response(
+        {"input": "x", "max_output_tokens": 5}, model="m", message="context is 4096 tokens"
+    )
+    assert (response["status"], response["output"], response["error"]) == ("incomplete", [], None)
+    # reason is null: OpenAI's Response type (NeMo Gym validates against it) allows only its own.
+    assert response["incomplete_details"] == {
+        "reason": None,
+        "code": "context_length_exceeded",
+        "message": "context is 4096 tokens",
+    }
+    assert response["max_output_tokens"] == 5
     assert response_to_chat_completion(response)["choices"][0]["finish_reason"] == "length"
 
 
