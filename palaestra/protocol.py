@@ -48,6 +48,21 @@ def failure_fields(failure: Failure) -> JsonDict:
     return fields
 
 
+def failure_error(failure: Failure) -> JsonDict:
+    """The body of a non-2xx answer for a failure: OpenAI's error shape plus the failure fields.
+
+    Sent where the peer reads only the status (NeMo Evaluator's client raises on any non-2xx
+    and counts an error, never a score).
+    """
+    error = {"message": failure.reason, "type": str(failure.kind), "param": None, "code": None}
+    return {"error": error, **failure_fields(failure)}
+
+
+def is_failure_row(row: dict[str, Any]) -> bool:
+    """Whether a verify answer or rollout row is a failure (palaestra's or NeMo Gym's form)."""
+    return FAILURE in row or NG_FAILURE_CLASS in row
+
+
 def failure_from_fields(body: dict[str, Any]) -> Failure | None:
     """The failure a wire answer carries (palaestra's form first, then NeMo Gym's), or None."""
     raw = body.get(FAILURE)

@@ -2,10 +2,12 @@
 
 ``POST /run`` takes a task row and answers one finished rollout: the verify answer
 (``responses_create_params``, ``response``, ``reward``, task and verifier fields). A rollout
-that could not be scored answers 500 with an explicit ``failure`` (and the trajectory so far)
-instead of a reward, so no client can mistake it for a 0. ``POST /v1/responses`` runs the tool
-loop on create params and answers the whole trajectory as one Response (the agent seen as a
-model). ``POST /aggregate_metrics`` aggregates verify answers.
+that could not be scored is a 200 row with no ``reward``, carrying palaestra's ``failure`` and
+NeMo Gym 0.4's ``_ng_failure_class`` (and ``_ng_failure_terminal``): the form NeMo Gym's own
+agents give a failed rollout. NeMo Gym's collector files it under failures (a non-2xx would
+stop its whole run), and palaestra's ``RemoteAgent`` records the failure.
+``POST /v1/responses`` runs the tool loop on create params and answers the whole trajectory as
+one Response (the agent seen as a model). ``POST /aggregate_metrics`` aggregates verify answers.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from palaestra.agents.base import Agent, AgentResult
 from palaestra.collect.tasks import task_problem
 from palaestra.env_client import EnvironmentClient
 from palaestra.models.base import Model
+from palaestra.protocol import failure_fields
 from palaestra.serve.env_app import aggregate_endpoint, verdict_fields
 from palaestra.serve.guard import BodyTooLarge
 from palaestra.serve.http_json import (
@@ -82,18 +85,8 @@ def rollout_answer(task: JsonDict, result: AgentResult) -> Response:
     }
     if failure is not None or result.verdict is None:
         failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
-        body = {
-            "error": {
-                "message": failure.reason,
-                "type": str(failure.kind),
-                "param": None,
-                "code": None,
-            },
-            "failure": failure.to_json(),
-            "response": result.response,
-            "_palaestra": facts,
-        }
-        return JSONResponse(body, status_code=500)
+        body = {**task, "response": result.response, **failure_fields(failure), "_palaestra": facts}
+        return JSONResponse(body)
     return JSONResponse(
         {**task, "response": result.response, **verdict_fields(result.verdict), "_palaestra": facts}
     )

@@ -6,11 +6,29 @@ runs a tool on the parsed arguments and answers its JSON result. ``POST /verify`
 request plus ``reward`` and the verifier fields; ``POST /close_session`` frees the session.
 ``POST /aggregate_metrics`` and ``GET /tools`` (palaestra's addition: the tool schemas) round
 it off. Validation problems are 422 naming the field; a body that is not JSON is 400.
+
+A request carrying a session token this server does not know (expired, closed, issued before a
+restart, forged) is a 404 whose error ``type`` is ``session_lost``: never a fresh, empty
+session scored as if it were the rollout's. A request with no token at all is 401 on the session
+routes; ``/verify`` without one scores the body's task in a fresh session (re-verification).
+
+A verify that cannot be scored is never an answer a peer reads as a score. In a session (NeMo
+Gym's agents and palaestra's clients send the session's cookie or header) it is a 200 carrying
+palaestra's ``failure`` and NeMo Gym's ``_ng_failure_class``, which NeMo Gym's agents pass on
+to their collector, which files the rollout under failures (its ``BaseVerifyResponse`` needs a
+float ``reward``, so a placeholder 0.0 travels beside the failure class). Without a session, or
+in NeMo Evaluator's form, it is a 500: NeMo Evaluator's client raises on any non-2xx and counts
+an error. Every exception from the environment's own code is logged with its traceback.
+
+Live sessions and the size of a seeded task are capped (``max_sessions``, ``max_task_bytes``):
+a seed over the session cap is a 503 with ``Retry-After``, counted in ``GET /``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
+import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -24,10 +42,18 @@ from palaestra.collect.metrics import aggregate_rows
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import RolloutFailure, ToolCallRejected
+from palaestra.protocol import (
+    SESSION_LOST,
+    failure_error,
+    failure_fields,
+    failure_from_fields,
+    is_failure_row,
+)
 from palaestra.serve.evaluator import (
     PROTOCOL,
     evaluator_answer,
     evaluator_task,
+    indexed_task,
     is_evaluator_seed,
     is_evaluator_verify,
     prompt_of,
@@ -44,9 +70,23 @@ from palaestra.serve.http_json import (
     require,
 )
 from palaestra.serve.sessions_http import COOKIE_NAME, HEADER_NAME, SessionSigner
-from palaestra.sessions import SessionExpired
+from palaestra.sessions import Session, SessionExpired
 from palaestra.step_env import StepEnvironment
-from palaestra.types import JsonDict, Verdict
+from palaestra.types import Failure, JsonDict, Verdict
+
+logger = logging.getLogger("palaestra.serve")
+
+DEFAULT_MAX_SESSIONS = 32_768
+"""Live sessions one server holds. A collector holds one per rollout in flight and closes it at
+the end; a run killed and resumed leaves its in-flight sessions to expire (one session TTL)
+beside the new ones, so a 10,000-in-flight run can briefly need 20,000. 32,768 leaves room for
+that; at the 100 KB tasks of the issue's test it bounds the tasks held to about 3.3 GB (about
+one byte of memory per byte of task JSON, measured: 5,000 x 100 KB grew the server 483 MB)."""
+DEFAULT_MAX_TASK_BYTES = 1024 * 1024
+"""The largest task (the ``/seed_session`` body) a session may hold: a 128k-token prompt is
+about 512 KB of JSON. Larger seeds are a 413 naming the limit."""
+RETRY_AFTER_SECONDS = 1
+"""What a refused seed is told to wait: sessions free as rollouts finish, within seconds."""
 
 RESERVED_ROUTES = frozenset(
     {
@@ -68,10 +108,14 @@ def environment_app(
     *,
     secret: bytes | None = None,
     dataset: list[JsonDict] | None = None,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    max_task_bytes: int | None = DEFAULT_MAX_TASK_BYTES,
 ) -> Starlette:
     """An ASGI app serving ``environment``; sessions live in this process and expire.
 
-    ``dataset`` is the task list NeMo Evaluator's clients address by index.
+    ``dataset`` is the task list NeMo Evaluator's clients address by index. ``max_sessions``
+    caps the live sessions (a seed over it is a 503 with ``Retry-After``) and
+    ``max_task_bytes`` the size of a seeded task (413); ``None`` lifts a cap.
     """
     tasks = dataset or []
     clashes = RESERVED_ROUTES & set(environment.tool_specs)
@@ -79,12 +123,13 @@ def environment_app(
         raise ValueError(f"tool names {sorted(clashes)} clash with protocol routes")
     client = LocalEnvironmentClient(environment)
     signer = SessionSigner(secret or secrets.token_bytes(32))
+    caps = SessionCaps(max_sessions, max_task_bytes)
     routes = [
-        Route("/", _health, methods=["GET"]),
+        Route("/", _health(client, caps), methods=["GET"]),
         Route("/tools", _tools(client), methods=["GET"]),
         Route("/health", _evaluator_health(environment.name, tasks), methods=["GET"]),
         Route("/dataset_size", _dataset_size(tasks), methods=["GET"]),
-        Route("/seed_session", _seed(client, signer, tasks), methods=["POST"]),
+        Route("/seed_session", _seed(client, signer, tasks, caps), methods=["POST"]),
         Route("/verify", _verify(client, signer, tasks), methods=["POST"]),
         Route("/close_session", _close(client, signer), methods=["POST"]),
         Route("/aggregate_metrics", aggregate_endpoint, methods=["POST"]),
@@ -111,14 +156,75 @@ def environment_app(
             RequestError: _on_error,
             RolloutFailure: _on_error,
             BodyTooLarge: _on_error,
+            SessionExpired: _on_error,
+            ToolCallRejected: _on_error,
         },
     )
     app.state.client = client
+    app.state.caps = caps
     return app
 
 
-async def _health(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+class SessionCaps:
+    """The session limits of one server, and how many seeds they refused."""
+
+    def __init__(self, max_sessions: int | None, max_task_bytes: int | None) -> None:
+        for name, value in (("max_sessions", max_sessions), ("max_task_bytes", max_task_bytes)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1 (or None for no cap), got {value}")
+        self.max_sessions = max_sessions
+        self.max_task_bytes = max_task_bytes
+        self.refused = 0
+
+    async def admit(self, request: Request, client: LocalEnvironmentClient) -> None:
+        """Refuse a seed whose task is too big (413) or that would pass the session cap (503)."""
+        if self.max_task_bytes is not None:
+            size = len(await request.body())
+            if size > self.max_task_bytes:
+                raise RequestError(
+                    413,
+                    f"the task is {size} bytes, over this server's max_task_bytes "
+                    f"({self.max_task_bytes})",
+                    param="body",
+                )
+        if self.max_sessions is None or len(client.sessions) < self.max_sessions:
+            return
+        # Expired sessions are swept by the next seed; a full server sees no next seed, so
+        # sweep here (only at the cap: an O(expired) walk, not per request).
+        for expired in client.sessions.sweep():
+            await _close_quietly(client, expired)
+        if len(client.sessions) >= self.max_sessions:
+            self.refused += 1
+            raise RequestError(
+                503,
+                f"this server holds {len(client.sessions)} sessions, its max_sessions; "
+                "retry after one closes",
+                kind="server_busy",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+
+
+async def _close_quietly(client: LocalEnvironmentClient, session: Session) -> None:
+    with contextlib.suppress(Exception):  # an expired session's close must not fail a seed
+        close: Callable[[Session], object] = client.environment.close  # sync or async
+        closed = close(session)
+        if inspect.isawaitable(closed):
+            await closed
+
+
+def _health(client: LocalEnvironmentClient, caps: SessionCaps) -> Handler:
+    async def health(request: Request) -> Response:
+        return JSONResponse(
+            {
+                "status": "ok",
+                "sessions": len(client.sessions),
+                "max_sessions": caps.max_sessions,
+                "max_task_bytes": caps.max_task_bytes,
+                "refused_sessions": caps.refused,
+            }
+        )
+
+    return health
 
 
 def _evaluator_health(name: str, dataset: list[JsonDict]) -> Handler:
@@ -147,15 +253,23 @@ def _tools(client: LocalEnvironmentClient) -> Handler:
 
 
 def _seed(
-    client: LocalEnvironmentClient, signer: SessionSigner, dataset: list[JsonDict]
+    client: LocalEnvironmentClient,
+    signer: SessionSigner,
+    dataset: list[JsonDict],
+    caps: SessionCaps,
 ) -> Handler:
     async def seed(request: Request) -> Response:
+        await caps.admit(request, client)
         task = await json_object(request)
         answer: JsonDict = {}
         if is_evaluator_seed(task):  # NeMo Evaluator: only an index into our task list
             idx, task = task_at(dataset, task)
             answer = prompt_of(idx, task)
-        session_id = await client.seed(task)
+        try:
+            session_id = await client.seed(task)
+        except RolloutFailure as failure:
+            _log_failure("seed_session", failure)
+            raise
         token = signer.token(session_id)
         response = JSONResponse(answer)
         response.headers[HEADER_NAME] = token
@@ -171,10 +285,9 @@ def _tool(client: LocalEnvironmentClient, signer: SessionSigner, name: str) -> H
         session_id = _session_of(request, signer)
         try:
             value = await client.call_tool_value(session_id, name, arguments)
-        except ToolCallRejected as rejected:
-            raise RequestError(422, str(rejected)) from None
-        except SessionExpired as expired:
-            raise RequestError(404, str(expired), param="session") from None
+        except RolloutFailure as failure:
+            _log_failure(f"tool '{name}'", failure)
+            raise
         return JSONResponse(value)
 
     return call
@@ -183,53 +296,74 @@ def _tool(client: LocalEnvironmentClient, signer: SessionSigner, name: str) -> H
 def _verify(
     client: LocalEnvironmentClient, signer: SessionSigner, dataset: list[JsonDict]
 ) -> Handler:
+    indexed = {id(row) for row in dataset}  # tasks a /seed_session {idx} seeds sessions with
+
     async def verify(request: Request) -> Response:
         body = await json_object(request)
-        if is_evaluator_verify(body):
+        evaluator = is_evaluator_verify(body)
+        if evaluator:
             require(body, "response", str, "the model's answer text")
-            session_id = signer.from_request(request)
-            try:
-                task = (
-                    client.sessions.get(session_id).task
-                    if session_id
-                    else evaluator_task(body, dataset)
-                )
-            except SessionExpired as expired:
-                raise RequestError(404, str(expired), param="session") from None
-            fields = await _score(client, session_id, task, text_response(body["response"]))
-            return JSONResponse(evaluator_answer(body, fields))
-        require(body, "response", dict, "an OpenAI Response object")
-        task = {k: v for k, v in body.items() if k != "response"}
-        fields = await _score(client, signer.from_request(request), task, body["response"])
-        return JSONResponse({**body, **fields})
+            task, response = evaluator_task(body, dataset), text_response(body["response"])
+        else:
+            require(body, "response", dict, "an OpenAI Response object")
+            task = {k: v for k, v in body.items() if k != "response"}
+            response = body["response"]
+        session_id = _token_session(request, signer)
+        if session_id is not None:
+            session = client.sessions.get(session_id)  # a lost session: 404 session_lost
+            if id(session.task) in indexed:
+                # Seeded by index (NeMo Evaluator): a cookie-keeping client sends the cookie of
+                # its latest seed with every verify, so the body, not the cookie, names the task.
+                named = task if evaluator else indexed_task(body, dataset)
+                if named is not session.task:
+                    session_id, task = None, named or task
+        verdict = await _score(client, session_id, task, response)
+        if verdict.failure is None:
+            fields = verdict_fields(verdict)
+            if evaluator:
+                return JSONResponse(evaluator_answer(body, fields))
+            return JSONResponse({**body, **fields})
+        if evaluator or session_id is None:
+            return JSONResponse(failure_error(verdict.failure), status_code=500)
+        # In a session: the answer an agent passes on as its rollout row (see the docstring).
+        return JSONResponse({**body, "reward": 0.0, **failure_fields(verdict.failure)})
 
     return verify
 
 
 async def _score(
     client: LocalEnvironmentClient, session_id: str | None, task: JsonDict, response: JsonDict
-) -> JsonDict:
-    """Verify in the caller's session, or in a fresh one when it sent none."""
-    owned = session_id is None  # no session: score the trajectory in a fresh one
-    if owned:
-        session_id = await client.seed(task)
-    assert session_id is not None
+) -> Verdict:
+    """Verify in the caller's session, or in a fresh one; a failure is a failed verdict."""
     try:
-        verdict = await client.verify(session_id, task, response)
-    except SessionExpired as expired:
-        raise RequestError(404, str(expired), param="session") from None
-    finally:
-        if owned:
+        if session_id is not None:
+            return await client.verify(session_id, task, response)
+        session_id = await client.seed(task)  # no session: score the trajectory in a fresh one
+        try:
+            return await client.verify(session_id, task, response)
+        finally:
             await client.close(session_id)
-    return verdict_fields(verdict)
+    except RolloutFailure as failure:
+        _log_failure("verify", failure)
+        return Verdict(failure=Failure(failure.kind, failure.reason))
 
 
 def verdict_fields(verdict: Verdict) -> JsonDict:
-    """A verdict as verify-answer fields; a failure is explicit, beside a placeholder reward."""
-    fields = verdict.to_fields()
-    if verdict.failure is not None:
-        fields["failure"] = verdict.failure.to_json()
-    return fields
+    """A scored verdict as verify-answer fields (a failed one travels as ``failure_fields``)."""
+    return verdict.to_fields()
+
+
+def _log_failure(where: str, failure: RolloutFailure) -> None:
+    """Log a failure of the environment's own code with the traceback of what it raised.
+
+    The failure's ``__cause__`` is the environment's exception: its traceback names the
+    environment's file and line, which the client only sees as a one-line reason.
+    """
+    cause = failure.__cause__
+    if cause is not None:
+        logger.error("%s failed: %s", where, failure.reason, exc_info=cause)
+    else:
+        logger.error("%s failed: %s", where, failure.reason)
 
 
 def _reset(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
@@ -237,7 +371,12 @@ def _reset(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
 
     async def reset(request: Request) -> Response:
         session_id = _session_of(request, signer)
-        return JSONResponse({"observation": await client.reset(session_id)})
+        try:
+            observation = await client.reset(session_id)
+        except RolloutFailure as failure:
+            _log_failure("reset", failure)
+            raise
+        return JSONResponse({"observation": observation})
 
     return reset
 
@@ -249,16 +388,26 @@ def _step(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
         body = await json_object(request)
         require(body, "action", str, "the model's text")
         session_id = _session_of(request, signer)
-        return JSONResponse((await client.step(session_id, body["action"])).to_json())
+        try:
+            result = await client.step(session_id, body["action"])
+        except RolloutFailure as failure:
+            _log_failure("step", failure)
+            raise
+        return JSONResponse(result.to_json())
 
     return step
 
 
 def _close(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
     async def close(request: Request) -> Response:
-        session_id = signer.from_request(request)
+        session_id = _token_session(request, signer)
         if session_id is not None:
-            await client.close(session_id)
+            client.sessions.get(session_id)  # a lost session: 404 session_lost
+            try:
+                await client.close(session_id)
+            except RolloutFailure as failure:
+                _log_failure("close_session", failure)
+                raise
         response = JSONResponse({})
         response.delete_cookie(COOKIE_NAME)
         return response
@@ -275,16 +424,44 @@ async def aggregate_endpoint(request: Request) -> Response:
         if not isinstance(row, dict):
             raise RequestError(422, "must be an object", param=f"verify_responses[{position}]")
     # One group over every row, whatever agent produced it, as NeMo Gym's endpoint does.
-    aggregates = list(aggregate_rows({**row, "agent_ref": {}} for row in rows).values())
+    # NeMo Gym's collector sends its failed rollouts too: they are counted, never averaged.
+    scored = [{**row, "agent_ref": {}} for row in rows if not is_failure_row(row)]
+    failures = [failure_from_fields(row) for row in rows if is_failure_row(row)]
+    aggregates = list(aggregate_rows(scored).values())
     if not aggregates:
-        return JSONResponse({"agent_metrics": {}, "key_metrics": {}, "group_level_metrics": []})
-    metrics = aggregates[0].to_json()
-    metrics.pop("agent_ref")
+        metrics: JsonDict = {"agent_metrics": {}, "key_metrics": {}, "group_level_metrics": []}
+    else:
+        metrics = aggregates[0].to_json()
+        metrics.pop("agent_ref")
+    if failures:
+        metrics["key_metrics"]["failures"] = len(failures)
+        kinds: dict[str, int] = {}
+        for failure in failures:
+            kind = str(failure.kind) if failure is not None else "internal_error"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        metrics["failures_by_kind"] = kinds
     return JSONResponse(metrics)
 
 
+def _token_session(request: Request, signer: SessionSigner) -> str | None:
+    """The session id the request's token names; None without a token, 404 if it is forged."""
+    token = request.headers.get(HEADER_NAME) or request.cookies.get(COOKIE_NAME)
+    if not token:
+        return None
+    session_id = signer.session_id(token)
+    if session_id is None:
+        raise RequestError(
+            404,
+            "the session token was not issued by this server (forged, or from before a "
+            "restart): the session is lost",
+            param="session",
+            kind=SESSION_LOST,
+        )
+    return session_id
+
+
 def _session_of(request: Request, signer: SessionSigner) -> str:
-    session_id = signer.from_request(request)
+    session_id = _token_session(request, signer)
     if session_id is None:
         raise RequestError(
             401,
@@ -298,8 +475,13 @@ def _session_of(request: Request, signer: SessionSigner) -> str:
 async def _on_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, RequestError):
         return request_error_response(exc)
+    if isinstance(exc, SessionExpired):
+        return error_response(404, str(exc), param="session", kind=SESSION_LOST)
+    if isinstance(exc, ToolCallRejected):
+        return error_response(422, str(exc))
     if isinstance(exc, BodyTooLarge):
         return error_response(413, str(exc))
     if isinstance(exc, RolloutFailure):
-        return error_response(500, exc.reason, kind=str(exc.kind))
+        failure = Failure(exc.kind, exc.reason)
+        return JSONResponse(failure_error(failure), status_code=500)
     return error_response(500, type(exc).__name__)

@@ -85,6 +85,21 @@ def evaluator_task(body: JsonDict, dataset: list[JsonDict]) -> JsonDict:
     }
 
 
+def indexed_task(body: JsonDict, dataset: list[JsonDict]) -> JsonDict | None:
+    """The dataset row a Gym-form /verify names by ``metadata.idx`` or ``idx``, if any.
+
+    (NeMo Evaluator's native client forwards the seed's metadata, ``idx`` included, as
+    top-level fields.)
+    """
+    metadata = body.get("metadata")
+    idx = metadata.get("idx") if isinstance(metadata, dict) else None
+    if idx is None:
+        idx = body.get("idx")
+    if isinstance(idx, int) and not isinstance(idx, bool) and 0 <= idx < len(dataset):
+        return dataset[idx]
+    return None
+
+
 def text_response(text: str) -> JsonDict:
     return {
         "id": "resp_evaluator",

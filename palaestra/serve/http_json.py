@@ -24,13 +24,27 @@ class JSONResponse(Response):
 
 
 class RequestError(Exception):
-    """A request the server refuses; ``param`` names the offending field when there is one."""
+    """A request the server refuses; ``param`` names the offending field when there is one.
 
-    def __init__(self, status: int, message: str, *, param: str | None = None) -> None:
+    ``kind`` is the error ``type`` (e.g. ``session_lost``) when the default for the status
+    would not tell the client enough; ``headers`` go on the answer (e.g. ``Retry-After``).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        kind: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
+        self.kind = kind
+        self.headers = headers
 
 
 def error_response(
@@ -43,7 +57,10 @@ def error_response(
 
 
 def request_error_response(error: RequestError) -> JSONResponse:
-    return error_response(error.status, error.message, param=error.param)
+    response = error_response(error.status, error.message, param=error.param, kind=error.kind)
+    if error.headers:
+        response.headers.update(error.headers)
+    return response
 
 
 async def json_object(request: Request) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from palaestra.models.openai_responses import OpenAIResponsesModel
 from palaestra.serve.agent_app import agent_app
 from palaestra.serve.remote_agent import RemoteAgent
 from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.types import FailureKind
 from tests.cli.test_collect_cli import weather_script
 from tests.collect.test_collector import Quiet, read_jsonl
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer
@@ -52,7 +53,7 @@ async def test_run_answers_the_verify_answer() -> None:
     assert len(trajectory["output"]) == 3
 
 
-async def test_a_failed_rollout_is_an_explicit_failure_not_a_zero() -> None:
+async def test_a_failed_rollout_is_a_nemo_gym_failure_row_not_an_error_status() -> None:
     broken = ScriptedFault(status=400, body={"error": {"message": "bad request"}})
     with (
         ScriptedModelServer(lambda p: broken) as model,
@@ -62,10 +63,21 @@ async def test_a_failed_rollout_is_an_explicit_failure_not_a_zero() -> None:
             aiohttp.ClientSession() as http,
             http.post(f"{agent.url}/run", json=TASK) as done,
         ):
-            assert done.status == 500
-            body = await done.json()
+            status, body = done.status, await done.json()
+        runner = RemoteAgent(agent.url)
+        try:
+            result = await runner.run(TASK)
+        finally:
+            await runner.aclose()
+    # NeMo Gym's collector raises on any non-2xx from /run (its whole run stops) and files a
+    # 200 row carrying _ng_failure_class under failures; palaestra's RemoteAgent reads "failure".
+    assert status == 200
+    assert body["_ng_failure_class"] == "transient"
     assert body["failure"]["kind"] == "model_error"
     assert "reward" not in body
+    assert body["city"] == "Rome"
+    assert result.verdict is None
+    assert result.failure is not None and result.failure.kind is FailureKind.MODEL_ERROR
 
 
 async def test_collect_through_a_served_agent(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 
 import aiohttp
@@ -19,7 +20,8 @@ from palaestra.serve.env_app import environment_app
 from palaestra.serve.guard import Guard
 from palaestra.serve.remote_env import RemoteEnvironmentClient
 from palaestra.serve.uvicorn_runner import BackgroundServer
-from palaestra.types import JsonDict
+from palaestra.sessions import Session
+from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.envs.test_counter import stepper
 from tests.envs.test_counter import tasks as counter_tasks
 from tests.envs.test_number_guess import bisector
@@ -128,7 +130,8 @@ async def test_protocol_errors_are_clear(counter_server: BackgroundServer) -> No
             assert (await missing.json())["error"]["param"] == "response"
         forged = {"x-palaestra-session": "abc.def"}
         async with http.post("/increment", json={}, headers=forged) as denied:
-            assert denied.status == 401
+            assert denied.status == 404
+            assert (await denied.json())["error"]["type"] == "session_lost"
         async with http.post("/seed_session", json={}) as seeded:
             token = seeded.headers["x-palaestra-session"]
         async with http.post(
@@ -198,3 +201,161 @@ async def test_turn_based_environment_over_http_gives_the_same_episode() -> None
     assert remote.verdict.reward == local.verdict.reward == 1.0
     assert remote.verdict.step_rewards == local.verdict.step_rewards
     assert remote.response["output"] == local.response["output"]  # type: ignore[index]
+
+
+COUNTER_TASK: JsonDict = {"responses_create_params": {"input": "x"}, "target_value": 2}
+RESPONSE: JsonDict = {"id": "r", "output": []}
+
+
+async def _post(
+    http: aiohttp.ClientSession, route: str, body: JsonDict, token: str | None = None
+) -> tuple[int, JsonDict, aiohttp.ClientResponse]:
+    headers = {"x-palaestra-session": token} if token else {}
+    async with http.post(route, json=body, headers=headers) as answer:
+        return answer.status, await answer.json(), answer
+
+
+async def test_a_verify_with_a_forged_session_token_is_a_session_lost_failure() -> None:
+    with BackgroundServer(environment_app(NumberGuess())) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            _, _, seeded = await _post(http, "/seed_session", task(low=1, high=8, target=3))
+            token = seeded.headers["x-palaestra-session"]
+            session_id, _, signature = token.rpartition(".")
+            forged = f"{session_id}.{'0' * len(signature)}"
+            body = {**task(low=1, high=8, target=3), "response": RESPONSE}
+            for route, sent in [
+                ("/verify", body),
+                ("/reset", {}),
+                ("/step", {"action": "3"}),
+                ("/close_session", {}),
+            ]:
+                status, answer, _ = await _post(http, route, sent, forged)
+                assert status == 404, route
+                assert answer["error"]["type"] == "session_lost"
+                assert answer["error"]["param"] == "session"
+                assert "reward" not in answer
+
+
+async def test_a_verify_after_a_server_restart_is_a_session_lost_failure() -> None:
+    secret = b"k" * 32  # the same secret across the restart: the token is valid, the id unknown
+    with BackgroundServer(environment_app(Counter(), secret=secret)) as first:
+        async with aiohttp.ClientSession(base_url=first.url) as http:
+            _, _, seeded = await _post(http, "/seed_session", COUNTER_TASK)
+            token = seeded.headers["x-palaestra-session"]
+            status, _, _ = await _post(http, "/increment", {"amount": 2}, token)
+            assert status == 200
+    with BackgroundServer(environment_app(Counter(), secret=secret)) as restarted:
+        async with aiohttp.ClientSession(base_url=restarted.url) as http:
+            verify = {**COUNTER_TASK, "response": RESPONSE}
+            for route, sent in [("/verify", verify), ("/increment", {}), ("/close_session", {})]:
+                status, answer, _ = await _post(http, route, sent, token)
+                assert status == 404, route
+                assert answer["error"]["type"] == "session_lost"
+            status, answer, _ = await _post(http, "/increment", {"amount": 1})
+            assert status == 401  # no token at all: still "seed first"
+            status, answer, _ = await _post(http, "/verify", verify)
+            assert status == 200 and answer["final_value"] == 0  # no token: re-verification
+
+
+async def test_seeds_over_the_session_cap_are_refused_with_retry_after_and_counted() -> None:
+    app = environment_app(Counter(), max_sessions=2, max_task_bytes=200)
+    with BackgroundServer(app) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            tokens = []
+            for _ in range(2):
+                status, _, seeded = await _post(http, "/seed_session", COUNTER_TASK)
+                assert status == 200
+                tokens.append(seeded.headers["x-palaestra-session"])
+            for _ in range(3):
+                status, answer, refused = await _post(http, "/seed_session", COUNTER_TASK)
+                assert status == 503 and refused.headers["Retry-After"] == "1"
+                assert "max_sessions" in answer["error"]["message"]
+            assert len(app.state.client.sessions) == 2  # memory bounded by the cap
+            async with http.get("/") as health:
+                assert (await health.json())["refused_sessions"] == 3
+            status, _, _ = await _post(http, "/close_session", {}, tokens[0])
+            assert status == 200
+            status, _, _ = await _post(http, "/seed_session", COUNTER_TASK)
+            assert status == 200  # closing a session made room
+            huge = {**COUNTER_TASK, "pad": "x" * 300}
+            status, answer, _ = await _post(http, "/seed_session", huge)
+            assert status == 413 and "max_task_bytes" in answer["error"]["message"]
+            app.state.client.sessions.ttl = -1.0  # every open session is now expired
+            status, _, _ = await _post(http, "/seed_session", COUNTER_TASK)
+            assert status == 200  # a full server sweeps expired sessions before refusing
+            assert len(app.state.client.sessions) == 1
+
+
+def test_the_session_caps_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_sessions"):
+        environment_app(Counter(), max_sessions=0)
+
+
+class BrokenCounter(Counter):
+    """A counter whose verify and ``explode`` tool raise, as an author's bug would."""
+
+    name = "broken_counter"
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        raise ValueError("the verifier has a bug")  # the line the server log must name
+
+    def seed(self, task: JsonDict) -> JsonDict:
+        if task.get("break_seed"):
+            raise KeyError("the seed has a bug")
+        return super().seed(task)
+
+
+async def test_a_verify_that_cannot_be_scored_reaches_each_caller_as_a_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="palaestra.serve")
+    with BackgroundServer(environment_app(BrokenCounter())) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            _, _, seeded = await _post(http, "/seed_session", COUNTER_TASK)
+            token = seeded.headers["x-palaestra-session"]
+            verify = {**COUNTER_TASK, "response": RESPONSE}
+            # in a session (a NeMo Gym agent): 200 with NeMo Gym's failure class beside ours
+            status, in_session, _ = await _post(http, "/verify", verify, token)
+            # without one (a stateless scorer such as NeMo Evaluator's client): an error status
+            status_alone, alone, _ = await _post(http, "/verify", verify)
+        remote = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            verdict = await remote.verify(await remote.seed(COUNTER_TASK), COUNTER_TASK, RESPONSE)
+        finally:
+            await remote.aclose()
+    assert status == 200
+    assert in_session["_ng_failure_class"] == "legitimate"
+    assert in_session["failure"]["kind"] == "verifier_error"
+    assert "the verifier has a bug" in in_session["failure"]["reason"]
+    assert status_alone == 500 and alone["failure"]["kind"] == "verifier_error"
+    assert "reward" not in alone
+    assert verdict.failure is not None and verdict.failure.kind is FailureKind.VERIFIER_ERROR
+    logged = "\n".join(r.getMessage() + str(r.exc_text or "") for r in caplog.records)
+    assert "test_env_app.py" in caplog.text and "in verify" in caplog.text, logged
+
+
+async def test_an_exception_in_seed_or_a_tool_leaves_its_file_and_line_in_the_server_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="palaestra.serve")
+    with BackgroundServer(environment_app(BrokenCounter())) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            status, answer, _ = await _post(http, "/seed_session", {"break_seed": True})
+    assert status == 500 and answer["failure"]["kind"] == "env_error"
+    line = BrokenCounter.seed.__code__.co_firstlineno + 2  # the raise
+    assert f'test_env_app.py", line {line}, in seed' in caplog.text
+
+
+async def test_aggregate_metrics_counts_failed_rows_and_never_averages_them() -> None:
+    with BackgroundServer(environment_app(Counter())) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            rows = [
+                {"reward": 1.0, "_ng_task_index": 0},
+                {"reward": 0.0, "_ng_failure_class": "legitimate", "_ng_task_index": 0},
+                {"failure": {"kind": "timeout", "reason": "slow"}, "_ng_task_index": 1},
+            ]
+            status, metrics, _ = await _post(http, "/aggregate_metrics", {"verify_responses": rows})
+    assert status == 200
+    assert metrics["agent_metrics"]["mean/reward"] == 1.0
+    assert metrics["key_metrics"]["failures"] == 2
+    assert metrics["failures_by_kind"] == {"internal_error": 1, "timeout": 1}

@@ -9,6 +9,7 @@ from palaestra.registry import find_environment
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.evaluator import load_dataset
 from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.types import JsonDict, Verdict
 
 
 async def test_evaluator_client_seeds_by_index_and_verifies_text() -> None:
@@ -50,3 +51,47 @@ async def test_evaluator_client_seeds_by_index_and_verifies_text() -> None:
             async with fresh.post("/seed_session", json={"idx": 99}) as out_of_range:
                 assert out_of_range.status == 400
                 assert "out of range" in (await out_of_range.json())["error"]["message"]
+
+
+async def test_a_cookie_keeping_client_on_a_host_name_is_scored_against_the_task_it_names() -> None:
+    dataset = load_dataset(find_environment("mcqa").example_tasks)
+    with BackgroundServer(environment_app(MultipleChoice(), dataset=dataset)) as server:
+        by_name = server.url.replace("127.0.0.1", "localhost")
+        # aiohttp's default jar keeps cookies for host names only, as NeMo Evaluator's client
+        # does: each seed overwrites the one session cookie every later verify sends.
+        async with aiohttp.ClientSession(base_url=by_name) as http:
+            prompts = []
+            for idx in range(len(dataset)):
+                async with http.post("/seed_session", json={"idx": idx}) as seeded:
+                    prompts.append(await seeded.json())
+            assert len(http.cookie_jar) == 1
+            rewards = []
+            for prompt in prompts:
+                letter = prompt["expected_answer"]  # in each task's grading mode:
+                body = {
+                    "response": f"\\boxed{{{letter}}}\nAnswer: {letter}\n<answer>{letter}</answer>",
+                    "expected": prompt["expected_answer"],
+                    "metadata": prompt["metadata"],
+                }
+                async with http.post("/verify", json=body) as verified:
+                    assert verified.status == 200
+                    rewards.append((await verified.json())["reward"])
+    assert rewards == [1.0] * len(dataset)
+
+
+class BrokenChoice(MultipleChoice):
+    def verify(self, session: object, response: JsonDict) -> Verdict:
+        raise RuntimeError("broken verifier")
+
+
+async def test_an_evaluator_verify_that_cannot_be_scored_is_an_error_status_not_a_score() -> None:
+    dataset = load_dataset(find_environment("mcqa").example_tasks)
+    with BackgroundServer(environment_app(BrokenChoice(), dataset=dataset)) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            body = {"response": "\\boxed{B}", "expected": "B", "metadata": {"idx": 0}}
+            async with http.post("/verify", json=body) as verified:
+                status, answer = verified.status, await verified.json()
+    assert status == 500  # NeMo Evaluator's client raises on it and counts an error
+    assert "reward" not in answer
+    assert answer["error"]["type"] == "verifier_error"
+    assert "broken verifier" in answer["failure"]["reason"]
