@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import os
 import resource
 import signal
 from dataclasses import dataclass
@@ -119,20 +120,51 @@ _ERROR_PATTERNS: tuple[tuple[Limit, tuple[str, ...]], ...] = (
 )
 
 
-def limit_from_error(text: str) -> Limit | None:
+def limit_from_error(text: str, limits: Limits | None = None) -> Limit | None:
     """The rule named by the last error line of an error output, if any.
 
     Traceback frames (indented) and ``Traceback ...`` headers are skipped: when several
-    processes fail at once, a half-written traceback may come last.
+    processes fail at once, a half-written traceback may come last. ``limits`` tells a
+    thread that could not start for lack of memory from one that hit ``processes``.
     """
     for line in reversed(text.strip().splitlines()):
         if not line.strip() or line[0].isspace() or line.startswith("Traceback "):
             continue
+        if "can't start new thread" in line:
+            return thread_limit(limits)
         for limit, patterns in _ERROR_PATTERNS:
             if any(pattern in line for pattern in patterns):
                 return limit
         return None
     return None
+
+
+def thread_limit(limits: Limits | None) -> Limit:
+    """The limit a thread that could not start ran into (Python says the same for both).
+
+    The one of ``memory_mb`` and ``processes`` that allows fewer threads: each thread takes
+    a stack (``RLIMIT_STACK``, which the run inherits) and, with glibc, a 64 MB malloc arena
+    of address space (measured: 14 Python threads fit in the default 1024 MB).
+    """
+    if limits is None:
+        return Limit.PROCESSES
+    stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    stack_mb = 8 if stack == resource.RLIM_INFINITY else stack / _MB
+    by_memory = limits.memory_mb / (stack_mb + 64)
+    return Limit.MEMORY if by_memory < limits.processes else Limit.PROCESSES
+
+
+def limit_from_kill(cpu_spent: float | None, duration: float, limits: Limits) -> Limit | None:
+    """Whether a SIGKILL the sandbox did not send came from the CPU rlimit's hard limit.
+
+    The kernel sends it, without a word, to a program that ignores SIGXCPU. ``cpu_spent``
+    is the run's CPU time when it could be read (from the pid namespace's init); otherwise
+    the most the run could have spent, ``duration`` on every core, must reach the limit.
+    """
+    hard = limits.rlimits()[resource.RLIMIT_CPU][1]
+    if cpu_spent is None:
+        cpu_spent = duration * (os.cpu_count() or 1)
+    return Limit.CPU_TIME if cpu_spent >= hard - 0.1 else None
 
 
 def limit_from_signal(signum: int | None) -> Limit | None:

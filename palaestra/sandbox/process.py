@@ -56,7 +56,7 @@ class SandboxProcess:
     @classmethod
     async def start(
         cls,
-        build_argv: Callable[[int | None], Sequence[str]],
+        build_argv: Callable[[int | None, int | None], Sequence[str]],
         *,
         bubblewrap: bool,
         uid: int | None,
@@ -66,14 +66,17 @@ class SandboxProcess:
         stream_limit: int = 2**16,
         preexec: Callable[[], None] | None = None,
         capture_stderr: bool = True,
+        seccomp: bytes | None = None,
     ) -> SandboxProcess:
-        """Launch ``build_argv(status_fd)``; ``status_fd`` is bwrap's ``--json-status-fd``."""
+        """Launch ``build_argv(status_fd, seccomp_fd)``: bwrap's ``--json-status-fd`` and
+        ``--seccomp`` (an fd to read the ``seccomp`` program from; ``None`` without one)."""
         loop = asyncio.get_running_loop()
         status_read, status_write = os.pipe() if bubblewrap else (None, None)
-        pass_fds = () if status_write is None else (status_write,)
+        filter_fd = _filled_pipe(seccomp) if bubblewrap and seccomp else None
+        pass_fds = tuple(fd for fd in (status_write, filter_fd) if fd is not None)
         try:
             popen = subprocess.Popen(
-                list(build_argv(status_write)),
+                list(build_argv(status_write, filter_fd)),
                 stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE if capture_stderr else subprocess.DEVNULL,
@@ -88,6 +91,9 @@ class SandboxProcess:
                 if fd is not None:
                     os.close(fd)
             raise
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
         if status_write is not None and status_read is not None:
             os.close(status_write)
             os.set_blocking(status_read, False)
@@ -169,6 +175,20 @@ class SandboxProcess:
         for transport in self._transports:
             transport.close()
 
+    def cpu_spent(self) -> float | None:
+        """CPU seconds the run spent, read from its pid namespace's init (whose children's
+        time includes the command's once it has reaped it), while the init is still there
+        to read; ``None`` without one."""
+        init = self._namespace_init()
+        if init is None:
+            return None
+        try:
+            with open(f"/proc/{init}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return sum(int(ticks) for ticks in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
     def _on_exit(self) -> None:
         self._loop.remove_reader(self._pidfd)
         code = self.popen.poll()
@@ -205,6 +225,19 @@ async def _reader(
     return reader
 
 
+def _filled_pipe(data: bytes) -> int:
+    """The read end of a pipe that holds ``data`` and then ends (``data`` fits its buffer)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return read
+
+
 def _reap_orphan(loop: asyncio.AbstractEventLoop, pid: int, tries: int = 100) -> None:
     """Reap bwrap's namespace init if it was orphaned to us.
 
@@ -236,6 +269,8 @@ class Outcome:
     stdout: bytes
     stderr: bytes
     limit: Limit | None
+    cpu_spent: float | None = None
+    """Measured only when the run died of a SIGKILL that we did not send."""
 
 
 async def supervise(process: SandboxProcess, limits: Limits) -> Outcome:
@@ -258,6 +293,9 @@ async def supervise(process: SandboxProcess, limits: Limits) -> Outcome:
         else:
             process.kill()  # whatever it left behind (only matters without a pid namespace)
         status = await exited
+        spent = None
+        if limit is None and status in (-signal.SIGKILL, 128 + signal.SIGKILL):
+            spent = process.cpu_spent()  # the CPU rlimit's hard limit kills without a word
         done, _ = await asyncio.wait(readers, timeout=2.0)
         outputs = [task.result() if task in done else b"" for task in readers]
         if overflow.is_set():
@@ -265,7 +303,7 @@ async def supervise(process: SandboxProcess, limits: Limits) -> Outcome:
     finally:
         for task in (*readers, exited, overflowed):
             task.cancel()
-    return Outcome(status, outputs[0], outputs[1] if len(outputs) > 1 else b"", limit)
+    return Outcome(status, outputs[0], outputs[1] if len(outputs) > 1 else b"", limit, spent)
 
 
 async def _read_capped(stream: asyncio.StreamReader, cap: int, overflow: asyncio.Event) -> bytes:

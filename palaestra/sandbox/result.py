@@ -6,7 +6,13 @@ import signal
 from dataclasses import dataclass, field
 
 from palaestra.errors import SandboxLimitExceeded
-from palaestra.sandbox.limits import Limit, limit_from_error, limit_from_signal
+from palaestra.sandbox.limits import (
+    Limit,
+    Limits,
+    limit_from_error,
+    limit_from_kill,
+    limit_from_signal,
+)
 from palaestra.sandbox.process import Outcome
 from palaestra.types import FailureKind
 
@@ -52,12 +58,15 @@ class SandboxResult:
         *,
         duration: float,
         files: dict[str, bytes],
+        limits: Limits,
         disk_full: bool = False,
     ) -> SandboxResult:
         exit_code, signum = decode_status(outcome.status, bubblewrap=isolation == "bubblewrap")
         # Measured from outside first (the run was killed, or its disk is full), then what
         # its death or its last error line says.
         limit = outcome.limit or limit_from_signal(signum)
+        if limit is None and signum == signal.SIGKILL:
+            limit = limit_from_kill(outcome.cpu_spent, duration, limits)
         if limit is None and disk_full:
             limit = Limit.DISK
         return cls(
@@ -65,7 +74,7 @@ class SandboxResult:
             signal=signum,
             stdout=outcome.stdout.decode(errors="replace"),
             stderr=outcome.stderr.decode(errors="replace"),
-            limit=limit or _limit_of(exit_code, signum, outcome.stderr),
+            limit=limit or _limit_of(exit_code, outcome.stderr, limits),
             duration=duration,
             isolation=isolation,
             files=files,
@@ -81,9 +90,7 @@ def decode_status(status: int, *, bubblewrap: bool) -> tuple[int | None, int | N
     return status, None
 
 
-def _limit_of(exit_code: int | None, signum: int | None, stderr: bytes) -> Limit | None:
-    if signum is not None:
-        return limit_from_signal(signum)
+def _limit_of(exit_code: int | None, stderr: bytes, limits: Limits) -> Limit | None:
     if exit_code:
-        return limit_from_error(stderr[-4096:].decode(errors="replace"))
+        return limit_from_error(stderr[-4096:].decode(errors="replace"), limits)
     return None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from palaestra.errors import ConfigError
-from palaestra.sandbox import isolation
+from palaestra.sandbox import isolation, seccomp
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.process import SandboxProcess, supervise
 from palaestra.sandbox.result import SandboxResult
@@ -146,6 +146,7 @@ class Sandbox:
             mode,
             duration=time.perf_counter() - started,
             files=gathered,
+            limits=limits,
             disk_full=disk_full,
         )
 
@@ -213,8 +214,10 @@ class Sandbox:
     ) -> SandboxProcess:
         bubblewrap = self.isolation == "bubblewrap"
 
-        def argv(status_fd: int | None) -> list[str]:
+        def argv(status_fd: int | None, seccomp_fd: int | None) -> list[str]:
             bwrap_args = [] if status_fd is None else ["--json-status-fd", str(status_fd)]
+            if seccomp_fd is not None:
+                bwrap_args += ["--seccomp", str(seccomp_fd)]
             return isolation.launch_argv(
                 command,
                 limits=limits,
@@ -237,6 +240,7 @@ class Sandbox:
             stream_limit=stream_limit,
             preexec=None if isolation.tools()["prlimit"] else limits.apply,
             capture_stderr=capture_stderr,
+            seccomp=seccomp.program(),
         )
 
 

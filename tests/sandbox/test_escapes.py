@@ -256,3 +256,48 @@ async def test_the_files_a_run_writes_share_one_disk_bound(sandbox: Sandbox) -> 
         limits=limits.replace(file_size_mb=64),
     )
     assert caught.stdout == "28\n" and caught.limit == Limit.DISK
+
+
+async def test_ptrace_and_sysv_shared_memory_are_refused_and_ordinary_programs_still_run(
+    sandbox: Sandbox,
+) -> None:
+    code = (
+        "import ctypes, multiprocessing, subprocess, threading\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno())  # attach to init\n"
+        "print('shmget', libc.shmget(0, 2**20, 0o1600), ctypes.get_errno())\n"
+        "threads = [threading.Thread(target=sum, args=([1],)) for _ in range(4)]\n"
+        "for thread in threads:\n"
+        "    thread.start()\n"
+        "for thread in threads:\n"
+        "    thread.join()\n"
+        "print(subprocess.run(['/bin/echo', 'child'], capture_output=True, text=True).stdout)\n"
+        "if __name__ == '__main__':\n"
+        "    with multiprocessing.Pool(2) as pool:\n"
+        "        print(pool.map(abs, [-1, -2]))\n"
+    )
+    # Before the filter, the attach stopped the namespace's init: the run stalled to its
+    # wall time.
+    result = await sandbox.run_python(code, limits=Limits(wall_time=5))
+    assert result.ok, (result.limit, result.stderr)
+    assert result.stdout.splitlines() == ["ptrace -1 1", "shmget -1 1", "child", "", "[1, 2]"]
+
+
+async def test_a_program_that_ignores_sigxcpu_is_named_by_the_cpu_limit(sandbox: Sandbox) -> None:
+    code = "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True: pass\n"
+    result = await sandbox.run_python(code, limits=Limits(cpu_time=1, wall_time=10))
+    assert result.signal == 9 and result.limit == Limit.CPU_TIME
+
+
+THREADS = (
+    "import threading, time\n"
+    "while True:\n"
+    "    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+)
+
+
+async def test_a_thread_that_cannot_start_names_the_limit_it_ran_into(sandbox: Sandbox) -> None:
+    by_memory = await sandbox.run_python(THREADS, limits=Limits(memory_mb=256))
+    assert "can't start new thread" in by_memory.stderr and by_memory.limit == Limit.MEMORY
+    by_count = await sandbox.run_python(THREADS, limits=Limits(memory_mb=4096, processes=12))
+    assert "can't start new thread" in by_count.stderr and by_count.limit == Limit.PROCESSES

@@ -6,7 +6,7 @@ import signal
 import pytest
 
 from palaestra.sandbox import Limit, Limits
-from palaestra.sandbox.limits import limit_from_error, limit_from_signal
+from palaestra.sandbox.limits import limit_from_error, limit_from_kill, limit_from_signal
 
 
 def test_limits_become_rlimits_and_prlimit_arguments() -> None:
@@ -62,3 +62,18 @@ def test_rlimit_signals_name_their_limit() -> None:
     assert limit_from_signal(signal.SIGXFSZ) == Limit.FILE_SIZE
     assert limit_from_signal(signal.SIGSEGV) is None
     assert limit_from_signal(None) is None
+
+
+def test_a_thread_that_cannot_start_is_named_by_the_scarcer_limit() -> None:
+    error = "RuntimeError: can't start new thread\n"
+    assert limit_from_error(error, Limits(memory_mb=256, processes=64)) == Limit.MEMORY
+    assert limit_from_error(error, Limits(memory_mb=8192, processes=16)) == Limit.PROCESSES
+    assert limit_from_error(error) == Limit.PROCESSES
+
+
+def test_an_unexplained_sigkill_is_the_cpu_limit_only_if_the_cpu_was_spent() -> None:
+    limits = Limits(cpu_time=2)  # SIGXCPU at 2 s, SIGKILL at 3 s
+    assert limit_from_kill(3.0, 3.5, limits) == Limit.CPU_TIME
+    assert limit_from_kill(0.2, 3.5, limits) is None  # measured: it did not spend it
+    assert limit_from_kill(None, 0.01, limits) is None  # could not have spent it in time
+    assert limit_from_kill(None, 60.0, limits) == Limit.CPU_TIME
