@@ -2,7 +2,14 @@
 
 Tasks are read lazily and at most ``concurrency`` rollouts are resident at once, so memory
 does not grow with the input. Each finished rollout is appended and flushed before the next
-is taken, so a killed run can be resumed without loss or duplication.
+is taken, so a killed run can be resumed without loss or duplication. One collector writes an
+output at a time (``lock``), and a resume must be the same run (``identity``).
+
+A rollout ends as a scored row (its verdict has a finite numeric reward) or as a failure
+record; nothing that happens to one rollout (a broken verdict, a row that is not JSON) ends the
+run. The run itself stops, resumable, when a service every rollout needs is gone (the model or
+a served environment unreachable ``UNREACHABLE_STOP`` times in a row, the API key rejected) or
+when its files cannot be written (disk full).
 """
 
 from __future__ import annotations
@@ -17,21 +24,44 @@ from typing import Protocol
 from palaestra.agents.base import AgentResult, RolloutRunner
 from palaestra.collect.files import (
     JsonlAppender,
+    OutputError,
     Pair,
     RunFiles,
     archive_failures,
+    encode,
     failed_attempts,
     finished_pairs,
+    keep_dispatched,
     repair_torn_tail,
+    writing,
 )
+from palaestra.collect.identity import check_same_run, read_identity, run_identity, write_identity
+from palaestra.collect.lock import OutputLock
 from palaestra.collect.metrics import RunMetrics
 from palaestra.collect.rows import dispatch_row, failure_row, input_error_row, rollout_row
-from palaestra.collect.tasks import TaskLine, count_tasks, read_tasks
-from palaestra.errors import ConfigError, InputError, ModelUnreachable
+from palaestra.collect.tasks import InputScan, TaskLine, check_input_file, read_tasks, scan_input
+from palaestra.errors import (
+    ConfigError,
+    EnvironmentUnreachable,
+    InputError,
+    ModelAuthError,
+    ModelUnreachable,
+    RolloutFailure,
+    ServiceUnreachable,
+    VerifierFailure,
+)
 from palaestra.types import Failure, FailureKind, JsonDict
 
 UNREACHABLE_STOP = 3
-"""Consecutive rollouts that found the model unreachable (after retries) before the run stops."""
+"""Consecutive rollouts that found a service unreachable (after retries) before the run stops."""
+
+REASONS_KEPT = 100
+"""Distinct failure reasons counted for the summary; more count as one "other" line."""
+
+REASON_LENGTH = 160
+
+SHOWN_WARNINGS = 10
+"""Invalid task lines shown as warnings; the rest are only in the failures file."""
 
 
 @dataclass(slots=True)
@@ -45,24 +75,56 @@ class CollectConfig:
     overwrite: bool = False
     overrides: JsonDict = field(default_factory=dict)
     agent_ref: JsonDict = field(default_factory=dict)
+    run_facts: JsonDict = field(default_factory=dict)
+    """What the caller knows of the run for its identity (env, agent, model); see ``identity``.
+    Default: the ``agent_ref``."""
 
 
 @dataclass(slots=True)
 class RunSummary:
+    """A run as it went. ``done``, ``failures`` and ``truncated`` count this invocation;
+    ``scored`` and ``mean_reward`` describe the whole output file (a resume's included)."""
+
     total: int = 0
     skipped: int = 0
     done: int = 0
     reward_sum: float = 0.0
     failures: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+    """Failures of this invocation by ``kind: reason`` (at most ``REASONS_KEPT`` reasons)."""
+    truncated: int = 0
     invalid_inputs: int = 0
+    before_done: int = 0
+    before_reward_sum: float = 0.0
+    """The scored rollouts the output already held when this invocation started."""
     stopped_reason: str | None = None
     files: RunFiles | None = None
     aggregate: list[JsonDict] = field(default_factory=list)
     """Per agent: agent and key metrics; the per-task group metrics are in the file only."""
 
     @property
+    def scored(self) -> int:
+        """Scored rollouts in the output file."""
+        return self.before_done + self.done
+
+    @property
     def mean_reward(self) -> float | None:
-        return self.reward_sum / self.done if self.done else None
+        """Mean reward of every scored rollout in the output file."""
+        scored = self.scored
+        return (self.before_reward_sum + self.reward_sum) / scored if scored else None
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def count_failure(self, kind: str, reason: str, count: int = 1) -> None:
+        self.failures[kind] += count
+        key = f"{kind}: {reason}"
+        if len(key) > REASON_LENGTH:
+            key = key[: REASON_LENGTH - 3] + "..."
+        if key not in self.reasons and len(self.reasons) >= REASONS_KEPT:
+            key = "(other reasons)"
+        self.reasons[key] += count
 
 
 class Progress(Protocol):
@@ -82,28 +144,42 @@ class Job:
 
 
 async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progress) -> RunSummary:
-    """Run every (task, rollout) pair not finished yet; return the run's summary."""
+    """Run every (task, rollout) pair not finished yet; return the run's summary.
+
+    ``ConfigError`` (one line, nothing written) when the output is held by another collector,
+    a resume is not the recorded run, or the input or output cannot be used;
+    ``ModelAuthError`` when the model endpoint rejects the key before anything ran.
+    """
     files = RunFiles(config.output)
     summary = RunSummary(files=files)
-    done_pairs, attempts = prepare_files(files, config)
-    summary.total = count_tasks(config.input, limit=config.limit) * config.repeats
-    summary.skipped = len(done_pairs)
-    await runner.check()
-    metrics = RunMetrics.read(files.output, files.failures)  # what a resumed run has already
-    run = _Run(runner, config, summary, progress, files, metrics)
-    progress.start(summary)
-    try:
-        await run.execute(_jobs(config, done_pairs, attempts, run))
-    finally:
-        run.close()
-        progress.stop()
-    summary.aggregate = metrics.write(files.aggregate_metrics)
+    with OutputLock.acquire(files.lock, config.output):
+        scan, identity = inspect_run(files, config)
+        summary.total = scan.tasks * config.repeats
+        await runner.check()
+        with writing(config.output):
+            done_pairs, attempts = prepare_files(files, config, identity)
+        summary.skipped = len(done_pairs)
+        metrics = RunMetrics.read(files.output, files.failures)  # what a resumed run has already
+        summary.before_done, summary.before_reward_sum = metrics.scored()
+        run = _Run(runner, config, summary, progress, files, metrics)
+        progress.start(summary)
+        try:
+            await run.execute(_jobs(config, done_pairs, attempts, run))
+        finally:  # also when interrupted (Ctrl-C, SIGTERM): the aggregate of what is done
+            run.close()
+            progress.stop()
+            try:
+                summary.aggregate = metrics.write(files.aggregate_metrics)
+            except OSError as error:
+                run.stop(f"{OutputError(files.aggregate_metrics, error)}")
     return summary
 
 
-def prepare_files(files: RunFiles, config: CollectConfig) -> tuple[set[Pair], Counter[Pair]]:
-    """Check the output is free (or resumable) and return what an earlier run finished."""
-    if config.input.resolve() in {p.resolve() for p in files.all()}:
+def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, JsonDict]:
+    """Check the output is free (or the same run, resumable), scan the input; change nothing."""
+    check_input_file(config.input)
+    ours = [*files.all(), files.failure_history, files.identity, files.lock]
+    if config.input.resolve() in {p.resolve() for p in ours}:
         raise ConfigError(f"--output {config.output} would overwrite the input file")
     exists = config.output.exists() and config.output.stat().st_size > 0
     if exists and not (config.resume or config.overwrite):
@@ -111,14 +187,38 @@ def prepare_files(files: RunFiles, config: CollectConfig) -> tuple[set[Pair], Co
             f"{config.output} already exists: pass --resume to continue that run "
             f"or --overwrite to start over"
         )
+    starting_over = config.overwrite and not config.resume
+    recorded = None if starting_over else read_identity(files.identity)
+    known = (recorded or {}).get("input")
+    if not isinstance(known, dict) or known.get("path") != str(config.input.resolve()):
+        known = None
+    scan = scan_input(config.input, limit=config.limit, known=known)
+    identity = run_identity(
+        scan,
+        repeats=config.repeats,
+        sampling=config.overrides,
+        facts=config.run_facts or {"agent_ref": config.agent_ref},
+    )
+    if recorded is not None:
+        check_same_run(files.identity, recorded, identity)
+    return scan, identity
+
+
+def prepare_files(
+    files: RunFiles, config: CollectConfig, identity: JsonDict
+) -> tuple[set[Pair], Counter[Pair]]:
+    """Start over, or make an earlier run's files resumable; return what it finished."""
     if config.overwrite and not config.resume:
         for path in [*files.all(), files.failure_history]:
             path.unlink(missing_ok=True)
+        write_identity(files.identity, identity)
         return set(), Counter()
     repair_torn_tail(files.output)
     repair_torn_tail(files.materialized_inputs)
     done = finished_pairs(files.output)
+    keep_dispatched(files.materialized_inputs, done)
     archive_failures(files)
+    write_identity(files.identity, identity)
     return done, failed_attempts(files.failure_history)
 
 
@@ -155,6 +255,11 @@ class _Run:
         self.failures = JsonlAppender(files.failures)
         self.unreachable_streak = 0
 
+    def stop(self, reason: str) -> None:
+        """Take no more jobs; the first reason given is the one reported."""
+        if self.summary.stopped_reason is None:
+            self.summary.stopped_reason = reason
+
     async def execute(self, jobs: Iterator[Job]) -> None:
         workers = [
             asyncio.create_task(self._worker(jobs)) for _ in range(max(1, self.config.concurrency))
@@ -167,10 +272,13 @@ class _Run:
 
     async def _worker(self, jobs: Iterator[Job]) -> None:
         while self.summary.stopped_reason is None:
-            job = next(jobs, None)
-            if job is None:
-                return
-            await self._run_job(job)
+            try:
+                job = next(jobs, None)
+                if job is None:
+                    return
+                await self._run_job(job)
+            except OutputError as error:  # disk full, file gone read-only: nothing can be kept
+                self.stop(f"{error}; make room and run the same command with --resume")
 
     async def _run_job(self, job: Job) -> None:
         dispatched = dispatch_row(
@@ -180,14 +288,20 @@ class _Run:
             agent_ref=self.config.agent_ref,
             overrides=self.config.overrides,
         )
-        self.inputs.append(dispatched)
+        self.inputs.write(encode(dispatched))
         try:
             result = await self.runner.run(dispatched)
-        except ModelUnreachable as error:
+        except ModelAuthError as error:  # every rollout would fail alike: write nothing
+            self.stop(error.reason)
+            return
+        except ServiceUnreachable as error:
             self._record_failure(dispatched, Failure(error.kind, error.reason), None, job)
             self.unreachable_streak += 1
             if self.unreachable_streak >= UNREACHABLE_STOP:
-                self.summary.stopped_reason = f"the model is unreachable: {error.reason}"
+                self.stop(f"{_service(error)} is unreachable: {error.reason}")
+            return
+        except RolloutFailure as error:  # a runner that raises its failure, not returns it
+            self._record_failure(dispatched, Failure(error.kind, error.reason), None, job)
             return
         except Exception as error:  # a bug in one rollout must not end the run
             reason = f"{type(error).__name__}: {error}"
@@ -201,21 +315,39 @@ class _Run:
         if failure is not None:
             self._record_failure(dispatched, failure, result, job)
             return
-        row = rollout_row(dispatched, result, attempt=job.attempt)
-        self.outputs.append(row)
+        try:  # a verdict that is not a score, or a row that is not JSON, fails this rollout
+            row = rollout_row(dispatched, result, attempt=job.attempt)
+            line = encode(row)
+        except VerifierFailure as error:
+            self._record_failure(dispatched, Failure(error.kind, error.reason), result, job)
+            return
+        except Exception as error:
+            reason = f"the rollout's row cannot be written: {type(error).__name__}: {error}"
+            self._record_failure(dispatched, Failure(FailureKind.INTERNAL_ERROR, reason), None, job)
+            return
+        self.outputs.write(line)
         self.metrics.add_rollout(row)
         self.summary.done += 1
-        self.summary.reward_sum += float(row["reward"])
+        self.summary.reward_sum += row["reward"]
+        if result.truncated:
+            self.summary.truncated += 1
         self.progress.update(self.summary)
 
     def _record_failure(
         self, dispatched: JsonDict, failure: Failure, result: AgentResult | None, job: Job
     ) -> None:
+        source = {"path": str(self.config.input), "line": job.task.line}
         row = failure_row(dispatched, failure, result, attempt=job.attempt)
-        row["source"] = {"path": str(self.config.input), "line": job.task.line}
-        self.failures.append(row)
+        row["source"] = source
+        try:
+            line = encode(row)
+        except Exception:  # the partial trajectory is not JSON: keep the record without it
+            row = failure_row(dispatched, failure, None, attempt=job.attempt)
+            row["source"] = source
+            line = encode(row)
+        self.failures.write(line)
         self.metrics.add_failure(row)
-        self.summary.failures[str(failure.kind)] += 1
+        self.summary.count_failure(str(failure.kind), failure.reason)
         self.progress.update(self.summary)
 
     def record_input_error(self, error: InputError, task_index: int) -> None:
@@ -223,10 +355,33 @@ class _Run:
         self.failures.append(row)
         self.metrics.add_failure(row)
         self.summary.invalid_inputs += 1
-        self.summary.failures[str(FailureKind.INVALID_INPUT)] += self.config.repeats
-        self.progress.message(f"skipped {error.describe()}")
+        kind = str(FailureKind.INVALID_INPUT)
+        self.summary.count_failure(kind, _without_line(error), self.config.repeats)
+        if self.summary.invalid_inputs <= SHOWN_WARNINGS:
+            self.progress.message(f"skipped {error.describe()}")
+        if self.summary.invalid_inputs == SHOWN_WARNINGS:
+            self.progress.message(
+                f"further invalid task lines are not shown: see {self.failures.path}"
+            )
         self.progress.update(self.summary)
 
     def close(self) -> None:
+        """Write what is pending and close the files; a failed write stops the run."""
         for appender in (self.outputs, self.inputs, self.failures):
-            appender.close()
+            try:
+                appender.close()
+            except OutputError as error:
+                self.stop(f"{error}; make room and run the same command with --resume")
+
+
+def _service(error: ServiceUnreachable) -> str:
+    if isinstance(error, ModelUnreachable):
+        return "the model"
+    if isinstance(error, EnvironmentUnreachable):
+        return "the environment server"
+    return f"a service ({type(error).__name__})"
+
+
+def _without_line(error: InputError) -> str:
+    """An input error's reason with its field, not its line: alike lines count as one reason."""
+    return f"field '{error.field}': {error.reason}" if error.field else error.reason

@@ -1,26 +1,33 @@
 """The files of a collection run: where they live, appending safely, and resuming.
 
 Beside ``rollouts.jsonl`` (one finished rollout per line, completion order) live
-``rollouts_materialized_inputs.jsonl`` (rows as dispatched), ``rollouts_failures.jsonl``
-(rollouts that could not be scored, with kind and reason) and
-``rollouts_aggregate_metrics.json``. Every rollout and failure row is flushed at once, so a
-killed run loses at most the line being written, which resume repairs. The materialized inputs
-(a record of what was dispatched, not a result) are flushed once per event-loop turn: ten
-thousand rollouts starting together cost one write instead of ten thousand.
+``rollouts_materialized_inputs.jsonl`` (rows as dispatched, one per (task, rollout)),
+``rollouts_failures.jsonl`` (rollouts that could not be scored, with kind and reason),
+``rollouts_aggregate_metrics.json``, ``rollouts_run.json`` (the run's identity, see
+``identity``) and ``rollouts.jsonl.lock`` (held by the one collector writing them).
+
+Every rollout and failure row is written with one ``write`` of the whole line, so a killed
+run loses at most the line being written, which resume repairs; a write the disk cannot take
+whole (disk full, file size limit) is cut back before the error is raised, so it leaves no
+torn line at all. The materialized inputs (a record of what was dispatched, not a result) are
+written once per event-loop turn: ten thousand rollouts starting together cost one write
+instead of ten thousand.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import orjson
 
-from palaestra.errors import InputError
+from palaestra.errors import ConfigError, InputError
 from palaestra.types import JsonDict
 
 Pair = tuple[int, int]
@@ -47,6 +54,14 @@ class RunFiles:
     def aggregate_metrics(self) -> Path:
         return self._beside("_aggregate_metrics.json")
 
+    @property
+    def identity(self) -> Path:
+        return self._beside("_run.json")
+
+    @property
+    def lock(self) -> Path:
+        return self.output.with_name(self.output.name + ".lock")
+
     def _beside(self, suffix: str) -> Path:
         return self.output.with_name(self.output.stem + suffix)
 
@@ -54,42 +69,111 @@ class RunFiles:
         return [self.output, self.materialized_inputs, self.failures, self.aggregate_metrics]
 
 
-class JsonlAppender:
-    """Appends one JSON object per line, flushed to the OS before ``append`` returns.
+class OutputError(ConfigError):
+    """A run's file cannot be written (read-only, no such directory, disk full): one line."""
 
-    With ``flush_each=False`` the flush waits for the end of the running event loop's turn,
-    so the rows appended in one turn cost one write (outside a loop it is immediate).
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        self.errno = error.errno
+        reason = error.strerror or str(error)
+        super().__init__(f"cannot write {path}: {reason}")
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` (or beside it) into an ``OutputError``."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as error:
+        raise OutputError(Path(error.filename) if error.filename else path, error) from None
+
+
+def encode(row: JsonDict) -> bytes:
+    """One JSONL line; raises (``TypeError``) before anything is written if ``row`` is not JSON."""
+    return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+
+
+class JsonlAppender:
+    """Appends one JSON object per line, each line with one ``os.write`` of the whole of it.
+
+    A write that fails or is short (disk full) is truncated back to where the line began and
+    raised as ``OutputError``: the file never keeps half a line. That relies on this being the
+    file's only writer, which the run's lock guarantees. With ``flush_each=False`` the lines
+    wait for the end of the running event loop's turn and go out in one write; a failure of
+    that deferred write is raised by the next ``write`` or by ``close``.
     """
 
     def __init__(self, path: Path, *, flush_each: bool = True) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+            self._fd: int | None = os.open(path, flags, 0o644)
+            self._size = os.fstat(self._fd).st_size
         self.path = path
-        self._file: IO[bytes] = path.open("ab")
         self._flush_each = flush_each
-        self._flush_pending = False
+        self._pending: list[bytes] = []
+        self._error: OutputError | None = None
 
     def append(self, row: JsonDict) -> None:
-        self._file.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
+        self.write(encode(row))
+
+    def write(self, line: bytes) -> None:
+        if self._error is not None:
+            raise self._error
         if self._flush_each:
-            self._file.flush()
+            self._write(line)
             return
-        if self._flush_pending:
+        self._pending.append(line)
+        if len(self._pending) > 1:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._file.flush()
+            self._flush()
             return
-        self._flush_pending = True
-        loop.call_soon(self._flush)
+        loop.call_soon(self._deferred_flush)
+
+    def _deferred_flush(self) -> None:
+        try:
+            self._flush()
+        except OutputError as error:
+            self._error = error
 
     def _flush(self) -> None:
-        self._flush_pending = False
-        if not self._file.closed:
-            self._file.flush()
+        if self._pending and self._fd is not None:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
+        view, done = memoryview(data), 0
+        try:
+            while done < len(data):
+                written = os.write(self._fd, view[done:])
+                if written == 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                done += written
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)  # no torn line for the next resume
+            raise OutputError(self.path, error) from None
+        self._size += done
 
     def close(self) -> None:
-        self._file.close()
+        """Write what is pending and close; raises ``OutputError`` if a write failed."""
+        if self._fd is None:
+            return
+        try:
+            if self._error is None:
+                self._flush()
+        finally:
+            os.close(self._fd)
+            self._fd = None
+        if self._error is not None:
+            raise self._error
 
 
 def repair_torn_tail(path: Path) -> bool:
@@ -127,6 +211,35 @@ def finished_pairs(path: Path) -> set[Pair]:
             if raw.strip():
                 pairs.add(_pair_of(raw, path, number))
     return pairs
+
+
+def keep_dispatched(path: Path, done: set[Pair]) -> int:
+    """Keep one materialized-input row per finished pair; drop the rest. Returns rows dropped.
+
+    A kill leaves rows for pairs that were in flight, and failed pairs are dispatched again
+    on resume: without this, each resume would add a second row for them. One streaming pass
+    into a temporary file that replaces the old one (only when something is dropped).
+    """
+    if not path.exists():
+        return 0
+    seen: set[Pair] = set()
+    dropped = 0
+    temporary = path.with_name(path.name + ".tmp")
+    with path.open("rb") as old, temporary.open("wb") as new:
+        for number, raw in enumerate(old, start=1):
+            if not raw.strip():
+                continue
+            pair = _pair_of(raw, path, number)
+            if pair in done and pair not in seen:
+                seen.add(pair)
+                new.write(raw)
+            else:
+                dropped += 1
+    if dropped:
+        os.replace(temporary, path)
+    else:
+        temporary.unlink()
+    return dropped
 
 
 def failed_attempts(path: Path) -> Counter[Pair]:

@@ -2,25 +2,47 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
 
+from palaestra.collect.files import writing
 from palaestra.collect.tasks import task_problem
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
+from palaestra.types import JsonDict
 
 
 def write_generated_tasks(environment: Environment, *, count: int, seed: int, path: Path) -> Path:
     """Write ``count`` tasks from ``environment.generate_tasks`` to ``path`` (same seed, same file).
 
-    Writing is streamed: a large ``count`` never sits in memory.
+    Writing is streamed: a large ``count`` never sits in memory. The file is written beside
+    and renamed into place, so a collector already reading ``path`` keeps reading the tasks it
+    started with (a second ``collect`` refused by the lock has rewritten the file by then).
     """
     try:
         rows = environment.generate_tasks(count, seed)
     except NotImplementedError as error:
         raise ConfigError(f"{error}: pass --input") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            written = _write(environment, rows, temporary)
+            if written == count:
+                os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    if written != count:
+        raise ConfigError(
+            f"environment '{environment.name}' generated {written} tasks, not the {count} asked for"
+        )
+    return path
+
+
+def _write(environment: Environment, rows: Iterable[JsonDict], path: Path) -> int:
     written = 0
     with path.open("wb") as file:
         for row in rows:
@@ -33,8 +55,4 @@ def write_generated_tasks(environment: Environment, *, count: int, seed: int, pa
                 )
             file.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
             written += 1
-    if written != count:
-        raise ConfigError(
-            f"environment '{environment.name}' generated {written} tasks, not the {count} asked for"
-        )
-    return path
+    return written

@@ -3,8 +3,12 @@
 The collector adds each row it appends (and, on resume, reads back the rows already there), so
 the aggregate always describes exactly the output file, without reading it again at the end.
 
-Per agent: ``mean/``, ``std/``, ``min/``, ``max/`` of every numeric top-level field of the
-rollout rows (reward and verifier metrics; booleans count as 0/1) and of the token usage;
+Per agent: ``mean/``, ``std/``, ``min/``, ``max/`` of every numeric field the verifier returned
+(reward, ``reward_components/<name>``, verifier metrics; booleans count as 0/1; a NaN, which the
+file holds as ``null``, is left out) and of the token usage. palaestra's rows name the
+verifier's fields in ``_palaestra.verifier_fields``, so a task's own numeric fields (an ``id``)
+are not averaged; rows without it (NeMo Gym's) count every numeric top-level field, as NeMo Gym
+does. Rollouts that ran out of ``max_steps`` (``_palaestra.truncated``) are counted;
 ``pass@k`` (unbiased estimator, a rollout passes when its reward >= 1) for k = 1 and k = the
 repeats of each task; and per-task group metrics. Failures are counted by kind, never averaged.
 
@@ -116,21 +120,41 @@ class AgentAggregate:
         default_factory=lambda: defaultdict(list)
     )
 
+    truncated: int = 0
+
     def add(self, row: JsonDict) -> None:
-        for key, value in row.items():
-            if key.startswith("_") or isinstance(value, str):
-                continue
-            if isinstance(value, bool | int | float):
-                self.stats[key].add(float(value))
+        reward = row.get("reward", 0.0)
+        if not isinstance(reward, int | float) or not math.isfinite(reward):
+            return  # not a score (older versions wrote a NaN reward, as null)
+        facts = row.get("_palaestra")
+        facts = facts if isinstance(facts, dict) else {}
+        names = facts.get("verifier_fields")
+        if isinstance(names, list):
+            for key in names:
+                self._add_value(key, row.get(key))
+        else:
+            for key, value in row.items():
+                if not key.startswith("_"):
+                    self._add_value(key, value)
+        if facts.get("truncated"):
+            self.truncated += 1
         usage = (row.get("response") or {}).get("usage") or {}
         for key in ("input_tokens", "output_tokens", "total_tokens"):
             if isinstance(usage.get(key), int):
                 self.stats[f"usage/{key}"].add(float(usage[key]))
         task = int(row["_ng_task_index"])
-        self.tasks.add(task, float(row.get("reward", 0.0)))
+        self.tasks.add(task, float(reward))
         answer = row.get("extracted_answer")
         if isinstance(answer, str) and answer.strip():
-            self.answers_by_task[task].append((answer.strip(), float(row.get("reward", 0.0))))
+            self.answers_by_task[task].append((answer.strip(), float(reward)))
+
+    def _add_value(self, key: str, value: object) -> None:
+        if isinstance(value, bool | int | float):
+            if math.isfinite(value):
+                self.stats[key].add(float(value))
+        elif key == "reward_components" and isinstance(value, dict):
+            for name, part in value.items():
+                self._add_value(f"{key}/{name}", part)
 
     def summary(self) -> JsonDict:
         """Agent and key metrics, without the per-task ``group_level_metrics``."""
@@ -147,6 +171,8 @@ class AgentAggregate:
             tasks += 1
             smallest = count if smallest is None else min(smallest, count)
         key_metrics: JsonDict = {"rollouts": rollouts, "tasks": tasks}
+        if self.truncated:
+            key_metrics["truncated"] = self.truncated
         if "reward" in self.stats:
             key_metrics["mean/reward"] = self.stats["reward"].mean
         if smallest is not None:
@@ -251,6 +277,19 @@ class RunMetrics:
 
     def add_failure(self, row: JsonDict) -> None:
         self.failure_kinds[row["failure"]["kind"]] += 1
+
+    def scored(self) -> tuple[int, float]:
+        """(rollouts, sum of their rewards) over every agent: the file's mean reward."""
+        count, total = 0, 0.0
+        for agent in self.agents.values():
+            for _, rollouts, _, reward_sum in agent.tasks:
+                count += rollouts
+                total += reward_sum
+        return count, total
+
+    @property
+    def truncated(self) -> int:
+        return sum(agent.truncated for agent in self.agents.values())
 
     def entries(self) -> Iterator[tuple[JsonDict, Iterator[JsonDict]]]:
         """Per agent: its summary (with the failures by kind) and its per-task groups."""

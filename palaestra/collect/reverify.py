@@ -39,6 +39,8 @@ class ReverifySummary:
     rows: int = 0
     unchanged: int = 0
     changes: list[Change] = field(default_factory=list)
+    torn_line: int | None = None
+    """A last line left half-written (no newline, not JSON), e.g. by a killed run: not scored."""
 
     @property
     def changed(self) -> int:
@@ -56,7 +58,7 @@ async def reverify(
     summary = ReverifySummary()
     writer = JsonlAppender(output) if output is not None else None
     try:
-        for line, row in _rows(rollouts):
+        for line, row in _rows(rollouts, summary):
             summary.rows += 1
             verdict, reason = await _score(client, row, replay_tools)
             before = float(row.get("reward", 0.0))
@@ -120,7 +122,7 @@ def _rescored(row: JsonDict, verdict: Verdict | None, reason: str, before: float
     return rescored
 
 
-def _rows(path: Path) -> Iterator[tuple[int, JsonDict]]:
+def _rows(path: Path, summary: ReverifySummary) -> Iterator[tuple[int, JsonDict]]:
     with path.open("rb") as lines:
         for number, raw in enumerate(lines, start=1):
             if not raw.strip():
@@ -128,6 +130,9 @@ def _rows(path: Path) -> Iterator[tuple[int, JsonDict]]:
             try:
                 row = orjson.loads(raw)
             except orjson.JSONDecodeError as error:
+                if not raw.endswith(b"\n"):  # the last line, cut short: verify the others
+                    summary.torn_line = number
+                    return
                 raise InputError(f"not valid JSON ({error})", path=str(path), line=number) from None
             if not isinstance(row, dict) or not isinstance(row.get("response"), dict):
                 raise InputError(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 from palaestra.agents.base import AgentResult
-from palaestra.errors import InputError
-from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.errors import InputError, VerifierFailure
+from palaestra.types import Failure, FailureKind, JsonDict, Verdict
 
 
 def dispatch_row(
@@ -21,13 +24,45 @@ def dispatch_row(
 
 
 def rollout_row(dispatched: JsonDict, result: AgentResult, *, attempt: int) -> JsonDict:
-    """A scored rollout in NeMo Gym's output form: the verify answer plus identities."""
+    """A scored rollout in NeMo Gym's output form: the verify answer plus identities.
+
+    Raises ``VerifierFailure`` when the verdict is not a score (see ``verdict_fields``).
+    ``_palaestra.verifier_fields`` names the fields the verifier returned, so the aggregate
+    averages those and not the task's own fields (a numeric ``id``).
+    """
     assert result.verdict is not None
+    fields = verdict_fields(result.verdict)
     row = dict(dispatched)
     row["response"] = result.response
-    row.update(result.verdict.to_fields())
-    row["_palaestra"] = _run_facts(result, attempt)
+    row.update(fields)
+    facts = _run_facts(result, attempt)
+    facts["verifier_fields"] = list(fields)
+    row["_palaestra"] = facts
     return row
+
+
+def verdict_fields(verdict: Verdict) -> JsonDict:
+    """The verdict's row fields; ``VerifierFailure`` unless its rewards are finite numbers.
+
+    The last defence before the output file: a reward of NaN, ±inf or a non-number (``"x"``)
+    is not a score, and must neither be written (JSON has no NaN: it became ``null``) nor
+    reach the mean. About 0.3 µs a row.
+    """
+    reward = verdict.reward
+    if not ((type(reward) is float or isinstance(reward, numbers.Real)) and math.isfinite(reward)):
+        raise VerifierFailure(f"the verifier's reward is not a finite number: {reward!r:.80}")
+    fields = verdict.to_fields()
+    components = fields.get("reward_components")
+    try:
+        finite = components is None or all(map(math.isfinite, components.values()))
+        finite = finite and all(map(math.isfinite, fields.get("step_rewards") or ()))
+    except (TypeError, AttributeError):
+        finite = False
+    if not finite:
+        raise VerifierFailure(
+            "the verifier's reward_components or step_rewards are not all finite numbers"
+        )
+    return fields
 
 
 def failure_row(
@@ -55,9 +90,12 @@ def input_error_row(error: InputError, *, task_index: int) -> JsonDict:
 
 
 def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
-    return {
+    facts: JsonDict = {
         "attempt": attempt,
         "model_calls": result.model_calls,
         "tool_calls": result.tool_calls,
         "timings": {phase: round(seconds, 6) for phase, seconds in result.timings.items()},
     }
+    if result.truncated:
+        facts["truncated"] = result.truncated
+    return facts

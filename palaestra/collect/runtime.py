@@ -12,6 +12,9 @@ library's ``collect()`` (a program that embeds the collector owns its loop and i
   with the GC off. Cycles are still collected, once a million more objects are alive.
 - Each rollout in flight holds a connection to the model; the usual soft limit of 1,024 open
   files would fail a run with more in flight, so it is raised to the hard limit.
+- SIGTERM (what Slurm, Kubernetes and ``kill`` send) is handled like Ctrl-C: the run is
+  cancelled, what finished stays written, the aggregate of it is written, and ``Terminated``
+  is raised so the command can say how to resume (without a handler the process just died).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import asyncio
 import contextlib
 import gc
 import importlib.util
+import signal
 import sys
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
@@ -64,8 +68,40 @@ def raise_open_files_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
+class Terminated(Exception):
+    """The collector received SIGTERM and stopped; finished rollouts are written."""
+
+
 def run_collector(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` on the fastest loop, under ``collector_gc``, with enough files."""
+    """``asyncio.run(main)`` on the fastest loop, under ``collector_gc``, with enough files.
+
+    SIGTERM cancels ``main`` (as Ctrl-C does) and raises ``Terminated``.
+    """
     raise_open_files_limit()
     with collector_gc(), asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(main)
+        return runner.run(_until_terminated(main))
+
+
+async def _until_terminated(main: Coroutine[Any, Any, T]) -> T:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    terminated = False
+
+    def on_sigterm() -> None:
+        nonlocal terminated
+        terminated = True
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+        return await main
+    try:
+        return await main
+    except asyncio.CancelledError:
+        if terminated:
+            raise Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)

@@ -13,6 +13,7 @@ from palaestra.agents import BoundAgent
 from palaestra.collect import collector as collector_module
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
 from palaestra.collect.metrics import aggregate
+from palaestra.collect.tasks import read_tasks as real_read_tasks
 from palaestra.errors import ConfigError, ModelError, ModelUnreachable
 from palaestra.types import JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
@@ -215,7 +216,6 @@ async def test_only_a_bounded_window_of_rollouts_is_resident(
     peak = 0
     dispatched_ahead: list[int] = []
     taken = 0
-    real_read_tasks = collector_module.read_tasks
 
     def counted_read_tasks(*args: Any, **kwargs: Any) -> Iterator[Any]:
         nonlocal taken

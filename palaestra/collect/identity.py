@@ -1,0 +1,127 @@
+"""The run's identity, saved beside its output, so ``--resume`` continues only the same run.
+
+Pairs are matched by (task index, rollout index) alone, so resuming with another input,
+environment, repeat count, agent or model would report everything "already done" and mix two
+runs in one file. ``<output>_run.json`` records what the rows depend on; a resume whose
+identity differs is refused, naming each difference. The file is a plain JSON object that
+later versions may grow: a field only one side has is not compared (a run recorded before it
+existed still resumes), and ``palaestra_version`` is recorded but not compared (upgrading
+palaestra mid-run is allowed). To continue deliberately with a changed setting, delete the
+file: the next resume adopts the current identity.
+
+The input is identified by its content (SHA-256), not its path, so a moved or copied input
+still resumes; see ``tasks.scan_input`` for what hashing costs and when it is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from palaestra.collect.files import writing
+from palaestra.collect.tasks import InputScan
+from palaestra.errors import ConfigError
+from palaestra.types import JsonDict
+
+_ABSENT = object()
+NOT_COMPARED = frozenset(
+    {"palaestra_version", "input.path", "input.size", "input.mtime_ns", "input.tasks"}
+)
+
+
+def run_identity(scan: InputScan, *, repeats: int, sampling: JsonDict, facts: JsonDict) -> JsonDict:
+    """The identity of a run: ``facts`` (env, agent, model, from the caller) + input + repeats."""
+    return {
+        "palaestra_version": _version(),
+        **facts,
+        "input": {
+            "path": str(scan.path.resolve()),
+            "sha256": scan.sha256,
+            "size": scan.size,
+            "mtime_ns": scan.mtime_ns,
+        },
+        "repeats": repeats,
+        "sampling": dict(sampling),
+    }
+
+
+def read_identity(path: Path) -> JsonDict | None:
+    """The identity an earlier run recorded at ``path``; None when there is none."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        recorded = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(
+            f"{path} is not valid JSON ({error}): fix it, or delete it to resume anyway"
+        ) from None
+    if not isinstance(recorded, dict):
+        raise ConfigError(f"{path} must hold a JSON object: fix it, or delete it")
+    return recorded
+
+
+def differences(recorded: JsonDict, current: JsonDict) -> list[str]:
+    """One ``field: the run has ..., this command has ...`` line per field that differs.
+
+    Top-level fields only one side has are skipped (the file grows across versions); inside a
+    field both have, a key only one side has is a difference (``sampling.temperature`` set
+    now, not before).
+    """
+    found = []
+    for top in recorded.keys() & current.keys():
+        before, now = dict(_flat(recorded[top], top)), dict(_flat(current[top], top))
+        for key in sorted(before.keys() | now.keys()):
+            if key in NOT_COMPARED:
+                continue
+            old, new = before.get(key, _ABSENT), now.get(key, _ABSENT)
+            if old != new:
+                found.append(f"{key}: the run has {_show(old)}, this command has {_show(new)}")
+    return sorted(found)
+
+
+def check_same_run(path: Path, recorded: JsonDict, current: JsonDict) -> None:
+    """``ConfigError`` naming every difference when ``current`` is not the recorded run."""
+    found = differences(recorded, current)
+    if found:
+        raise ConfigError(
+            f"cannot resume: this is not the run recorded in {path} ({'; '.join(found)}); "
+            f"run the same command as before, or pass --overwrite (or another --output) "
+            f"to start a new run"
+        )
+
+
+def write_identity(path: Path, identity: JsonDict) -> None:
+    """Write ``identity`` to ``path`` whole or not at all (a temporary file, then a rename)."""
+    temporary = path.with_name(path.name + ".tmp")
+    with writing(path):
+        temporary.write_bytes(orjson.dumps(identity, option=orjson.OPT_INDENT_2) + b"\n")
+        os.replace(temporary, path)
+
+
+def _flat(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _flat(inner, f"{prefix}.{key}")
+    else:
+        yield prefix, value
+
+
+def _show(value: Any) -> str:
+    if value is _ABSENT:
+        return "no value"
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _version() -> str:
+    try:
+        return metadata.version("palaestra")
+    except metadata.PackageNotFoundError:
+        return "unknown"
