@@ -14,7 +14,7 @@ import socket
 import ssl
 import struct
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from palaestra.transport import (
 from palaestra.transport.connection import Connection
 from tests.support.network import free_port
 from tests.support.scripted_model import ScriptedModelServer, text_response
+from tests.transport.conftest import LoopFactory
 
 Handler = Callable[["Peer"], Awaitable[None]]
 
@@ -881,11 +882,17 @@ async def test_a_request_cancelled_while_waiting_to_connect_passes_its_turn_on(
     assert peak == 1
 
 
-def test_a_client_used_under_a_second_asyncio_run_opens_fresh_connections() -> None:
+def test_a_client_used_under_a_second_asyncio_run_opens_fresh_connections(
+    loop_factory: LoopFactory,
+) -> None:
+    def run(step: Coroutine[Any, Any, Any]) -> Any:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(step)
+
     with ScriptedModelServer(lambda _: text_response("ok")) as scripted:
         client = HttpClient()
         url = scripted.url + "/models"
-        first = asyncio.run(client.request("GET", url))  # leaves a connection in the pool
-        second = asyncio.run(client.request("GET", url))  # whose loop is closed by now
-        asyncio.run(client.aclose())
+        first = run(client.request("GET", url))  # leaves a connection in the pool
+        second = run(client.request("GET", url))  # whose loop is closed by now
+        run(client.aclose())
     assert first.status == second.status == 200
