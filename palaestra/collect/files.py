@@ -76,7 +76,11 @@ class OutputError(ConfigError):
         self.path = path
         self.errno = error.errno
         reason = error.strerror or str(error)
-        super().__init__(f"cannot write {path}: {reason}")
+        if error.errno == errno.EEXIST:  # mkdir of a parent that is a file
+            reason = "a parent is not a directory"
+        culprit = str(error.filename) if error.filename else str(path)
+        where = "" if culprit == str(path) else f" ({culprit})"
+        super().__init__(f"cannot write {path}: {reason}{where}")
 
 
 @contextlib.contextmanager
@@ -87,7 +91,7 @@ def writing(path: Path) -> Iterator[None]:
     except OutputError:
         raise
     except OSError as error:
-        raise OutputError(Path(error.filename) if error.filename else path, error) from None
+        raise OutputError(path, error) from None
 
 
 def encode(row: JsonDict) -> bytes:

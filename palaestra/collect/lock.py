@@ -30,7 +30,7 @@ class OutputLock:
     @classmethod
     def acquire(cls, lock_path: Path, output: Path) -> OutputLock:
         """Lock ``lock_path`` for writing ``output``; ``ConfigError`` if a collector holds it."""
-        with writing(lock_path):
+        with writing(output):
             lock_path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:

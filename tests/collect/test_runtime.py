@@ -3,10 +3,15 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib.util
+import os
 import resource
+import signal
+
+import pytest
 
 from palaestra.collect.runtime import (
     YOUNG_GC_THRESHOLD,
+    Terminated,
     raise_open_files_limit,
     run_collector,
 )
@@ -35,3 +40,19 @@ def test_the_soft_open_files_limit_is_raised_to_the_hard_one() -> None:
         assert raised == hard or (hard == resource.RLIM_INFINITY and raised >= 1 << 16)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_sigterm_cancels_the_collector_which_finishes_its_writing_then_raises_terminated() -> None:
+    cleaned_up: list[str] = []
+
+    async def main() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(30)
+        finally:
+            cleaned_up.append("aggregate written")
+
+    with pytest.raises(Terminated):
+        run_collector(main())
+    assert cleaned_up == ["aggregate written"]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the handler went with the run

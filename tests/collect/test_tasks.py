@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
-from palaestra.collect.tasks import count_tasks, read_tasks
+import pytest
+
+from palaestra.collect.tasks import check_input_file, count_tasks, read_tasks, scan_input
+from palaestra.errors import ConfigError
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -53,3 +58,45 @@ def test_reading_is_lazy(tmp_path: Path) -> None:
     iterator = read_tasks(path)
     first = next(iterator)
     assert first.error is None  # the broken last line has not been read yet
+
+
+def test_scanning_counts_tasks_and_hashes_the_whole_file(tmp_path: Path) -> None:
+    row = '{"responses_create_params": {"input": "x"}}\n'
+    path = write(tmp_path, row * 3 + "\n" + row)
+    scan = scan_input(path, limit=2)
+    assert scan.tasks == 2
+    assert scan.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()  # past the limit too
+    assert scan.size == path.stat().st_size
+    known = {"size": scan.size, "mtime_ns": scan.mtime_ns, "sha256": "recorded"}
+    assert scan_input(path, known=known).sha256 == "recorded"  # unchanged file: not re-read
+    assert scan_input(path, known={**known, "size": 1}).sha256 == scan.sha256
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "holds no tasks"),
+        (b"\n  \n\n", "holds no tasks"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\n" * 50, r"tasks.jsonl:3: binary data"),
+    ],
+)
+def test_an_empty_or_binary_input_is_one_error_not_one_warning_per_line(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "tasks.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=message):
+        scan_input(path)
+
+
+def test_standard_input_or_a_pipe_is_refused_because_a_run_reads_its_input_again(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ConfigError, match=r"--input - \(standard input\) is not supported"):
+        check_input_file(Path("-"))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        check_input_file(fifo)
+    with pytest.raises(ConfigError, match="input file not found"):
+        check_input_file(tmp_path / "missing.jsonl")

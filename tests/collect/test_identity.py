@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from palaestra.collect.identity import check_same_run, differences, read_identity
+from palaestra.errors import ConfigError
+
+RUN = {
+    "palaestra_version": "0.1.0",
+    "env": "weather",
+    "agent": {"name": "tool_calling", "max_steps": 8},
+    "model": {"spec": "http://127.0.0.1:8000/v1", "name": None},
+    "input": {"path": "/data/a.jsonl", "sha256": "aa", "size": 10, "mtime_ns": 1},
+    "repeats": 4,
+    "sampling": {},
+}
+
+
+def test_the_same_run_elsewhere_or_on_another_version_has_no_difference() -> None:
+    moved = {**RUN, "palaestra_version": "0.2.0"}
+    moved["input"] = {"path": "/elsewhere/a.jsonl", "sha256": "aa", "size": 10, "mtime_ns": 9}
+    assert differences(RUN, moved) == []
+
+
+def test_each_changed_field_is_named_with_both_values() -> None:
+    other = {
+        **RUN,
+        "repeats": 2,
+        "agent": {"name": "tool_calling", "max_steps": 16},
+        "sampling": {"temperature": 0.7},
+        "input": {**RUN["input"], "sha256": "bb"},  # type: ignore[dict-item]
+    }
+    assert differences(RUN, other) == [
+        "agent.max_steps: the run has 8, this command has 16",
+        'input.sha256: the run has "aa", this command has "bb"',
+        "repeats: the run has 4, this command has 2",
+        "sampling.temperature: the run has no value, this command has 0.7",
+    ]
+    with pytest.raises(ConfigError, match=r"cannot resume: this is not the run recorded in"):
+        check_same_run(Path("out_run.json"), RUN, other)
+
+
+def test_fields_a_later_version_adds_do_not_block_resuming_an_older_run() -> None:
+    assert differences(RUN, {**RUN, "spec": {"anything": 1}}) == []
+
+
+def test_a_damaged_identity_file_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "out_run.json"
+    assert read_identity(path) is None
+    path.write_text("{half")
+    with pytest.raises(ConfigError, match=r"out_run.json is not valid JSON.*delete it"):
+        read_identity(path)
