@@ -8,14 +8,16 @@
   reach it through ``Environment.run_in_pool``.
 """
 
-from palaestra.sandbox.limits import Limit, Limits
+from palaestra.sandbox.limits import Limit, Limits, limit_from_error
 from palaestra.sandbox.pool import PoolClosed, PoolStats, TaskError, WorkerPool
 from palaestra.sandbox.result import SandboxResult
-from palaestra.sandbox.runner import Sandbox, SandboxUnavailable
+from palaestra.sandbox.runner import DEBIAN_PYTHON, Isolation, Sandbox, SandboxUnavailable
 from palaestra.sandbox.session import CellResult, PythonSession, SessionClosed
 
 __all__ = [
+    "DEBIAN_PYTHON",
     "CellResult",
+    "Isolation",
     "Limit",
     "Limits",
     "PoolClosed",
@@ -27,4 +29,5 @@ __all__ = [
     "SessionClosed",
     "TaskError",
     "WorkerPool",
+    "limit_from_error",
 ]
