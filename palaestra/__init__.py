@@ -13,11 +13,12 @@ from palaestra.errors import (
     PalaestraError,
     RolloutFailure,
     ToolError,
+    ToolFailure,
 )
 from palaestra.models.base import Model
 from palaestra.sessions import Session
 from palaestra.tools import tool
-from palaestra.types import Failure, FailureKind, JsonDict, Verdict, output_text
+from palaestra.types import Failure, FailureKind, JsonDict, Verdict, input_items, output_text
 
 __all__ = [
     "Agent",
@@ -38,7 +39,9 @@ __all__ = [
     "SingleTurnAgent",
     "ToolCallingAgent",
     "ToolError",
+    "ToolFailure",
     "Verdict",
+    "input_items",
     "output_text",
     "tool",
 ]
