@@ -67,42 +67,61 @@ class SandboxProcess:
         preexec: Callable[[], None] | None = None,
         capture_stderr: bool = True,
         seccomp: bytes | None = None,
+        protocol: bool = False,
     ) -> SandboxProcess:
         """Launch ``build_argv(status_fd, seccomp_fd)``: bwrap's ``--json-status-fd`` and
-        ``--seccomp`` (an fd to read the ``seccomp`` program from; ``None`` without one)."""
+        ``--seccomp`` (an fd to read the ``seccomp`` program from; ``None`` without one).
+
+        ``protocol``: instead of the program's stdin and stdout (which go to /dev/null),
+        ``self.stdin`` and ``self.stdout`` are two pipes whose other ends the program gets
+        as the fds named in ``PALAESTRA_PROTOCOL`` ("request,reply"). bwrap's init keeps
+        stdio but closes every other fd, so from inside only the program itself holds them.
+        """
         loop = asyncio.get_running_loop()
-        status_read, status_write = os.pipe() if bubblewrap else (None, None)
-        filter_fd = _filled_pipe(seccomp) if bubblewrap and seccomp else None
-        pass_fds = tuple(fd for fd in (status_write, filter_fd) if fd is not None)
+        theirs: list[int] = []  # the child's copies: closed here once it is started
+        ours: list[int] = []  # the ends we keep: closed here only if the start fails
+        status_read = status_write = filter_fd = request_write = reply_read = None
         try:
+            if bubblewrap:
+                status_read, status_write = _pipe(ours, theirs)
+            if bubblewrap and seccomp:
+                filter_fd = _filled_pipe(seccomp)
+                theirs.append(filter_fd)
+            if protocol:
+                request_read, request_write = _pipe(theirs, ours)
+                reply_read, reply_write = _pipe(ours, theirs)
+                env = {**env, "PALAESTRA_PROTOCOL": f"{request_read},{reply_write}"}
+                stdin = subprocess.DEVNULL
             popen = subprocess.Popen(
                 list(build_argv(status_write, filter_fd)),
                 stdin=stdin,
-                stdout=subprocess.PIPE,
+                stdout=subprocess.DEVNULL if protocol else subprocess.PIPE,
                 stderr=subprocess.PIPE if capture_stderr else subprocess.DEVNULL,
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
-                pass_fds=pass_fds,
+                pass_fds=tuple(theirs),
                 preexec_fn=preexec,
             )
         except BaseException:
-            for fd in (status_read, status_write):
-                if fd is not None:
-                    os.close(fd)
+            for fd in ours:
+                os.close(fd)
             raise
         finally:
-            if filter_fd is not None:
-                os.close(filter_fd)
-        if status_write is not None and status_read is not None:
-            os.close(status_write)
+            for fd in theirs:
+                os.close(fd)
+        if status_read is not None:
             os.set_blocking(status_read, False)
+        transports: list[asyncio.BaseTransport] = []
         writer: asyncio.WriteTransport | None = None
-        if stdin == subprocess.PIPE and popen.stdin is not None:
-            transport, _ = await loop.connect_write_pipe(asyncio.Protocol, popen.stdin)
-            writer = transport
-        transports: list[asyncio.BaseTransport] = [] if writer is None else [writer]
-        stdout = await _reader(loop, popen.stdout, stream_limit, transports)
+        if request_write is not None and reply_read is not None:
+            requests = os.fdopen(request_write, "wb", buffering=0)
+            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, requests)
+            transports.append(writer)
+            replies: IO[bytes] | None = os.fdopen(reply_read, "rb", buffering=0)
+        else:
+            replies = popen.stdout
+        stdout = await _reader(loop, replies, stream_limit, transports)
         stderr = None
         if capture_stderr:
             stderr = await _reader(loop, popen.stderr, stream_limit, transports)
@@ -223,6 +242,14 @@ async def _reader(
     )
     transports.append(transport)
     return reader
+
+
+def _pipe(read_list: list[int], write_list: list[int]) -> tuple[int, int]:
+    """A pipe whose ends are recorded in ``read_list`` and ``write_list`` as it is made."""
+    read, write = os.pipe()
+    read_list.append(read)
+    write_list.append(write)
+    return read, write
 
 
 def _filled_pipe(data: bytes) -> int:

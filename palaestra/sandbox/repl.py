@@ -1,18 +1,29 @@
 """The program inside a sandboxed Python session (run as ``python -c <this file>``).
 
 Standard library only: it runs under the sandbox's interpreter, which cannot see palaestra.
-It reads one JSON request per line (``{"code", "timeout", "output_bytes"}``) from the
-protocol pipe and answers one JSON line (``stdout``, ``stderr``, ``value``, ``error``,
-``timed_out``). The cell's globals persist between requests. Each cell's stdout and stderr
-go to unlinked temporary files (at fd level, so subprocesses are captured too); the
-program's real stdin and stdout are the protocol and are moved out of the cell's reach.
-After ``idle_ttl`` seconds without a request the program exits by itself.
+Two processes, so that no cell can reach the host's protocol channel:
+
+- the supervisor owns the protocol pipes (their fd numbers come in ``PALAESTRA_PROTOCOL``;
+  bubblewrap's init does not hold them), makes itself non-dumpable (a process of the same
+  uid can then neither open its ``/proc/PID/fd`` nor trace it), and forks
+- the worker, which closes the protocol fds before any cell runs, keeps the cells' globals
+  and runs one cell per request it gets from the supervisor over a pipe of their own.
+
+The host sends one JSON request per line (``{"code", "timeout", "output_bytes"}``) and gets
+exactly one JSON line back per request (``stdout``, ``stderr``, ``value``, ``error``,
+``timed_out``, ``*_truncated``), written by the supervisor alone. Each request to the worker
+carries a fresh random token that its answer must repeat: a line a cell writes on the
+worker's pipe is dropped unless it names the running cell's token, so a cell can at most
+forge its own result, never a later cell's, and never the order of the answers. When the
+worker dies the supervisor answers ``{"ended": ...}`` (exit code or signal, CPU seconds)
+and exits. After ``idle_ttl`` seconds without a request it exits by itself.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import json
 import os
 import select
@@ -21,6 +32,10 @@ import sys
 import tempfile
 import traceback
 from typing import IO, Any
+
+_PR_SET_DUMPABLE = 4
+_REPLY_KEYS = ("stdout", "stderr", "value", "error")
+_FLAG_KEYS = ("timed_out", "stdout_truncated", "stderr_truncated")
 
 
 class CellTimeout(BaseException):
@@ -84,40 +99,151 @@ def _close_all(fds: tuple[int, ...]) -> None:
             os.close(fd)
 
 
-def main() -> None:
-    idle_ttl = float(sys.argv[1]) if len(sys.argv) > 1 else 600.0
-    requests = os.fdopen(os.dup(0), "rb", buffering=0)
-    replies = os.fdopen(os.dup(1), "wb")
-    protocol = (requests.fileno(), replies.fileno())
-    # A process the cell forks must not keep the protocol pipes: it could read the next
-    # request or answer in the session's place (a fork bomb would take the session over).
-    os.register_at_fork(after_in_child=lambda: _close_all(protocol))
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
+class Lines:
+    """Lines from a pipe, at most ``cap`` bytes each (a longer one is an error)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffered = b""
+
+    def next(self, cap: int, timeout: float | None = None) -> bytes | None:
+        """The next line; ``None`` at end of file or after ``timeout`` seconds of silence."""
+        while b"\n" not in self.buffered:
+            if len(self.buffered) > cap:
+                raise ValueError("line too long")
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            chunk = os.read(self.fd, 1 << 16) if ready else b""
+            if not chunk:
+                return None
+            self.buffered += chunk
+        line, self.buffered = self.buffered.split(b"\n", 1)
+        if len(line) > cap:
+            raise ValueError("line too long")
+        return line
+
+
+def serve_cells(requests: int, replies: int) -> None:
+    """The worker: run each request's code in one namespace, answer with its token."""
+    # A process the cell forks must not keep the worker's pipes: it could take the next
+    # request in the worker's place.
+    os.register_at_fork(after_in_child=lambda: _close_all((requests, replies)))
     captures: list[IO[bytes]] = [tempfile.TemporaryFile() for _ in range(2)]  # noqa: SIM115
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+    lines = Lines(requests)
+    while True:
+        line = lines.next(1 << 40)
+        if line is None:  # the supervisor is gone
+            os._exit(0)
+        try:  # a cell may have written on this pipe too: skip what is not a request
+            request = json.loads(line)
+            code, token = str(request["code"]), str(request["token"])
+            timeout, cap = float(request["timeout"]), int(request["output_bytes"])
+        except (ValueError, TypeError, KeyError):
+            continue
+        reply = run_cell(code, namespace, timeout, captures, cap)
+        reply["token"] = token
+        data = json.dumps(reply).encode() + b"\n"
+        while data:
+            data = data[os.write(replies, data) :]
+
+
+def start_worker(protocol: tuple[int, int]) -> tuple[int, int, int]:
+    """Fork the worker; return its pid and our ends of its request and reply pipes."""
+    to_worker = os.pipe()
+    from_worker = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _close_all((*protocol, to_worker[1], from_worker[0]))
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
+            serve_cells(to_worker[0], from_worker[1])
+        finally:
+            os._exit(70)
+    os.close(to_worker[0])
+    os.close(from_worker[1])
+    return pid, to_worker[1], from_worker[0]
+
+
+def worker_answer(lines: Lines, token: str, cap: int) -> dict[str, Any] | None:
+    """The worker's answer that names ``token`` (other lines are dropped); ``None`` when the
+    worker is gone or broke the protocol."""
+    while True:
+        try:
+            line = lines.next(cap)
+        except ValueError:
+            return None
+        if line is None:
+            return None
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(answer, dict) and answer.get("token") == token:
+            return answer
+
+
+def clean(answer: dict[str, Any]) -> dict[str, Any]:
+    """Only the reply's own fields, of their own types."""
+    reply: dict[str, Any] = {}
+    for key in _REPLY_KEYS:
+        value = answer.get(key)
+        reply[key] = value if isinstance(value, str) else None
+    reply["stdout"] = reply["stdout"] or ""
+    reply["stderr"] = reply["stderr"] or ""
+    for key in _FLAG_KEYS:
+        reply[key] = answer.get(key) is True
+    return reply
+
+
+def ending(pid: int) -> dict[str, Any]:
+    """How the worker ended (killing it if it broke the protocol but lives on)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    _, status, usage = os.wait4(pid, 0)
+    return {
+        "ended": True,
+        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "cpu": usage.ru_utime + usage.ru_stime,
+    }
+
+
+def main() -> None:
+    idle_ttl = float(sys.argv[1]) if len(sys.argv) > 1 else 600.0
+    request_fd, reply_fd = (int(fd) for fd in os.environ.pop("PALAESTRA_PROTOCOL").split(","))
+    # Non-dumpable: a process of our uid (the worker, anything a cell starts) can neither
+    # open our /proc/PID/fd/* nor ptrace us; the worker inherits the flag, which is harmless.
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    pid, to_worker, from_worker = start_worker((request_fd, reply_fd))
+    host, worker = Lines(request_fd), Lines(from_worker)
+    replies = os.fdopen(reply_fd, "wb")
     replies.write(b'{"ready": true}\n')
     replies.flush()
-    buffered = b""
     while True:
-        while b"\n" not in buffered:
-            ready, _, _ = select.select([requests], [], [], idle_ttl)
-            chunk = requests.read(1 << 16) if ready else b""
-            if not chunk:  # idle for too long, or the host hung up
-                os._exit(0)
-            buffered += chunk
-        line, buffered = buffered.split(b"\n", 1)
+        line = host.next(1 << 40, idle_ttl)
+        if line is None:  # idle for too long, or the host hung up
+            os._exit(0)
         request = json.loads(line)
-        reply = run_cell(
-            request["code"],
-            namespace,
-            float(request["timeout"]),
-            captures,
-            int(request["output_bytes"]),
-        )
+        token = os.urandom(16).hex()
+        cap = int(request["output_bytes"])
+        forward = {
+            "code": request["code"],
+            "timeout": float(request["timeout"]),
+            "output_bytes": cap,
+            "token": token,
+        }
+        answer = None
+        with contextlib.suppress(OSError):  # the worker is gone: EPIPE
+            os.write(to_worker, json.dumps(forward).encode() + b"\n")
+            answer = worker_answer(worker, token, 24 * cap + (1 << 16))
+        reply = clean(answer) if answer is not None else ending(pid)
         replies.write(json.dumps(reply).encode() + b"\n")
         replies.flush()
+        if answer is None:
+            os._exit(0)
 
 
 if __name__ == "__main__":

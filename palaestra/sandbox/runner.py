@@ -211,6 +211,7 @@ class Sandbox:
         *,
         capture_stderr: bool = True,
         stream_limit: int = 2**16,
+        protocol: bool = False,
     ) -> SandboxProcess:
         bubblewrap = self.isolation == "bubblewrap"
 
@@ -241,6 +242,7 @@ class Sandbox:
             preexec=None if isolation.tools()["prlimit"] else limits.apply,
             capture_stderr=capture_stderr,
             seccomp=seccomp.program(),
+            protocol=protocol,
         )
 
 

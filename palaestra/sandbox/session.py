@@ -11,6 +11,10 @@ Each cell is bounded by ``Limits.wall_time`` (the cell is interrupted and the se
 on; if it cannot be interrupted the session is killed); the session's CPU, memory, processes
 and files are bounded as a whole. A session never outlives its ``idle_ttl`` (the process
 exits by itself, and the host kills it too), the event loop, or the process that started it.
+
+Cells cannot reach the session's protocol channel: it is held by a supervisor process that
+runs the cells in a worker child of its own (see ``repl``), so a cell can at most spoil its
+own result and its own session's state, never the order or the content of other replies.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -26,7 +31,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from palaestra.errors import PalaestraError
-from palaestra.sandbox.limits import Limit, Limits, limit_from_error, limit_from_signal
+from palaestra.sandbox.limits import (
+    Limit,
+    Limits,
+    limit_from_error,
+    limit_from_kill,
+    limit_from_signal,
+)
 from palaestra.sandbox.process import SandboxProcess
 from palaestra.sandbox.workdir import WorkDir
 
@@ -87,9 +98,10 @@ class PythonSession:
                 self._uid,
                 self.limits,
                 None,
-                subprocess.PIPE,  # the request channel
+                subprocess.DEVNULL,
                 capture_stderr=True,
                 stream_limit=24 * self.limits.output_bytes + 2**16,
+                protocol=True,  # requests and replies on pipes of their own (see repl)
             )
             self._watcher = asyncio.create_task(self._watch())
             line = await asyncio.wait_for(self._process.stdout.readline(), 30.0)
@@ -127,8 +139,12 @@ class PythonSession:
             if not line:
                 return await self._died()
             try:
-                return _cell_result(json.loads(line))
-            except (ValueError, TypeError, AttributeError):  # the cell wrote on our channel
+                reply = json.loads(line)
+                if reply.get("ended"):
+                    await self.close()
+                    return _ending(reply, self.limits)
+                return _cell_result(reply, self.limits)
+            except (ValueError, TypeError, AttributeError):  # cannot be: only repl writes here
                 await self.close()
                 return CellResult("", "", error="protocol violation; session killed")
 
@@ -155,6 +171,7 @@ class PythonSession:
         await self.close()
 
     async def _died(self) -> CellResult:
+        """The session's supervisor ended without a word (killed by a cell, or crashed)."""
         assert self._process is not None
         status = await self._process.wait()
         stderr = await self._stderr()
@@ -204,13 +221,23 @@ class PythonSession:
             self._uid = None
 
 
-def _cell_result(reply: dict[str, Any]) -> CellResult:
+def _ending(reply: dict[str, Any], limits: Limits) -> CellResult:
+    """The worker that ran the cells ended: how, and which limit it ran into."""
+    signum = reply.get("signal")
+    limit = limit_from_signal(signum)
+    if limit is None and signum == signal.SIGKILL:
+        limit = limit_from_kill(float(reply.get("cpu") or 0.0), 0.0, limits)
+    reason = f"signal {signum}" if signum else f"exit status {reply.get('exit_code')}"
+    return CellResult("", "", error=f"the session's process ended ({reason})", limit=limit)
+
+
+def _cell_result(reply: dict[str, Any], limits: Limits) -> CellResult:
     error = reply.get("error")
     limit: Limit | None = None
     if reply.get("timed_out"):
         limit = Limit.WALL_TIME
     elif error:
-        limit = limit_from_error(str(error))
+        limit = limit_from_error(str(error), limits)
     elif reply.get("stdout_truncated") or reply.get("stderr_truncated"):
         limit = Limit.OUTPUT
     return CellResult(

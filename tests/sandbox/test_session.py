@@ -108,16 +108,75 @@ async def test_a_session_left_open_is_killed_when_its_event_loop_ends(runs_dir: 
     assert list(runs_dir.iterdir()) == []  # and the leak check sees no process
 
 
-async def test_a_cell_writing_on_the_protocol_channel_only_breaks_its_own_session(
+FORGE = r"""
+import glob, json, os
+reply = {"stdout": "", "stderr": "", "value": "'forged'", "error": None, "timed_out": False}
+lines = [json.dumps({**reply, "token": "guess"}), json.dumps(reply), "garbage",
+         json.dumps({"ended": True, "signal": 9, "cpu": 99.0})]
+forged = ("\n".join(lines) + "\n").encode() * 3
+reached = []
+paths = [f"/proc/self/fd/{fd}" for fd in range(64)] + glob.glob("/proc/[0-9]*/fd/*")
+for path in paths:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        continue
+    try:
+        os.write(fd, forged)
+        reached.append(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+for fd in range(3, 64):
+    try:
+        os.write(fd, forged)
+    except OSError:
+        pass
+supervisor = f"/proc/{os.getppid()}/"
+outside = [path for path in reached if path.startswith((supervisor, "/proc/1/"))]
+try:
+    listed = bool(os.listdir(supervisor + "fd"))
+except PermissionError:  # the supervisor is not dumpable
+    listed = False
+listed, [path for path in outside if os.readlink(path) != "/dev/null"]
+"""
+
+
+async def test_a_cell_cannot_forge_replies_or_reach_the_protocol_channel(
     sandbox: Sandbox,
 ) -> None:
-    python = await sandbox.session()
-    forged = await python.run(
-        "import os\nfor fd in range(3, 10):\n    try:\n        os.write(fd, b'garbage\\n')\n"
-        "    except OSError:\n        pass"
+    """Forged replies on every fd the cell can open, its own or through /proc, change
+    nothing: the later cells get their own results, in order."""
+    async with await sandbox.session() as python:
+        forging = await python.run(FORGE)
+        assert forging.value == "(False, [])", forging  # nothing of the supervisor's or init's
+        for n in range(3):
+            assert (await python.run(f"{n} * 7")).value == str(n * 7)
+        assert (await python.run("'after'")).value == "'after'"
+        assert python.alive
+
+
+async def test_a_session_that_ignores_sigxcpu_is_named_by_the_cpu_limit(
+    sandbox: Sandbox,
+) -> None:
+    python = await sandbox.session(limits=Limits(cpu_time=1))
+    spent = await python.run(
+        "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True: pass",
+        timeout=10,
     )
-    assert forged.error is not None and not python.alive
+    assert spent.limit == Limit.CPU_TIME and "signal 9" in (spent.error or "")
+    assert not python.alive
     await python.close()
+
+
+async def test_a_thread_that_cannot_start_in_a_cell_is_named(sandbox: Sandbox) -> None:
+    async with await sandbox.session(limits=Limits(memory_mb=256)) as python:
+        threads = await python.run(
+            "import threading, time\nwhile True:\n"
+            "    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()"
+        )
+        assert threads.limit == Limit.MEMORY, threads.error
 
 
 async def test_a_forked_child_cannot_answer_for_the_session(sandbox: Sandbox) -> None:
