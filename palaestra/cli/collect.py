@@ -11,18 +11,21 @@ import click
 from rich.console import Console
 
 from palaestra.agents import AGENT_NAMES, BoundAgent, RolloutRunner, make_agent
-from palaestra.cli.errors import exit_on_user_error
+from palaestra.cli.errors import (
+    EXIT_NOTHING_SCORED,
+    EXIT_STOPPED,
+    exit_on_user_error,
+)
 from palaestra.collect.collector import CollectConfig, RunSummary, collect
 from palaestra.collect.generated import write_generated_tasks
 from palaestra.collect.progress import RichProgress, summary_table
 from palaestra.collect.runtime import run_collector
+from palaestra.collect.tasks import check_input_file
 from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
 from palaestra.registry import EnvironmentEntry, find_environment
 from palaestra.types import JsonDict
-
-EXIT_STOPPED = 3
 
 
 @click.command("collect")
@@ -43,7 +46,8 @@ EXIT_STOPPED = 3
     "--input",
     "input_path",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Tasks JSONL. Default: the environment's example tasks.",
+    help="Tasks JSONL: a regular file (it is read more than once, and again by --resume; "
+    "not '-'). Default: the environment's example tasks.",
 )
 @click.option(
     "--output",
@@ -90,7 +94,16 @@ EXIT_STOPPED = 3
     type=click.IntRange(min=1),
     default=8,
     show_default=True,
-    help="Most model calls per rollout (tool_calling and step agents).",
+    help="Most model calls per rollout (tool_calling and step agents). A rollout that runs "
+    "out is still scored, and marked `_palaestra.truncated: max_steps`.",
+)
+@click.option(
+    "--max-calls-per-turn",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Most function calls executed per model answer (tool_calling agent); the rest "
+    "are answered with an error output.",
 )
 @click.option(
     "--repeats",
@@ -113,7 +126,12 @@ EXIT_STOPPED = 3
     help="Generate N tasks with the environment's generator instead of --input.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the task generator.")
-@click.option("--resume", is_flag=True, help="Continue a killed run: skip finished rollouts.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue a killed run: skip finished rollouts. Refused unless it is the same run "
+    "(env, input content, repeats, agent, model, sampling: see <output>_run.json).",
+)
 @click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over.")
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
 @click.option("--top-p", type=float, help="Override the tasks' top_p.")
@@ -135,13 +153,24 @@ EXIT_STOPPED = 3
     help="Seconds to wait for one model answer.",
 )
 def collect_command(**options: Any) -> None:
-    """Collect verified rollouts: one scored rollout per line, failures in a sidecar."""
+    """Collect verified rollouts: one scored rollout per line, failures in a sidecar.
+
+    Exit status: 0 done; 1 a user error (nothing ran); 3 stopped early, resumable (a service
+    unreachable, the API key rejected, disk full); 4 nothing this run attempted was scored;
+    130 Ctrl-C; 143 SIGTERM (both resumable).
+    """
     console = Console(stderr=True)
     with exit_on_user_error(console):
         summary, elapsed = run_collector(_collect(options, console))
     Console().print(summary_table(summary, elapsed))
     if summary.stopped_reason:
         raise SystemExit(EXIT_STOPPED)
+    if summary.done == 0 and summary.failed:
+        console.print(
+            "[red]nothing was scored:[/] every rollout of this run failed (reasons above)",
+            highlight=False,
+        )
+        raise SystemExit(EXIT_NOTHING_SCORED)
 
 
 async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummary, float]:
@@ -154,6 +183,7 @@ async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummar
     input_path = _input_path(options, entry, environment, output)
     async with contextlib.AsyncExitStack() as stack:
         runner, agent_name = await _runner(options, environment, stack)
+        env_identity = entry.name if entry else options["env_url"]
         config = CollectConfig(
             input=input_path,
             output=output,
@@ -164,6 +194,7 @@ async def _collect(options: dict[str, Any], console: Console) -> tuple[RunSummar
             overwrite=options["overwrite"],
             overrides=_overrides(options),
             agent_ref={"type": "responses_api_agents", "name": f"{label}_{agent_name}"},
+            run_facts=_run_facts(options, env_identity, agent_name),
         )
         started = time.perf_counter()
         summary = await collect(runner, config, RichProgress(console))
@@ -192,8 +223,7 @@ def _input_path(
     input_path = options["input_path"] or (entry.example_tasks if entry else None)
     if input_path is None:
         raise ConfigError("pass --input: there are no example tasks to fall back on")
-    if not Path(input_path).is_file():
-        raise ConfigError(f"input file not found: {input_path}")
+    check_input_file(Path(input_path))
     return Path(input_path)
 
 
@@ -232,8 +262,27 @@ async def _runner(
         timeouts=Timeouts(read=options["request_timeout"]),
     )
     stack.push_async_callback(model.aclose)
-    agent = make_agent(options["agent_name"] or default, max_steps=options["max_steps"])
+    agent = make_agent(
+        options["agent_name"] or default,
+        max_steps=options["max_steps"],
+        max_calls_per_turn=options["max_calls_per_turn"],
+    )
     return BoundAgent(agent, env, model), agent.name
+
+
+def _run_facts(options: dict[str, Any], env: str | None, agent_name: str) -> JsonDict:
+    """The run's identity as the command knows it (no secret: never the API key)."""
+    if options["agent_url"]:
+        return {"env": env, "agent": {"url": options["agent_url"]}}
+    return {
+        "env": env,
+        "agent": {
+            "name": agent_name,
+            "max_steps": options["max_steps"],
+            "max_calls_per_turn": options["max_calls_per_turn"],
+        },
+        "model": {"spec": options["model_spec"], "name": options["model_name"]},
+    }
 
 
 def _default_concurrency(options: dict[str, Any]) -> int:

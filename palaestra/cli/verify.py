@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
@@ -45,6 +46,14 @@ def verify_command(rollouts: Path, env_spec: str, output: Path | None, replay_to
             output.unlink(missing_ok=True)
         entry = find_environment(env_spec)
         summary = asyncio.run(_run(entry.environment(), rollouts, output, replay_tools))
+    if summary.torn_line is not None:
+        console.print(
+            f"[yellow]warning:[/] {escape(str(rollouts))}:{summary.torn_line}: the last line is "
+            f"incomplete (a run killed while writing it?) and was not verified; the "
+            f"{summary.rows} complete lines were",
+            highlight=False,
+            soft_wrap=True,
+        )
     Console().print(_table(summary))
 
 

@@ -68,3 +68,16 @@ def test_bad_rollout_file_is_one_line(tmp_path: Path) -> None:
     done = run_cli("verify", "r.jsonl", "--env", "counter", cwd=tmp_path)
     assert done.returncode == 1
     assert "r.jsonl:1: field 'response'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_torn_last_line_is_warned_about_and_the_complete_lines_are_verified(
+    tmp_path: Path,
+) -> None:
+    rollouts = collect_counter(tmp_path)
+    complete = rollouts.read_bytes()
+    rollouts.write_bytes(complete + complete.splitlines(keepends=True)[0][:40])  # a killed write
+    done = run_cli("verify", str(rollouts), "--env", "counter", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "c.jsonl:6: the last line is incomplete" in done.stderr
+    assert "5 unchanged, 0 changed" in done.stdout
