@@ -74,6 +74,7 @@ def test_a_thread_that_cannot_start_is_named_by_the_scarcer_limit() -> None:
 def test_an_unexplained_sigkill_is_the_cpu_limit_only_if_the_cpu_was_spent() -> None:
     limits = Limits(cpu_time=2)  # SIGXCPU at 2 s, SIGKILL at 3 s
     assert limit_from_kill(3.0, 3.5, limits) == Limit.CPU_TIME
+    assert limit_from_kill(2.7, 3.5, limits) == Limit.CPU_TIME  # read short of the kernel
     assert limit_from_kill(0.2, 3.5, limits) is None  # measured: it did not spend it
     assert limit_from_kill(None, 0.01, limits) is None  # could not have spent it in time
     assert limit_from_kill(None, 60.0, limits) == Limit.CPU_TIME
