@@ -105,7 +105,6 @@ async def httpx_client(concurrency: int) -> AsyncIterator[Post]:
 @contextlib.asynccontextmanager
 async def aiosonic_client(concurrency: int) -> AsyncIterator[Post]:
     import aiosonic
-
     from aiosonic.pools import PoolConfig
 
     timeouts = aiosonic.Timeouts(request_timeout=TIMEOUT, sock_read=TIMEOUT, pool_acquire=TIMEOUT)
@@ -301,7 +300,8 @@ def driver_main(options: argparse.Namespace) -> None:
 def _median_range(values: list[float], fmt: str) -> str:
     if not values:
         return "failed"
-    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return f"{fmt.format(statistics.median(values))} ({low} to {high})"
 
 
 def table(results: dict[str, dict[str, list[dict[str, Any]]]], options: argparse.Namespace) -> str:
@@ -310,7 +310,7 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]], options: argparse
     ]
     ours_median = statistics.median(ours) if ours else None
     rows = [
-        "| client | CPU µs/request, c=64 | × ours | CPU µs/request, 10,000 in flight "
+        "| client | CPU µs/request, c=64 | ratio to ours | CPU µs/request, 10,000 in flight "
         "| 10,000 in flight: achieved / ideal | failed tries |",
         "|---|---|---|---|---|---|",
     ]
@@ -322,7 +322,7 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]], options: argparse
         ratio = (
             f"{statistics.median(per_request) / ours_median:.2f}"
             if ours_median and per_request
-            else "–"
+            else "-"
         )
         rows.append(
             f"| {name} | {_median_range(per_request, '{:.0f}')} | {ratio} "

@@ -3,21 +3,29 @@
 from palaestra.transport.client import HttpClient
 from palaestra.transport.connection import HttpAnswer
 from palaestra.transport.errors import (
+    AnswerTooLarge,
     ConnectFailed,
     ConnectionLost,
+    ConnectTimeout,
     InvalidUrl,
     ProtocolViolation,
+    ReadTimeout,
     TlsFailed,
     TransportError,
 )
+from palaestra.transport.proxy import Proxies
 
 __all__ = [
+    "AnswerTooLarge",
     "ConnectFailed",
+    "ConnectTimeout",
     "ConnectionLost",
     "HttpAnswer",
     "HttpClient",
     "InvalidUrl",
     "ProtocolViolation",
+    "Proxies",
+    "ReadTimeout",
     "TlsFailed",
     "TransportError",
 ]

@@ -10,14 +10,22 @@ by llhttp on a pooled connection; measured numbers are in ``benchmarks/results/t
 - At most ``max_connecting`` connections are being opened at once: ten thousand simultaneous
   connects overflow a server's listen backlog, and a dropped SYN costs a 1 s retransmit.
 - A reused connection that dies before any byte of the answer arrived (the server closed it
-  while idle) is replaced and the request sent again, once.
-- No proxies, no redirects, no cookies, no compression: model endpoints need none of them.
+  while idle, just as the request went out) is replaced and the request sent again, once, but
+  only if the request is idempotent: a GET, PUT, DELETE or OPTIONS, or one the caller marks
+  ``idempotent=True`` (a model call). Anything else (a remote tool call, a verify) may have
+  run on the server, so it raises ``ConnectionLost`` instead of running twice.
+- HTTP proxies (``proxy.py``): absolute-form requests for http URLs, a CONNECT tunnel with
+  TLS inside for https URLs; by default from the environment, read when the client is built.
+- Answers larger than ``max_answer_bytes`` (64 MiB) are cut off with ``AnswerTooLarge``.
+- No redirects, no cookies, no compression: model endpoints need none of them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
+import functools
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,18 +33,22 @@ from dataclasses import dataclass
 import httptools
 
 from palaestra.transport.connection import Connection, HttpAnswer
+from palaestra.transport.dial import Tunnel, first_to_connect
 from palaestra.transport.errors import (
     ConnectFailed,
     ConnectionLost,
+    ConnectTimeout,
     InvalidUrl,
     TlsFailed,
     TransportError,
 )
 from palaestra.transport.gate import Gate
+from palaestra.transport.proxy import Proxies, ProxyEndpoint
 from palaestra.transport.resolver import Resolver
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HEADS_KEPT = 1024
+_IDEMPOTENT_METHODS = frozenset({"GET", "PUT", "DELETE", "OPTIONS"})  # RFC 9110, 9.2.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +60,23 @@ class Target:
     port: int
     path: str
     host_header: str
+    proxy: ProxyEndpoint | None = None
 
     @property
     def origin(self) -> tuple[str, str, int]:
         return (self.scheme, self.host, self.port)
+
+    @property
+    def authority(self) -> str:
+        """``host:port`` as a CONNECT request names it."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    @property
+    def shown(self) -> str:
+        """The server as messages name it, with the proxy in between if there is one."""
+        if self.proxy is None:
+            return self.host_header
+        return f"{self.host_header} through proxy {self.proxy.shown}"
 
 
 def parse_target(url: str) -> Target:
@@ -88,6 +113,10 @@ def frame_head(method: str, target: Target, headers: Mapping[str, str]) -> bytes
     The caller's User-Agent and Accept replace the defaults, whatever their case.
     """
     lines = [f"{method} {target.path} HTTP/1.1", f"Host: {target.host_header}"]
+    if target.proxy is not None and target.scheme == "http":  # the proxy forwards it as is
+        lines[0] = f"{method} http://{target.authority}{target.path} HTTP/1.1"
+        if target.proxy.authorization is not None:
+            lines.append(f"Proxy-Authorization: {target.proxy.authorization}")
     defaults = dict(_DEFAULT_HEADERS)
     for name, value in headers.items():
         if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
@@ -119,6 +148,7 @@ class _OriginPool:
     """The idle connections to one origin, most recently used last."""
 
     def __init__(self, target: Target, client: HttpClient) -> None:
+        self.target = target
         self._target = target
         self._client = client
         self._idle: collections.deque[Connection] = collections.deque()
@@ -151,36 +181,58 @@ class _OriginPool:
                 async with asyncio.timeout(connect_timeout):
                     return await self._connect()
             except ssl.SSLError as exc:
-                raise TlsFailed(f"TLS handshake with {target.host_header} failed: {exc}") from None
+                raise TlsFailed(f"TLS handshake with {target.shown} failed: {exc}") from None
             except TimeoutError:
-                raise ConnectFailed(f"connecting to {target.host_header} timed out") from None
+                raise ConnectTimeout(
+                    f"connecting to {target.shown} timed out ({connect_timeout:g} s)"
+                ) from None
+            except ConnectFailed:
+                raise
             except OSError as exc:
                 detail = exc.strerror or str(exc) or type(exc).__name__
-                raise ConnectFailed(f"cannot connect to {target.host_header}: {detail}") from None
+                raise ConnectFailed(f"cannot connect to {target.shown}: {detail}") from None
 
     async def _connect(self) -> Connection:
-        """A connection to the first of the host's addresses that accepts one."""
+        """A connection to the server (or its proxy), its addresses raced as ``dial`` says."""
         target, client = self._target, self._client
         loop = asyncio.get_running_loop()
         tls = client.tls_context() if target.scheme == "https" else None
-        failure: OSError | None = None
-        for address in await client.resolver.addresses(target.host, target.port):
-            try:
-                _, connection = await loop.create_connection(
-                    lambda: Connection(loop),
-                    address,
-                    target.port,
-                    ssl=tls,
-                    server_hostname=target.host if tls else None,
-                )
-            except ssl.SSLError:
-                raise
-            except OSError as exc:
-                failure = exc
-            else:
-                return connection
-        assert failure is not None  # addresses() never answers an empty list
-        raise failure
+        proxy = target.proxy
+        host, port = (target.host, target.port) if proxy is None else (proxy.host, proxy.port)
+        addresses = await client.resolver.addresses(host, port)
+        if proxy is not None and tls is not None:
+            return await self._tunnel(loop, addresses, proxy, tls)
+        factory = functools.partial(Connection, loop, client.max_answer_bytes)
+        _, connection = await first_to_connect(
+            addresses,
+            lambda address: loop.create_connection(
+                factory, address, port, ssl=tls, server_hostname=host if tls else None
+            ),
+        )
+        return connection
+
+    async def _tunnel(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        addresses: list[str],
+        proxy: ProxyEndpoint,
+        tls: ssl.SSLContext,
+    ) -> Connection:
+        """A CONNECT tunnel through the proxy, then TLS with the server inside it."""
+        target = self._target
+        transport, tunnel = await first_to_connect(
+            addresses, lambda address: loop.create_connection(Tunnel, address, proxy.port)
+        )
+        try:
+            await tunnel.open(target.authority, proxy.authorization, proxy.shown)
+            connection = Connection(loop, self._client.max_answer_bytes)
+            inner = await loop.start_tls(transport, connection, tls, server_hostname=target.host)
+        except BaseException:
+            transport.close()
+            raise
+        assert inner is not None
+        connection.connection_made(inner)
+        return connection
 
     def close(self) -> None:
         while self._idle:
@@ -191,7 +243,10 @@ class HttpClient:
     """Keep-alive HTTP/1.1 requests to any number of origins; close with ``aclose``.
 
     ``tls`` verifies https servers (default: the system's CA bundle, loaded on first use);
-    pass a context of your own for a private CA.
+    pass a context of your own for a private CA. ``proxies`` says which requests go through an
+    HTTP proxy; the default (``None``) reads ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and
+    ``NO_PROXY`` from the environment once, now (``Proxies()`` connects directly whatever the
+    environment says). An answer larger than ``max_answer_bytes`` raises ``AnswerTooLarge``.
     """
 
     def __init__(
@@ -200,10 +255,14 @@ class HttpClient:
         keepalive: float = 30.0,
         max_connecting: int = 256,
         tls: ssl.SSLContext | None = None,
+        proxies: Proxies | None = None,
+        max_answer_bytes: int = 64 * 2**20,
     ) -> None:
         self.keepalive = keepalive
         self.connecting = Gate(max_connecting)
         self.resolver = Resolver()
+        self.proxies = Proxies.from_environment() if proxies is None else proxies
+        self.max_answer_bytes = max_answer_bytes
         self.closing = False
         self._pools: dict[tuple[str, str, int], _OriginPool] = {}
         self._heads: dict[tuple[object, ...], tuple[_OriginPool, bytes]] = {}
@@ -223,12 +282,20 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         connect_timeout: float = 10.0,
         read_timeout: float = 600.0,
+        idempotent: bool | None = None,
     ) -> HttpAnswer:
         """Send one request and return the whole answer (any status).
 
-        Raises ``InvalidUrl``, ``ConnectFailed``, ``TlsFailed``, ``ConnectionLost``,
-        ``ProtocolViolation`` or ``TimeoutError`` (no whole answer within ``read_timeout``
-        seconds of sending).
+        ``idempotent`` says whether running the request twice does no harm, which lets it be
+        resent once on a fresh connection when a reused one turns out to have died before any
+        byte of the answer came back. The default is the method's own (RFC 9110: GET, PUT,
+        DELETE and OPTIONS are; POST is not): pass ``True`` for a POST that may repeat (a model
+        call), never for one that must not (a remote tool call).
+
+        Raises ``InvalidUrl``, ``ConnectFailed`` (``ConnectTimeout`` when the connect timeout
+        passed), ``TlsFailed``, ``ConnectionLost``, ``ProtocolViolation``, ``AnswerTooLarge``
+        or ``ReadTimeout`` (no whole answer within ``read_timeout`` seconds of sending). Both
+        timeouts are ``TimeoutError`` too.
         """
         if self.closing:
             raise TransportError("the HTTP client is closed")
@@ -241,9 +308,14 @@ class HttpClient:
         if connection is not None:
             try:
                 answer = await connection.exchange(request, read_timeout)
-            except ConnectionLost:
+            except ConnectionLost as exc:
                 if not connection.answered_nothing:
                     raise
+                if not (method in _IDEMPOTENT_METHODS if idempotent is None else idempotent):
+                    raise ConnectionLost(
+                        f"{exc}; not resent: the request is not idempotent, and the server may"
+                        " have run it (a kept-alive connection it closed just as it was sent)"
+                    ) from None
                 connection = None  # it had died while idle: one fresh try below
             else:
                 pool.give_back(connection, loop.time())
@@ -261,10 +333,14 @@ class HttpClient:
         found = self._heads.get(key)
         if found is None:
             target = parse_target(url)
-            head = frame_head(method, target, headers or {})
             pool = self._pools.get(target.origin)
             if pool is None:
+                proxy = self.proxies.route(target.scheme, target.host, target.port)
+                target = dataclasses.replace(target, proxy=proxy)
                 pool = self._pools[target.origin] = _OriginPool(target, self)
+            if pool.target.proxy is not None:
+                target = dataclasses.replace(target, proxy=pool.target.proxy)
+            head = frame_head(method, target, headers or {})
             found = (pool, head)
             # Per-session headers (cookies) must not grow it forever; once it is full, new
             # heads are framed each time and the first ones (a model's) stay cached.

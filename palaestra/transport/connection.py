@@ -12,7 +12,12 @@ import asyncio
 
 import httptools
 
-from palaestra.transport.errors import ConnectionLost, ProtocolViolation
+from palaestra.transport.errors import (
+    AnswerTooLarge,
+    ConnectionLost,
+    ProtocolViolation,
+    ReadTimeout,
+)
 
 
 class HttpAnswer:
@@ -77,8 +82,10 @@ _DETACHED = httptools.HttpResponseParser(object())
 class Connection(asyncio.Protocol):
     """The protocol object of one transport; ``exchange`` is its only entry point."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, max_answer_bytes: int) -> None:
         self.loop = loop
+        self._max_answer_bytes = max_answer_bytes
+        self._answer_bytes = 0
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[HttpAnswer] | None = None
@@ -91,12 +98,15 @@ class Connection(asyncio.Protocol):
         self.reusable = True
         self.exchanges = 0
         self.idle_since = 0.0
+        self._read_timeout = 0.0
 
     # --- the caller's side ---------------------------------------------------------------
 
     async def exchange(self, request: bytes, read_timeout: float) -> HttpAnswer:
         """Send ``request`` (head and body, already framed) and wait for the whole answer."""
         self._received = False
+        self._answer_bytes = 0
+        self._read_timeout = read_timeout
         transport = self._transport
         if transport is None or self.closed:
             raise ConnectionLost("the connection was closed before the request was sent")
@@ -141,6 +151,12 @@ class Connection(asyncio.Protocol):
             self.close()  # bytes nobody asked for would corrupt the next answer's parse
             return
         self._received = True
+        self._answer_bytes += len(data)
+        if self._answer_bytes > self._max_answer_bytes:
+            cap = f"max_answer_bytes, {self._max_answer_bytes:,} bytes"
+            self._fail(AnswerTooLarge(f"the answer is larger than the client's cap ({cap})"))
+            self.close()
+            return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -217,4 +233,6 @@ class Connection(asyncio.Protocol):
 
     def _expire(self) -> None:
         self._deadline = None
-        self._fail(TimeoutError())
+        self._fail(
+            ReadTimeout(f"no whole answer within the read timeout ({self._read_timeout:g} s)")
+        )

@@ -12,6 +12,8 @@ import functools
 import ipaddress
 import socket
 
+from palaestra.transport.dial import interleaved
+
 
 @functools.lru_cache(maxsize=1024)
 def is_ip_literal(host: str) -> bool:
@@ -49,7 +51,7 @@ class Resolver:
     async def _lookup(self, host: str, port: int) -> list[str]:
         loop = asyncio.get_running_loop()
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        addresses = interleaved(list(dict.fromkeys(str(info[4][0]) for info in infos)))
         if not addresses:
             raise socket.gaierror(f"{host} resolves to no address")
         self._known[(host, port)] = (loop.time() + self._ttl, addresses)

@@ -13,8 +13,7 @@ import gc
 import socket
 import ssl
 import struct
-import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -34,187 +33,19 @@ from palaestra.transport.connection import Connection
 from tests.support.network import free_port
 from tests.support.scripted_model import ScriptedModelServer, text_response
 from tests.transport.conftest import LoopFactory
-
-Handler = Callable[["Peer"], Awaitable[None]]
-
-
-class Peer:
-    """The server's side of one accepted connection (``index`` counts from 0 per server)."""
-
-    def __init__(
-        self, index: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        self.index = index
-        self.reader = reader
-        self.writer = writer
-        self.requests: list[bytes] = []
-        self.hung_up = asyncio.Event()  # set once a read found the client's end closed
-
-    async def read_request(self) -> bytes | None:
-        """The next whole request (head and Content-Length body), or None at end of stream."""
-        try:
-            head = await self.reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            body = await self.reader.readexactly(length)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            self.hung_up.set()
-            return None
-        self.requests.append(head + body)
-        return head + body
-
-    async def wait_hung_up(self) -> None:
-        await asyncio.wait_for(self.hung_up.wait(), 1.0)
-
-    def send(self, data: bytes) -> None:
-        self.writer.write(data)
-
-
-class Server:
-    """A raw HTTP server calling ``handler`` for each connection; closes it when that returns."""
-
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
-        self.peers: list[Peer] = []
-        self.errors: list[BaseException] = []
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    async def start(self, tls: ssl.SSLContext | None = None) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, ssl=tls)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    def url(self, path: str = "/", scheme: str = "http") -> str:
-        return f"{scheme}://127.0.0.1:{self.port}{path}"
-
-    @property
-    def requests(self) -> list[bytes]:
-        return [request for peer in self.peers for request in peer.requests]
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        peer = Peer(len(self.peers), reader, writer)
-        self.peers.append(peer)
-        try:
-            await self.handler(peer)
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        except Exception as exc:  # a broken handler must fail the test, not vanish in a log
-            self.errors.append(exc)
-        finally:
-            writer.close()
-            self._tasks.discard(task)
-
-    async def close(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-
-
-class Servers:
-    """Starts servers for one test and stops them all after it."""
-
-    def __init__(self) -> None:
-        self.started: list[Server] = []
-
-    async def start(self, handler: Handler, tls: ssl.SSLContext | None = None) -> Server:
-        server = Server(handler)
-        await server.start(tls)
-        self.started.append(server)
-        return server
-
-
-@pytest.fixture
-async def servers() -> AsyncIterator[Servers]:
-    servers = Servers()
-    yield servers
-    for server in servers.started:
-        await server.close()
-    assert [error for server in servers.started for error in server.errors] == []
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[HttpClient]:
-    client = HttpClient()
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-async def new_client() -> AsyncIterator[Callable[..., HttpClient]]:
-    """Makes clients with options; each is closed after the test."""
-    made: list[HttpClient] = []
-
-    def make(**options: Any) -> HttpClient:
-        made.append(HttpClient(**options))
-        return made[-1]
-
-    yield make
-    for client in made:
-        await client.aclose()
-
-
-# --- answers and handlers ------------------------------------------------------------------
-
-
-def answer(body: bytes = b"ok", *headers: str, status: str = "200 OK") -> bytes:
-    """A whole HTTP/1.1 answer with a Content-Length."""
-    head = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", *headers]
-    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
-
-
-def numbered(peer: Peer) -> bytes:
-    """An answer saying which connection and which request on it: ``c0r1`` is the first."""
-    return answer(f"c{peer.index}r{len(peer.requests)}".encode())
-
-
-async def answer_numbered(peer: Peer) -> None:
-    """Answers every request with ``numbered`` until the client closes the connection."""
-    while await peer.read_request() is not None:
-        peer.send(numbered(peer))
-
-
-def answer_always(data: bytes) -> Handler:
-    async def handle(peer: Peer) -> None:
-        while await peer.read_request() is not None:
-            peer.send(data)
-
-    return handle
-
-
-async def never_answer(peer: Peer) -> None:
-    """Reads requests and answers none; notices when the client hangs up."""
-    while await peer.read_request() is not None:
-        pass
-
-
-async def wait_until(condition: Callable[[], bool]) -> None:
-    async with asyncio.timeout(1.0):
-        while not condition():
-            await asyncio.sleep(0.005)
-
-
-def parse_request(raw: bytes) -> tuple[str, dict[str, str], bytes]:
-    """(request line, headers with lower-case names, body) of a request the server read."""
-    head, _, body = raw.partition(b"\r\n\r\n")
-    line, *header_lines = head.decode("latin-1").split("\r\n")
-    names = [header.partition(":")[0].lower() for header in header_lines]
-    assert len(names) == len(set(names)), f"a header was sent twice: {names}"
-    headers = {
-        name.lower(): value.strip()
-        for name, _, value in (header.partition(":") for header in header_lines)
-    }
-    return line, headers, body
-
+from tests.transport.raw_server import (
+    Peer,
+    Server,
+    Servers,
+    answer,
+    answer_always,
+    answer_numbered,
+    never_answer,
+    numbered,
+    parse_request,
+    self_signed,
+    wait_until,
+)
 
 # --- keep-alive ----------------------------------------------------------------------------
 
@@ -766,15 +597,7 @@ async def test_a_header_that_would_inject_lines_raises_value_error_and_sends_not
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 and localhost: (certificate, key)."""
-    where = tmp_path_factory.mktemp("tls")
-    cert, key = where / "c.pem", where / "k.pem"
-    command = (
-        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1"
-        " -keyout k.pem -out c.pem -subj /CN=localhost"
-        " -addext subjectAltName=DNS:localhost,IP:127.0.0.1"
-    )
-    subprocess.run(command.split(), cwd=where, check=True, capture_output=True)
-    return cert, key
+    return self_signed(tmp_path_factory.mktemp("tls"), "localhost", "127.0.0.1")
 
 
 async def tls_server(servers: Servers, certificate: tuple[Path, Path]) -> Server:
