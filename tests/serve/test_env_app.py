@@ -21,6 +21,7 @@ from palaestra.serve.guard import Guard
 from palaestra.serve.remote_env import RemoteEnvironmentClient
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.sessions import Session
+from palaestra.tools import tool
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.envs.test_counter import stepper
 from tests.envs.test_counter import tasks as counter_tasks
@@ -304,6 +305,11 @@ class BrokenCounter(Counter):
             raise KeyError("the seed has a bug")
         return super().seed(task)
 
+    @tool
+    def explode(self, session: Session) -> int:
+        """A tool with a bug."""
+        raise RuntimeError("the tool has a bug")
+
 
 async def test_a_verify_that_cannot_be_scored_reaches_each_caller_as_a_failure(
     caplog: pytest.LogCaptureFixture,
@@ -341,9 +347,15 @@ async def test_an_exception_in_seed_or_a_tool_leaves_its_file_and_line_in_the_se
     with BackgroundServer(environment_app(BrokenCounter())) as server:
         async with aiohttp.ClientSession(base_url=server.url) as http:
             status, answer, _ = await _post(http, "/seed_session", {"break_seed": True})
+            _, _, seeded = await _post(http, "/seed_session", COUNTER_TASK)
+            token = seeded.headers["x-palaestra-session"]
+            tool_status, tool_answer, _ = await _post(http, "/explode", {}, token)
     assert status == 500 and answer["failure"]["kind"] == "env_error"
-    line = BrokenCounter.seed.__code__.co_firstlineno + 2  # the raise
-    assert f'test_env_app.py", line {line}, in seed' in caplog.text
+    assert tool_status == 500 and tool_answer["failure"]["kind"] == "tool_error"
+    seed_line = BrokenCounter.seed.__code__.co_firstlineno + 2  # the raise
+    tool_line = BrokenCounter.explode.__code__.co_firstlineno + 3
+    assert f'test_env_app.py", line {seed_line}, in seed' in caplog.text
+    assert f'test_env_app.py", line {tool_line}, in explode' in caplog.text
 
 
 async def test_aggregate_metrics_counts_failed_rows_and_never_averages_them() -> None:
