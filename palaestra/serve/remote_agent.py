@@ -1,4 +1,9 @@
-"""``RemoteAgent``: a running agent server as the collector's ``RolloutRunner``."""
+"""``RemoteAgent``: a running agent server as the collector's ``RolloutRunner``.
+
+A rollout the server reports failed, in palaestra's form (``failure``) or NeMo Gym's
+(``_ng_failure_class``, with a placeholder ``reward`` beside it), is recorded as that failure;
+so is any answer that is not a 2xx row with a numeric ``reward``. Never a score.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import orjson
 
 from palaestra.agents.base import AgentResult
 from palaestra.errors import ConfigError, ModelUnreachable
+from palaestra.protocol import failure_from_fields
 from palaestra.serve.remote_env import verdict_from_answer
 from palaestra.transport import HttpClient, TransportError
 from palaestra.types import Failure, FailureKind, JsonDict
@@ -78,21 +84,30 @@ class RemoteAgent:
 
 
 def _result_of(status: int, body: JsonDict, task: JsonDict) -> AgentResult:
-    facts = body.get("_palaestra") or {}
+    facts = body.get("_palaestra")
+    facts = facts if isinstance(facts, dict) else {}
     result = AgentResult(
         response=body.get("response"),
         model_calls=int(facts.get("model_calls", 0)),
         tool_calls=int(facts.get("tool_calls", 0)),
         timings=dict(facts.get("timings", {})),
     )
-    if isinstance(body.get("failure"), dict) or (status == 200 and "reward" in body):
-        verdict = verdict_from_answer(body, task)
-        result.failure, result.verdict = verdict.failure, (verdict if not verdict.failure else None)
-    else:
-        message = (body.get("error") or {}).get("message", "")
-        result.failure = Failure(
+    failure = failure_from_fields(body)
+    if failure is None and 200 <= status < 300 and "reward" in body:
+        try:
+            result.verdict = verdict_from_answer(body, task)
+            return result
+        except (KeyError, TypeError, ValueError) as error:
+            failure = Failure(
+                FailureKind.INTERNAL_ERROR, f"agent server answered an unusable row: {error}"
+            )
+    if failure is None:
+        said = body.get("error")
+        message = said.get("message", "") if isinstance(said, dict) else str(said or "")
+        failure = Failure(
             FailureKind.INTERNAL_ERROR, f"agent server answered {status}: {message}"[:500]
         )
+    result.failure = failure
     return result
 
 

@@ -2,12 +2,22 @@
 
 It speaks to a palaestra environment server or to a NeMo Gym resources server alike. Each
 session keeps its own cookies (NeMo Gym keys sessions by a cookie), sent by hand so that
-concurrent rollouts sharing one connection pool never see each other's cookies. Tool calls are
-not retried: a tool may have side effects, and running it twice would change the rollout.
+concurrent rollouts sharing one connection pool never see each other's cookies.
+
+What is retried, within the ``RetryPolicy`` budget (the model clients' backoff): a call whose
+connection could not be made (nothing was sent, so nothing can run twice), and a seed the server
+turned away as busy (502/503/504, honouring ``Retry-After``) or whose connection dropped (a
+second seed only costs a session that expires). Nothing else: a tool may have side effects, and
+running it twice would change the rollout. A server still unreachable after the budget is an
+``EnvironmentUnreachable`` (the collector stops the run, resumable). A session the server no
+longer knows (restarted, expired, forged token: a 404 of type ``session_lost``) is a
+``SessionLost`` failure, never a fresh session scored as if it were the rollout's.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 import secrets
 from http.cookies import SimpleCookie
 
@@ -16,15 +26,19 @@ import orjson
 from palaestra.errors import (
     ConfigError,
     EnvironmentFailure,
+    EnvironmentUnreachable,
     RolloutFailure,
+    SessionLost,
     ToolCallRejected,
     ToolFailure,
     VerifierFailure,
 )
+from palaestra.models.http import RetryPolicy
+from palaestra.protocol import SESSION_LOST, failure_from_fields
 from palaestra.serve.sessions_http import HEADER_NAME
 from palaestra.step_env import StepResult
-from palaestra.transport import HttpAnswer, HttpClient, TransportError
-from palaestra.types import Failure, FailureKind, JsonDict, Verdict
+from palaestra.transport import ConnectFailed, HttpAnswer, HttpClient, TransportError
+from palaestra.types import JsonDict, Verdict
 
 _PROTOCOL_FIELDS = frozenset(
     {
@@ -45,6 +59,8 @@ _PROTOCOL_FIELDS = frozenset(
 
 _CONNECT_SECONDS = 10.0
 _ANSWER_SECONDS = 300.0
+_BUSY_STATUSES = frozenset({502, 503, 504})
+"""Answers to a seed that are retried: the server (or a proxy before it) had no room."""
 
 
 class RemoteEnvironmentClient:
@@ -62,6 +78,7 @@ class RemoteEnvironmentClient:
         name: str = "remote",
         tools: list[JsonDict] | None = None,
         token: str | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.name = name
@@ -70,16 +87,22 @@ class RemoteEnvironmentClient:
         self._owns_http = http is None
         self._http = http or HttpClient()  # no connection cap: --concurrency is the bound
         self._tools = tools or []
+        self._retry = retry or RetryPolicy()
         self._auth = {"Authorization": f"Bearer {token}"} if token else {}
         self._cookies: dict[str, dict[str, str]] = {}
         self._headers: dict[str, dict[str, str]] = {}
 
     @classmethod
     async def connect(
-        cls, base_url: str, *, http: HttpClient | None = None, token: str | None = None
+        cls,
+        base_url: str,
+        *,
+        http: HttpClient | None = None,
+        token: str | None = None,
+        retry: RetryPolicy | None = None,
     ) -> RemoteEnvironmentClient:
         """Check the server is up and learn its tools (a NeMo Gym server lists none)."""
-        client = cls(base_url, http=http, token=token)
+        client = cls(base_url, http=http, token=token, retry=retry)
         try:
             await client._learn_tools()
         except (TransportError, TimeoutError) as error:
@@ -118,7 +141,9 @@ class RemoteEnvironmentClient:
         return self._tools
 
     async def seed(self, task: JsonDict) -> str:
-        status, body, response = await self._post("seed_session", task, None, EnvironmentFailure)
+        status, body, response = await self._post(
+            "seed_session", task, None, EnvironmentFailure, seed=True
+        )
         if status != 200:
             raise EnvironmentFailure(f"seed_session answered {status}: {_excerpt(body)}")
         handle = secrets.token_hex(8)
@@ -185,7 +210,13 @@ class RemoteEnvironmentClient:
             await self._http.aclose()
 
     async def _post(
-        self, route: str, body: JsonDict, session_id: str | None, failure: type[RolloutFailure]
+        self,
+        route: str,
+        body: JsonDict,
+        session_id: str | None,
+        failure: type[RolloutFailure],
+        *,
+        seed: bool = False,
     ) -> tuple[int, bytes, HttpAnswer]:
         headers = {"Content-Type": "application/json", **self._auth}
         if session_id is not None:
@@ -193,22 +224,58 @@ class RemoteEnvironmentClient:
             cookies = self._cookies.get(session_id, {})
             if cookies:
                 headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        try:
-            answer = await self._http.request(
-                "POST",
-                f"{self.base_url}/{route}",
-                body=orjson.dumps(body),
-                headers=headers,
-                connect_timeout=_CONNECT_SECONDS,
-                read_timeout=_ANSWER_SECONDS,
-            )
-        except TimeoutError:
-            raise failure(f"{self.base_url}/{route} timed out") from None
-        except TransportError as error:
-            raise failure(f"{self.base_url}/{route} failed: {error}") from None
+        url = f"{self.base_url}/{route}"
+        answer = await self._send(url, orjson.dumps(body), headers, failure, seed)
         if session_id is not None:
+            if answer.status == 404 and _is_session_lost(answer.body):
+                raise SessionLost(f"{url}: {_error_message(answer.body)}")
             self._remember_cookies(session_id, answer)
         return answer.status, answer.body, answer
+
+    async def _send(
+        self,
+        url: str,
+        data: bytes,
+        headers: dict[str, str],
+        failure: type[RolloutFailure],
+        seed: bool,
+    ) -> HttpAnswer:
+        """One POST with the retry budget (see the module docstring for what is retried)."""
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                answer = await self._http.request(
+                    "POST",
+                    url,
+                    body=data,
+                    headers=headers,
+                    connect_timeout=_CONNECT_SECONDS,
+                    read_timeout=_ANSWER_SECONDS,
+                )
+            except ConnectFailed as error:  # refused, unresolvable: nothing was sent
+                last: str | HttpAnswer = str(error) or type(error).__name__
+            except TimeoutError:
+                raise failure(f"{url} timed out") from None
+            except TransportError as error:  # the server may have seen it: a seed only
+                if not seed:
+                    raise failure(f"{url} failed: {error}") from None
+                last = f"connection failed: {error}"
+            else:
+                if not (seed and answer.status in _BUSY_STATUSES):
+                    return answer
+                retry_after = _seconds(answer.headers.get("retry-after"))
+                last = answer
+            if attempt >= self._retry.max_retries:
+                break
+            await asyncio.sleep(self._retry.delay(attempt, retry_after, unit=random.random()))
+            attempt += 1
+        if isinstance(last, HttpAnswer):
+            return last  # the caller names the status and what the server said
+        raise EnvironmentUnreachable(
+            f"environment server unreachable: {url} failed after {attempt + 1} attempt(s); "
+            f"last: {last}"
+        )
 
     def _remember_cookies(self, session_id: str, response: HttpAnswer) -> None:
         jar = self._cookies.get(session_id)
@@ -219,16 +286,14 @@ class RemoteEnvironmentClient:
 
 
 def verdict_from_answer(answer: JsonDict, task: JsonDict) -> Verdict:
-    """A verify answer back into a Verdict: its fields beyond the task's are the metrics."""
-    failure = answer.get("failure")
-    if isinstance(failure, dict):
-        return Verdict(
-            failure=Failure(
-                FailureKind(failure["kind"]),
-                str(failure["reason"]),
-                bool(failure.get("masked", True)),
-            )
-        )
+    """A verify answer back into a Verdict: its fields beyond the task's are the metrics.
+
+    An answer carrying a failure (palaestra's ``failure`` or NeMo Gym's ``_ng_failure_class``)
+    is that failure, whatever placeholder ``reward`` travels beside it.
+    """
+    failure = failure_from_fields(answer)
+    if failure is not None:
+        return Verdict(failure=failure)
     metrics = {k: v for k, v in answer.items() if k not in _PROTOCOL_FIELDS and k not in task}
     return Verdict(
         reward=float(answer["reward"]),
@@ -236,6 +301,24 @@ def verdict_from_answer(answer: JsonDict, task: JsonDict) -> Verdict:
         step_rewards=answer.get("step_rewards"),
         metrics=metrics,
     )
+
+
+def _is_session_lost(body: bytes) -> bool:
+    """Whether a 404 is the server's "this session is lost" (not an unknown route or tool)."""
+    try:
+        error = orjson.loads(body).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return isinstance(error, dict) and error.get("type") == SESSION_LOST
+
+
+def _seconds(value: str | None) -> float | None:
+    """A numeric ``Retry-After``; the HTTP-date form is ignored (the backoff applies)."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds >= 0 else None
 
 
 def _as_text(body: bytes) -> str:

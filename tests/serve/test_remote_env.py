@@ -1,0 +1,173 @@
+"""The remote environment client against real env servers that restart, vanish or fill up."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from palaestra import ToolCallingAgent
+from palaestra.envs.counter.environment import Counter
+from palaestra.errors import EnvironmentFailure, EnvironmentUnreachable, SessionLost
+from palaestra.models.http import RetryPolicy
+from palaestra.serve.env_app import environment_app
+from palaestra.serve.remote_env import RemoteEnvironmentClient, verdict_from_answer
+from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.types import FailureKind, JsonDict
+from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
+from tests.support.network import free_port
+
+TASK: JsonDict = {"responses_create_params": {"input": "count to 3"}, "target_value": 3}
+FAST = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05)
+PATIENT = RetryPolicy(max_retries=6, base_delay=0.2, max_delay=1.0)
+"""At least 1.7 s of waits in all (jitter halves them at worst): a 0.3 s outage fits easily."""
+
+
+class RestartableServer:
+    """A counter server on a fixed port that can be stopped and started again (a restart)."""
+
+    def __init__(self, max_sessions: int | None = None) -> None:
+        self.port = free_port()
+        self.max_sessions = max_sessions
+        self.app = environment_app(Counter())
+        self.server: BackgroundServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> BackgroundServer:
+        self.app = environment_app(Counter(), max_sessions=self.max_sessions)
+        self.server = BackgroundServer(self.app, port=self.port)
+        return self.server.start()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def served() -> Iterator[RestartableServer]:
+    server = RestartableServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_server_restart_mid_rollout_is_a_session_lost_failure_never_a_score(
+    served: RestartableServer,
+) -> None:
+    def script(params: JsonDict) -> JsonDict:
+        if outputs_so_far(params):
+            return say("done")
+        return response(call("increment", '{"amount": 3}', "c0"))
+
+    class RestartingModel(FakeModel):
+        async def respond(self, params: JsonDict) -> JsonDict:
+            if outputs_so_far(params):  # the tool counted to 3; the server forgets every session
+                await asyncio.to_thread(served.restart)
+            return await super().respond(params)
+
+    remote = await RemoteEnvironmentClient.connect(served.url)
+    try:
+        result = await ToolCallingAgent().run(TASK, remote, RestartingModel(script))
+    finally:
+        await remote.aclose()
+    assert result.verdict is None  # before: a fresh session verified, reward 0.0, no failure
+    assert result.failure is not None and result.failure.kind is FailureKind.SESSION_LOST
+    assert "/verify" in result.failure.reason and "lost" in result.failure.reason
+
+
+async def test_every_session_route_after_a_restart_raises_session_lost(
+    served: RestartableServer,
+) -> None:
+    remote = await RemoteEnvironmentClient.connect(served.url)
+    try:
+        session = await remote.seed(TASK)
+        assert await remote.call_tool(session, "increment", {"amount": 3}) == "3"
+        await asyncio.to_thread(served.restart)
+        with pytest.raises(SessionLost):  # before: "unknown tool 'increment'"
+            await remote.call_tool(session, "increment", {"amount": 1})
+        with pytest.raises(SessionLost):
+            await remote.verify(session, TASK, {"output": []})
+        with pytest.raises(SessionLost):
+            await remote.close(session)
+        fresh = await remote.seed(TASK)  # the server itself is fine
+        verdict = await remote.verify(fresh, TASK, {"output": []})
+        assert verdict.reward == 0.0 and verdict.failure is None
+        await remote.close(fresh)
+    finally:
+        await remote.aclose()
+
+
+async def test_a_seed_during_a_short_outage_is_retried_through(served: RestartableServer) -> None:
+    remote = RemoteEnvironmentClient(served.url, retry=PATIENT)
+    served.stop()
+    back = threading.Timer(0.3, served.start)
+    back.start()
+    try:
+        session = await remote.seed(TASK)  # before: EnvironmentFailure "connection refused"
+        assert await remote.call_tool(session, "increment", {"amount": 3}) == "3"
+        assert (await remote.verify(session, TASK, {"output": []})).reward == 1.0
+        await remote.close(session)
+    finally:
+        back.join()
+        await remote.aclose()
+
+
+async def test_a_server_that_stays_down_is_unreachable_for_every_call() -> None:
+    remote = RemoteEnvironmentClient(f"http://127.0.0.1:{free_port()}", retry=FAST)
+    try:
+        with pytest.raises(EnvironmentUnreachable, match="after 3 attempt"):
+            await remote.seed(TASK)
+        with pytest.raises(EnvironmentUnreachable):  # a tool call was sent nowhere: not run
+            await remote.call_tool("s", "increment", {"amount": 1})
+        with pytest.raises(EnvironmentUnreachable):
+            await remote.close("s")
+    finally:
+        await remote.aclose()
+
+
+async def test_a_full_server_is_waited_for_within_the_budget() -> None:
+    server = RestartableServer(max_sessions=1)
+    server.start()
+    caps = server.app.state.caps
+    remote = RemoteEnvironmentClient(server.url, retry=PATIENT)
+    try:
+        first = await remote.seed(TASK)
+        second = asyncio.create_task(remote.seed(TASK))
+        while caps.refused == 0:  # the second seed met the cap (503 + Retry-After)
+            await asyncio.sleep(0.01)
+        await remote.close(first)
+        session = await second  # before: EnvironmentFailure "seed_session answered 503"
+        await remote.close(session)
+        hurried = RemoteEnvironmentClient(server.url, retry=FAST)
+        try:
+            held = await hurried.seed(TASK)
+            with pytest.raises(EnvironmentFailure, match="answered 503") as refused:
+                await hurried.seed(TASK)
+            assert not isinstance(refused.value, EnvironmentUnreachable)
+            await hurried.close(held)
+        finally:
+            await hurried.aclose()
+    finally:
+        await remote.aclose()
+        server.stop()
+
+
+def test_a_verify_answer_in_nemo_gym_failure_form_is_a_failure_not_its_placeholder_reward() -> None:
+    answer = {"reward": 0.0, "_ng_failure_class": "timeout_exceeded"}
+    verdict = verdict_from_answer(answer, {})
+    assert verdict.failure is not None and verdict.failure.kind is FailureKind.TIMEOUT
+    odd_kind = {"reward": 0.0, "failure": {"kind": "no_such_kind", "reason": "x"}}
+    failure = verdict_from_answer(odd_kind, {}).failure
+    assert failure is not None and failure.kind is FailureKind.INTERNAL_ERROR
