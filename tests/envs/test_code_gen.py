@@ -109,6 +109,13 @@ def test_extract_code(text: str, code: str | None) -> None:
     assert extract_code(text, "f") == code  # the last block, or the last one defining f
 
 
+def test_code_fenced_sloppily_is_still_found() -> None:
+    code = "def f():\n    return 1\n"
+    assert extract_code("Here it is: ```python\n" + code + "```", "f") == code
+    assert extract_code("```python\ndef f():\n    return 1```\nDone.", "f") == code
+    assert extract_code("</think>\n```python\n" + code + "```", "f") == code
+
+
 def test_values_and_outputs_are_compared_strictly_but_not_pedantically() -> None:
     assert same_value([1, 2.0000000000001], [1, 2])
     assert same_value({"a": [True]}, {"a": [True]})

@@ -56,6 +56,14 @@ async def test_an_empty_answer_is_zero_without_asking_the_judge() -> None:
     assert judge.requests == []
 
 
+async def test_reasoning_alone_is_no_answer_however_it_is_marked() -> None:
+    judge = judge_saying()
+    for answer in ("Canberra?</think>\n", "<think>Canberra, I believe"):
+        result = await verdict(judge, answer)
+        assert (result.reward, result.metrics) == (0.0, {"answer_found": False})
+    assert judge.requests == []
+
+
 def _raise(params: JsonDict) -> JsonDict:
     raise ModelError("judge endpoint answered 500")
 

@@ -244,6 +244,11 @@ def test_thinking_is_not_scored() -> None:
     assert verdict(one("format:no_whitespace", {}), "<think>a b c</think>\nok").reward == 1.0
 
 
+def test_reasoning_closed_by_a_lone_think_tag_is_not_scored() -> None:
+    # The chat template opened <think> in the prompt: only the closing tag is generated.
+    assert verdict(one("format:no_whitespace", {}), "a b c</think>\nok").reward == 1.0
+
+
 @pytest.mark.parametrize(
     "task",
     [

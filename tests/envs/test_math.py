@@ -84,6 +84,20 @@ async def test_right_wrong_and_malformed_answers_in_the_worker_pool(
     }
 
 
+async def test_a_box_inside_reasoning_is_never_scored_however_the_reasoning_is_marked(
+    env: LocalEnvironmentClient,
+) -> None:
+    task = examples()[3]  # expected \frac{3}{8}
+    # The chat template opened <think> in the prompt: only the closing tag is generated.
+    opened_by_template = await run(env, task, "So \\boxed{3/8}.</think> I give up")
+    assert opened_by_template["answer_found"] is False
+    # Cut off while reasoning: the answer was never given.
+    cut_off = await run(env, task, "<think>maybe \\boxed{3/8}, let me check")
+    assert cut_off["answer_found"] is False
+    after = await run(env, task, "draft \\boxed{1}</think>\n\\boxed{3/8}")
+    assert (after["reward"], after["extracted_answer"]) == (1.0, "3/8")
+
+
 async def test_every_example_task_accepts_its_reference_answer(
     env: LocalEnvironmentClient,
 ) -> None:

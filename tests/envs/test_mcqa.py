@@ -58,6 +58,17 @@ def test_thinking_is_ignored_and_nested_braces_are_balanced() -> None:
     assert last_boxed("\\boxed{unclosed") is None
 
 
+def test_a_box_in_reasoning_opened_by_the_template_or_cut_off_is_not_graded() -> None:
+    assert grade("Maybe \\boxed{B}?</think> I cannot tell.").metrics["answer_found"] is False
+    assert grade("<think>Maybe \\boxed{B}").metrics["answer_found"] is False
+
+
+def test_the_last_answer_line_is_the_final_word_even_when_it_is_not_a_letter() -> None:
+    superseded = grade("Answer: B\nOn reflection:\nAnswer: Jupiter, I think", "answer_colon")
+    assert (superseded.reward, superseded.metrics["answer_found"]) == (0.0, False)
+    assert grade("Answer:\n(B)", "answer_colon").reward == 1.0  # the value on the next line
+
+
 def test_options_may_be_an_object_of_letters() -> None:
     task = {"options": {"a": "yes", "b": "no"}, "expected_answer": "b"}
     result = MultipleChoice().verify(

@@ -64,6 +64,19 @@ async def test_right_wrong_and_missing_answers(env: LocalEnvironmentClient) -> N
     assert thinking["answer_found"] is False
 
 
+async def test_reasoning_marked_by_a_lone_tag_is_not_scored_and_fbox_is_a_box(
+    env: LocalEnvironmentClient,
+) -> None:
+    task = examples()[2]
+    gold = task["answer"]
+    # The chat template opened <think> in the prompt: only the closing tag is generated.
+    opened = await answer(env, task, f"<answer>{gold}</answer></think>nothing")
+    assert opened["answer_found"] is False
+    cut_off = await answer(env, task, f"<think>so <answer>{gold}</answer>, check")
+    assert cut_off["answer_found"] is False
+    assert (await answer(env, task, f"\\fbox{{{gold}}}"))["reward"] == 1.0  # as math reads it
+
+
 async def test_every_example_task_scores_its_reference_answer(
     env: LocalEnvironmentClient,
 ) -> None:

@@ -5,12 +5,12 @@ from typing import Any
 
 import pytest
 
-from palaestra import LocalEnvironmentClient, SingleTurnAgent
+from palaestra import LocalEnvironmentClient, Session, SingleTurnAgent
 from palaestra.collect.tasks import read_tasks, task_problem
 from palaestra.envs.structured_outputs.documents import FORMATS, strict_schema
 from palaestra.envs.structured_outputs.environment import StructuredOutputs, check_answer
 from palaestra.registry import find_environment
-from palaestra.types import FailureKind, JsonDict
+from palaestra.types import FailureKind, JsonDict, assistant_message
 from tests.support.fake_model import FakeModel, say
 
 BOOK = {
@@ -48,6 +48,22 @@ def test_a_right_document_in_each_format_scores_one(fmt: str) -> None:
     assert check_answer(task(fmt), RIGHT[fmt]) == {"error_type": "none", "error": "", "format": fmt}
     fenced = f"Here it is:\n```{fmt}\n{RIGHT[fmt]}\n```"
     assert check_answer(task(fmt), fenced)["error_type"] == "none"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Here it is: ```json\n{RIGHT['json']}\n```",  # the fence after prose on its line
+        f"~~~json\n{RIGHT['json']}\n~~~",  # a tilde fence
+        f"```json\n{RIGHT['json']}",  # the closing fence cut off
+        f"```json\n{RIGHT['json']}```",  # the closing fence at the end of the last line
+        f"{{draft}}</think>\n{RIGHT['json']}",  # reasoning opened by the chat template
+    ],
+)
+async def test_a_document_in_a_sloppy_fence_or_after_reasoning_is_read(answer: str) -> None:
+    response = {"output": [assistant_message(answer)]}
+    result = await StructuredOutputs().verify(Session("s", task("json"), {}), response)
+    assert (result.reward, result.metrics["error_type"]) == (1.0, "none")
 
 
 def test_csv_rows_are_read_against_the_item_schema() -> None:

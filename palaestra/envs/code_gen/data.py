@@ -15,8 +15,8 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from palaestra.errors import ConfigError
-from palaestra.types import JsonDict
+from palaestra import ConfigError, JsonDict
+from palaestra.answers import task_row
 
 SYSTEM_PROMPT = (
     "You are an expert Python programmer. Answer with Python code (standard library only) in a "
@@ -70,31 +70,20 @@ def function_task(prompt_code: str, entry_point: str, **fields: object) -> JsonD
 
     ``fields`` adds the tests (``check_code``, or ``tests`` with ``args``/``expected``).
     """
-    return {
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": FUNCTION_REQUEST.format(prompt=prompt_code)},
-            ]
-        },
-        "entry_point": entry_point,
-        "prefix_code": prompt_code,
+    return task_row(
+        FUNCTION_REQUEST.format(prompt=prompt_code),
+        system=SYSTEM_PROMPT,
+        entry_point=entry_point,
+        prefix_code=prompt_code,
         **fields,
-    }
+    )
 
 
 def program_task(problem: str, tests: list[JsonDict], **fields: object) -> JsonDict:
     """A task asking for a program; ``tests`` are ``{"stdin": ..., "stdout": ...}`` cases."""
-    return {
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": PROGRAM_REQUEST.format(problem=problem)},
-            ]
-        },
-        "tests": tests,
-        **fields,
-    }
+    return task_row(
+        PROGRAM_REQUEST.format(problem=problem), system=SYSTEM_PROMPT, tests=tests, **fields
+    )
 
 
 def generate(count: int, seed: int) -> Iterator[JsonDict]:

@@ -15,15 +15,19 @@ import os
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from palaestra.environment import Environment
+from palaestra import (
+    ConfigError,
+    Environment,
+    FailureKind,
+    JsonDict,
+    Session,
+    Verdict,
+    output_text,
+)
 from palaestra.envs.code_gen.data import generate
 from palaestra.envs.code_gen.extract import extract_code
 from palaestra.envs.code_gen.runner import SandboxBroken, TaskError, run_tests, test_spec
-from palaestra.errors import ConfigError
-from palaestra.sandbox import Limits, Sandbox
-from palaestra.sandbox.runner import DEBIAN_PYTHON, Isolation
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict, output_text
+from palaestra.sandbox import DEBIAN_PYTHON, Isolation, Limits, Sandbox
 
 
 class CodeGen(Environment):

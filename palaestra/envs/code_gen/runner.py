@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from palaestra import JsonDict
 from palaestra.envs.code_gen.harness import test_statements
-from palaestra.sandbox import Limit, Limits, Sandbox, SandboxResult
-from palaestra.sandbox.limits import limit_from_error
-from palaestra.types import JsonDict
+from palaestra.sandbox import Limit, Limits, Sandbox, SandboxResult, limit_from_error
 
 HARNESS = Path(__file__).with_name("harness.py").read_text()
 _IO_LAUNCHER = (  # marks the start on stderr, then becomes the answer's program

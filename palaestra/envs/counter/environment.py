@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from palaestra.environment import Environment
-from palaestra.sessions import Session
-from palaestra.tools import tool
-from palaestra.types import JsonDict, Verdict
+from palaestra import Environment, JsonDict, Session, Verdict, tool
 
 
 class Counter(Environment):

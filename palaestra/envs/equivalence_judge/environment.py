@@ -9,18 +9,14 @@ class attribute ``judge_model`` (``"local"`` by default, or a URL, or a name fro
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Iterator
 from typing import ClassVar
 
-from palaestra.environment import Environment
+from palaestra import Environment, FailureKind, JsonDict, Model, Session, Verdict, output_text
+from palaestra.answers import strip_reasoning, task_row
 from palaestra.envs.equivalence_judge.judge import JudgeFailure, JudgeModels, judge, judge_metrics
 from palaestra.envs.mcqa import generator
-from palaestra.models.base import Model
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict, output_text
 
-_THINKING = re.compile(r"<think>.*?</think>", flags=re.DOTALL)
 SHORT_ANSWER_HINT = "Answer with the final answer only, as briefly as possible."
 
 
@@ -46,7 +42,7 @@ class EquivalenceJudge(Environment):
             return Verdict.failed(
                 FailureKind.INVALID_INPUT, "task needs 'question' and 'expected_answer'"
             )
-        candidate = _THINKING.sub("", output_text(response)).strip()
+        candidate = strip_reasoning(output_text(response)).strip()
         if not candidate:
             return Verdict(reward=0.0, metrics={"answer_found": False})
         try:
@@ -71,13 +67,5 @@ class EquivalenceJudge(Environment):
         makers = [generator.arithmetic, generator.sequence, generator.letter_count]
         for _ in range(count):
             question, right, _ = rng.choice(makers)(rng)
-            yield task_row(question, right)
-
-
-def task_row(question: str, expected_answer: str) -> JsonDict:
-    prompt = f"{question}\n\n{SHORT_ANSWER_HINT}"
-    return {
-        "responses_create_params": {"input": [{"role": "user", "content": prompt}]},
-        "question": question,
-        "expected_answer": expected_answer,
-    }
+            prompt = f"{question}\n\n{SHORT_ANSWER_HINT}"
+            yield task_row(prompt, question=question, expected_answer=right)

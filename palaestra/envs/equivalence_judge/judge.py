@@ -15,9 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from palaestra.errors import ModelError
-from palaestra.models.base import Model
-from palaestra.types import JsonDict, output_text
+from palaestra import JsonDict, Model, ModelError, output_text
 
 EQUIVALENT = "EQUIVALENT"
 DIFFERENT = "DIFFERENT"

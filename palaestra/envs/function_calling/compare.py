@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from palaestra.types import JsonDict
+from palaestra import JsonDict
 
 MAX_ARGUMENTS_CHARS = 100_000
 """Longer ``arguments`` strings are not parsed: the call counts as malformed."""

@@ -14,9 +14,8 @@ from typing import Any
 
 import orjson
 
+from palaestra import ConfigError, JsonDict
 from palaestra.envs.function_calling.compare import answerable
-from palaestra.errors import ConfigError
-from palaestra.types import JsonDict
 
 CATEGORIES: tuple[str, ...] = (
     "simple_python",

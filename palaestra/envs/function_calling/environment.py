@@ -9,12 +9,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from palaestra.environment import Environment
+from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
 from palaestra.envs.function_calling.compare import check_calls, first_turn_calls
 from palaestra.envs.function_calling.data import CATEGORIES, load_tasks
-from palaestra.errors import ConfigError
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict
 
 
 class FunctionCalling(Environment):

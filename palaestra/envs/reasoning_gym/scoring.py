@@ -9,13 +9,12 @@ from __future__ import annotations
 import functools
 import json
 import random
-import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from palaestra.errors import ConfigError
-from palaestra.types import JsonDict
+from palaestra import ConfigError, JsonDict
+from palaestra.answers import last_boxed, last_tagged, task_row
 
 SYSTEM_PROMPT = (
     "Solve the problem. Think step by step, then give your final answer between <answer> and "
@@ -76,22 +75,18 @@ def generate(
         index = used[name]
         used[name] += 1
         entry = datasets[name][index]
-        yield {
-            "responses_create_params": {
-                "input": [
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": entry["question"]},
-                ]
-            },
-            "dataset": name,
-            "question": entry["question"],
-            "answer": _jsonable(entry["answer"]),
-            "metadata": _jsonable(entry.get("metadata", {})),
-            "dataset_config": config,
-            "dataset_seed": dataset_seed(seed, name),
-            "dataset_size": count,
-            "index": index,
-        }
+        yield task_row(
+            entry["question"],
+            system=SYSTEM_PROMPT,
+            dataset=name,
+            question=entry["question"],
+            answer=_jsonable(entry["answer"]),
+            metadata=_jsonable(entry.get("metadata", {})),
+            dataset_config=config,
+            dataset_seed=dataset_seed(seed, name),
+            dataset_size=count,
+            index=index,
+        )
 
 
 def _jsonable(value: Any) -> Any:
@@ -109,18 +104,8 @@ def _fallback(value: Any) -> Any:
 
 def extract_answer(text: str) -> str | None:
     """The last ``<answer>...</answer>``; failing that, the last ``\\boxed{...}``."""
-    tagged = re.findall(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
-    if tagged:
-        return str(tagged[-1]).strip()
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, begin = 1, start + len("\\boxed{")
-    for position in range(begin, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[position], 0)
-        if depth == 0:
-            return text[begin:position].strip()
-    return None
+    tagged = last_tagged(text)
+    return tagged if tagged is not None else last_boxed(text)
 
 
 def score(task: JsonDict, answer: str) -> JsonDict:

@@ -24,6 +24,8 @@ from xml.etree import ElementTree
 
 import yaml
 
+from palaestra.answers import code_blocks
+
 FORMATS = ("json", "yaml", "toml", "xml", "csv")
 JsonSchema = dict[str, Any]
 
@@ -35,8 +37,8 @@ class ParseError(ValueError):
 def answer_body(text: str) -> str:
     """The document in an answer: the content of its one fenced block if it has exactly one
     (```json ... ```), else the whole text."""
-    fences = re.findall(r"```[\w+-]*[ \t]*\n(.*?)```", text, flags=re.DOTALL)
-    return fences[0].strip() if len(fences) == 1 else text.strip()
+    blocks = code_blocks(text)
+    return blocks[0].code.strip() if len(blocks) == 1 else text.strip()
 
 
 def parse(text: str, fmt: str, schema: JsonSchema) -> Any:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 from collections.abc import Iterator
 from typing import Any
 
-from palaestra.environment import Environment
+from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
+from palaestra.answers import strip_reasoning
 from palaestra.envs.structured_outputs.documents import (
     FORMATS,
     ParseError,
@@ -23,10 +23,7 @@ from palaestra.envs.structured_outputs.documents import (
     strict_schema,
 )
 from palaestra.envs.structured_outputs.generator import make_task
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict, output_text
 
-_THINKING = re.compile(r"<think>.*?</think>", flags=re.DOTALL)
 MAX_ANSWER_CHARS = 200_000
 
 
@@ -36,7 +33,7 @@ class StructuredOutputs(Environment):
     name = "structured_outputs"
 
     async def verify(self, session: Session, response: JsonDict) -> Verdict:
-        text = _THINKING.sub("", output_text(response))
+        text = strip_reasoning(output_text(response))
         # Parsing and validating a large document is CPU work: keep it off the event loop.
         result = await asyncio.to_thread(check_answer, session.task, text)
         if result["error_type"] == "invalid_task":

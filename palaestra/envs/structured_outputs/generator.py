@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
 
+from palaestra import JsonDict
+from palaestra.answers import task_row
 from palaestra.envs.structured_outputs.documents import FORMATS, JsonSchema
-from palaestra.types import JsonDict
 
 _STRING: JsonSchema = {"type": "string"}
 _INTEGER: JsonSchema = {"type": "integer"}
@@ -110,13 +110,4 @@ def make_task(rng: random.Random) -> JsonDict:
         f"every property present, no other properties.\n\n"
         f"{json.dumps(schema, indent=2)}\n\n{_HOW_TO_WRITE[fmt].format(theme=theme)}"
     )
-    return task_row(prompt, schema, fmt)
-
-
-def task_row(prompt: str, schema: JsonSchema, fmt: str, **extra: Any) -> JsonDict:
-    return {
-        "responses_create_params": {"input": [{"role": "user", "content": prompt}]},
-        "schema": schema,
-        "format": fmt,
-        **extra,
-    }
+    return task_row(prompt, schema=schema, format=fmt)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from palaestra.environment import Environment
+from palaestra import Environment, FailureKind, JsonDict, Session, ToolError, Verdict, tool
 from palaestra.envs.text_to_sql.database import SCHEMA, database_image
 from palaestra.envs.text_to_sql.query import (
     QueryError,
@@ -17,10 +17,6 @@ from palaestra.envs.text_to_sql.query import (
     same_result,
 )
 from palaestra.envs.text_to_sql.questions import generate
-from palaestra.errors import ToolError
-from palaestra.sessions import Session
-from palaestra.tools import tool
-from palaestra.types import FailureKind, JsonDict, Verdict
 
 
 @dataclass(slots=True)

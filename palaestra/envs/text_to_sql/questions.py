@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
+from palaestra import JsonDict
+from palaestra.answers import task_row
 from palaestra.envs.text_to_sql.database import DEPARTMENTS, TIERS, shop_data
-from palaestra.types import JsonDict
 
 SYSTEM_PROMPT = (
     "You answer questions about a SQLite database. Use list_tables and describe_table to learn "
@@ -175,18 +176,14 @@ TEMPLATES: dict[str, Template] = {
 
 def make_task(database_seed: int, template: str, rng: random.Random) -> JsonDict:
     question, gold = TEMPLATES[template](rng, shop_data(database_seed).tables)
-    return {
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": question},
-            ]
-        },
-        "database_seed": database_seed,
-        "template": template,
-        "question": question,
-        "gold_sql": gold,
-    }
+    return task_row(
+        question,
+        system=SYSTEM_PROMPT,
+        database_seed=database_seed,
+        template=template,
+        question=question,
+        gold_sql=gold,
+    )
 
 
 def generate(count: int, seed: int) -> Iterator[JsonDict]:

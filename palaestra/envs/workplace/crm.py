@@ -5,12 +5,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from palaestra import JsonDict, Session, ToolError, tool
 from palaestra.envs.workplace.state import fetch, like, office_of, rows, text, writes
 from palaestra.envs.workplace.store import valid_address
-from palaestra.errors import ToolError
-from palaestra.sessions import Session
-from palaestra.tools import tool
-from palaestra.types import JsonDict
 
 Stage = Literal["prospecting", "proposal", "negotiation", "won", "lost"]
 CustomerStatus = Literal["lead", "active", "churned"]

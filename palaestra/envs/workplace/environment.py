@@ -15,16 +15,13 @@ from typing import Any
 
 import pydantic
 
-from palaestra.environment import Environment
+from palaestra import Environment, FailureKind, JsonDict, Session, ToolError, Verdict
 from palaestra.envs.workplace.crm import CrmTools
 from palaestra.envs.workplace.mail import MailTools
 from palaestra.envs.workplace.scenarios import generate
 from palaestra.envs.workplace.schedule import CalendarTools
 from palaestra.envs.workplace.state import OfficeState, is_write
 from palaestra.envs.workplace.store import snapshot
-from palaestra.errors import ToolError
-from palaestra.sessions import Session
-from palaestra.types import FailureKind, JsonDict, Verdict
 
 
 class ReplayError(Exception):

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from palaestra import JsonDict, Session, ToolError, tool
 from palaestra.envs.workplace.state import fetch, like, office_of, rows, text, writes
 from palaestra.envs.workplace.store import USER_EMAIL, valid_address
-from palaestra.errors import ToolError
-from palaestra.sessions import Session
-from palaestra.tools import tool
-from palaestra.types import JsonDict
 
 Folder = Literal["inbox", "archive", "sent", "trash"]
 _LISTED = "id, sender, recipients, subject, sent_at, is_read"

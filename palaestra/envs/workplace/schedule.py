@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import datetime
 
+from palaestra import JsonDict, Session, ToolError, tool
 from palaestra.envs.workplace.mail import addresses
 from palaestra.envs.workplace.state import fetch, like, office_of, rows, text, writes
-from palaestra.errors import ToolError
-from palaestra.sessions import Session
-from palaestra.tools import tool
-from palaestra.types import JsonDict
 
 DAY_START, DAY_END = 9 * 60, 17 * 60
 """Working hours, in minutes after midnight: free slots are looked for in between."""

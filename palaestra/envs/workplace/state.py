@@ -14,10 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from palaestra import JsonDict, Session, ToolError
 from palaestra.envs.workplace.store import USER_EMAIL, USER_NAME, office, open_copy
-from palaestra.errors import ToolError
-from palaestra.sessions import Session
-from palaestra.types import JsonDict
 
 F = TypeVar("F", bound=Callable[..., Any])
 WRITES_MARK = "__workplace_writes__"

@@ -10,11 +10,12 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from palaestra import JsonDict
+from palaestra.answers import task_row
 from palaestra.envs.workplace.scenarios import mail
 from palaestra.envs.workplace.scenarios import office as office_scenarios
 from palaestra.envs.workplace.scenarios.base import Scenario
 from palaestra.envs.workplace.store import USER_EMAIL, USER_NAME, Office, office
-from palaestra.types import JsonDict
 
 SCENARIOS: dict[str, Scenario] = {
     s.__name__: s
@@ -57,17 +58,13 @@ def make_task(office_seed: int, scenario: str, rng: random.Random) -> JsonDict |
     if made is None:
         return None
     request, calls = made
-    return {
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": system_prompt(o)},
-                {"role": "user", "content": request},
-            ]
-        },
-        "office_seed": office_seed,
-        "scenario": scenario,
-        "gold_calls": calls,
-    }
+    return task_row(
+        request,
+        system=system_prompt(o),
+        office_seed=office_seed,
+        scenario=scenario,
+        gold_calls=calls,
+    )
 
 
 def generate(count: int, seed: int) -> Iterator[JsonDict]:

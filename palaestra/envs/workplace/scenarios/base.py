@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from palaestra import JsonDict
 from palaestra.envs.workplace.store import TABLES, Office
-from palaestra.types import JsonDict
 
 Made = tuple[str, list[JsonDict]] | None
 """A scenario's request and gold calls; None when it does not fit the office."""

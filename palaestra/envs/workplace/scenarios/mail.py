@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from palaestra import JsonDict
 from palaestra.envs.workplace.scenarios.base import Made, gold, names, records
 from palaestra.envs.workplace.store import Office
-from palaestra.types import JsonDict
 
 MESSAGES = (
     "I will send it by Friday",

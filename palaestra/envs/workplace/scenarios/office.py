@@ -6,10 +6,10 @@ import datetime
 import random
 from collections import Counter
 
+from palaestra import JsonDict
 from palaestra.envs.workplace.scenarios.base import Made, gold, names, records
 from palaestra.envs.workplace.schedule import free_slots
 from palaestra.envs.workplace.store import PRODUCTS, Office
-from palaestra.types import JsonDict
 
 
 def _workday(rng: random.Random, o: Office) -> str:
