@@ -152,8 +152,9 @@ def code_blocks(text: str, languages: Iterable[str] | None = None) -> list[CodeB
 
     Fences are lines of three or more backticks or tildes (CommonMark). Tags compare
     case-insensitively and ``""`` stands for an untagged block (``PYTHON_TAGS`` is the set
-    for Python). Two forgiving readings for model answers: a block left open (the answer was
-    cut off) runs to the end, and a closing fence at the end of a code line closes the block.
+    for Python). Forgiving where model answers are sloppy: a block left open (the answer was
+    cut off) runs to the end; a fence that ends a line of prose opens a block ("Here it is:
+    ```json"), and one that ends a line of code closes it.
     """
     wanted = None if languages is None else {tag.lower() for tag in languages}
     blocks: list[CodeBlock] = []
@@ -163,8 +164,13 @@ def code_blocks(text: str, languages: Iterable[str] | None = None) -> list[CodeB
     for line in text.split("\n"):
         stripped = line.strip()
         if fence is None:
-            opening = _FENCE_OPENING.match(stripped)
-            if opening and opening.group(1) not in stripped[opening.end() :]:
+            opening = _FENCE_OPENING.search(stripped)
+            if opening is None:
+                continue
+            rest = stripped[opening.end() :]
+            # At the line's start a fence may carry more words ("```python title"); after
+            # prose ("Here it is: ```json") it must end the line, else it is inline code.
+            if opening.group(1) not in rest and (opening.start() == 0 or not rest.strip()):
                 fence, tag, body = opening.group(1), opening.group(2), []
             continue
         if stripped.startswith(fence) and not stripped.strip(fence[0]):

@@ -191,6 +191,12 @@ def test_a_task_row_may_start_from_the_system_message_alone() -> None:
 def test_a_task_field_may_be_named_prompt() -> None:
     row = task_row("Write a poem.", prompt="Write a poem.")
     assert row["prompt"] == "Write a poem."
-    assert row["responses_create_params"]["input"] == [
-        {"role": "user", "content": "Write a poem."}
-    ]
+    assert row["responses_create_params"]["input"] == [{"role": "user", "content": "Write a poem."}]
+
+
+def test_a_fence_ending_a_line_of_prose_opens_a_block() -> None:
+    assert code_blocks('Here it is: ```json\n{"a": 1}\n```') == [CodeBlock("json", '{"a": 1}\n')]
+
+
+def test_inline_triple_backticks_in_prose_open_no_block() -> None:
+    assert code_blocks("Run ```ls``` first.\nThen stop.") == []
