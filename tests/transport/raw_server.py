@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from palaestra.transport.resolver import Resolver
+
 Handler = Callable[["Peer"], Awaitable[None]]
 
 
@@ -176,3 +178,14 @@ def self_signed(where: Path, *names: str) -> tuple[Path, Path]:
     )
     subprocess.run(command.split(), cwd=where, check=True, capture_output=True)
     return where / "c.pem", where / "k.pem"
+
+
+class FixedResolver(Resolver):
+    """Answers one list of addresses for every host name, as a DNS answer would."""
+
+    def __init__(self, answer: list[str]) -> None:
+        super().__init__()
+        self.answer = answer
+
+    async def addresses(self, host: str, port: int) -> list[str]:
+        return self.answer

@@ -10,19 +10,7 @@ import pytest
 
 from palaestra.transport import HttpClient, Proxies
 from palaestra.transport.dial import interleaved
-from palaestra.transport.resolver import Resolver
-from tests.transport.raw_server import Servers, answer_numbered
-
-
-class FixedResolver(Resolver):
-    """Answers one list of addresses for every host name, as a DNS answer would."""
-
-    def __init__(self, answer: list[str]) -> None:
-        super().__init__()
-        self.answer = answer
-
-    async def addresses(self, host: str, port: int) -> list[str]:
-        return self.answer
+from tests.transport.raw_server import FixedResolver, Servers, answer_numbered
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ def first_answer_then_numbered() -> Handler:
 
 
 async def send_on_a_connection_the_server_just_closed(
-    servers: Servers, client: HttpClient, method: str, **options: bool
+    servers: Servers, client: HttpClient, method: str, idempotent: bool | None = None
 ) -> tuple[list[int], object]:
     """The request lands on a kept-alive connection the server closed while it was idle (the
     client has not run since to notice); the requests each connection saw, and the outcome."""
@@ -29,7 +29,7 @@ async def send_on_a_connection_the_server_just_closed(
             method,
             server.url(),
             body=b"{}" if method == "POST" else None,
-            **options,
+            idempotent=idempotent,
         )
     except ConnectionLost as error:
         outcome = error
@@ -56,15 +56,15 @@ async def test_a_get_marked_not_idempotent_is_not_resent(
 
 
 @pytest.mark.parametrize(
-    ("method", "options"),
-    [("POST", {"idempotent": True}), ("GET", {}), ("PUT", {}), ("DELETE", {})],
+    ("method", "idempotent"),
+    [("POST", True), ("GET", None), ("PUT", None), ("DELETE", None)],
     ids=["post-marked-idempotent", "get", "put", "delete"],
 )
 async def test_an_idempotent_request_is_resent_once_on_a_fresh_connection(
-    servers: Servers, client: HttpClient, method: str, options: dict[str, bool]
+    servers: Servers, client: HttpClient, method: str, idempotent: bool | None
 ) -> None:
     seen, outcome = await send_on_a_connection_the_server_just_closed(
-        servers, client, method, **options
+        servers, client, method, idempotent
     )
     assert not isinstance(outcome, ConnectionLost), outcome
     assert getattr(outcome, "body", None) == b"c1r1"
