@@ -17,7 +17,9 @@ with threads and with any event loop)::
   (see ``workdir``) or, without one, tmpfs mounts of ``Limits.disk_mb`` each: bubblewrap's
   own ``/dev`` and ``/dev/shm`` have no size, and their files would be host RAM that no
   rlimit counts.
-  With a pid namespace, killing ``bwrap`` kills everything the run started.
+  With a pid namespace, killing ``bwrap`` kills everything the run started. bwrap also
+  loads a seccomp filter (``seccomp``) before the command: ``ptrace``, SysV shared memory
+  and calls no sandboxed program needs fail with ``EPERM``.
 
 Without bubblewrap (or where user namespaces are forbidden) the fallback keeps the rlimits
 and the uid drop and warns loudly: it is not a security boundary.

@@ -51,9 +51,9 @@ class Limits:
     memory_mb: int = 1024
     processes: int = 64
     file_size_mb: int = 64
-    disk_mb: int = 256
     open_files: int = 256
     output_bytes: int = 1_000_000
+    disk_mb: int = 256
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
