@@ -1,17 +1,20 @@
 """Reading a model's answer out of its text, and writing the task row that asks for it.
 
 A verifier usually reads one thing from the final assistant text (``output_text(response)``):
-first drop the reasoning, then take the answer in the format the prompt asked for::
+first drop the reasoning, then take the answer in the format the prompt asked for:
 
-    text = strip_reasoning(output_text(response))
-    answer = last_boxed(text)          # \\boxed{...}, braces balanced
-    answer = last_tagged(text)         # <answer>...</answer>
-    answer = last_labelled(text)       # a line "Answer: ..."
-    code = last_code_block(text, PYTHON_TAGS)
+```python
+text = strip_reasoning(output_text(response))
+answer = last_boxed(text)          # \\boxed{...}, braces balanced
+answer = last_tagged(text)         # <answer>...</answer>
+answer = last_labelled(text)       # a line "Answer: ..."
+code = last_code_block(text, PYTHON_TAGS)
+```
 
 Each returns ``None`` when the text holds no such answer, so "no answer" (reward 0, an
 ``answer_found: false`` metric) is never confused with an empty one. Every function is pure
-and cheap (a regex or a scan of the text), fine to call inside ``verify``.
+and takes time linear in the text, fine to call inside ``verify``. ``task_row`` writes the
+other side: a task row whose prompt asks for the answer, with the fields ``verify`` reads.
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ class JudgeModels:
         if self._given is not None:
             yield self._given
             return
-        from palaestra.models.resolve import open_model
+        from palaestra.models import open_model
 
         if self._spec == "local":
             if self._local is None:
