@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.cli.serve_servers import token_option
+from palaestra.cli.serve_servers import read_token, token_options
 
 if TYPE_CHECKING:
     from palaestra.models.base import Model
@@ -66,7 +66,7 @@ async def _serve(
     type=click.IntRange(0, 65535),
     help="Port to bind; 0 picks a free one and prints it.",
 )
-@token_option
+@token_options
 @click.option(
     "--model-path",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -103,12 +103,14 @@ def serve_model_command(
     threads: int,
     chat_format: str | None,
     token: str | None,
+    token_file: Path | None,
 ) -> None:
     """Serve a model as an OpenAI-compatible endpoint (/v1/responses, /v1/chat/completions)."""
     from palaestra.serve.uvicorn_runner import run_on_fast_loop
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
+        token = read_token(token, token_file)
         model = _open_model(backend, model_path, n_ctx, threads, chat_format)
         label = "local" if backend == "local" else "proxied"
         main = _serve(

@@ -8,12 +8,15 @@ guessing, no polling of ports that may belong to someone else.
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from palaestra.errors import ConfigError
 from palaestra.serve.uvicorn_runner import make_server
 
 READY_PREFIX = "PALAESTRA_READY "
@@ -43,12 +46,12 @@ async def serve_announced(
 ) -> None:
     """Serve ``app`` until stopped; call ``on_ready(url)`` once it accepts connections.
 
-    Setting ``stop`` shuts the server down gracefully, as a signal would.
+    Setting ``stop`` shuts the server down gracefully, as a signal would. An address that
+    cannot be bound (a busy port, an unknown host) is a one-line ``ConfigError`` naming it.
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family)
-    bound = sock.getsockname()[1]
     display_host = f"[{host}]" if ":" in host else host
+    sock = listen(host, port)
+    bound = sock.getsockname()[1]
     server = make_server(app, host=host, port=bound)
 
     async def announce() -> None:
@@ -65,3 +68,19 @@ async def serve_announced(
     finally:
         watcher.cancel()
         sock.close()
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; a ``ConfigError`` naming the address if it fails."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as error:
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if error.errno is not None and error.errno < 0:  # getaddrinfo's codes are negative
+            reason = "the host name cannot be resolved"
+        else:
+            reason = os.strerror(error.errno).lower() if error.errno else str(error)
+        if error.errno == errno.EADDRINUSE:
+            reason += " (another process holds the port: pick another, or 0 for a free one)"
+        raise ConfigError(f"cannot listen on {shown}: {reason}") from None

@@ -1,0 +1,126 @@
+"""``palaestra serve`` as a user runs it: busy ports, session caps, and where the token comes from."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from palaestra.serve.announce import parse_ready_line
+from tests.cli.test_collect_cli import PALAESTRA, run_cli, weather_script
+from tests.support.scripted_model import ScriptedModelServer
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    with socket.create_server(("127.0.0.1", 0)) as holder:
+        yield holder.getsockname()[1]
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(weather_script()) as server:
+        yield server
+
+
+def assert_one_line(done: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], done.stderr
+
+
+def test_every_server_on_a_busy_port_says_so_in_one_line(
+    tmp_path: Path, busy_port: int, model: ScriptedModelServer
+) -> None:
+    where = f"cannot listen on 127.0.0.1:{busy_port}: address already in use"
+    port = ("--port", str(busy_port))
+    assert_one_line(run_cli("serve", "env", "counter", *port, cwd=tmp_path), where)
+    agent = ("serve", "agent", "--env", "weather", "--model", model.url)
+    assert_one_line(run_cli(*agent, *port, cwd=tmp_path), where)
+    assert_one_line(run_cli("serve", "model", "--backend", model.url, *port, cwd=tmp_path), where)
+
+
+class Served:
+    """A ``palaestra serve`` process, up once it printed its ready line."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [*PALAESTRA, "serve", *args, "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            facts = parse_ready_line(line.strip())
+            if facts is not None:
+                self.url = str(facts["url"])
+                return
+        raise AssertionError(f"serve exited with {self.process.wait()} before it was ready")
+
+    def get(self, route: str, token: str | None = None) -> tuple[int, bytes]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        request = urllib.request.Request(f"{self.url}{route}", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(20)
+
+
+def test_serve_env_passes_the_session_caps_to_the_server() -> None:
+    served = Served("env", "counter", "--max-sessions", "2", "--max-task-bytes", "300")
+    try:
+        status, body = served.get("/")
+        health = orjson.loads(body)
+        assert status == 200  # before: "no such option: --max-sessions"
+        assert (health["max_sessions"], health["max_task_bytes"]) == (2, 300)
+    finally:
+        served.stop()
+    unlimited = Served("env", "counter", "--max-sessions", "0")
+    try:
+        assert orjson.loads(unlimited.get("/")[1])["max_sessions"] is None
+    finally:
+        unlimited.stop()
+
+
+def test_a_token_file_keeps_the_secret_out_of_argv(tmp_path: Path) -> None:
+    secret = tmp_path / "token"
+    secret.write_text("file-secret\n")
+    served = Served("env", "counter", "--token-file", str(secret), env={"PALAESTRA_SERVER_TOKEN": ""})
+    try:
+        assert served.get("/")[0] == 401
+        assert served.get("/tools", "wrong")[0] == 401
+        assert served.get("/tools", "file-secret")[0] == 200
+        argv = Path(f"/proc/{served.process.pid}/cmdline").read_bytes()
+        assert b"file-secret" not in argv
+    finally:
+        served.stop()
+    help_text = run_cli("serve", "env", "--help", cwd=tmp_path).stdout
+    assert "--token-file" in help_text and "(ps)" in help_text
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    done = run_cli("serve", "env", "counter", "--token-file", str(empty), cwd=tmp_path)
+    assert_one_line(done, f"--token-file {empty} is empty")
+
+
+def test_the_cap_defaults_named_in_the_help_are_the_servers() -> None:
+    from palaestra.cli.serve_servers import serve_env_command
+    from palaestra.serve.env_app import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TASK_BYTES
+
+    helps = {p.name: p.help or "" for p in serve_env_command.params}
+    assert f"Default: {DEFAULT_MAX_SESSIONS}." in helps["max_sessions"]
+    assert f"Default: {DEFAULT_MAX_TASK_BYTES} " in helps["max_task_bytes"]
