@@ -1,4 +1,4 @@
-"""``palaestra serve`` as a user runs it: busy ports, session caps, and where the token comes from."""
+"""``palaestra serve`` as a user runs it: busy ports, session caps, where the token comes from."""
 
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def test_serve_env_passes_the_session_caps_to_the_server() -> None:
 def test_a_token_file_keeps_the_secret_out_of_argv(tmp_path: Path) -> None:
     secret = tmp_path / "token"
     secret.write_text("file-secret\n")
-    served = Served("env", "counter", "--token-file", str(secret), env={"PALAESTRA_SERVER_TOKEN": ""})
+    no_variable = {"PALAESTRA_SERVER_TOKEN": ""}
+    served = Served("env", "counter", "--token-file", str(secret), env=no_variable)
     try:
         assert served.get("/")[0] == 401
         assert served.get("/tools", "wrong")[0] == 401
