@@ -222,6 +222,7 @@ async def _attempts(
                 headers=headers,
                 connect_timeout=timeouts.connect,
                 read_timeout=timeouts.read,
+                idempotent=True,  # a model call may run twice: resent once on a dead connection
             )
         except InvalidUrl as exc:
             raise ModelUnreachable(f"{where}: invalid URL ({exc})") from None

@@ -252,6 +252,9 @@ class RemoteEnvironmentClient:
                     headers=headers,
                     connect_timeout=_CONNECT_SECONDS,
                     read_timeout=_ANSWER_SECONDS,
+                    # Resent on a dead kept-alive connection only if running twice is harmless:
+                    # a seed or a close, never a tool call, verify, reset or step.
+                    idempotent=seed or url.endswith("/close_session"),
                 )
             except ConnectFailed as error:  # refused, unresolvable: nothing was sent
                 last: str | HttpAnswer = str(error) or type(error).__name__
