@@ -169,12 +169,9 @@ def start_worker(protocol: tuple[int, int]) -> tuple[int, int, int]:
 
 def worker_answer(lines: Lines, token: str, cap: int) -> dict[str, Any] | None:
     """The worker's answer that names ``token`` (other lines are dropped); ``None`` when the
-    worker is gone or broke the protocol."""
+    worker's pipe ended. ``ValueError`` for a line over ``cap``."""
     while True:
-        try:
-            line = lines.next(cap)
-        except ValueError:
-            return None
+        line = lines.next(cap)
         if line is None:
             return None
         try:
@@ -198,13 +195,18 @@ def clean(answer: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def ending(pid: int) -> dict[str, Any]:
-    """How the worker ended (killing it if it broke the protocol but lives on)."""
-    with contextlib.suppress(ProcessLookupError):
+def ending(pid: int, *, violated: bool) -> dict[str, Any]:
+    """How the worker ended. One that broke the protocol, or closed its pipe and lives on
+    (a second later), is killed, and that is said (``killed``): its death is ours."""
+    pidfd = os.pidfd_open(pid)
+    killed = violated or not select.select([pidfd], [], [], 1.0)[0]
+    os.close(pidfd)
+    if killed:
         os.kill(pid, signal.SIGKILL)
     _, status, usage = os.wait4(pid, 0)
     return {
         "ended": True,
+        "killed": killed,
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "cpu": usage.ru_utime + usage.ru_stime,
@@ -235,11 +237,15 @@ def main() -> None:
             "output_bytes": cap,
             "token": token,
         }
-        answer = None
-        with contextlib.suppress(OSError):  # the worker is gone: EPIPE
+        answer, violated = None, False
+        try:
             os.write(to_worker, json.dumps(forward).encode() + b"\n")
             answer = worker_answer(worker, token, 24 * cap + (1 << 16))
-        reply = clean(answer) if answer is not None else ending(pid)
+        except ValueError:
+            violated = True
+        except OSError:  # the worker is gone: EPIPE
+            pass
+        reply = clean(answer) if answer is not None else ending(pid, violated=violated)
         replies.write(json.dumps(reply).encode() + b"\n")
         replies.flush()
         if answer is None:

@@ -223,6 +223,8 @@ class PythonSession:
 
 def _ending(reply: dict[str, Any], limits: Limits) -> CellResult:
     """The worker that ran the cells ended: how, and which limit it ran into."""
+    if reply.get("killed"):
+        return CellResult("", "", error="protocol violation; session killed")
     signum = reply.get("signal")
     limit = limit_from_signal(signum)
     if limit is None and signum == signal.SIGKILL:

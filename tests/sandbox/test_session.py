@@ -189,3 +189,23 @@ async def test_a_forked_child_cannot_answer_for_the_session(sandbox: Sandbox) ->
         for n in range(8):
             assert (await python.run(f"{n} * 10")).value == str(n * 10)
         assert python.alive
+
+
+async def test_a_cell_that_silences_the_workers_pipe_costs_only_its_session(
+    sandbox: Sandbox,
+) -> None:
+    python = await sandbox.session()
+    silenced = await python.run(
+        "import fcntl, os, stat\n"
+        "null = os.open('/dev/null', os.O_WRONLY)\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n"
+        "        mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE\n"
+        "        if stat.S_ISFIFO(os.fstat(fd).st_mode) and mode == os.O_WRONLY:\n"
+        "            os.dup2(null, fd)  # the worker's answers now go nowhere\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    assert silenced.error == "protocol violation; session killed" and silenced.limit is None
+    assert not python.alive
+    await python.close()

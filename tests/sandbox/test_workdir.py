@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from palaestra.sandbox import Sandbox
+from palaestra.sandbox.workdir import PREFIX, WorkDir, mount_tmpfs, sweep_stale
 
 
 def open_fds() -> int:
@@ -30,3 +32,25 @@ async def test_collecting_skips_directories_and_leaks_no_file_descriptor(
         assert result.ok, result.stderr
         assert result.files == {"out.txt": b"mine", "linked/kept.txt": b"inner"}
     assert open_fds() == before
+
+
+def test_a_bounded_work_dir_left_by_a_dead_process_is_unmounted_and_removed(
+    runs_dir: Path,
+) -> None:
+    dead = 2**22 + 1  # above the kernel's pid_max default: no such process
+    stale = runs_dir / f"{PREFIX}{dead}-left"
+    stale.mkdir()
+    mount_tmpfs(stale, 1, None)
+    (stale / "file").write_bytes(b"x" * 1000)
+    sweep_stale(runs_dir)
+    assert not stale.exists()
+    assert str(stale) not in Path("/proc/self/mounts").read_text()
+
+
+def test_a_bounded_work_dir_is_gone_with_its_mount_after_a_run(runs_dir: Path) -> None:
+    work = WorkDir(runs_dir, None, disk_mb=4)
+    work.write({"a.txt": "a"})
+    assert os.path.ismount(work.base) and work.tmp is not None and work.shm is not None
+    work.remove()
+    assert not work.base.exists()
+    assert str(work.base) not in Path("/proc/self/mounts").read_text()
