@@ -3,17 +3,23 @@
 Each server is a child process in its own process group, so stopping it also stops anything
 it started. Its output goes to ``<log_dir>/<name>.log``; the last lines are kept in memory so
 a death can be reported with them.
+
+The servers die with the supervisor, however it ends: each child asks the kernel for SIGKILL
+when its parent dies (``PR_SET_PDEATHSIG``, set between fork and exec), so a ``kill -9`` of
+``palaestra run`` leaves no server holding its port.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -26,6 +32,9 @@ from palaestra.types import JsonDict
 TAIL_LINES = 20
 READY_TIMEOUT = 180.0
 STOP_GRACE = 5.0
+USER_ERROR_PREFIX = "error: "
+"""How a ``palaestra`` command prints a user mistake (a busy port, an unknown env): one line."""
+_PR_SET_PDEATHSIG = 1
 
 
 class StackError(ConfigError):
@@ -47,6 +56,12 @@ class Child:
     reader: asyncio.Task[None] | None = None
 
     def describe_death(self) -> str:
+        said = self.tail[-1] if self.tail else ""
+        if said.startswith(USER_ERROR_PREFIX):  # the server said why in one line: just that
+            return (
+                f"server '{self.name}' ({self.spec.kind}) could not start: "
+                f"{said.removeprefix(USER_ERROR_PREFIX)} (log: {self.log_path})"
+            )
         lines = "\n".join(f"    {line}" for line in self.tail) or "    (no output)"
         return (
             f"server '{self.name}' ({self.spec.kind}, pid "
@@ -128,6 +143,12 @@ class Supervisor:
         environ.pop("PALAESTRA_SERVER_TOKEN", None)
         if self.token:
             environ["PALAESTRA_SERVER_TOKEN"] = self.token  # env, not argv: argv is public
+        if child.spec.kind == "agent" and child.spec.model in self.children:
+            # The agent's model is a server of this stack: its key is the stack's token (and
+            # whatever OpenAI key the user has set is not sent there).
+            environ.pop("OPENAI_API_KEY", None)
+            if self.token:
+                environ["OPENAI_API_KEY"] = self.token
         child.status = "starting"
         child.process = await asyncio.create_subprocess_exec(
             *child.argv,
@@ -136,6 +157,7 @@ class Supervisor:
             stderr=asyncio.subprocess.STDOUT,
             env=environ,
             start_new_session=True,
+            preexec_fn=_die_with(os.getpid()),
         )
         child.reader = asyncio.create_task(self._read(child, child.log_path.open("a")))
 
@@ -187,7 +209,16 @@ class Supervisor:
         base = [sys.executable, "-m", "palaestra", "serve", spec.kind]
         where = ["--host", self.config.host, "--port", str(spec.port)]
         if spec.kind == "env":
-            return [*base, str(spec.env), *where]
+            caps = [
+                item
+                for flag, value in (
+                    ("--max-sessions", spec.max_sessions),
+                    ("--max-task-bytes", spec.max_task_bytes),
+                )
+                if value is not None
+                for item in (flag, str(value))
+            ]
+            return [*base, str(spec.env), *caps, *where]
         if spec.kind == "model":
             return [*base, "--backend", spec.backend, *where]
         return [
@@ -215,6 +246,19 @@ def _url(child: Child) -> str:
     if child.url is None:
         raise StackError(f"server '{child.name}' has no address yet")
     return child.url
+
+
+def _die_with(parent: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGKILL when ``parent`` (this process) dies."""
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: no dlopen after fork
+
+    def arrange() -> None:  # runs in the forked child, before exec
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return arrange
 
 
 def _signal_group(child: Child, signum: signal.Signals) -> None:

@@ -40,3 +40,47 @@ def test_token_from_environment_or_env_yaml_never_echoed(tmp_path: Path) -> None
     with pytest.raises(ConfigError) as error:
         load_token(path, {})
     assert "secret-value" not in str(error.value)
+
+
+def test_an_agent_naming_a_server_that_does_not_exist_is_refused_with_what_it_could_mean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no palaestra_models.yaml here
+    path = tmp_path / "stack.yaml"
+    path.write_text("""
+servers:
+  weather_env: {kind: env, env: weather}
+  smollm: {kind: model}
+  big_model: {kind: model, backend: "http://127.0.0.1:1/v1"}
+  agent: {kind: agent, env: weather_env, model: smolm}
+""")
+    with pytest.raises(ConfigError) as typo:
+        load_stack(path)  # before: accepted; the agent died at start looking for 'smolm'
+    message = str(typo.value)
+    assert "field 'servers.agent.model': 'smolm' is not a model server" in message
+    assert "did you mean 'smollm'? its model servers: 'smollm', 'big_model'" in message
+    with pytest.raises(ConfigError, match=r"servers.agent.env': 'weather_en' .* 'weather_env'"):
+        load_stack(path, ["servers.agent.env=weather_en"])
+    alone = tmp_path / "alone.yaml"
+    alone.write_text("servers:\n  a: {kind: agent, env: weather, model: smollm}\n")
+    with pytest.raises(ConfigError, match=r"'smollm' is not a model .*no model server"):
+        load_stack(alone)
+    for fine in ("local", "http://127.0.0.1:1/v1", "big_model"):
+        assert load_stack(path, [f"servers.agent.model={fine}"]).servers["agent"].model == fine
+    for in_process in ("weather", "./my_env.py", "my_package.envs:MyEnv"):
+        assert load_stack(path, ["servers.agent.model=smollm", f"servers.agent.env={in_process}"])
+    (tmp_path / "palaestra_models.yaml").write_text("smolm: http://127.0.0.1:1/v1\n")
+    assert load_stack(path).servers["agent"].model == "smolm"  # a configured model name
+
+
+def test_env_servers_take_session_caps_and_pass_them_to_serve_env(tmp_path: Path) -> None:
+    from palaestra.serve.supervisor import Supervisor
+
+    path = tmp_path / "stack.yaml"
+    path.write_text(STACK)
+    config = load_stack(path, ["servers.env.max_sessions=64", "servers.env.max_task_bytes=0"])
+    argv = Supervisor(config, log_dir=tmp_path, token=None)._argv(config.servers["env"])
+    assert argv[argv.index("--max-sessions") + 1] == "64"
+    assert argv[argv.index("--max-task-bytes") + 1] == "0"
+    with pytest.raises(ConfigError, match=r"'servers.agent.max_sessions': only env servers"):
+        load_stack(path, ["servers.agent.max_sessions=3"])
