@@ -54,18 +54,30 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Built-in names first, then the installed plug-ins' (not loaded)."""
         plugged = [p.name for p in metadata.entry_points(group=self.group)]
-        return [*self._builtins, *(n for n in plugged if n not in self._builtins)]
+        return [*self._builtins, *dict.fromkeys(n for n in plugged if n not in self._builtins)]
+
+    def has(self, name: str) -> bool:
+        """Whether ``name`` is a built-in or an installed plug-in (nothing is imported)."""
+        return name in self._builtins or bool(self._points(name))
 
     def load(self, name: str) -> Plugin[T]:
-        """The plug-in called ``name``; a one-line ``ConfigError`` when there is none."""
+        """The plug-in called ``name``; a one-line ``ConfigError`` when there is none.
+
+        A built-in wins over a plug-in of the same name; two installed plug-ins that claim one
+        name for different objects are an error naming both (neither is picked silently).
+        """
         if name in self._builtins:
             return Plugin(name, "built-in", self._resolve(self._builtins[name], name))
-        for point in metadata.entry_points(group=self.group, name=name):
+        points = self._points(name)
+        if len(points) > 1:
+            claims = " and ".join(f"{point.value} ({_distribution(point)})" for point in points)
+            raise ConfigError(f"{self.family} '{name}' is claimed by {claims}; uninstall one")
+        for point in points:
             return Plugin(name, f"plug-in {point.value}", self._resolve(point.value, name))
         raise ConfigError(f"unknown {self.family} '{name}'; known: {', '.join(self.names())}")
 
     def available(self) -> tuple[list[Plugin[T]], list[str]]:
-        """Every plug-in that loads, and one line for each that does not."""
+        """Every plug-in that loads, and one line for each that does not (or is shadowed)."""
         found: list[Plugin[T]] = []
         problems: list[str] = []
         for name in self.names():
@@ -73,7 +85,18 @@ class Registry(Generic[T]):
                 found.append(self.load(name))
             except ConfigError as error:
                 problems.append(str(error))
+        for name in self._builtins:
+            for point in self._points(name):
+                problems.append(
+                    f"{self.family} '{name}' of plug-in {point.value} ({_distribution(point)}) "
+                    "is ignored: a built-in has that name"
+                )
         return found, problems
+
+    def _points(self, name: str) -> list[metadata.EntryPoint]:
+        """The entry points called ``name``, one per distinct target."""
+        found = metadata.entry_points(group=self.group, name=name)
+        return list({point.value: point for point in found}.values())
 
     def _resolve(self, target: str, name: str) -> T:
         module_name, _, attribute = target.partition(":")
@@ -83,5 +106,12 @@ class Registry(Generic[T]):
             for part in filter(None, attribute.split(".")):
                 value = getattr(value, part)
         except Exception as error:  # a broken plug-in is one line, whatever it raised
-            raise ConfigError(f"{where} failed to load: {type(error).__name__}: {error}") from None
+            detail = " ".join(str(error).split())
+            raise ConfigError(f"{where} failed to load: {type(error).__name__}: {detail}") from None
         return self._check(value, where)
+
+
+def _distribution(point: metadata.EntryPoint) -> str:
+    """The installed distribution an entry point comes from, for messages."""
+    dist = point.dist
+    return f"{dist.name} {dist.version}" if dist is not None else "unknown distribution"

@@ -17,7 +17,7 @@ secrets) is saved beside the output, so ``--resume`` can tell whether it continu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 
@@ -48,7 +48,10 @@ class ModelConfig(pydantic.BaseModel):
     """One model endpoint, as every model backend receives it.
 
     ``backend`` picks the implementation (``openai`` for any OpenAI-compatible server,
-    ``local`` for the embedded model, or a plug-in registered under ``palaestra.models``).
+    ``local`` for the embedded model, or a plug-in registered under ``palaestra.models``);
+    ``palaestra.models.build_model`` builds it, ``palaestra.models.model_config`` reads one
+    from what a user wrote. A backend uses the fields that mean something to it and puts its
+    own settings in ``options``.
     """
 
     model_config = _FROZEN
@@ -56,21 +59,30 @@ class ModelConfig(pydantic.BaseModel):
     backend: str = "openai"
     url: str | None = None
     """Base URL of an OpenAI-compatible server (``http://host:8000/v1``)."""
-    api: str = "auto"
+    api: Literal["auto", "responses", "chat"] = "auto"
     """``responses``, ``chat`` or ``auto`` (detect once per run) for the ``openai`` backend."""
     model: str | None = None
     """The ``model`` field sent with every request (default: the server's first model)."""
     api_key: str | None = pydantic.Field(default=None, exclude=True, repr=False)
     """The key itself; never saved, never logged."""
     api_key_env: str | None = None
-    """Or the name of the environment variable that holds it (saved: it is not the secret)."""
+    """Or the name of the environment variable that holds it, read when the model is built
+    (saved: it is not the secret)."""
     max_retries: int = pydantic.Field(default=3, ge=0)
+    """Retries of a transient failure (429, 5xx, dropped connection, read timeout)."""
+    retry_delay: float = pydantic.Field(default=0.5, ge=0)
+    """Seconds before the first retry; doubled for each next one (with jitter)."""
+    max_retry_delay: float = pydantic.Field(default=8.0, ge=0)
+    """The longest wait between retries, also the cap on a server's ``Retry-After``."""
     request_timeout: float = pydantic.Field(default=600.0, gt=0)
+    """Seconds to wait for an answer once the request is sent (a whole generation)."""
     connect_timeout: float = pydantic.Field(default=10.0, gt=0)
     sampling: dict[str, Any] = pydantic.Field(default_factory=dict)
-    """Overrides of ``temperature``, ``top_p``, ``max_output_tokens`` for every request."""
+    """Overrides of ``temperature``, ``top_p``, ``max_output_tokens`` for every request (the
+    collector writes them into each task's params, so rows record them)."""
     options: dict[str, Any] = pydantic.Field(default_factory=dict)
-    """Backend-specific settings (e.g. the local model's context size)."""
+    """Backend-specific settings (e.g. the local model's ``n_ctx``); a backend rejects names it
+    does not know."""
 
 
 class AgentSpec(pydantic.BaseModel):

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from palaestra.models.endpoint import RemoteModel
-from palaestra.models.http import ModelHttpError, RetryPolicy, Timeouts
+from palaestra.models.http import ModelHttpError
 from palaestra.models.openai_chat import respond_with_chat
 from palaestra.models.openai_responses import respond_with_responses
 from palaestra.transport import HttpClient
 from palaestra.types import JsonDict
+
+if TYPE_CHECKING:
+    from palaestra.spec import ModelConfig
 
 _NO_ROUTE_STATUSES = frozenset({404, 405, 501})
 # A 404 about the *model* (OpenAI, vLLM: "The model `x` does not exist") is not a missing route.
@@ -39,21 +42,8 @@ def says_no_such_route(error: ModelHttpError) -> bool:
 class AutoApiModel(RemoteModel):
     """An OpenAI-compatible server whose API (Responses or Chat Completions) is detected."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        model: str | None = None,
-        api_key: str | None = None,
-        http: HttpClient | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
-        keep_token_ids: bool = False,
-    ) -> None:
-        super().__init__(
-            base_url, model=model, api_key=api_key, http=http, timeouts=timeouts, retry=retry
-        )
-        self.keep_token_ids = keep_token_ids
+    def __init__(self, config: ModelConfig | str, *, http: HttpClient | None = None) -> None:
+        super().__init__(config, http=http)
         self.api: Literal["responses", "chat"] | None = None
         # Set once the run's first call (the probe) has finished, whatever its outcome.
         self._probed: asyncio.Event | None = None

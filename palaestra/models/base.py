@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from palaestra.types import JsonDict
+
+if TYPE_CHECKING:
+    from palaestra.spec import ModelConfig
+    from palaestra.transport import HttpClient
 
 
 @dataclass(slots=True)
@@ -41,3 +45,15 @@ class Model(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class ModelBackend(Protocol):
+    """What a model backend is: a callable that builds a ``Model`` from one ``ModelConfig``.
+
+    A class whose constructor takes ``(config, *, http=None)`` is one. ``http`` is an HTTP
+    client the caller lends (share it, never close it); a backend that makes no HTTP requests
+    ignores it. Raise ``ConfigError`` with one line for a config the backend cannot use.
+    Called once per run, never per request.
+    """
+
+    def __call__(self, config: ModelConfig, *, http: HttpClient | None = None) -> Model: ...

@@ -2,14 +2,17 @@
 
 The Responses client, the Chat Completions client and the auto-detecting client differ only in
 the route they post to and the conversion around it; the HTTP client, the credentials, the retry
-policy, the counters and the model-name lookup live here once.
+policy, the counters and the model-name lookup live here once, read from one ``ModelConfig``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
-from palaestra.errors import ModelError, ModelUnreachable
+from palaestra.errors import ConfigError, ModelError, ModelUnreachable
+from palaestra.models.backends import backend_options, read_api_key
 from palaestra.models.base import ModelStats
 from palaestra.models.http import (
     AUTH_STATUSES,
@@ -23,29 +26,36 @@ from palaestra.models.http import (
 from palaestra.transport import HttpClient, TransportError
 from palaestra.types import JsonDict
 
+if TYPE_CHECKING:
+    from palaestra.spec import ModelConfig
+
 
 class RemoteEndpoint:
     """A base URL such as ``http://host:8000/v1`` with its HTTP client, auth header and counters.
 
-    An ``http`` client passed in is borrowed and never closed here (several endpoints may share
-    one); otherwise the endpoint owns one and closes it in ``aclose``.
+    Everything comes from one ``ModelConfig``: ``url``, ``model``, the key (``api_key`` or the
+    variable ``api_key_env``, read here), ``max_retries`` with ``retry_delay`` and
+    ``max_retry_delay``, ``connect_timeout`` and ``request_timeout``. An ``http`` client passed
+    in is borrowed and never closed here (several endpoints may share one); otherwise the
+    endpoint owns one and closes it in ``aclose``.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        model: str | None = None,
-        api_key: str | None = None,
-        http: HttpClient | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.timeouts = timeouts or Timeouts()
-        self.retry = retry or RetryPolicy()
+    def __init__(self, config: ModelConfig, *, http: HttpClient | None = None) -> None:
+        if not config.url:
+            raise ConfigError(
+                f"model backend '{config.backend}' needs a url (an http(s) base URL such as "
+                "http://localhost:8000/v1)"
+            )
+        self.base_url = config.url.rstrip("/")
+        self.model = config.model
+        self.timeouts = Timeouts(connect=config.connect_timeout, read=config.request_timeout)
+        self.retry = RetryPolicy(
+            max_retries=config.max_retries,
+            base_delay=config.retry_delay,
+            max_delay=config.max_retry_delay,
+        )
         self.stats = ModelStats()
+        api_key = read_api_key(config)
         # The key lives only in this header map, which is never logged or put in a message.
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = http
@@ -139,24 +149,28 @@ class RemoteEndpoint:
 class RemoteModel:
     """What the remote model clients share: an endpoint, a name, counters, check and close.
 
+    Built from a ``ModelConfig`` (``Client(config, http=...)`` is a model backend), or from a
+    bare base URL with every other setting at its default: ``Client("http://host:8000/v1")``.
+    ``config.options`` may hold ``OPTIONS``: ``keep_token_ids`` sends the training fields of
+    earlier turns back on assistant messages over Chat Completions, which NeMo RL's vLLM server
+    uses to avoid re-tokenising the history.
     A subclass says how one request is made (``_respond``); the model name the server reports
     becomes ``name`` after the first answer.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        model: str | None = None,
-        api_key: str | None = None,
-        http: HttpClient | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        self.endpoint = RemoteEndpoint(
-            base_url, model=model, api_key=api_key, http=http, timeouts=timeouts, retry=retry
-        )
-        self.name: str = model or self.endpoint.base_url
+    OPTIONS: ClassVar[Mapping[str, tuple[type, ...]]] = {"keep_token_ids": (bool,)}
+    """The ``config.options`` this client accepts, with their types."""
+
+    def __init__(self, config: ModelConfig | str, *, http: HttpClient | None = None) -> None:
+        if isinstance(config, str):
+            from palaestra.spec import ModelConfig  # pydantic: only for the URL shorthand
+
+            config = ModelConfig(url=config)
+        options = backend_options(config, self.OPTIONS)
+        self.config = config
+        self.keep_token_ids: bool = options.get("keep_token_ids", False)
+        self.endpoint = RemoteEndpoint(config, http=http)
+        self.name: str = config.model or self.endpoint.base_url
         self.stats: ModelStats = self.endpoint.stats
 
     async def respond(self, params: JsonDict) -> JsonDict:

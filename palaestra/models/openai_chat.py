@@ -13,8 +13,7 @@ from palaestra.models.chat_format import (
     responses_to_chat,
 )
 from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
-from palaestra.models.http import ContextLengthExceeded, RetryPolicy, Timeouts
-from palaestra.transport import HttpClient
+from palaestra.models.http import ContextLengthExceeded
 from palaestra.types import JsonDict
 
 
@@ -38,27 +37,7 @@ async def respond_with_chat(
 
 
 class OpenAIChatModel(RemoteModel):
-    """Any OpenAI-compatible server with a Chat Completions endpoint.
-
-    ``keep_token_ids`` sends the training fields of earlier turns back on the assistant
-    messages, which NeMo RL's vLLM server uses to avoid re-tokenising the history.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        model: str | None = None,
-        api_key: str | None = None,
-        http: HttpClient | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
-        keep_token_ids: bool = False,
-    ) -> None:
-        super().__init__(
-            base_url, model=model, api_key=api_key, http=http, timeouts=timeouts, retry=retry
-        )
-        self.keep_token_ids = keep_token_ids
+    """Any OpenAI-compatible server with a Chat Completions endpoint."""
 
     async def _respond(self, params: JsonDict) -> JsonDict:
         return await respond_with_chat(self.endpoint, params, keep_token_ids=self.keep_token_ids)

@@ -1,6 +1,8 @@
-"""Turn what a user wrote (``local``, a URL, or a name from a model config file) into a Model.
+"""Turn what a user wrote (a URL, a name from a model config file, or a backend name such as
+``local``) into a ``ModelConfig``.
 
-The config file is YAML, one entry per name::
+The config file is YAML, one entry per name. An entry's keys are ``ModelConfig`` fields (all
+but ``api_key``: name the variable that holds the key with ``api_key_env``)::
 
     gpt:
       url: https://api.openai.com/v1
@@ -8,25 +10,29 @@ The config file is YAML, one entry per name::
       model: gpt-4.1-mini
       api_key_env: OPENAI_API_KEY
     vllm: http://gpu-box:8000/v1   # a bare URL is fine too
+    long-local:
+      backend: local          # any model backend: openai (the default), local, or a plug-in's
+      options: {n_ctx: 8192}
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from palaestra.errors import ConfigError
-from palaestra.models.auto_api import AutoApiModel
+from palaestra.models.backends import MODEL_BACKENDS, build_model
 from palaestra.models.base import Model
-from palaestra.models.http import RetryPolicy, Timeouts
-from palaestra.models.openai_chat import OpenAIChatModel
-from palaestra.models.openai_responses import OpenAIResponsesModel
-from palaestra.transport import HttpClient
+
+if TYPE_CHECKING:
+    from palaestra.models.http import RetryPolicy, Timeouts
+    from palaestra.spec import ModelConfig
+    from palaestra.transport import HttpClient
 
 Api = Literal["auto", "responses", "chat"]
 DEFAULT_CONFIG_PATH = Path("palaestra_models.yaml")
-_ENTRY_KEYS = frozenset({"url", "api", "model", "api_key_env"})
+_SECRET = "api_key"
 
 
 def _checked_api(api: Any, where: str) -> Api:
@@ -35,37 +41,35 @@ def _checked_api(api: Any, where: str) -> Api:
     return cast(Api, api)
 
 
-def remote_model(
-    url: str,
-    *,
-    api: Api = "auto",
-    model_name: str | None = None,
-    api_key: str | None = None,
-    http: HttpClient | None = None,
-    retry: RetryPolicy | None = None,
-    timeouts: Timeouts | None = None,
-) -> Model:
-    """A client for an OpenAI-compatible base URL speaking ``api``."""
-    if api == "responses":
-        return OpenAIResponsesModel(
-            url, model=model_name, api_key=api_key, http=http, timeouts=timeouts, retry=retry
-        )
-    if api == "chat":
-        return OpenAIChatModel(
-            url, model=model_name, api_key=api_key, http=http, timeouts=timeouts, retry=retry
-        )
-    return AutoApiModel(
-        url, model=model_name, api_key=api_key, http=http, timeouts=timeouts, retry=retry
-    )
+def _validated(fields: Mapping[str, Any], where: str) -> ModelConfig:
+    """``fields`` as a ``ModelConfig``; the first thing wrong with them as one line."""
+    import pydantic
+
+    from palaestra.spec import SAMPLING_FIELDS, ModelConfig
+
+    try:
+        config = ModelConfig.model_validate(fields)
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{where}: '{field}': {first['msg']}") from None
+    unknown = sorted(set(config.sampling) - set(SAMPLING_FIELDS))
+    if unknown:
+        known = ", ".join(SAMPLING_FIELDS)
+        raise ConfigError(f"{where}: sampling may set {known}, not {', '.join(unknown)}")
+    if config.backend == "openai" and not (config.url or "").startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: 'url' must be an http(s) URL, not {config.url!r}")
+    return config
 
 
 def _load_config(path: Path) -> dict[str, Any]:
-    import yaml  # only a run that names a model from the config file pays for PyYAML
+    import yaml  # only a run with a model config file pays for PyYAML
 
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read model config {path}: {exc}") from None
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"cannot read model config {path}: {detail}") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
@@ -73,32 +77,87 @@ def _load_config(path: Path) -> dict[str, Any]:
     return {str(name): entry for name, entry in loaded.items()}
 
 
-def _entry(name: str, raw: Any, path: Path) -> dict[str, Any]:
-    """A config entry as a dict with a ``url``; a bare string is the URL."""
+def _entry(raw: Any, where: str) -> ModelConfig:
+    """A config entry as a ``ModelConfig``; a bare string is the URL of an OpenAI server."""
+    from palaestra.spec import ModelConfig
+
     entry: Any = {"url": raw} if isinstance(raw, str) else raw
-    where = f"{path}: model '{name}'"
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a URL or a mapping with 'url'")
-    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if _SECRET in entry:
+        raise ConfigError(f"{where}: name the variable that holds the key with api_key_env")
+    known = sorted(set(ModelConfig.model_fields) - {_SECRET})
+    unknown = sorted(str(key) for key in set(entry) - set(known))
     if unknown:
-        raise ConfigError(f"{where}: unknown keys {unknown} (known: {sorted(_ENTRY_KEYS)})")
-    url = entry.get("url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ConfigError(f"{where}: 'url' must be an http(s) URL, not {url!r}")
-    if not isinstance(entry.get("model", ""), str):
-        raise ConfigError(f"{where}: 'model' must be a string")
-    return entry
+        raise ConfigError(f"{where}: unknown keys {unknown} (known: {known})")
+    _checked_api(entry.get("api", "auto"), where)
+    return _validated(entry, where)
 
 
-def _api_key_from(entry: dict[str, Any], where: str) -> str | None:
-    variable = entry.get("api_key_env")
-    if variable is None:
-        return None
-    # The user named this variable in their config file: reading it is their explicit choice.
-    key = os.environ.get(str(variable))
-    if not key:
-        raise ConfigError(f"{where}: environment variable {variable} (api_key_env) is not set")
-    return key
+def _named(spec: str, config_path: Path | None) -> ModelConfig:
+    """A name: an entry of the model config file, else a model backend's own name."""
+    path = config_path or DEFAULT_CONFIG_PATH
+    if config_path is not None and not path.is_file():
+        raise ConfigError(f"the given model config {path} does not exist")
+    config = _load_config(path) if path.is_file() else {}
+    if spec in config:
+        return _entry(config[spec], f"{path}: model '{spec}'")
+    if MODEL_BACKENDS.has(spec):
+        return _validated({"backend": spec}, f"model '{spec}'")
+    backends = ", ".join(f"'{name}'" for name in MODEL_BACKENDS.names())
+    if path.is_file():
+        names = ", ".join(sorted(config)) or "none"
+        elsewhere = f"not a name in {path} (known: {names})"
+    else:
+        elsewhere = f"the model config {path} does not exist"
+    raise ConfigError(
+        f"unknown model '{spec}': not an http(s) URL, not a model backend ({backends}), "
+        f"and {elsewhere}"
+    )
+
+
+def model_config(
+    spec: str,
+    *,
+    api: Api | None = None,
+    model_name: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    config_path: Path | None = None,
+    max_retries: int | None = None,
+    request_timeout: float | None = None,
+    sampling: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> ModelConfig:
+    """The ``ModelConfig`` for what a user wrote as the model.
+
+    ``spec`` is an http(s) base URL (the ``openai`` backend), a name in the model config file
+    (``config_path``, default ``./palaestra_models.yaml``), or a model backend's name
+    (``local``, or a plug-in's), tried in that order. Arguments that are given win over the
+    config entry (``api="auto"`` defers to it); ``sampling`` and ``options`` are merged into
+    the entry's key by key. Anything wrong is one ``ConfigError`` line naming the file, entry
+    and field. The key in ``api_key_env`` is read later, when the model is built.
+    """
+    if api is not None:
+        _checked_api(api, "model")
+    if spec.startswith(("http://", "https://")):
+        base = _validated({"url": spec}, f"model {spec}")
+    else:
+        base = _named(spec, config_path)
+    given = {
+        "api": None if api == "auto" else api,
+        "model": model_name,
+        "api_key": api_key,
+        "api_key_env": api_key_env,
+        "max_retries": max_retries,
+        "request_timeout": request_timeout,
+        "sampling": {**base.sampling, **sampling} if sampling else None,
+        "options": {**base.options, **options} if options else None,
+    }
+    overrides = {field: value for field, value in given.items() if value is not None}
+    if not overrides:
+        return base
+    return _validated({**base.model_dump(), **overrides}, f"model '{spec}'")
 
 
 def open_model(
@@ -112,48 +171,23 @@ def open_model(
     retry: RetryPolicy | None = None,
     timeouts: Timeouts | None = None,
 ) -> Model:
-    """``local`` (the embedded model), an http(s) base URL, or a name from the model config.
+    """``build_model(model_config(spec, ...))``, with the retry policy and timeouts as objects.
 
-    Arguments given here win over the config entry; ``api="auto"`` defers to the entry.
+    Kept for the callers that predate ``ModelConfig``; new code builds a config and calls
+    ``build_model``.
     """
-    api = _checked_api(api, "open_model")
-    if spec == "local":
-        from palaestra.models.local import LocalModel  # llama.cpp is heavy: only when asked
-
-        return LocalModel()
-    if spec.startswith(("http://", "https://")):
-        return remote_model(
-            spec,
-            api=api,
-            model_name=model_name,
-            api_key=api_key,
-            http=http,
-            retry=retry,
-            timeouts=timeouts,
-        )
-    path = config_path or DEFAULT_CONFIG_PATH
-    if not path.is_file():
-        explicitly = "" if config_path is None else "given "
-        raise ConfigError(
-            f"unknown model '{spec}': not 'local', not an http(s) URL, and the {explicitly}"
-            f"model config {path} does not exist"
-        )
-    config = _load_config(path)
-    if spec not in config:
-        known = ", ".join(sorted(config)) or "none"
-        raise ConfigError(
-            f"unknown model '{spec}': not 'local', not an http(s) URL, and not a name in "
-            f"{path} (known: {known})"
-        )
-    where = f"{path}: model '{spec}'"
-    entry = _entry(spec, config[spec], path)
-    entry_api = _checked_api(entry.get("api", "auto"), where)
-    return remote_model(
-        entry["url"],
-        api=api if api != "auto" else entry_api,
-        model_name=model_name or entry.get("model"),
-        api_key=api_key or _api_key_from(entry, where),
-        http=http,
-        retry=retry,
-        timeouts=timeouts,
+    config = model_config(
+        spec,
+        api=api,
+        model_name=model_name,
+        api_key=api_key,
+        config_path=config_path,
+        max_retries=retry.max_retries if retry else None,
+        request_timeout=timeouts.read if timeouts else None,
     )
+    tuning: dict[str, float] = {}
+    if retry is not None:
+        tuning.update(retry_delay=retry.base_delay, max_retry_delay=retry.max_delay)
+    if timeouts is not None:
+        tuning.update(connect_timeout=timeouts.connect)
+    return build_model(config.model_copy(update=tuning) if tuning else config, http=http)

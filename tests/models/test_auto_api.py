@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from palaestra.errors import ModelAuthError, ModelError
-from palaestra.models import RetryPolicy
+from palaestra.models import ModelConfig
 from palaestra.models.auto_api import AutoApiModel
 from palaestra.types import output_text
 from tests.support.scripted_model import (
@@ -17,15 +18,25 @@ from tests.support.scripted_model import (
     text_response,
 )
 
-NO_WAIT = RetryPolicy(max_retries=1, base_delay=0.0, max_delay=0.0)
-ATTEMPTS = NO_WAIT.max_retries + 1
+RETRIES = 1
+ATTEMPTS = RETRIES + 1
+
+
+def plain(url: str, **fields: Any) -> ModelConfig:
+    """An endpoint at ``url`` with the default retry policy."""
+    return ModelConfig(url=url, **fields)
+
+
+def fast(url: str, **fields: Any) -> ModelConfig:
+    """An endpoint at ``url`` that retries RETRIES times without waiting long."""
+    return plain(url, max_retries=RETRIES, retry_delay=0.0, max_retry_delay=0.0, **fields)
 
 
 async def test_a_failing_endpoint_is_probed_once_then_called_at_full_concurrency() -> None:
     # Each answer is held a moment so that requests sent together are seen together.
     failing = ScriptedFault(status=500, delay=0.3)
     with ScriptedModelServer(lambda _: failing) as server:
-        model = AutoApiModel(server.url, model="m", retry=NO_WAIT)
+        model = AutoApiModel(fast(server.url, model="m"))
         try:
             answers = await asyncio.gather(
                 *(model.respond({"input": str(n)}) for n in range(8)), return_exceptions=True
@@ -45,7 +56,7 @@ async def test_a_failing_endpoint_is_probed_once_then_called_at_full_concurrency
 async def test_a_transient_probe_failure_is_not_taken_for_a_missing_route() -> None:
     script = fail_first(ATTEMPTS, ScriptedFault(status=503), then=lambda _: text_response("ok"))
     with ScriptedModelServer(script) as server:
-        model = AutoApiModel(server.url, model="m", retry=NO_WAIT)
+        model = AutoApiModel(fast(server.url, model="m"))
         try:
             answers = await asyncio.gather(
                 *(model.respond({"input": str(n)}) for n in range(4)), return_exceptions=True
@@ -63,7 +74,7 @@ async def test_a_transient_probe_failure_is_not_taken_for_a_missing_route() -> N
 
 async def test_a_rejected_key_stops_the_probe_and_every_waiting_call() -> None:
     with ScriptedModelServer(lambda _: text_response("ok"), api_key="right") as server:
-        model = AutoApiModel(server.url, model="m", api_key="wrong", retry=NO_WAIT)
+        model = AutoApiModel(fast(server.url, model="m", api_key="wrong"))
         try:
             answers = await asyncio.gather(
                 *(model.respond({"input": str(n)}) for n in range(3)), return_exceptions=True
@@ -79,7 +90,7 @@ async def test_a_rejected_key_stops_the_probe_and_every_waiting_call() -> None:
 @pytest.mark.parametrize("api", ["responses", "chat"])
 async def test_after_the_probe_decides_no_call_probes_again(api: str) -> None:
     with ScriptedModelServer(lambda _: text_response("ok"), api=api) as server:  # type: ignore[arg-type]
-        model = AutoApiModel(server.url, model="m", retry=NO_WAIT)
+        model = AutoApiModel(fast(server.url, model="m"))
         try:
             await asyncio.gather(*(model.respond({"input": str(n)}) for n in range(5)))
         finally:

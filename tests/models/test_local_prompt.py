@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from palaestra.errors import InputError
-from palaestra.models.local_prompt import (
+from palaestra.models.local.prompt import (
     ToolPlan,
     choice_grammar,
     chosen_function,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from palaestra.errors import ModelAuthError, ModelError
-from palaestra.models import Model, OpenAIChatModel, RetryPolicy
+from palaestra.models import Model, ModelConfig, OpenAIChatModel
 from palaestra.types import JsonDict, function_call_output, function_calls, output_text
 from tests.support.scripted_model import (
     Script,
@@ -17,7 +19,19 @@ from tests.support.scripted_model import (
     tool_call_response,
 )
 
-FAST = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05)
+RETRIES = 2
+
+
+def plain(url: str, **fields: Any) -> ModelConfig:
+    """An endpoint at ``url`` with the default retry policy."""
+    return ModelConfig(url=url, **fields)
+
+
+def fast(url: str, **fields: Any) -> ModelConfig:
+    """An endpoint at ``url`` that retries RETRIES times without waiting long."""
+    return plain(url, max_retries=RETRIES, retry_delay=0.01, max_retry_delay=0.05, **fields)
+
+
 TOKENS: JsonDict = {
     "prompt_token_ids": [11, 12, 13],
     "generation_token_ids": [21, 22],
@@ -39,7 +53,7 @@ def test_it_is_a_model() -> None:
 async def test_a_text_answer_comes_back_as_a_response() -> None:
     usage = {"input_tokens": 30, "output_tokens": 2, "total_tokens": 32}
     with ScriptedModelServer(lambda _: text_response("4", usage=usage), api="chat") as server:
-        model = OpenAIChatModel(server.url, model="m", retry=FAST)
+        model = OpenAIChatModel(fast(server.url, model="m"))
         try:
             response = await model.respond(
                 {"input": "2+2?", "instructions": "Answer tersely.", "max_output_tokens": 8}
@@ -75,7 +89,7 @@ async def test_tool_calls_round_trip_both_ways() -> None:
         ]
     )
     with ScriptedModelServer(script, api="chat") as server:
-        model = OpenAIChatModel(server.url, model="m", retry=FAST)
+        model = OpenAIChatModel(fast(server.url, model="m"))
         try:
             params: JsonDict = {"input": "2+2?", "tools": [ADD_TOOL], "tool_choice": "auto"}
             first = await model.respond(params)
@@ -108,7 +122,7 @@ async def test_tool_calls_round_trip_both_ways() -> None:
 async def test_token_ids_reach_the_last_item_and_go_back_when_asked() -> None:
     first = tool_call_response("add", "{}", call_id="call_1", last_item=TOKENS)
     with ScriptedModelServer(Sequence([first, text_response("done")]), api="chat") as server:
-        model = OpenAIChatModel(server.url, model="m", retry=FAST, keep_token_ids=True)
+        model = OpenAIChatModel(fast(server.url, model="m", options={"keep_token_ids": True}))
         try:
             params: JsonDict = {"input": "go", "tools": [ADD_TOOL]}
             response = await model.respond(params)
@@ -129,7 +143,7 @@ async def test_token_ids_reach_the_last_item_and_go_back_when_asked() -> None:
 async def test_token_ids_are_not_sent_by_default() -> None:
     replies = Sequence([text_response("a", last_item=TOKENS), text_response("b")])
     with ScriptedModelServer(replies, api="chat") as server:
-        model = OpenAIChatModel(server.url, model="m", retry=FAST)
+        model = OpenAIChatModel(fast(server.url, model="m"))
         try:
             response = await model.respond({"input": "q"})
             await model.respond({"input": [{"role": "user", "content": "q"}, *response["output"]]})
@@ -143,7 +157,7 @@ async def test_token_ids_are_not_sent_by_default() -> None:
 async def test_retries_then_success() -> None:
     script = fail_first(1, ScriptedFault(status=429), then=lambda _: text_response("ok"))
     with ScriptedModelServer(script, api="chat") as server:
-        model = OpenAIChatModel(server.url, model="m", retry=FAST)
+        model = OpenAIChatModel(fast(server.url, model="m"))
         try:
             response = await model.respond({"input": "x"})
         finally:
@@ -155,7 +169,7 @@ async def test_retries_then_success() -> None:
 async def test_a_context_length_error_answers_an_incomplete_response() -> None:
     too_long = ScriptedFault(status=400, body={"error": {"message": "Prompt is too long"}})
     with ScriptedModelServer(lambda _: too_long, api="chat") as server:
-        model = OpenAIChatModel(server.url, model="m", retry=FAST)
+        model = OpenAIChatModel(fast(server.url, model="m"))
         try:
             response = await model.respond({"input": "x"})
         finally:
@@ -171,7 +185,7 @@ async def test_a_context_length_error_answers_an_incomplete_response() -> None:
 
 async def test_a_rejected_key_is_an_auth_error_without_retry() -> None:
     with ScriptedModelServer(lambda _: text_response("ok"), api="chat", api_key="k") as server:
-        model = OpenAIChatModel(server.url, model="m", api_key="wrong", retry=FAST)
+        model = OpenAIChatModel(fast(server.url, model="m", api_key="wrong"))
         try:
             with pytest.raises(ModelAuthError, match=r"rejected the API key \(401\)"):
                 await model.respond({"input": "x"})
@@ -184,7 +198,7 @@ async def test_a_rejected_key_is_an_auth_error_without_retry() -> None:
 async def test_a_malformed_completion_is_a_model_error_naming_the_url() -> None:
     empty = ScriptedFault(status=200, raw_body=b'{"id": "x", "choices": []}')
     with ScriptedModelServer(lambda _: empty, api="chat") as server:
-        model = OpenAIChatModel(server.url, model="m", retry=FAST)
+        model = OpenAIChatModel(fast(server.url, model="m"))
         try:
             with pytest.raises(ModelError) as caught:
                 await model.respond({"input": "x"})

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 from palaestra.errors import ModelAuthError, ModelError, ModelUnreachable
-from palaestra.models import Model, OpenAIResponsesModel, RetryPolicy
+from palaestra.models import Model, ModelConfig, OpenAIResponsesModel
 from palaestra.transport import HttpClient
 from palaestra.types import JsonDict, function_call_output, input_items, user_message
 from tests.support.network import free_port
@@ -22,12 +23,22 @@ from tests.support.scripted_model import (
     tool_call_response,
 )
 
-FAST = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05)
+RETRIES = 2
 TOKENS: JsonDict = {
     "prompt_token_ids": [101, 102],
     "generation_token_ids": [201],
     "generation_log_probs": [-0.125],
 }
+
+
+def plain(url: str, **fields: Any) -> ModelConfig:
+    """An endpoint at ``url`` with the default retry policy."""
+    return ModelConfig(url=url, **fields)
+
+
+def fast(url: str, **fields: Any) -> ModelConfig:
+    """An endpoint at ``url`` that retries RETRIES times without waiting long."""
+    return plain(url, max_retries=RETRIES, retry_delay=0.01, max_retry_delay=0.05, **fields)
 
 
 def test_it_is_a_model() -> None:
@@ -36,7 +47,7 @@ def test_it_is_a_model() -> None:
 
 async def test_respond_posts_params_with_the_model_filled_in() -> None:
     with ScriptedModelServer(lambda _: text_response("Paris")) as server:
-        model = OpenAIResponsesModel(server.url + "/", model="my-model", retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url + "/", model="my-model"))
         try:
             response = await model.respond({"input": "capital of France?", "temperature": 0})
         finally:
@@ -50,7 +61,7 @@ async def test_respond_posts_params_with_the_model_filled_in() -> None:
 
 async def test_the_api_key_is_sent_as_a_bearer_token() -> None:
     with ScriptedModelServer(lambda _: text_response("ok")) as server:
-        model = OpenAIResponsesModel(server.url, model="m", api_key="sk-abc")
+        model = OpenAIResponsesModel(plain(server.url, model="m", api_key="sk-abc"))
         try:
             await model.respond({"input": "x"})
         finally:
@@ -60,7 +71,7 @@ async def test_the_api_key_is_sent_as_a_bearer_token() -> None:
 
 async def test_without_a_model_name_the_first_listed_model_is_looked_up_once() -> None:
     with ScriptedModelServer(lambda _: text_response("ok"), model="served-model") as server:
-        model = OpenAIResponsesModel(server.url, retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url))
         try:
             await model.respond({"input": "a"})
             await model.respond({"input": "b"})
@@ -79,7 +90,7 @@ async def test_concurrent_first_calls_share_one_model_lookup() -> None:
         lambda _: text_response("ok"), models=lambda: ScriptedFault(status=503)
     )
     with failing as server:
-        model = OpenAIResponsesModel(server.url, retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url))
         try:
             answers = await asyncio.gather(
                 *(model.respond({"input": str(n)}) for n in range(6)), return_exceptions=True
@@ -89,14 +100,14 @@ async def test_concurrent_first_calls_share_one_model_lookup() -> None:
         routes = [route for route, _ in server.requests]
     assert all(isinstance(answer, ModelError) for answer in answers)
     # One lookup with its retry budget for all six, not six lookups one after another.
-    assert routes == ["/v1/models"] * (FAST.max_retries + 1)
+    assert routes == ["/v1/models"] * (RETRIES + 1)
 
 
 async def test_a_failed_model_lookup_is_not_kept() -> None:
     listing = {"object": "list", "data": [{"id": "late-model", "object": "model"}]}
-    script = fail_first(FAST.max_retries + 1, ScriptedFault(status=503), then=lambda _: listing)
+    script = fail_first(RETRIES + 1, ScriptedFault(status=503), then=lambda _: listing)
     with ScriptedModelServer(lambda _: text_response("ok"), models=lambda: script({})) as server:
-        model = OpenAIResponsesModel(server.url, retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url))
         try:
             with pytest.raises(ModelError, match="503"):
                 await model.respond({"input": "a"})
@@ -110,7 +121,7 @@ async def test_a_failed_model_lookup_is_not_kept() -> None:
 async def test_retries_are_counted_in_the_model_stats() -> None:
     script = fail_first(2, ScriptedFault(status=503), then=lambda _: text_response("ok"))
     with ScriptedModelServer(script) as server:
-        model = OpenAIResponsesModel(server.url, model="m", retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url, model="m"))
         try:
             await model.respond({"input": "x"})
         finally:
@@ -123,7 +134,7 @@ async def test_a_context_length_error_answers_an_incomplete_response() -> None:
         status=400, body={"error": {"message": "maximum context length is 4096 tokens"}}
     )
     with ScriptedModelServer(lambda _: too_long) as server:
-        model = OpenAIResponsesModel(server.url, model="m", retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url, model="m"))
         try:
             response = await model.respond({"input": "x" * 100, "max_output_tokens": 10})
         finally:
@@ -164,7 +175,7 @@ async def test_an_empty_or_failed_answer_is_a_model_error_carrying_the_servers_m
     answer: JsonDict, said: str
 ) -> None:
     with ScriptedModelServer(lambda _: answer) as server:
-        model = OpenAIResponsesModel(server.url, model="m", retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url, model="m"))
         try:
             with pytest.raises(ModelError) as caught:
                 await model.respond({"input": "x"})
@@ -180,7 +191,7 @@ async def test_an_empty_incomplete_answer_is_an_answer() -> None:
     details = {"reason": None, "code": "context_length_exceeded", "message": "too long"}
     relayed = _answer(output=[], status="incomplete", incomplete_details=details)
     with ScriptedModelServer(lambda _: relayed) as server:
-        model = OpenAIResponsesModel(server.url, model="m", retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url, model="m"))
         try:
             response = await model.respond({"input": "x"})
         finally:
@@ -191,7 +202,7 @@ async def test_an_empty_incomplete_answer_is_an_answer() -> None:
 
 async def test_a_rejected_key_fails_check_and_respond_at_once() -> None:
     with ScriptedModelServer(lambda _: text_response("ok"), api_key="sk-right") as server:
-        model = OpenAIResponsesModel(server.url, api_key="sk-wrong", retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url, api_key="sk-wrong"))
         try:
             with pytest.raises(ModelAuthError, match=r"rejected the API key \(401\)"):
                 await model.check()
@@ -209,7 +220,7 @@ async def test_a_rejected_key_fails_check_and_respond_at_once() -> None:
 
 async def test_an_answer_without_output_is_a_model_error() -> None:
     with ScriptedModelServer(lambda _: {"id": "resp_1", "object": "response"}) as server:
-        model = OpenAIResponsesModel(server.url, model="m", retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url, model="m"))
         try:
             with pytest.raises(ModelError, match="without an 'output' list"):
                 await model.respond({"input": "x"})
@@ -221,7 +232,7 @@ async def test_an_answer_without_output_is_a_model_error() -> None:
 async def test_token_ids_on_the_last_item_are_sent_back_unchanged() -> None:
     first = tool_call_response("lookup", '{"q": "x"}', call_id="call_7", last_item=TOKENS)
     with ScriptedModelServer(Sequence([first, text_response("done")])) as server:
-        model = OpenAIResponsesModel(server.url, model="m", retry=FAST)
+        model = OpenAIResponsesModel(fast(server.url, model="m"))
         try:
             params: JsonDict = {"input": [user_message("go")]}
             response = await model.respond(params)
@@ -250,7 +261,7 @@ async def test_check_passes_on_any_http_answer() -> None:
 
 async def test_an_unreachable_server_fails_check_and_respond() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    model = OpenAIResponsesModel(url, model="m", retry=FAST)
+    model = OpenAIResponsesModel(fast(url, model="m"))
     try:
         with pytest.raises(ModelUnreachable, match=url):
             await model.check()
@@ -263,13 +274,13 @@ async def test_an_unreachable_server_fails_check_and_respond() -> None:
 async def test_a_borrowed_http_client_is_left_open_and_an_own_one_closed() -> None:
     with ScriptedModelServer(lambda _: text_response("ok")) as server:
         borrowed = HttpClient()
-        model = OpenAIResponsesModel(server.url, model="m", http=borrowed)
+        model = OpenAIResponsesModel(plain(server.url, model="m"), http=borrowed)
         await model.respond({"input": "x"})
         await model.aclose()
         assert not borrowed.closing
         await model.respond({"input": "x"})  # the borrowed client still works
         await borrowed.aclose()
-        own = OpenAIResponsesModel(server.url, model="m")
+        own = OpenAIResponsesModel(plain(server.url, model="m"))
         await own.respond({"input": "x"})
         client = own.endpoint.http()
         await own.aclose()

@@ -11,10 +11,17 @@ from pathlib import Path
 import pytest
 
 from palaestra.errors import ConfigError
-from palaestra.models import OpenAIChatModel, OpenAIResponsesModel, RetryPolicy, open_model
+from palaestra.models import (
+    ModelConfig,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    RetryPolicy,
+    open_model,
+)
 from palaestra.models.auto_api import AutoApiModel
 from palaestra.models.http import ModelHttpError
 from palaestra.types import output_text
+from tests.support.fake_model import FakeModel, say
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
 
 FAST = RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.05)
@@ -41,13 +48,15 @@ def test_a_url_opens_the_client_of_its_api(api: str, kind: type) -> None:
 
 
 def test_local_imports_the_local_model_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = types.ModuleType("palaestra.models.local")
+    fake = types.ModuleType("palaestra.models.local.model")
 
-    class LocalModel:
-        name = "fake-local"
+    class LocalModel(FakeModel):
+        @classmethod
+        def from_config(cls, config: ModelConfig, *, http: object = None) -> LocalModel:
+            return cls(lambda _: say("local"))
 
     fake.LocalModel = LocalModel  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "palaestra.models.local", fake)
+    monkeypatch.setitem(sys.modules, "palaestra.models.local.model", fake)
     assert isinstance(open_model("local"), LocalModel)
 
 
@@ -160,7 +169,9 @@ async def test_auto_switches_to_chat_once_when_responses_is_missing() -> None:
 
 async def test_auto_stays_on_responses_when_it_works() -> None:
     with ScriptedModelServer(lambda _: text_response("native")) as server:
-        model = AutoApiModel(server.url, model="m", retry=FAST)
+        model = AutoApiModel(
+            ModelConfig(url=server.url, model="m", max_retries=1, retry_delay=0.01)
+        )
         try:
             await model.respond({"input": "a"})
             await model.respond({"input": "b"})
@@ -173,7 +184,9 @@ async def test_auto_stays_on_responses_when_it_works() -> None:
 
 async def test_concurrent_first_calls_detect_only_once() -> None:
     with ScriptedModelServer(lambda _: text_response("ok"), api="chat") as server:
-        model = AutoApiModel(server.url, model="m", retry=FAST)
+        model = AutoApiModel(
+            ModelConfig(url=server.url, model="m", max_retries=1, retry_delay=0.01)
+        )
         try:
             answers = await asyncio.gather(*(model.respond({"input": str(n)}) for n in range(6)))
         finally:
@@ -189,7 +202,9 @@ async def test_a_404_about_the_model_is_not_a_missing_route() -> None:
         status=404, body={"error": {"message": "The model `nope` does not exist."}}
     )
     with ScriptedModelServer(lambda _: no_model) as server:
-        model = AutoApiModel(server.url, model="nope", retry=FAST)
+        model = AutoApiModel(
+            ModelConfig(url=server.url, model="nope", max_retries=1, retry_delay=0.01)
+        )
         try:
             with pytest.raises(ModelHttpError, match="does not exist"):
                 await model.respond({"input": "x"})

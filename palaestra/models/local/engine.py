@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from palaestra.errors import ConfigError, ModelError
-from palaestra.models.local_prompt import (
+from palaestra.models.local.prompt import (
     CALL_PREFIX,
     IM_END,
     ToolPlan,
@@ -24,7 +24,7 @@ from palaestra.models.local_prompt import (
     plan_tools,
     render_prompt,
 )
-from palaestra.models.local_request import (
+from palaestra.models.local.request import (
     chat_completion,
     max_tokens_of,
     sampling_of,
@@ -89,7 +89,7 @@ class LocalSettings:
 
 
 class LlamaEngine:
-    """A llama.cpp model plus palaestra's ChatML tool-calling handler (see ``local_prompt``).
+    """A llama.cpp model plus palaestra's ChatML tool-calling handler (see ``prompt``).
 
     With ``settings.chat_format`` set, llama.cpp's own handler of that name answers instead
     (useful for other GGUF files, and for comparing with ``llama_cpp.server``).

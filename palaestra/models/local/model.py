@@ -12,26 +12,31 @@ import asyncio
 import importlib.util
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from palaestra.errors import ConfigError, InputError, ModelError
+from palaestra.models.backends import backend_options
 from palaestra.models.base import ModelStats
 from palaestra.models.chat_format import (
     chat_to_response,
     context_length_response,
     responses_to_chat,
 )
-from palaestra.models.local_engine import (
+from palaestra.models.local.engine import (
     INSTALL_HINT,
     ContextWindowExceeded,
     LlamaEngine,
     LocalSettings,
 )
-from palaestra.models.local_request import chat_completion
+from palaestra.models.local.request import chat_completion
 from palaestra.types import JsonDict
+
+if TYPE_CHECKING:
+    from palaestra.spec import ModelConfig
+    from palaestra.transport import HttpClient
 
 _T = TypeVar("_T")
 _QUANT_SUFFIX = re.compile(r"\.(?:I?Q\d\w*|F16|F32|BF16)$", re.IGNORECASE)
@@ -60,7 +65,7 @@ class LocalModel:
     """A ``Model`` answered by llama.cpp in this process.
 
     ``chat_format=None`` (the default) uses palaestra's ChatML tool-calling prompt (see
-    ``palaestra.models.local_prompt`` for why not llama.cpp's ``chatml-function-calling``); a
+    ``palaestra.models.local.prompt`` for why not llama.cpp's ``chatml-function-calling``); a
     llama.cpp chat format name hands the conversation to llama.cpp's handler of that name.
     ``max_output_tokens`` caps an answer when the request sets no limit, so a weak model
     cannot ramble until the context is full; ``temperature`` and ``top_p`` likewise apply only
@@ -99,6 +104,28 @@ class LocalModel:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palaestra-llama")
         self._engine: LlamaEngine | None = None
         self._closed = False
+
+    OPTIONS: ClassVar[Mapping[str, tuple[type, ...]]] = {
+        "model_path": (str,),
+        "n_ctx": (int,),
+        "seed": (int,),
+        "n_threads": (int,),
+        "chat_format": (str, type(None)),
+        "max_output_tokens": (int,),
+        "temperature": (float, int),
+        "top_p": (float, int),
+    }
+    """The ``config.options`` of the ``local`` backend: this constructor's keyword arguments."""
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, *, http: HttpClient | None = None) -> LocalModel:
+        """The ``local`` backend: ``config.options`` are the constructor's keyword arguments
+        (``OPTIONS``) and ``config.model`` the display name. ``http`` is not used."""
+        if config.url is not None:
+            raise ConfigError(
+                f"model backend 'local' runs in this process: it takes no url ({config.url})"
+            )
+        return cls(name=config.model, **backend_options(config, cls.OPTIONS))
 
     def __repr__(self) -> str:
         settings = self.settings
