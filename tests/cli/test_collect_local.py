@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from palaestra.cli.errors import EXIT_NOTHING_SCORED
 from tests.cli.test_collect_cli import rows, run_cli
 from tests.cli.test_run_cli import PALAESTRA, read_until
 from tests.models.test_local import needs_local
@@ -137,10 +138,10 @@ def test_catalogue_environment_with_the_local_model_ends_in_a_verdict_or_a_failu
         cwd=tmp_path,
         timeout=600,
     )
-    assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     scored, failed = rows(tmp_path / "o.jsonl"), rows(tmp_path / "o_failures.jsonl")
     assert len(scored) + len(failed) == 1
+    assert done.returncode == (0 if scored else EXIT_NOTHING_SCORED), done.stderr
     for row in scored:
         assert 0.0 <= row["reward"] <= 1.0
         assert row["response"]["usage"]["output_tokens"] > 0
@@ -177,10 +178,10 @@ def test_code_tools_and_multi_turn_environments_with_the_local_model_end_in_a_ve
         cwd=tmp_path,
         timeout=600,
     )
-    assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     scored, failed = rows(tmp_path / "o.jsonl"), rows(tmp_path / "o_failures.jsonl")
     assert len(scored) + len(failed) == 1
+    assert done.returncode == (0 if scored else EXIT_NOTHING_SCORED), done.stderr
     for row in scored:
         assert row["reward"] in (0.0, 1.0)
         assert row["_palaestra"]["model_calls"] <= (1 if agent == "single_turn" else 3)
@@ -208,10 +209,10 @@ def test_sandboxed_code_environments_with_the_local_model_end_in_a_verdict_or_a_
         cwd=tmp_path,
         timeout=600,
     )
-    assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     scored, failed = rows(tmp_path / "o.jsonl"), rows(tmp_path / "o_failures.jsonl")
     assert len(scored) + len(failed) == 2
+    assert done.returncode == (0 if scored else EXIT_NOTHING_SCORED), done.stderr
     for row in scored:
         assert row["reward"] in (0.0, 1.0) and isinstance(row[metric], int)
         assert row["_palaestra"]["model_calls"] <= 3
