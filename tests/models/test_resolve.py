@@ -16,6 +16,7 @@ from palaestra.models import (
     OpenAIChatModel,
     OpenAIResponsesModel,
     RetryPolicy,
+    model_config,
     open_model,
 )
 from palaestra.models.auto_api import AutoApiModel
@@ -146,6 +147,75 @@ def test_bad_entries_are_config_errors(tmp_path: Path, entry: str, complaint: st
 def test_a_bad_api_argument_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="api must be one of"):
         open_model(URL, api="graphql")  # type: ignore[arg-type]
+
+
+# --- model_config: what a user wrote, as one ModelConfig --------------------------------------
+
+
+def test_an_entry_may_name_a_backend_and_its_options_and_arguments_merge_in(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path,
+        "long:\n  backend: local\n  model: tiny\n  options: {n_ctx: 8192, seed: 1}\n",
+    )
+    resolved = model_config("long", config_path=config, options={"seed": 2})
+    assert resolved.backend == "local" and resolved.model == "tiny"
+    assert resolved.options == {"n_ctx": 8192, "seed": 2}
+
+
+def test_a_name_in_the_config_file_wins_over_a_backend_of_that_name(tmp_path: Path) -> None:
+    config = write_config(tmp_path, f"local: {URL}\n")
+    assert model_config("local", config_path=config).backend == "openai"
+    assert model_config("local").backend == "local"
+
+
+def test_arguments_become_fields_and_the_entry_fills_the_rest(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path, f"m:\n  url: {URL}\n  api: chat\n  max_retries: 9\n  sampling: {{top_p: 0.5}}\n"
+    )
+    resolved = model_config(
+        "m",
+        config_path=config,
+        api="auto",
+        api_key_env="MY_KEY",
+        request_timeout=5.0,
+        sampling={"temperature": 0.0},
+    )
+    assert (resolved.api, resolved.max_retries, resolved.request_timeout) == ("chat", 9, 5.0)
+    assert resolved.api_key_env == "MY_KEY"
+    assert resolved.sampling == {"top_p": 0.5, "temperature": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("entry", "complaint"),
+    [
+        (f"m:\n  url: {URL}\n  api_key: sk-x\n", "name the variable that holds the key"),
+        (f"m:\n  url: {URL}\n  max_retries: -1\n", "'max_retries': Input should be greater"),
+        (f"m:\n  url: {URL}\n  sampling: {{seed: 1}}\n", "sampling may set temperature, top_p"),
+        ("m:\n  backend: openai\n", "'url' must be an http\\(s\\) URL, not None"),
+    ],
+)
+def test_a_bad_entry_is_one_line_naming_the_file_and_the_entry(
+    tmp_path: Path, entry: str, complaint: str
+) -> None:
+    config = write_config(tmp_path, entry)
+    with pytest.raises(ConfigError, match=complaint) as caught:
+        model_config("m", config_path=config)
+    assert str(caught.value).startswith(f"{config}: model 'm': ")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_bad_argument_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="sampling may set temperature, top_p, max_output"):
+        model_config(URL, sampling={"seed": 1})
+    with pytest.raises(ConfigError, match="'request_timeout': Input should be greater than 0"):
+        model_config(URL, request_timeout=0)
+
+
+def test_a_given_config_file_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"the given model config .*nope\.yaml does not exist"):
+        model_config("local", config_path=tmp_path / "nope.yaml")
 
 
 # --- auto-detection -------------------------------------------------------------------------
