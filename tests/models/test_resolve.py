@@ -61,8 +61,8 @@ def test_local_imports_the_local_model_only_when_asked(monkeypatch: pytest.Monke
     assert isinstance(open_model("local"), LocalModel)
 
 
-def test_importing_the_models_package_does_not_load_llama_cpp() -> None:
-    code = "import sys, palaestra.models; print('llama_cpp' in sys.modules)"
+def test_importing_the_models_package_or_the_local_subpackage_does_not_load_llama_cpp() -> None:
+    code = "import sys, palaestra.models.local; print('llama_cpp' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
 
