@@ -154,6 +154,7 @@ class RemoteModel:
     ``config.options`` may hold ``OPTIONS``: ``keep_token_ids`` sends the training fields of
     earlier turns back on assistant messages over Chat Completions, which NeMo RL's vLLM server
     uses to avoid re-tokenising the history.
+
     A subclass says how one request is made (``_respond``); the model name the server reports
     becomes ``name`` after the first answer.
     """
