@@ -1,4 +1,8 @@
-"""``palaestra run STACK.yaml`` starts a stack of servers; ``palaestra status`` shows it."""
+"""``palaestra run STACK.yaml`` starts a stack of servers; ``palaestra status`` shows it.
+
+The stack is recorded in a per-user state directory (``palaestra.serve.stack_state``), so
+``status`` finds it from any directory. With a token set, the head server requires it too.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +18,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import orjson
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
+from palaestra.cli.serve_servers import read_token, token_options
 from palaestra.errors import ConfigError
 
 if TYPE_CHECKING:
     from palaestra.serve.stack_config import StackConfig
 
 T = TypeVar("T")
-STATE_FILE = Path(".palaestra") / "stack.json"
 
 
 @click.command("run")
@@ -58,7 +63,9 @@ async def _run(
     config: StackConfig, stack_file: Path, logs: Path, token: str | None, console: Console
 ) -> None:
     from palaestra.serve.announce import serve_announced
+    from palaestra.serve.guard import Guard
     from palaestra.serve.head_app import head_app
+    from palaestra.serve.stack_state import record_stack
     from palaestra.serve.supervisor import Supervisor
 
     started = time.perf_counter()
@@ -68,10 +75,13 @@ async def _run(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     head_task: asyncio.Task[None] | None = None
+    state: Path | None = None
     try:
         await _interruptible(supervisor.start(), stop)
+        if stop.is_set():
+            return
         head_url: asyncio.Future[str] = loop.create_future()
-        app = head_app(supervisor.snapshot, stack=str(stack_file))
+        app = Guard(head_app(supervisor.snapshot, stack=str(stack_file)), token=token)
         head_task = asyncio.create_task(
             serve_announced(
                 app,
@@ -81,8 +91,13 @@ async def _run(
                 stop=stop,
             )
         )
-        url = await head_url
-        _write_state(url, stack_file)
+        either: set[asyncio.Future[Any]] = {head_url, head_task}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if not head_url.done():
+            head_task.result()  # the head could not listen: its one-line error
+            return
+        url = head_url.result()
+        state = record_stack(url, stack_file, os.environ)
         console.print(_servers_table(supervisor.snapshot(), url))
         console.print(
             f"[green]ready[/] in {time.perf_counter() - started:.1f} s — Ctrl-C stops everything",
@@ -91,13 +106,14 @@ async def _run(
         while not stop.is_set():
             death = await _interruptible(supervisor.wait_for_death(), stop)
             if death is not None:
-                console.print(f"[red]error:[/] {death.describe_death()}", highlight=False)
+                console.print(f"[red]error:[/] {escape(death.describe_death())}", highlight=False)
     finally:
         if head_task is not None:
             stop.set()
             await asyncio.gather(head_task, return_exceptions=True)
         await supervisor.stop()
-        STATE_FILE.unlink(missing_ok=True)
+        if state is not None:
+            state.unlink(missing_ok=True)
         console.print("stack stopped", highlight=False)
 
 
@@ -115,13 +131,6 @@ async def _interruptible(work: Coroutine[Any, Any, T], stop: asyncio.Event) -> T
     return None
 
 
-def _write_state(head_url: str, stack_file: Path) -> None:
-    STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    STATE_FILE.write_bytes(
-        orjson.dumps({"head": head_url, "stack": str(stack_file), "pid": os.getpid()})
-    )
-
-
 def _servers_table(servers: list[dict[str, object]], head: str | None) -> Table:
     table = Table(title=f"stack (head {head})" if head else "stack", title_justify="left")
     for column in ("name", "kind", "url", "status", "pid"):
@@ -134,25 +143,51 @@ def _servers_table(servers: list[dict[str, object]], head: str | None) -> Table:
 
 
 @click.command("status")
-@click.option("--head", help="Head server URL. Default: the stack started in this directory.")
-def status_command(head: str | None) -> None:
-    """Show the servers of the running stack."""
-    import urllib.request
+@click.option("--head", help="Head server URL. Default: every stack running for this user.")
+@token_options
+def status_command(head: str | None, token: str | None, token_file: Path | None) -> None:
+    """Show the servers of the running stacks (found from any directory).
+
+    The token is --token-file, PALAESTRA_SERVER_TOKEN, or the env.yaml beside the stack file.
+    """
+    from palaestra.serve.stack_config import load_token
+    from palaestra.serve.stack_state import running_stacks
 
     console = Console()
     with exit_on_user_error(Console(stderr=True)):
-        if head is None:
-            if not STATE_FILE.exists():
-                raise ConfigError(
-                    "no stack is running here (start one with `palaestra run STACK.yaml`)"
-                )
-            head = str(orjson.loads(STATE_FILE.read_bytes())["head"])
-        try:
-            with urllib.request.urlopen(f"{head}/servers", timeout=5) as answer:
-                listing = orjson.loads(answer.read())
-        except OSError as error:
+        given = read_token(token, token_file)
+        if head is not None:
+            console.print(_servers_table(_listing(head, given), head))
+            return
+        stacks = running_stacks(os.environ)
+        if not stacks:
+            raise ConfigError("no stack is running (start one with `palaestra run STACK.yaml`)")
+        for stack in stacks:
+            secret = given or load_token(stack.stack, dict(os.environ))
+            table = _servers_table(_listing(stack.head, secret), stack.head)
+            table.title = f"{stack.stack} (pid {stack.pid}, head {stack.head})"
+            console.print(table)
+
+
+def _listing(head: str, token: str | None) -> list[dict[str, object]]:
+    """The head server's ``/servers``; a one-line ``ConfigError`` when it cannot be read."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(f"{head}/servers", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            servers: list[dict[str, object]] = orjson.loads(answer.read())["servers"]
+            return servers
+    except urllib.error.HTTPError as error:
+        if error.code == 401:
             raise ConfigError(
-                f"the stack's head server {head} does not answer ({error}); "
-                f"the stack is not running"
+                f"the stack's head server {head} refused the request (401): give its token "
+                "with PALAESTRA_SERVER_TOKEN or --token-file"
             ) from None
-        console.print(_servers_table(listing["servers"], head))
+        raise ConfigError(f"the stack's head server {head} answered {error.code}") from None
+    except OSError as error:
+        raise ConfigError(
+            f"the stack's head server {head} does not answer ({error}); the stack is not running"
+        ) from None

@@ -23,8 +23,9 @@ from starlette.routing import Route
 from palaestra.agents.base import Agent, AgentResult
 from palaestra.collect.tasks import task_problem
 from palaestra.env_client import EnvironmentClient
+from palaestra.errors import ServiceUnreachable
 from palaestra.models.base import Model
-from palaestra.protocol import failure_fields
+from palaestra.protocol import failure_error, failure_fields
 from palaestra.serve.env_app import aggregate_endpoint, verdict_fields
 from palaestra.serve.guard import BodyTooLarge
 from palaestra.serve.http_json import (
@@ -72,7 +73,11 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
             Route("/v1/responses", responses, methods=["POST"]),
             Route("/aggregate_metrics", aggregate_endpoint, methods=["POST"]),
         ],
-        exception_handlers={RequestError: _on_error, BodyTooLarge: _on_error},
+        exception_handlers={
+            RequestError: _on_error,
+            BodyTooLarge: _on_error,
+            ServiceUnreachable: _unreachable,  # not the rollout's fault: the caller may stop
+        },
     )
 
 
@@ -90,6 +95,17 @@ def rollout_answer(task: JsonDict, result: AgentResult) -> Response:
     return JSONResponse(
         {**task, "response": result.response, **verdict_fields(result.verdict), "_palaestra": facts}
     )
+
+
+async def _unreachable(request: Request, exc: Exception) -> Response:
+    """A 503 carrying the failure: the model or environment this agent needs is unreachable.
+
+    palaestra's ``RemoteAgent`` raises it again (its collector stops the run after a few);
+    NeMo Gym's collector stops on any non-2xx, as it should when a service is gone.
+    """
+    assert isinstance(exc, ServiceUnreachable)
+    body = failure_error(Failure(exc.kind, exc.reason))
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
 
 
 def _check_task(task: JsonDict) -> None:

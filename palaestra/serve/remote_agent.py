@@ -2,7 +2,9 @@
 
 A rollout the server reports failed, in palaestra's form (``failure``) or NeMo Gym's
 (``_ng_failure_class``, with a placeholder ``reward`` beside it), is recorded as that failure;
-so is any answer that is not a 2xx row with a numeric ``reward``. Never a score.
+so is any answer that is not a 2xx row with a numeric ``reward``. Never a score. A 503 carrying
+a failure means the server cannot reach its model or environment: it is raised as
+``EnvironmentUnreachable``/``ModelUnreachable``, so the collector's stop rule applies.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import orjson
 
 from palaestra.agents.base import AgentResult
-from palaestra.errors import ConfigError, ModelUnreachable
+from palaestra.errors import ConfigError, EnvironmentUnreachable, ModelUnreachable
 from palaestra.protocol import failure_from_fields
 from palaestra.serve.remote_env import verdict_from_answer
 from palaestra.transport import HttpClient, TransportError
@@ -77,6 +79,8 @@ class RemoteAgent:
                 FailureKind.INTERNAL_ERROR,
                 f"agent server answered {status} with something not a JSON object",
             )
+        if status == 503:
+            _raise_unreachable(self.url, body)
         return _result_of(status, body, task)
 
     async def aclose(self) -> None:
@@ -109,6 +113,21 @@ def _result_of(status: int, body: JsonDict, task: JsonDict) -> AgentResult:
         )
     result.failure = failure
     return result
+
+
+def _raise_unreachable(url: str, body: JsonDict) -> None:
+    """A 503 carrying a failure: the agent server cannot reach its model or environment.
+
+    Raised as the matching ``ServiceUnreachable`` so the collector stops the run (resumable)
+    as it would if it called that service itself. A 503 without one is the rollout's failure.
+    """
+    failure = failure_from_fields(body)
+    if failure is None:
+        return
+    reason = f"agent server {url}: {failure.reason}"
+    if failure.kind is FailureKind.ENV_ERROR:
+        raise EnvironmentUnreachable(reason)
+    raise ModelUnreachable(reason)
 
 
 def _failed(kind: FailureKind, reason: str) -> AgentResult:

@@ -1,9 +1,10 @@
-"""``palaestra run`` as a user runs it: a stack of real server processes, then Ctrl-C."""
+"""``palaestra run`` as a user runs it: a stack of real server processes, then Ctrl-C or worse."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import PALAESTRA, rows, run_cli, weather_script
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -28,6 +30,14 @@ def read_until(process: subprocess.Popen[str], needle: str, timeout: float = 60)
         if needle in line:
             return "".join(seen)
     raise AssertionError(f"{needle!r} never appeared:\n{''.join(seen)}")
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Stacks are recorded here (inherited by every command the tests start), not in ~."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("PALAESTRA_STATE_DIR", str(state))
+    return state
 
 
 @pytest.fixture
@@ -53,7 +63,7 @@ servers:
 
 
 def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
-    tmp_path: Path, model: ScriptedModelServer
+    tmp_path: Path, model: ScriptedModelServer, state_dir: Path
 ) -> None:
     stack = start_stack(tmp_path, model.url)
     try:
@@ -61,7 +71,7 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         status = run_cli("status", cwd=tmp_path)
         assert status.returncode == 0, status.stderr
         assert "weather_env" in status.stdout and "weather_agent" in status.stdout
-        state = orjson.loads((tmp_path / ".palaestra" / "stack.json").read_bytes())
+        state = orjson.loads((state_dir / f"{stack.pid}.json").read_bytes())
         import urllib.request
 
         with urllib.request.urlopen(f"{state['head']}/servers") as answer:
@@ -110,7 +120,9 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
             cwd=tmp_path,
         )
         failures = rows(tmp_path / "b_failures.jsonl")
-        assert after.returncode == 0 and len(failures) == 3
+        assert after.returncode == 3, after.stderr  # stopped: the environment is unreachable
+        assert "the environment server is unreachable" in after.stderr + after.stdout, after.stdout
+        assert len(failures) == 3
         assert all(servers["weather_env"]["url"] in f["failure"]["reason"] for f in failures)
 
         stack.send_signal(signal.SIGINT)
@@ -122,7 +134,7 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
     for server in servers.values():
         with pytest.raises(ProcessLookupError):
             os.kill(server["pid"], 0)
-    assert not (tmp_path / ".palaestra" / "stack.json").exists()
+    assert not list(state_dir.glob("*.json"))
 
 
 def test_a_server_that_cannot_start_is_named_with_its_last_lines(tmp_path: Path) -> None:
@@ -154,3 +166,144 @@ def test_bad_stack_file_names_the_field(tmp_path: Path) -> None:
 def test_status_without_a_stack(tmp_path: Path) -> None:
     done = run_cli("status", cwd=tmp_path)
     assert done.returncode == 1 and "no stack is running" in done.stderr
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie nobody reaped yet counts as exited)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def wait_until_gone(pids: list[int], seconds: float = 15) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not all(gone(pid) for pid in pids):
+        time.sleep(0.1)
+    return [pid for pid in pids if not gone(pid)]
+
+
+def servers_of(status: subprocess.CompletedProcess[str], state_dir: Path) -> dict[str, JsonDict]:
+    assert status.returncode == 0, status.stderr
+    (record,) = [orjson.loads(p.read_bytes()) for p in state_dir.glob("*.json")]
+    import urllib.request
+
+    with urllib.request.urlopen(f"{record['head']}/servers") as answer:
+        return {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
+
+
+def test_kill_9_of_the_supervisor_takes_its_servers_with_it_and_status_works_from_anywhere(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    here, elsewhere = tmp_path / "stack", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    (here / "stack.yaml").write_text(
+        "servers:\n  one: {kind: env, env: counter}\n  two: {kind: env, env: counter}\n"
+    )
+    stack = subprocess.Popen(
+        [*PALAESTRA, "run", "stack.yaml"], cwd=here, text=True, stderr=subprocess.PIPE
+    )
+    try:
+        read_until(stack, "ready in")
+        status = run_cli("status", cwd=elsewhere)  # before: "no stack is running here"
+        assert "one" in status.stdout and "two" in status.stdout, status.stderr
+        assert str(here / "stack.yaml") in status.stdout.replace("\n", "")
+        pids = [int(s["pid"]) for s in servers_of(status, state_dir).values()]
+        stack.kill()  # SIGKILL: no cleanup of its own
+        stack.wait(10)
+        assert wait_until_gone(pids) == []  # before: both servers kept running
+        after = run_cli("status", cwd=elsewhere)
+        assert after.returncode == 1 and "no stack is running" in after.stderr
+        assert not list(state_dir.glob("*.json"))  # the dead supervisor's record is removed
+    finally:
+        if stack.poll() is None:
+            stack.kill()
+
+
+def test_with_a_token_every_server_of_the_stack_and_its_head_require_it(
+    tmp_path: Path, model: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PALAESTRA_SERVER_TOKEN", "stack-secret")
+    (tmp_path / "stack.yaml").write_text(f"""
+servers:
+  weather_env: {{kind: env, env: weather}}
+  proxy: {{kind: model, backend: "{model.url}"}}
+  weather_agent: {{kind: agent, env: weather_env, model: proxy}}
+""")
+    stack = subprocess.Popen(
+        [*PALAESTRA, "run", "stack.yaml"], cwd=tmp_path, text=True, stderr=subprocess.PIPE
+    )
+    try:
+        read_until(stack, "ready in")
+        status = run_cli("status", cwd=tmp_path)
+        assert status.returncode == 0 and "weather_agent" in status.stdout, status.stderr
+        import urllib.error
+        import urllib.request
+
+        (record,) = [orjson.loads(p.read_bytes()) for p in (tmp_path / "state").glob("*.json")]
+        head = str(record["head"])
+        for route in ("/", "/servers"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{head}{route}")  # before: 200, every URL, pid and log
+            assert refused.value.code == 401
+        auth = {"Authorization": "Bearer stack-secret"}
+        request = urllib.request.Request(f"{head}/servers", headers=auth)
+        with urllib.request.urlopen(request) as answer:
+            servers = {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
+        for server in servers.values():
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{server['url']}/")
+            assert refused.value.code == 401
+        monkeypatch.delenv("PALAESTRA_SERVER_TOKEN")
+        anonymous = run_cli("status", cwd=tmp_path)
+        assert anonymous.returncode == 1 and "refused the request (401)" in anonymous.stderr
+        assert "Traceback" not in anonymous.stderr
+        (tmp_path / "t.jsonl").write_text('{"responses_create_params": {"input": "Rome?"}}\n')
+        token_file = tmp_path / "token"
+        token_file.write_text("stack-secret\n")
+        through_agent = run_cli(
+            "collect",
+            "--agent-url",
+            servers["weather_agent"]["url"],
+            "--server-token",
+            "stack-secret",
+            "--input",
+            "t.jsonl",
+            "--output",
+            "a.jsonl",
+            cwd=tmp_path,
+        )
+        # the agent reaches the stack's model server with the stack's token
+        assert through_agent.returncode == 0, through_agent.stdout + through_agent.stderr
+        assert [r["reward"] for r in rows(tmp_path / "a.jsonl")] == [1.0]
+        stack.send_signal(signal.SIGINT)
+        assert stack.wait(20) == 0
+    finally:
+        if stack.poll() is None:
+            stack.kill()
+
+
+def test_a_stack_server_on_a_busy_port_is_named_in_one_line(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as holder:
+        port = holder.getsockname()[1]
+        (tmp_path / "stack.yaml").write_text(
+            f"servers:\n  counter_env: {{kind: env, env: counter, port: {port}}}\n"
+        )
+        done = subprocess.run(
+            [*PALAESTRA, "run", "stack.yaml"],
+            cwd=tmp_path,
+            text=True,
+            capture_output=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "300"},
+        )
+    assert done.returncode == 1
+    assert (
+        f"server 'counter_env' (env) could not start: cannot listen on 127.0.0.1:{port}: "
+        "address already in use" in done.stderr
+    ), done.stderr
+    assert "Traceback" not in done.stderr
+    log = (tmp_path / ".palaestra" / "logs" / "stack" / "counter_env.log").read_text()
+    assert "Traceback" not in log  # before: the server's log tail was a raw traceback

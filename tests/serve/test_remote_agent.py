@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from palaestra.agents.base import AgentResult
+from palaestra.errors import EnvironmentUnreachable, ModelUnreachable
 from palaestra.serve.http_json import JSONResponse
 from palaestra.serve.remote_agent import RemoteAgent
 from palaestra.serve.uvicorn_runner import BackgroundServer
@@ -89,3 +90,19 @@ async def test_a_row_that_is_not_a_score_fails_its_rollout_only(
     result = await _run(url)
     assert result.failure is None and result.verdict is not None
     assert (result.verdict.reward, result.model_calls) == (1.0, 2)
+
+
+async def test_an_agent_server_that_cannot_reach_its_environment_stops_the_caller(
+    answers: tuple[Answers, str],
+) -> None:
+    server, url = answers
+    failure = {"kind": "env_error", "reason": "http://127.0.0.1:9/seed_session refused"}
+    server.status, server.body = 503, {"failure": failure, "_ng_failure_class": "legitimate"}
+    with pytest.raises(EnvironmentUnreachable, match=r"127\.0\.0\.1:9/seed_session refused"):
+        await _run(url)
+    server.body = {"failure": {**failure, "kind": "model_error"}}
+    with pytest.raises(ModelUnreachable):
+        await _run(url)
+    server.body = {"error": {"message": "overloaded"}}  # a 503 without a failure: this rollout's
+    result = await _run(url)
+    assert result.failure is not None and "503: overloaded" in result.failure.reason
