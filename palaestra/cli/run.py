@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.cli.serve_servers import read_token, token_options
+from palaestra.cli.serve_servers import read_token, with_token_options
 from palaestra.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,7 +46,12 @@ T = TypeVar("T")
     help="Override a stack-file value, e.g. --set servers.agent.max_steps=4 (repeatable).",
 )
 def run_command(stack_file: Path, log_dir: Path | None, overrides: tuple[str, ...]) -> None:
-    """Start every server of a stack file, supervise them, stop them all on Ctrl-C."""
+    """Start every server of a stack file, supervise them, stop them all on Ctrl-C.
+
+    The servers die with this command, even on kill -9. With PALAESTRA_SERVER_TOKEN set (or
+    `token:` in an env.yaml beside the stack file) every server and the head require it.
+    `palaestra status` finds the stack from any directory.
+    """
     from palaestra.serve.stack_config import load_stack, load_token
 
     console = Console(stderr=True)
@@ -144,7 +149,7 @@ def _servers_table(servers: list[dict[str, object]], head: str | None) -> Table:
 
 @click.command("status")
 @click.option("--head", help="Head server URL. Default: every stack running for this user.")
-@token_options
+@with_token_options("The stacks' bearer token.")
 def status_command(head: str | None, token: str | None, token_file: Path | None) -> None:
     """Show the servers of the running stacks (found from any directory).
 

@@ -34,18 +34,27 @@ port_option = click.option(
 
 def token_options(command: F) -> F:
     """``--token`` (or ``PALAESTRA_SERVER_TOKEN``) and ``--token-file``: the bearer token."""
-    command = click.option(
-        "--token-file",
-        type=click.Path(path_type=Path, dir_okay=False),
-        help="Read the bearer token from this file (surrounding whitespace is dropped).",
-    )(command)
-    return click.option(
-        "--token",
-        envvar=TOKEN_ENV,
-        show_envvar=True,
-        help="Require this bearer token on every request. Given on the command line it is "
-        f"visible to every user of the machine (ps): prefer {TOKEN_ENV} or --token-file.",
-    )(command)
+    return with_token_options("Require this bearer token on every request.")(command)
+
+
+def with_token_options(what: str) -> Callable[[F], F]:
+    """The token options, ``--token``'s help starting with ``what``."""
+
+    def add(command: F) -> F:
+        command = click.option(
+            "--token-file",
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="Read the bearer token from this file (surrounding whitespace is dropped).",
+        )(command)
+        return click.option(
+            "--token",
+            envvar=TOKEN_ENV,
+            show_envvar=True,
+            help=f"{what} Given on the command line it is visible to every user of the "
+            f"machine (ps): prefer {TOKEN_ENV} or --token-file.",
+        )(command)
+
+    return add
 
 
 def read_token(token: str | None, token_file: Path | None) -> str | None:
