@@ -3,6 +3,19 @@
 The agent never touches an ``Environment`` directly; it talks to a client. The in-process
 client below calls the environment's methods with no HTTP hop; a remote client speaks the
 NeMo Gym resources-server protocol. An agent cannot tell them apart.
+
+How the in-process client calls environment code (seed, tools, verify, close, reset, step):
+
+- ``async def`` code runs on the event loop, within its time limit.
+- Plain (synchronous) code runs in a worker thread (``palaestra.threads``), within its time
+  limit, so a slow or stuck call stalls only its own rollout. A call that overruns fails its
+  rollout as ``timeout``; its thread is abandoned and counted (``stuck_threads``).
+- palaestra's own defaults (``Environment.seed``, ``close``, ``StepEnvironment.verify``) are
+  trivial and run inline.
+
+The limits are the environment's ``tool_timeout`` (tools, ``reset``, ``step``),
+``verify_timeout``, ``seed_timeout`` and ``close_timeout``. Whatever the code raises is mapped
+once, by a ``Boundary`` per entry point (``palaestra.boundary``).
 """
 
 from __future__ import annotations
@@ -10,30 +23,46 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
 import pydantic
 
+from palaestra.boundary import Boundary, Overran, traceback_frames
 from palaestra.environment import Environment
 from palaestra.errors import (
     EnvironmentFailure,
+    EnvironmentTimeout,
     RolloutFailure,
     ToolCallRejected,
-    ToolError,
     ToolFailure,
+    ToolTimeout,
     VerifierFailure,
+    VerifierTimeout,
 )
 from palaestra.sessions import Session, SessionStore
 from palaestra.step_env import StepEnvironment, StepResult
-from palaestra.tools import ToolSpec
-from palaestra.types import FailureKind, JsonDict, Verdict
+from palaestra.threads import ThreadRunner
+from palaestra.types import JsonDict, Verdict
+from palaestra.verdicts import as_verdict, finite
+
+__all__ = [
+    "EnvironmentClient",
+    "LocalEnvironmentClient",
+    "StepEnvironmentClient",
+    "as_verdict",
+    "tool_output_text",
+]
 
 if TYPE_CHECKING:
     from palaestra.sandbox.pool import WorkerPool
 
-T = TypeVar("T")
+DEFAULT_THREADS = 64
+"""Worker threads for synchronous environment code, unless the runner says how many
+(``palaestra collect`` passes its ``--concurrency``). Started on demand: unused ones cost
+nothing."""
 
 
 @runtime_checkable
@@ -72,16 +101,98 @@ class StepEnvironmentClient(EnvironmentClient, Protocol):
     async def step(self, session_id: str, action: str) -> StepResult: ...
 
 
-class LocalEnvironmentClient:
-    """Runs an ``Environment`` in this process: direct method calls, no serialisation."""
+INLINE, ASYNC, THREAD = 0, 1, 2
+"""How an entry point is called: inline (palaestra's own trivial defaults), awaited on the
+loop (a coroutine function) or in a worker thread (plain code)."""
 
-    def __init__(self, environment: Environment) -> None:
+
+class Entry:
+    """One entry point into environment code: how to call it, its limit and its boundary."""
+
+    __slots__ = ("boundary", "function", "mode", "seconds")
+
+    def __init__(
+        self, function: Callable[..., Any], seconds: float, boundary: Boundary, mode: int
+    ) -> None:
+        self.function, self.seconds, self.boundary, self.mode = function, seconds, boundary, mode
+
+    @classmethod
+    def of(
+        cls,
+        function: Callable[..., Any],
+        seconds: float,
+        failure: type[RolloutFailure],
+        timeout: type[RolloutFailure],
+        what: str,
+        *,
+        rejects: bool = False,
+    ) -> Entry:
+        plain = getattr(function, "__func__", function)
+        if inspect.iscoroutinefunction(function):
+            mode = ASYNC
+        elif getattr(plain, "__module__", "") in _OWN_DEFAULTS:
+            mode = INLINE
+        else:
+            mode = THREAD
+        return cls(
+            function, seconds, Boundary(failure, timeout, what, plain, rejects=rejects), mode
+        )
+
+
+_OWN_DEFAULTS = frozenset({Environment.__module__, StepEnvironment.__module__})
+_NONE: JsonDict = {}  # no keyword arguments (never written to)
+
+
+class LocalEnvironmentClient:
+    """Runs an ``Environment`` in this process: direct method calls, no serialisation.
+
+    ``threads`` bounds the worker threads that run synchronous environment code (see the
+    module docstring); give it at least the number of rollouts in flight.
+    """
+
+    def __init__(self, environment: Environment, *, threads: int = DEFAULT_THREADS) -> None:
         self.environment = environment
         self.name = environment.name
         self.sessions = SessionStore(environment.session_ttl)
         self._tools = environment.tools()
         self._pool: WorkerPool | None = None
+        self._threads = ThreadRunner(threads)
         environment._worker_pool = self._worker_pool
+        env = environment
+        self._seed = Entry.of(
+            env.seed, env.seed_timeout, EnvironmentFailure, EnvironmentTimeout, "seed"
+        )
+        self._verify = Entry.of(
+            env.verify, env.verify_timeout, VerifierFailure, VerifierTimeout, "verify"
+        )
+        self._close = Entry.of(
+            env.close, env.close_timeout, EnvironmentFailure, EnvironmentTimeout, "close"
+        )
+        self._tool_entries = {
+            name: Entry.of(
+                spec.function,
+                env.tool_timeout,
+                ToolFailure,
+                ToolTimeout,
+                f"tool '{name}'",
+                rejects=True,
+            )
+            for name, spec in env.tool_specs.items()
+        }
+        self._reset: Entry | None = None
+        self._step: Entry | None = None
+        if isinstance(env, StepEnvironment):
+            self._reset = Entry.of(
+                env.reset, env.tool_timeout, EnvironmentFailure, EnvironmentTimeout, "reset"
+            )
+            self._step = Entry.of(
+                env.step, env.tool_timeout, EnvironmentFailure, EnvironmentTimeout, "step"
+            )
+
+    @property
+    def stuck_threads(self) -> int:
+        """Threads still running a call abandoned at its time limit."""
+        return self._threads.stuck
 
     def tools(self) -> list[JsonDict]:
         return self._tools
@@ -89,10 +200,7 @@ class LocalEnvironmentClient:
     async def seed(self, task: JsonDict) -> str:
         for expired in self.sessions.sweep():
             await self._close_quietly(expired)
-        try:
-            state = await _call(self.environment.seed, task)
-        except Exception as error:
-            raise EnvironmentFailure(f"seed raised {_describe(error)}") from error
+        state = await self._run(self._seed, (task,))
         return self.sessions.open(task, state).id
 
     async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
@@ -114,76 +222,41 @@ class LocalEnvironmentClient:
         kwargs = dict(parsed)
         if spec.wants_session:
             kwargs["session"] = session
-        try:
-            result = await _run_tool(spec, self.environment, kwargs)
-        except ToolError as error:
-            raise ToolCallRejected(str(error)) from error
-        except RolloutFailure:  # the pool or sandbox already said what failed
-            raise
-        except TimeoutError as error:
-            raise ToolFailure(
-                f"tool '{name}' timed out after {self.environment.tool_timeout:g}s"
-            ) from error
-        except Exception as error:
-            raise ToolFailure(f"tool '{name}' raised {_describe(error)}") from error
-        return result
+        return await self._run(self._tool_entries[name], (self.environment,), kwargs)
 
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
         session = self.sessions.get(session_id)
-        try:
-            result = await _within(
-                self.environment.verify_timeout, self.environment.verify, session, response
-            )
-        except TimeoutError as error:
-            raise VerifierFailure(
-                f"verify timed out after {self.environment.verify_timeout:g}s"
-            ) from error
-        except RolloutFailure:  # the pool or sandbox already said what failed
-            raise
-        except Exception as error:
-            raise VerifierFailure(f"verify raised {_describe(error)}") from error
-        return as_verdict(result)
+        return as_verdict(await self._run(self._verify, (session, response)))
 
     async def reset(self, session_id: str) -> str:
         """Start a turn-based episode (``StepEnvironment``); return the first observation."""
-        environment = self._step_environment()
         session = self.sessions.get(session_id)
-        try:
-            return str(await _call(environment.reset, session))
-        except Exception as error:
-            raise EnvironmentFailure(f"reset raised {_describe(error)}") from error
+        return str(await self._run(self._step_entry(self._reset), (session,)))
 
     async def step(self, session_id: str, action: str) -> StepResult:
         """Apply the model's action; the step's reward is recorded in the session."""
-        environment = self._step_environment()
         session = self.sessions.get(session_id)
-        try:
-            result = await _within(self.environment.tool_timeout, environment.step, session, action)
-        except TimeoutError as error:
-            raise EnvironmentFailure(
-                f"step timed out after {self.environment.tool_timeout:g}s"
-            ) from error
-        except RolloutFailure:  # the pool or sandbox already said what failed
-            raise
-        except Exception as error:
-            raise EnvironmentFailure(f"step raised {_describe(error)}") from error
+        result = await self._run(self._step_entry(self._step), (session, action))
+        if not isinstance(result, StepResult):
+            raise EnvironmentFailure(f"step returned {type(result).__name__}, not a StepResult")
+        if not finite(result.reward):
+            raise VerifierFailure(
+                f"step returned a reward of {result.reward!r}, not a finite number"
+            )
         session.step_rewards.append(float(result.reward))
         return result
 
-    def _step_environment(self) -> StepEnvironment:
-        if not isinstance(self.environment, StepEnvironment):
+    def _step_entry(self, entry: Entry | None) -> Entry:
+        if entry is None:
             raise EnvironmentFailure(
                 f"environment '{self.name}' has no reset/step: use a tool-calling agent"
             )
-        return self.environment
+        return entry
 
     async def close(self, session_id: str) -> None:
         session = self.sessions.pop(session_id)
         if session is not None:
-            try:
-                await _call(self.environment.close, session)
-            except Exception as error:
-                raise EnvironmentFailure(f"close raised {_describe(error)}") from error
+            await self._run(self._close, (session,))
 
     async def aclose(self) -> None:
         for session in self.sessions.drain():
@@ -191,9 +264,37 @@ class LocalEnvironmentClient:
         try:
             await self.environment.aclose()
         finally:
+            self._threads.close()
             if self._pool is not None:
                 pool, self._pool = self._pool, None
                 await pool.aclose()
+
+    async def _run(self, entry: Entry, args: tuple[Any, ...], kwargs: JsonDict = _NONE) -> Any:
+        """Call an entry point the way its kind asks (module docstring), inside its boundary.
+
+        Spelled out for speed (a trivial rollout makes four of these calls): the boundary's
+        mapping in an ``except`` (free when nothing is raised), and a coroutine stepped here
+        once, so one that finishes without suspending needs no timer (``within``).
+        """
+        try:
+            if entry.mode == ASYNC:
+                result = entry.function(*args, **kwargs)
+                if type(result) is CoroutineType:
+                    try:
+                        suspended_on = result.send(None)
+                    except StopIteration as done:
+                        return done.value
+                    return await within(entry.seconds, _Resumed(result, suspended_on))
+            elif entry.mode == THREAD:
+                result = await self._threads.run(entry.seconds, entry.function, *args, **kwargs)
+            else:
+                return entry.function(*args, **kwargs)
+            if not inspect.isawaitable(result):
+                return result  # plain code, or an "async" function that answered at once
+            return await within(entry.seconds, result)
+        except Exception as error:
+            entry.boundary.raise_for(error)
+            raise
 
     def _worker_pool(self) -> WorkerPool:
         """The environment's warm worker pool (``run_in_pool``): created on first use only."""
@@ -206,19 +307,52 @@ class LocalEnvironmentClient:
     async def _close_quietly(self, session: Session) -> None:
         # An expired session's close failing must not fail an unrelated rollout.
         with contextlib.suppress(Exception):
-            await _call(self.environment.close, session)
+            await self._run(self._close, (session,))
 
 
-def as_verdict(result: object) -> Verdict:
-    """Accept what ``verify`` may return: a Verdict, a number or a bool."""
-    if isinstance(result, Verdict):
-        return result
-    if isinstance(result, bool | int | float):
-        return Verdict(reward=float(result))
-    return Verdict.failed(
-        FailureKind.VERIFIER_ERROR,
-        f"verify returned {type(result).__name__}, expected Verdict or float",
-    )
+async def within(seconds: float, awaitable: Awaitable[Any]) -> Any:
+    """Await ``awaitable`` for at most ``seconds``; ``Overran`` names where it was then."""
+    timeout = asyncio.timeout(seconds)
+    try:
+        async with timeout:
+            return await awaitable
+    except TimeoutError as error:
+        if not timeout.expired():
+            raise  # the environment's own TimeoutError: a failure like any other
+        # The cancellation that stopped it went through its frames: that is where it waited.
+        cancelled = error.__context__
+        frames = traceback_frames(cancelled.__traceback__) if cancelled is not None else []
+        raise Overran(seconds, frames) from None
+
+
+class _Resumed:
+    """Awaiting this carries on a coroutine that already yielded ``first`` (PEP 380's
+    ``yield from``, spelled out: what it yields goes to the task, what the task sends or
+    throws goes back into it)."""
+
+    __slots__ = ("coroutine", "first")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], first: Any) -> None:
+        self.coroutine, self.first = coroutine, first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, message = self.coroutine, self.first
+        while True:
+            try:
+                sent = yield message
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as thrown:  # a cancellation, above all: pass it in
+                try:
+                    message = coroutine.throw(thrown)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    message = coroutine.send(sent)
+                except StopIteration as done:
+                    return done.value
 
 
 def tool_output_text(result: object) -> str:
@@ -230,47 +364,9 @@ def tool_output_text(result: object) -> str:
     return orjson.dumps(result, default=str).decode()
 
 
-async def _call(function: Callable[..., T | Awaitable[T]], *args: Any) -> T:
-    result = function(*args)
-    if inspect.isawaitable(result):
-        return await result
-    return result
-
-
-async def _within(seconds: float, function: Callable[..., T | Awaitable[T]], *args: Any) -> T:
-    """Call ``function``; if it answers an awaitable, wait at most ``seconds`` for it.
-
-    A synchronous function runs to its end whatever the limit (nothing can interrupt it on
-    the event loop), so it is called directly: ``asyncio.wait_for`` would wrap each call in a
-    task of its own, a large part of a trivial rollout's cost.
-    """
-    result = function(*args)
-    if not inspect.isawaitable(result):
-        return result
-    async with asyncio.timeout(seconds):
-        return await result
-
-
-async def _run_tool(spec: ToolSpec, environment: Environment, kwargs: JsonDict) -> object:
-    """Run a tool within its environment's ``tool_timeout`` (a synchronous one: see ``_within``)."""
-    if spec.blocking:
-        async with asyncio.timeout(environment.tool_timeout):
-            return await asyncio.to_thread(spec.function, environment, **kwargs)
-    result = spec.function(environment, **kwargs)
-    if not spec.is_async:
-        return result
-    async with asyncio.timeout(environment.tool_timeout):
-        return await result
-
-
 def _validation_summary(error: pydantic.ValidationError) -> str:
     parts = []
     for issue in error.errors():
         location = ".".join(str(p) for p in issue["loc"]) or "arguments"
         parts.append(f"field '{location}': {issue['msg']}")
     return "; ".join(parts)
-
-
-def _describe(error: BaseException) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -20,6 +20,13 @@ A minimal environment::
 ``seed``, ``verify``, ``close`` and the tools may be plain or ``async`` methods. A tool that
 declares a ``session`` parameter receives the rollout's ``Session``; its ``state`` is what
 ``seed`` returned. Raise ``ToolError`` in a tool to tell the model its call was wrong.
+
+Plain methods run in a worker thread and ``async`` ones on the event loop, each within its
+limit (``tool_timeout``, ``verify_timeout``, ``seed_timeout``, ``close_timeout``): a slow or
+stuck call fails its own rollout as ``timeout`` and never stalls the others. Because plain
+methods of concurrent rollouts run at the same time, guard state they share through ``self``
+with a lock (a session's ``state`` is used by one call at a time). A trivially cheap method can
+be ``async def`` to skip the thread hop (~30-60 µs).
 """
 
 from __future__ import annotations
@@ -51,7 +58,10 @@ class Environment:
     default_agent: ClassVar[str] = "tool_calling"
     """The agent ``palaestra collect`` uses for this environment unless ``--agent`` says."""
     tool_timeout: ClassVar[float] = 60.0
+    """Seconds a tool call (and a turn-based ``reset`` or ``step``) may take."""
     verify_timeout: ClassVar[float] = 60.0
+    seed_timeout: ClassVar[float] = 60.0
+    close_timeout: ClassVar[float] = 60.0
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}
     pool_workers: ClassVar[int | None] = None
     """Worker processes for ``run_in_pool`` (started on first use); ``None``: one per core."""

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from palaestra.errors import SessionLost
 from palaestra.types import JsonDict
 
 
@@ -26,8 +27,11 @@ class Session:
     last_used: float = field(default_factory=time.monotonic)
 
 
-class SessionExpired(LookupError):
-    """The session id is unknown: never opened, closed, or expired after its TTL."""
+class SessionExpired(SessionLost, LookupError):
+    """The session id is unknown: never opened, closed, or expired after its TTL.
+
+    A ``SessionLost``: inside a rollout it is that rollout's ``session_lost`` failure.
+    """
 
 
 class SessionStore:

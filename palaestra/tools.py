@@ -34,6 +34,7 @@ class ToolSpec:
     arguments: type[pydantic.BaseModel]
     wants_session: bool
     blocking: bool
+    """Kept for compatibility: every synchronous tool runs in a worker thread."""
 
     @property
     def is_async(self) -> bool:
@@ -68,8 +69,10 @@ def tool(
 ) -> F | Callable[[F], F]:
     """Declare an environment method as a tool.
 
-    ``blocking=True`` runs a synchronous tool in a thread so a slow call cannot stall the event
-    loop; plain synchronous tools run inline and must be quick.
+    A plain (synchronous) tool runs in a worker thread and an ``async def`` tool on the event
+    loop, both within the environment's ``tool_timeout``: a slow tool stalls only its own
+    rollout. ``blocking`` is accepted for compatibility and changes nothing (every
+    synchronous tool runs in a thread now).
     """
 
     def mark(fn: F) -> F:

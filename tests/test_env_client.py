@@ -1,12 +1,26 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
+import time
 
 import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, Session, ToolError, Verdict, tool
-from palaestra.errors import EnvironmentFailure, ToolCallRejected, ToolFailure, VerifierFailure
-from palaestra.types import FailureKind
+from palaestra.agents import ToolCallingAgent
+from palaestra.errors import (
+    EnvironmentFailure,
+    EnvironmentTimeout,
+    RolloutFailure,
+    ToolCallRejected,
+    ToolFailure,
+    VerifierFailure,
+    VerifierTimeout,
+)
+from palaestra.step_env import StepEnvironment, StepResult
+from palaestra.types import FailureKind, JsonDict
+from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 
 
 class Lab(Environment):
@@ -121,3 +135,222 @@ async def test_aclose_closes_every_open_session_then_the_environment() -> None:
     await client.aclose()
     assert sorted(lab.closed[:3]) == sorted(ids)
     assert lab.closed[3] == "environment"
+
+
+# --- sync environment code runs off the event loop, within its time limits ---------------------
+
+
+class Sleepy(Environment):
+    """Sync tools that sleep, as the README's examples would."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+
+    @tool
+    def nap(self) -> str:
+        """Nap a while."""
+        started = time.monotonic()
+        time.sleep(0.3)
+        self.spans.append((started, time.monotonic()))
+        return "rested"
+
+    def verify(self, session: Session, response: JsonDict) -> float:
+        return 1.0
+
+
+def _call_once(params: JsonDict) -> JsonDict:
+    """The model calls the tool its prompt names, once, then answers."""
+    if outputs_so_far(params):
+        return say("done")
+    return response(call(str(params["input"][0]["content"]), "{}"))
+
+
+async def test_sleeping_sync_tools_of_five_concurrent_rollouts_overlap() -> None:
+    env = Sleepy()
+    client = LocalEnvironmentClient(env)
+    task: JsonDict = {"responses_create_params": {"input": "nap"}}
+    results = await asyncio.gather(
+        *(ToolCallingAgent().run(task, client, FakeModel(_call_once)) for _ in range(5))
+    )
+    assert all(r.verdict is not None and r.verdict.reward == 1.0 for r in results)
+    starts, ends = zip(*env.spans, strict=True)
+    assert len(starts) == 5
+    assert max(starts) < min(ends)  # every nap began before the first one ended
+
+
+class Stuck(Environment):
+    """A sync tool that hangs until the test lets it go."""
+
+    tool_timeout = 0.3
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    @tool
+    def wait_forever(self) -> str:
+        """Never answers in time."""
+        self.release.wait(10)  # bounded only so that code which blocks the loop ends the test
+        return "late"
+
+    @tool
+    def quick(self) -> str:
+        """Answers at once."""
+        return "ok"
+
+    def verify(self, session: Session, response: JsonDict) -> float:
+        return 1.0
+
+
+async def test_a_hanging_sync_tool_fails_its_rollout_as_timeout_while_another_completes() -> None:
+    env = Stuck()
+    client = LocalEnvironmentClient(env)
+    try:
+        hung, done = await asyncio.gather(
+            ToolCallingAgent().run(
+                {"responses_create_params": {"input": "wait_forever"}},
+                client,
+                FakeModel(_call_once),
+            ),
+            ToolCallingAgent().run(
+                {"responses_create_params": {"input": "quick"}}, client, FakeModel(_call_once)
+            ),
+        )
+        assert done.failure is None and done.verdict is not None and done.verdict.reward == 1.0
+        assert hung.failure is not None and hung.failure.kind is FailureKind.TIMEOUT
+        assert "tool 'wait_forever' timed out after 0.3s" in hung.failure.reason
+        assert "in wait_forever)" in hung.failure.reason  # where its thread was stuck
+        assert client.stuck_threads == 1
+    finally:
+        env.release.set()
+
+
+class Hangs(StepEnvironment):
+    """Every sync entry point hangs when the task names it."""
+
+    tool_timeout = verify_timeout = seed_timeout = close_timeout = 0.2
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def _maybe_hang(self, task: JsonDict, phase: str) -> None:
+        if task.get("hang") == phase:
+            self.release.wait(3)  # bounded only so that code which blocks the loop ends the test
+
+    def seed(self, task: JsonDict) -> JsonDict:
+        self._maybe_hang(task, "seed")
+        return {}
+
+    def reset(self, session: Session) -> str:
+        self._maybe_hang(session.task, "reset")
+        return "go"
+
+    def step(self, session: Session, action: str) -> StepResult:
+        self._maybe_hang(session.task, "step")
+        return StepResult("next", reward=1.0)
+
+    def verify(self, session: Session, response: JsonDict) -> float:
+        self._maybe_hang(session.task, "verify")
+        return 1.0
+
+    def close(self, session: Session) -> None:
+        self._maybe_hang(session.task, "close")
+
+
+@pytest.mark.parametrize(
+    ("phase", "failure"),
+    [
+        ("seed", EnvironmentTimeout),
+        ("reset", EnvironmentTimeout),
+        ("step", EnvironmentTimeout),
+        ("verify", VerifierTimeout),
+        ("close", EnvironmentTimeout),
+    ],
+)
+async def test_hanging_sync_seed_reset_step_verify_and_close_time_out(
+    phase: str, failure: type[RolloutFailure]
+) -> None:
+    env = Hangs()
+    client = LocalEnvironmentClient(env)
+    task: JsonDict = {"hang": phase}
+    try:
+        with pytest.raises(failure, match=f"{phase} timed out after 0.2s") as caught:
+            session = await client.seed(task)
+            await client.reset(session)
+            await client.step(session, "go")
+            await client.verify(session, task, {})
+            await client.close(session)
+        assert caught.value.kind is FailureKind.TIMEOUT
+    finally:
+        env.release.set()
+
+
+# --- an exception in environment code names its file and line --------------------------------
+
+
+def _broken() -> object:
+    return json.loads("{")  # the line every failure below must name
+
+
+BROKEN_AT = f"(at {__file__}:{_broken.__code__.co_firstlineno + 1} in _broken)"
+
+
+class Buggy(StepEnvironment):
+    """Every entry point breaks when the task names it (through a helper and the stdlib)."""
+
+    def _maybe_break(self, task: JsonDict, phase: str) -> None:
+        if task.get("bug") == phase:
+            _broken()
+
+    def seed(self, task: JsonDict) -> JsonDict:
+        self._maybe_break(task, "seed")
+        return {}
+
+    @tool
+    def probe(self, session: Session) -> str:
+        """Probe."""
+        self._maybe_break(session.task, "tool")
+        return "fine"
+
+    async def reset(self, session: Session) -> str:  # type: ignore[override]
+        self._maybe_break(session.task, "reset")
+        return "go"
+
+    def step(self, session: Session, action: str) -> StepResult:
+        self._maybe_break(session.task, "step")
+        return StepResult("next")
+
+    def verify(self, session: Session, response: JsonDict) -> float:
+        self._maybe_break(session.task, "verify")
+        return 1.0
+
+    async def close(self, session: Session) -> None:  # type: ignore[override]
+        self._maybe_break(session.task, "close")
+
+
+@pytest.mark.parametrize(
+    ("phase", "failure"),
+    [
+        ("seed", EnvironmentFailure),
+        ("tool", ToolFailure),
+        ("reset", EnvironmentFailure),
+        ("step", EnvironmentFailure),
+        ("verify", VerifierFailure),
+        ("close", EnvironmentFailure),
+    ],
+)
+async def test_an_exception_in_environment_code_names_its_file_line_and_function(
+    phase: str, failure: type[RolloutFailure]
+) -> None:
+    client = LocalEnvironmentClient(Buggy())
+    task: JsonDict = {"bug": phase}
+    with pytest.raises(failure) as caught:
+        session = await client.seed(task)
+        await client.call_tool(session, "probe", {})
+        await client.reset(session)
+        await client.step(session, "go")
+        await client.verify(session, task, {})
+        await client.close(session)
+    assert type(caught.value) is failure
+    assert "JSONDecodeError" in caught.value.reason
+    assert caught.value.reason.endswith(BROKEN_AT)
+    assert isinstance(caught.value.__cause__, json.JSONDecodeError)  # a server logs its traceback

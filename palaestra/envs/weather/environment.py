@@ -13,8 +13,10 @@ class Weather(Environment):
 
     name = "weather"
 
+    # async def: trivially cheap code stays on the event loop, without a worker-thread hop
+    # (plain methods run in a thread so that a slow one cannot stall other rollouts).
     @tool
-    def get_weather(self, city: str) -> JsonDict:
+    async def get_weather(self, city: str) -> JsonDict:
         """Get the current weather in a city.
 
         Args:
@@ -22,6 +24,6 @@ class Weather(Environment):
         """
         return {"city": city, "weather_description": f"The weather in {city} is cold."}
 
-    def verify(self, session: Session, response: JsonDict) -> Verdict:
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
         called = any(call.get("name") == "get_weather" for call in function_calls(response))
         return Verdict(reward=1.0, metrics={"called_tool": called})
