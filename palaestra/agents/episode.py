@@ -1,8 +1,10 @@
 """The frame every agent shares: seed a session, run the agent's part, verify, always close.
 
-Failures are caught here once, for every agent: a ``RolloutFailure`` becomes the result's
-failure (with the trajectory so far kept), ``ServiceUnreachable`` (model or served environment) propagates so
-the collector can stop, and the session is closed whatever happened.
+Failures are caught here once, for every agent and every environment client: a
+``RolloutFailure`` becomes the result's failure (with the trajectory so far kept),
+``ServiceUnreachable`` (model or served environment) propagates so the collector can stop,
+and the session is closed whatever happened. A verdict whose reward, reward components or
+step rewards are not finite numbers is a ``verifier_error`` failure, never a score.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from collections.abc import Awaitable, Callable
 
 from palaestra.agents.base import AgentResult
 from palaestra.env_client import EnvironmentClient
-from palaestra.errors import RolloutFailure, ServiceUnreachable
+from palaestra.errors import RolloutFailure, ServiceUnreachable, VerifierFailure
 from palaestra.models.base import Model
 from palaestra.types import Failure, FailureKind, JsonDict, add_usage, empty_usage, input_items
+from palaestra.verdicts import verdict_problem
 
 Body = Callable[[str, AgentResult], Awaitable[None]]
 """The agent's own part: given the session id, fill ``result.response`` (and counters)."""
@@ -32,8 +35,12 @@ async def run_episode(task: JsonDict, env: EnvironmentClient, body: Body) -> Age
         if result.response is None:
             raise RolloutFailure("the agent produced no response")
         phase = time.perf_counter()
-        result.verdict = await env.verify(session_id, task, result.response)
+        verdict = await env.verify(session_id, task, result.response)
         result.add_time("verify", phase)
+        problem = verdict_problem(verdict)  # NaN, inf or a non-number: never a score
+        if problem is not None:
+            raise VerifierFailure(problem)
+        result.verdict = verdict
     except ServiceUnreachable:
         raise  # nothing can go on without the model or the env: the collector stops the run
     except RolloutFailure as failure:

@@ -3,7 +3,8 @@
 seed → reset (first observation as a user message) → repeat { the model answers; its text is
 the action; the environment steps; stop when terminated or truncated, else the observation is
 the next user message } at most ``max_steps`` times → verify → close. Per-step rewards go into
-the verdict's ``step_rewards``.
+the verdict's ``step_rewards``. An episode still going after ``max_steps`` is verified as it
+stands and marked ``truncated = "max_steps"``.
 """
 
 from __future__ import annotations
@@ -66,3 +67,5 @@ class StepAgent:
             if step.terminated or step.truncated:
                 break
             conversation.outputs.append(user_message(step.observation))
+        else:  # the episode was still going when the step budget ran out
+            result.truncated = "max_steps"

@@ -3,6 +3,10 @@
 seed → repeat { call the model with the input plus every output item so far; stop when the
 answer is incomplete or calls no tool; run each function call and append its output } at most
 ``max_steps`` model calls → verify → close.
+
+A rollout whose last allowed answer still called tools is verified as it stands and marked
+``truncated = "max_steps"``. At most ``max_calls_per_turn`` calls of one answer run; the rest
+are answered with an error output (every ``call_id`` gets its output), not executed.
 """
 
 from __future__ import annotations
@@ -29,10 +33,14 @@ class ToolCallingAgent:
 
     name = "tool_calling"
 
-    def __init__(self, *, max_steps: int = 8) -> None:
+    def __init__(self, *, max_steps: int = 8, max_calls_per_turn: int = 64) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
+        if max_calls_per_turn < 1:
+            raise ValueError("max_calls_per_turn must be at least 1")
         self.max_steps = max_steps
+        self.max_calls_per_turn = max_calls_per_turn
+        self._over_cap = f"Error: not executed: at most {max_calls_per_turn} calls per turn"
 
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
         params = request_params(task, env)
@@ -57,13 +65,17 @@ class ToolCallingAgent:
             if response.get("status") == "incomplete" or not calls:
                 break
             phase = time.perf_counter()
-            for call in calls:
+            for call in calls[: self.max_calls_per_turn]:
                 conversation.outputs.append(await self._run_call(call, session_id, env))
                 result.tool_calls += 1
+            for call in calls[self.max_calls_per_turn :]:
+                conversation.outputs.append(function_call_output(call_id_of(call), self._over_cap))
             result.add_time("tools", phase)
+        else:  # the model still called tools when the step budget ran out
+            result.truncated = "max_steps"
 
     async def _run_call(self, call: JsonDict, session_id: str, env: EnvironmentClient) -> JsonDict:
-        call_id = str(call.get("call_id") or call.get("id") or "")
+        call_id = call_id_of(call)
         name = str(call.get("name", ""))
         arguments = parse_arguments(call.get("arguments"))
         if isinstance(arguments, str):
@@ -83,6 +95,10 @@ def request_params(task: JsonDict, env: EnvironmentClient) -> JsonDict:
         if tools:
             params["tools"] = tools
     return params
+
+
+def call_id_of(call: JsonDict) -> str:
+    return str(call.get("call_id") or call.get("id") or "")
 
 
 def parse_arguments(raw: Any) -> JsonDict | str:

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import pytest
+
 from palaestra import Environment, LocalEnvironmentClient, Session, tool
-from palaestra.agents import SingleTurnAgent, ToolCallingAgent
-from palaestra.errors import ModelError
+from palaestra.agents import SingleTurnAgent, ToolCallingAgent, make_agent
+from palaestra.errors import ConfigError, ModelError
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 
@@ -125,3 +127,45 @@ async def test_single_turn_agent_calls_once_and_runs_no_tools() -> None:
     result = await SingleTurnAgent().run(TASK, LocalEnvironmentClient(Notes()), model)
     assert result.model_calls == 1 and result.tool_calls == 0
     assert result.verdict is not None and result.verdict.reward == 0.0
+
+
+async def test_running_out_of_max_steps_while_the_model_still_calls_tools_is_marked() -> None:
+    model = FakeModel(lambda params: response(call("note", '{"text": "again"}')))
+    result = await ToolCallingAgent(max_steps=2).run(TASK, LocalEnvironmentClient(Notes()), model)
+    assert result.model_calls == 2 and result.truncated == "max_steps"
+
+
+async def test_a_model_that_stops_on_its_last_allowed_step_is_not_truncated() -> None:
+    answers = iter([response(call("note", '{"text": "a"}')), say("done")])
+    model = FakeModel(lambda params: next(answers))
+    result = await ToolCallingAgent(max_steps=2).run(TASK, LocalEnvironmentClient(Notes()), model)
+    assert result.model_calls == 2 and result.truncated is None
+
+
+async def test_calls_beyond_max_calls_per_turn_are_answered_with_an_error_not_run() -> None:
+    calls = [call("note", f'{{"text": "{n}"}}', f"c{n}") for n in range(5)]
+    answers = iter([response(*calls), say("done")])
+    model = FakeModel(lambda params: next(answers))
+    agent = make_agent("tool_calling", max_calls_per_turn=2)
+    result = await agent.run(TASK, LocalEnvironmentClient(Notes()), model)
+    assert result.verdict is not None and result.verdict.reward == 2.0  # two notes were taken
+    assert result.tool_calls == 2
+    outputs = {
+        i["call_id"]: i["output"]
+        for i in result.response["output"]  # type: ignore[index]
+        if i["type"] == "function_call_output"
+    }
+    assert sorted(outputs) == [f"c{n}" for n in range(5)]  # every call has its output
+    assert outputs["c1"] == "noted 2"
+    for skipped in ("c2", "c3", "c4"):
+        assert outputs[skipped] == "Error: not executed: at most 2 calls per turn"
+
+
+def test_the_default_cap_on_calls_per_turn_is_64() -> None:
+    agent = make_agent("tool_calling")
+    assert isinstance(agent, ToolCallingAgent) and agent.max_calls_per_turn == 64
+
+
+def test_make_agent_with_an_unknown_name_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"unknown agent 'tool-calling'.*tool_calling"):
+        make_agent("tool-calling")

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import orjson
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from palaestra import Environment, LocalEnvironmentClient, Session, Verdict
+from palaestra.agents import SingleTurnAgent
+from palaestra.env_client import EnvironmentClient
+from palaestra.serve.remote_env import RemoteEnvironmentClient
+from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.types import FailureKind, JsonDict
+from tests.support.fake_model import FakeModel, say
+
+BROKEN_VERDICTS: list[object] = [
+    math.nan,
+    math.inf,
+    -math.inf,
+    Verdict(reward=math.nan),
+    Verdict(reward="x"),  # type: ignore[arg-type]
+    Verdict(reward=None),  # type: ignore[arg-type]
+    Verdict(reward=1.0, reward_components={"style": math.inf}),
+    Verdict(reward=1.0, reward_components={"style": "high"}),  # type: ignore[dict-item]
+    Verdict(reward=1.0, step_rewards=[0.5, math.nan]),
+    Verdict(reward=1.0, step_rewards=[0.5, "x"]),  # type: ignore[list-item]
+]
+
+
+class Returns(Environment):
+    """verify returns whatever the task carries."""
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict | float:
+        return session.task["verdict"]  # type: ignore[no-any-return]
+
+
+def _task(**extra: object) -> JsonDict:
+    return {"responses_create_params": {"input": "answer"}, **extra}
+
+
+async def _run(task: JsonDict, env: EnvironmentClient) -> tuple[FailureKind | None, str]:
+    """The failure of one rollout (the episode's, or the verdict's own), or (None, "")."""
+    result = await SingleTurnAgent().run(task, env, FakeModel(lambda params: say("42")))
+    assert (result.verdict is None) == (result.failure is not None)
+    failure = result.failure or (result.verdict.failure if result.verdict else None)
+    return (None, "") if failure is None else (failure.kind, failure.reason)
+
+
+@pytest.mark.parametrize("verdict", BROKEN_VERDICTS, ids=lambda v: repr(v)[:48])
+async def test_a_verify_returning_a_non_finite_or_non_number_reward_is_a_verifier_error(
+    verdict: object,
+) -> None:
+    kind, reason = await _run(_task(verdict=verdict), LocalEnvironmentClient(Returns()))
+    assert kind is FailureKind.VERIFIER_ERROR
+    assert "not a finite number" in reason
+
+
+async def test_finite_rewards_of_every_number_type_are_scores() -> None:
+    client = LocalEnvironmentClient(Returns())
+    for verdict in (1, True, 0.25, Verdict(reward=1, reward_components={"a": 1}, step_rewards=[0])):
+        assert await _run(_task(verdict=verdict), client) == (None, "")
+
+
+def _raw_verify_app() -> Starlette:
+    """A resources server whose /verify answers the raw JSON text the task carries."""
+
+    async def seed(request: Request) -> Response:
+        return JSONResponse({})
+
+    async def verify(request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        return Response(str(body["answer"]), media_type="application/json")
+
+    return Starlette(
+        routes=[
+            Route("/", lambda request: JSONResponse({}), methods=["GET"]),
+            Route("/seed_session", seed, methods=["POST"]),
+            Route("/verify", verify, methods=["POST"]),
+            Route("/close_session", seed, methods=["POST"]),
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def raw_server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(_raw_verify_app()) as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"reward": "nan"}',
+        '{"reward": "-inf"}',
+        '{"reward": 1.0, "reward_components": {"style": "inf"}}',
+        '{"reward": 1.0, "step_rewards": [1.0, null]}',
+    ],
+)
+async def test_a_remote_verify_answering_a_non_finite_reward_is_a_verifier_error(
+    raw_server: BackgroundServer, answer: str
+) -> None:
+    remote = await RemoteEnvironmentClient.connect(raw_server.url)
+    try:
+        kind, reason = await _run(_task(answer=answer), remote)
+        assert kind is FailureKind.VERIFIER_ERROR
+        assert "not a finite number" in reason
+        assert await _run(_task(answer='{"reward": 0.5}'), remote) == (None, "")
+    finally:
+        await remote.aclose()
