@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from palaestra.serve.stack_config import StackConfig
 
 T = TypeVar("T")
+LOCAL_STATE = Path(".palaestra") / "stack.json"
+"""The stack's record beside where it was started, for scripts (status reads the per-user one)."""
 
 
 @click.command("run")
@@ -80,7 +82,7 @@ async def _run(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     head_task: asyncio.Task[None] | None = None
-    state: Path | None = None
+    states: list[Path] = []
     try:
         await _interruptible(supervisor.start(), stop)
         if stop.is_set():
@@ -102,7 +104,10 @@ async def _run(
             head_task.result()  # the head could not listen: its one-line error
             return
         url = head_url.result()
-        state = record_stack(url, stack_file, os.environ)
+        states.append(record_stack(url, stack_file, os.environ))
+        LOCAL_STATE.parent.mkdir(parents=True, exist_ok=True)
+        LOCAL_STATE.write_bytes(states[0].read_bytes())
+        states.append(LOCAL_STATE)
         console.print(_servers_table(supervisor.snapshot(), url))
         console.print(
             f"[green]ready[/] in {time.perf_counter() - started:.1f} s — Ctrl-C stops everything",
@@ -117,7 +122,7 @@ async def _run(
             stop.set()
             await asyncio.gather(head_task, return_exceptions=True)
         await supervisor.stop()
-        if state is not None:
+        for state in states:
             state.unlink(missing_ok=True)
         console.print("stack stopped", highlight=False)
 

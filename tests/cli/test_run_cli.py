@@ -72,6 +72,7 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         assert status.returncode == 0, status.stderr
         assert "weather_env" in status.stdout and "weather_agent" in status.stdout
         state = orjson.loads((state_dir / f"{stack.pid}.json").read_bytes())
+        assert orjson.loads((tmp_path / ".palaestra" / "stack.json").read_bytes()) == state
         import urllib.request
 
         with urllib.request.urlopen(f"{state['head']}/servers") as answer:
@@ -135,6 +136,7 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         with pytest.raises(ProcessLookupError):
             os.kill(server["pid"], 0)
     assert not list(state_dir.glob("*.json"))
+    assert not (tmp_path / ".palaestra" / "stack.json").exists()
 
 
 def test_a_server_that_cannot_start_is_named_with_its_last_lines(tmp_path: Path) -> None:
