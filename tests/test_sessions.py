@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import pytest
 
+from palaestra import Environment, LocalEnvironmentClient, Session, tool
+from palaestra.agents import ToolCallingAgent
 from palaestra.sessions import SessionExpired, SessionStore
+from palaestra.types import FailureKind, JsonDict
+from tests.support.fake_model import FakeModel, call, response
 
 
 class Clock:
@@ -51,3 +55,25 @@ def test_sweep_takes_the_least_recently_used_first_and_stops_at_a_live_one() -> 
     assert len(store) == 1 and store.get(a.id) is a
     clock.now = 30
     assert [s.id for s in store.sweep()] == [a.id]
+
+
+class Forgetful(Environment):
+    """Sessions expire the moment they are opened."""
+
+    session_ttl = 0.0
+
+    @tool
+    async def look(self, session: Session) -> str:
+        """Look."""
+        return "seen"
+
+    def verify(self, session: Session, response: JsonDict) -> float:
+        return 1.0
+
+
+async def test_a_session_that_expires_mid_rollout_fails_it_as_session_lost() -> None:
+    model = FakeModel(lambda params: response(call("look", "{}")))
+    task: JsonDict = {"responses_create_params": {"input": "look"}}
+    result = await ToolCallingAgent().run(task, LocalEnvironmentClient(Forgetful()), model)
+    assert result.failure is not None and result.failure.kind is FailureKind.SESSION_LOST
+    assert "unknown, closed or expired" in result.failure.reason
