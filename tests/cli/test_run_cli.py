@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 from palaestra.types import JsonDict
-from tests.cli.test_collect_cli import PALAESTRA, rows, run_cli, weather_script
+from tests.cli.test_collect_cli import PALAESTRA as PALAESTRA  # re-exported: other tests use it
+from tests.cli.test_collect_cli import rows, run_cli, weather_script
 from tests.support.scripted_model import ScriptedModelServer
 
 
