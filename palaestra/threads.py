@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import itertools
 import queue
 import sys
@@ -67,7 +68,9 @@ class ThreadRunner:
 
     async def run(self, seconds: float, function: Callable[..., T], /, *args: Any, **kw: Any) -> T:
         """``function(*args, **kw)`` in a worker thread; ``Overran`` after ``seconds``."""
-        call = _Call(function, args, kw, asyncio.get_running_loop())
+        # In the caller's context (contextvars), as asyncio.to_thread does.
+        context = contextvars.copy_context()
+        call = _Call(context.run, (function, *args), kw, asyncio.get_running_loop())
         self._busy += 1
         if (
             self._busy > self._threads
