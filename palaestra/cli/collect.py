@@ -16,11 +16,11 @@ from palaestra.cli.errors import (
     EXIT_STOPPED,
     exit_on_user_error,
 )
-from palaestra.collect.collector import CollectConfig, RunSummary, collect
-from palaestra.collect.generated import write_generated_tasks
-from palaestra.collect.progress import RichProgress, summary_table
-from palaestra.collect.runtime import run_collector
-from palaestra.collect.tasks import check_input_file
+from palaestra.collection.collector import CollectConfig, RunSummary, collect
+from palaestra.collection.generated import write_generated_tasks
+from palaestra.collection.progress import RichProgress, summary_table
+from palaestra.collection.runtime import run_collector
+from palaestra.collection.tasks import check_input_file
 from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
@@ -232,7 +232,7 @@ async def _runner(
 ) -> tuple[RolloutRunner, str]:
     """What runs each rollout: a served agent, or an agent here with a local or remote env."""
     if options["agent_url"]:
-        from palaestra.serve.remote_agent import RemoteAgent
+        from palaestra.remote.agent import RemoteAgent
 
         remote = RemoteAgent(options["agent_url"], token=options["server_token"])
         stack.push_async_callback(remote.aclose)
@@ -242,7 +242,7 @@ async def _runner(
 
     env: EnvironmentClient
     if options["env_url"]:
-        from palaestra.serve.remote_env import RemoteEnvironmentClient
+        from palaestra.remote.env import RemoteEnvironmentClient
 
         served = await RemoteEnvironmentClient.connect(
             options["env_url"], token=options["server_token"]

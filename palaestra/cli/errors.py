@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.markup import escape
 
-from palaestra.collect.runtime import Terminated
+from palaestra.collection.runtime import Terminated
 from palaestra.errors import ConfigError, InputError, ServiceUnreachable
 
 EXIT_USER_ERROR = 1

@@ -181,8 +181,8 @@ async def _serve_agent(options: dict[str, Any]) -> None:
     from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
     from palaestra.models.resolve import open_model
     from palaestra.registry import find_environment
+    from palaestra.remote.env import RemoteEnvironmentClient
     from palaestra.serve.agent_app import agent_app
-    from palaestra.serve.remote_env import RemoteEnvironmentClient
 
     env: EnvironmentClient
     default_agent = "tool_calling"

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.collect.reverify import ReverifySummary, reverify
+from palaestra.collection.reverify import ReverifySummary, reverify
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from palaestra.agents.base import Agent, AgentResult
-from palaestra.collect.tasks import task_problem
+from palaestra.collection.tasks import task_problem
 from palaestra.env_client import EnvironmentClient
 from palaestra.errors import ServiceUnreachable
 from palaestra.models.base import Model

@@ -38,7 +38,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.collect.metrics import aggregate_rows
+from palaestra.collection.metrics import aggregate_rows
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import RolloutFailure, ToolCallRejected

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from palaestra.collect.tasks import read_tasks
+from palaestra.collection.tasks import read_tasks
 from palaestra.errors import ConfigError
 from palaestra.serve.http_json import RequestError
 from palaestra.types import JsonDict, assistant_message, input_items

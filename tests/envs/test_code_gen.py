@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
-from palaestra.collect.tasks import read_tasks, task_problem
+from palaestra.collection.tasks import read_tasks, task_problem
 from palaestra.envs.code_gen import runner
 from palaestra.envs.code_gen.data import generate, humaneval_problems, humaneval_task
 from palaestra.envs.code_gen.environment import CodeGen

@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
-from palaestra.collect.tasks import read_tasks
+from palaestra.collection.tasks import read_tasks
 from palaestra.envs.counter.environment import Counter
 from palaestra.registry import find_environment
 from palaestra.types import JsonDict

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
-from palaestra.collect.tasks import read_tasks, task_problem
+from palaestra.collection.tasks import read_tasks, task_problem
 from palaestra.envs.equivalence_judge.environment import EquivalenceJudge
 from palaestra.envs.equivalence_judge.judge import JudgeFailure, parse_label
 from palaestra.errors import ModelError

@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent, ToolCallingAgent
-from palaestra.collect.generated import write_generated_tasks
-from palaestra.collect.tasks import read_tasks
+from palaestra.collection.generated import write_generated_tasks
+from palaestra.collection.tasks import read_tasks
 from palaestra.envs.function_calling.compare import check_calls
 from palaestra.envs.function_calling.data import convert_function, load_tasks, tool_name
 from palaestra.envs.function_calling.environment import FunctionCalling

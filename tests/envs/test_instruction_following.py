@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
-from palaestra.collect.tasks import read_tasks
+from palaestra.collection.tasks import read_tasks
 from palaestra.envs.instruction_following import text
 from palaestra.envs.instruction_following.checks_custom import EUROPEAN_CAPITALS_NORTH_OF_45
 from palaestra.envs.instruction_following.environment import (

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
-from palaestra.collect.tasks import read_tasks, task_problem
+from palaestra.collection.tasks import read_tasks, task_problem
 from palaestra.envs.math.checking import symbolic_check
 from palaestra.envs.math.environment import DEFAULT_MIXTURE, Math
 from palaestra.envs.math.metrics import answer_metrics

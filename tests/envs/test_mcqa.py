@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
-from palaestra.collect.tasks import read_tasks, task_problem
+from palaestra.collection.tasks import read_tasks, task_problem
 from palaestra.envs.mcqa.environment import MultipleChoice, last_boxed
 from palaestra.registry import find_environment
 from palaestra.sessions import Session

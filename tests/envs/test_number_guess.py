@@ -4,7 +4,7 @@ import re
 
 from palaestra import LocalEnvironmentClient
 from palaestra.agents import StepAgent
-from palaestra.collect.tasks import read_tasks
+from palaestra.collection.tasks import read_tasks
 from palaestra.envs.number_guess.environment import NumberGuess, task
 from palaestra.registry import find_environment
 from palaestra.types import JsonDict

@@ -14,7 +14,7 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.agents.base import AgentResult
-from palaestra.collect.tasks import read_tasks, task_problem
+from palaestra.collection.tasks import read_tasks, task_problem
 from palaestra.envs.math.checking import symbolic_check
 from palaestra.envs.python_tool.environment import PythonTool, cell_text, shorten
 from palaestra.errors import ToolFailure

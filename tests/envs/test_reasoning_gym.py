@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
-from palaestra.collect.tasks import read_tasks, task_problem
+from palaestra.collection.tasks import read_tasks, task_problem
 from palaestra.envs.reasoning_gym import scoring
 from palaestra.envs.reasoning_gym.environment import DEFAULT_MIXTURE, ReasoningGym
 from palaestra.errors import ConfigError

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from palaestra import LocalEnvironmentClient, Session, SingleTurnAgent
-from palaestra.collect.tasks import read_tasks, task_problem
+from palaestra.collection.tasks import read_tasks, task_problem
 from palaestra.envs.structured_outputs.documents import FORMATS, strict_schema
 from palaestra.envs.structured_outputs.environment import StructuredOutputs, check_answer
 from palaestra.registry import find_environment

@@ -3,7 +3,7 @@ from __future__ import annotations
 import orjson
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
-from palaestra.collect.tasks import read_tasks
+from palaestra.collection.tasks import read_tasks
 from palaestra.envs.synonyms.environment import THESAURUS, Synonyms
 from palaestra.registry import find_environment
 from palaestra.types import JsonDict

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
-from palaestra.collect.generated import write_generated_tasks
-from palaestra.collect.tasks import read_tasks
+from palaestra.collection.generated import write_generated_tasks
+from palaestra.collection.tasks import read_tasks
 from palaestra.envs.text_to_sql.database import SCHEMA, database_image
 from palaestra.envs.text_to_sql.environment import TextToSql
 from palaestra.envs.text_to_sql.query import QueryError, ReadOnlyDatabase

@@ -6,9 +6,9 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
-from palaestra.collect.generated import write_generated_tasks
-from palaestra.collect.reverify import reverify
-from palaestra.collect.tasks import read_tasks
+from palaestra.collection.generated import write_generated_tasks
+from palaestra.collection.reverify import reverify
+from palaestra.collection.tasks import read_tasks
 from palaestra.envs.workplace.environment import Workplace
 from palaestra.envs.workplace.scenarios import SCENARIOS
 from palaestra.envs.workplace.schedule import free_slots

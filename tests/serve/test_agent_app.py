@@ -8,15 +8,15 @@ import aiohttp
 import orjson
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
-from palaestra.collect.collector import CollectConfig, collect
+from palaestra.collection.collector import CollectConfig, collect
 from palaestra.envs.weather.environment import Weather
 from palaestra.models.openai_responses import OpenAIResponsesModel
+from palaestra.remote.agent import RemoteAgent
 from palaestra.serve.agent_app import agent_app
-from palaestra.serve.remote_agent import RemoteAgent
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import FailureKind
 from tests.cli.test_collect_cli import weather_script
-from tests.collect.test_collector import Quiet, read_jsonl
+from tests.collection.test_collector import Quiet, read_jsonl
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer
 
 TASK = {"responses_create_params": {"input": "Weather in Rome?"}, "city": "Rome"}

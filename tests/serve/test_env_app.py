@@ -16,9 +16,9 @@ from palaestra.envs.counter.environment import Counter
 from palaestra.envs.number_guess.environment import NumberGuess, task
 from palaestra.envs.synonyms.environment import Synonyms
 from palaestra.errors import EnvironmentFailure, ToolCallRejected
+from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.guard import Guard
-from palaestra.serve.remote_env import RemoteEnvironmentClient
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.sessions import Session
 from palaestra.tools import tool

@@ -12,7 +12,7 @@ import pytest
 from palaestra.errors import ToolFailure
 from palaestra.models.base import ModelStats
 from palaestra.models.http import RetryPolicy, Timeouts, post_json
-from palaestra.serve.remote_env import RemoteEnvironmentClient
+from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.transport import HttpClient, Proxies
 from tests.transport.raw_server import Peer, Server, Servers, answer, parse_request
 

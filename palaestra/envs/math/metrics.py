@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from palaestra import JsonDict
-from palaestra.collect.metrics import PASS_THRESHOLD, pass_at_k
+from palaestra.collection.metrics import PASS_THRESHOLD, pass_at_k
 
 Equivalent = Callable[[str, str], bool]
 

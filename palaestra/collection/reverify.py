@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from palaestra.agents.tool_calling import parse_arguments
-from palaestra.collect.files import JsonlAppender
+from palaestra.collection.files import JsonlAppender
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.errors import InputError, RolloutFailure, ToolCallRejected
 from palaestra.types import JsonDict, Verdict, function_calls

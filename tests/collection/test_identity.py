@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.collect.identity import check_same_run, differences, read_identity
+from palaestra.collection.identity import check_same_run, differences, read_identity
 from palaestra.errors import ConfigError
 
 RUN = {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.collect.tasks import check_input_file, count_tasks, read_tasks, scan_input
+from palaestra.collection.tasks import check_input_file, count_tasks, read_tasks, scan_input
 from palaestra.errors import ConfigError
 
 

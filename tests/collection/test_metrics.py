@@ -5,7 +5,7 @@ from pathlib import Path
 
 import orjson
 
-from palaestra.collect.metrics import aggregate, pass_at_k
+from palaestra.collection.metrics import aggregate, pass_at_k
 
 
 def test_pass_at_k_is_the_unbiased_estimator() -> None:
@@ -55,7 +55,7 @@ def test_aggregate_over_numeric_fields_per_agent(tmp_path: Path) -> None:
 
 
 def test_majority_at_k_votes_on_extracted_answers() -> None:
-    from palaestra.collect.metrics import majority_at_k
+    from palaestra.collection.metrics import majority_at_k
 
     rewards = {0: [1.0, 0.0, 0.0], 1: [1.0, 0.0, 0.0], 2: [0.0, 0.0, 0.0]}
     answers = {
@@ -68,7 +68,7 @@ def test_majority_at_k_votes_on_extracted_answers() -> None:
 
 
 def test_written_aggregate_streams_groups_and_matches_aggregate(tmp_path: Path) -> None:
-    from palaestra.collect.metrics import write_aggregate
+    from palaestra.collection.metrics import write_aggregate
 
     out = tmp_path / "out.jsonl"
     rows = []
@@ -99,7 +99,7 @@ def test_written_aggregate_streams_groups_and_matches_aggregate(tmp_path: Path) 
 
 
 def test_written_aggregate_of_failures_only_and_of_nothing(tmp_path: Path) -> None:
-    from palaestra.collect.metrics import write_aggregate
+    from palaestra.collection.metrics import write_aggregate
 
     out, failures, path = tmp_path / "out.jsonl", tmp_path / "fail.jsonl", tmp_path / "m.json"
     out.write_text("")

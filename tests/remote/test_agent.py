@@ -12,8 +12,8 @@ from starlette.routing import Route
 
 from palaestra.agents.base import AgentResult
 from palaestra.errors import EnvironmentUnreachable, ModelUnreachable
+from palaestra.remote.agent import RemoteAgent
 from palaestra.serve.http_json import JSONResponse
-from palaestra.serve.remote_agent import RemoteAgent
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import FailureKind, JsonDict
 

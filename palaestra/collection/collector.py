@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from palaestra.agents.base import AgentResult, RolloutRunner
-from palaestra.collect.files import (
+from palaestra.collection.files import (
     JsonlAppender,
     OutputError,
     Pair,
@@ -35,11 +35,16 @@ from palaestra.collect.files import (
     repair_torn_tail,
     writing,
 )
-from palaestra.collect.identity import check_same_run, read_identity, run_identity, write_identity
-from palaestra.collect.lock import OutputLock
-from palaestra.collect.metrics import RunMetrics
-from palaestra.collect.rows import dispatch_row, failure_row, input_error_row, rollout_row
-from palaestra.collect.tasks import InputScan, TaskLine, check_input_file, read_tasks, scan_input
+from palaestra.collection.identity import (
+    check_same_run,
+    read_identity,
+    run_identity,
+    write_identity,
+)
+from palaestra.collection.lock import OutputLock
+from palaestra.collection.metrics import RunMetrics
+from palaestra.collection.rows import dispatch_row, failure_row, input_error_row, rollout_row
+from palaestra.collection.tasks import InputScan, TaskLine, check_input_file, read_tasks, scan_input
 from palaestra.errors import (
     ConfigError,
     EnvironmentUnreachable,

@@ -14,7 +14,7 @@ import orjson
 from palaestra.agents.base import AgentResult
 from palaestra.errors import ConfigError, EnvironmentUnreachable, ModelUnreachable
 from palaestra.protocol import failure_from_fields
-from palaestra.serve.remote_env import verdict_from_answer
+from palaestra.remote.env import verdict_from_answer
 from palaestra.transport import HttpClient, TransportError
 from palaestra.types import Failure, FailureKind, JsonDict
 

@@ -22,10 +22,10 @@ import pytest
 from rich.console import Console
 
 from palaestra.agents.base import AgentResult
-from palaestra.collect.collector import CollectConfig, RunSummary, collect
-from palaestra.collect.lock import OutputLock
-from palaestra.collect.metrics import aggregate
-from palaestra.collect.progress import summary_table
+from palaestra.collection.collector import CollectConfig, RunSummary, collect
+from palaestra.collection.lock import OutputLock
+from palaestra.collection.metrics import aggregate
+from palaestra.collection.progress import summary_table
 from palaestra.errors import (
     ConfigError,
     EnvironmentUnreachable,
@@ -33,7 +33,7 @@ from palaestra.errors import (
     ModelError,
 )
 from palaestra.types import FailureKind, JsonDict, Verdict
-from tests.collect.test_collector import Quiet, read_jsonl
+from tests.collection.test_collector import Quiet, read_jsonl
 
 Outcome = Callable[[JsonDict], AgentResult]
 
@@ -347,7 +347,7 @@ def test_the_output_lock_is_released_by_the_kernel_when_its_holder_dies(tmp_path
             "-c",
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from palaestra.collect.lock import OutputLock\n"
+            "from palaestra.collection.lock import OutputLock\n"
             f"OutputLock.acquire(Path({str(lock)!r}), Path('out.jsonl'))\n"
             "print('locked', flush=True)\n"
             "time.sleep(60)\n",

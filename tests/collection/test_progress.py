@@ -7,8 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from palaestra.collect.collector import RunSummary
-from palaestra.collect.progress import RichProgress
+from palaestra.collection.collector import RunSummary
+from palaestra.collection.progress import RichProgress
 
 
 def finish(progress: RichProgress, summary: RunSummary, rollouts: int) -> None:

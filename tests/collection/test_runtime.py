@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from palaestra.collect.runtime import (
+from palaestra.collection.runtime import (
     YOUNG_GC_THRESHOLD,
     Terminated,
     raise_open_files_limit,

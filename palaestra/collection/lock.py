@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from palaestra.collect.files import writing
+from palaestra.collection.files import writing
 from palaestra.errors import ConfigError
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, Session, ToolCallingAgent, tool
 from palaestra.agents import BoundAgent
-from palaestra.collect import collector as collector_module
-from palaestra.collect.collector import CollectConfig, RunSummary, collect
-from palaestra.collect.metrics import aggregate
-from palaestra.collect.tasks import read_tasks as real_read_tasks
+from palaestra.collection import collector as collector_module
+from palaestra.collection.collector import CollectConfig, RunSummary, collect
+from palaestra.collection.metrics import aggregate
+from palaestra.collection.tasks import read_tasks as real_read_tasks
 from palaestra.errors import ConfigError, ModelError, ModelUnreachable
 from palaestra.types import JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say

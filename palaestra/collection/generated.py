@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from palaestra.collect.files import writing
-from palaestra.collect.tasks import task_problem
+from palaestra.collection.files import writing
+from palaestra.collection.tasks import task_problem
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict

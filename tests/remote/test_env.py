@@ -12,8 +12,8 @@ from palaestra import ToolCallingAgent
 from palaestra.envs.counter.environment import Counter
 from palaestra.errors import EnvironmentFailure, EnvironmentUnreachable, SessionLost
 from palaestra.models.http import RetryPolicy
+from palaestra.remote.env import RemoteEnvironmentClient, verdict_from_answer
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.remote_env import RemoteEnvironmentClient, verdict_from_answer
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.collect.files import (
+from palaestra.collection.files import (
     JsonlAppender,
     OutputError,
     RunFiles,

@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from palaestra.collect.files import writing
-from palaestra.collect.tasks import InputScan
+from palaestra.collection.files import writing
+from palaestra.collection.tasks import InputScan
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
 

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from palaestra.collect.collector import RunSummary
+from palaestra.collection.collector import RunSummary
 
 
 class RichProgress:
