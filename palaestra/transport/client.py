@@ -149,7 +149,6 @@ class _OriginPool:
 
     def __init__(self, target: Target, client: HttpClient) -> None:
         self.target = target
-        self._target = target
         self._client = client
         self._idle: collections.deque[Connection] = collections.deque()
 
@@ -175,7 +174,7 @@ class _OriginPool:
             connection.close()
 
     async def open(self, connect_timeout: float) -> Connection:
-        target = self._target
+        target = self.target
         async with self._client.connecting:
             try:
                 async with asyncio.timeout(connect_timeout):
@@ -194,7 +193,7 @@ class _OriginPool:
 
     async def _connect(self) -> Connection:
         """A connection to the server (or its proxy), its addresses raced as ``dial`` says."""
-        target, client = self._target, self._client
+        target, client = self.target, self._client
         loop = asyncio.get_running_loop()
         tls = client.tls_context() if target.scheme == "https" else None
         proxy = target.proxy
@@ -219,7 +218,7 @@ class _OriginPool:
         tls: ssl.SSLContext,
     ) -> Connection:
         """A CONNECT tunnel through the proxy, then TLS with the server inside it."""
-        target = self._target
+        target = self.target
         transport, tunnel = await first_to_connect(
             addresses, lambda address: loop.create_connection(Tunnel, address, proxy.port)
         )
