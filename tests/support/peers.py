@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,11 +30,29 @@ class Peer:
     """The pyenv version its venv is made with."""
 
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def palaestra_runtime() -> tuple[str, ...]:
+    """palaestra's own dependencies (pyproject.toml), for a peer that imports palaestra itself.
+
+    Such a peer's scripts put the source tree on ``sys.path``: palaestra is not installed there,
+    so the venv never holds a stale copy of it.
+    """
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return tuple(project["project"]["dependencies"])
+
+
 PEERS = {
     peer.name: peer
     for peer in (
         Peer("nemo-gym", ("nemo-gym==0.4.0",), "3.12.1"),
         Peer("nemo-evaluator", ("nemo-evaluator==0.3.0",), "3.12.1"),
+        # openenv-core pulls in gradio and fastmcp (and pins their web stack): a venv of its own.
+        # The harness adapter (palaestra.training.openenv) runs inside OpenEnv's process, so this
+        # venv also holds palaestra's runtime dependencies.
+        Peer("openenv", ("openenv-core==0.3.0", *palaestra_runtime()), "3.12.1"),
+        Peer("verifiers", ("verifiers==0.4.0",), "3.12.1"),
     )
 }
 
