@@ -44,7 +44,8 @@ class AutoApiModel(RemoteModel):
 
     def __init__(self, config: ModelConfig | str, *, http: HttpClient | None = None) -> None:
         super().__init__(config, http=http)
-        self.api: Literal["responses", "chat"] | None = None
+        # Token ids come back over Chat Completions only: capture decides the API at once.
+        self.api: Literal["responses", "chat"] | None = "chat" if self.tokens.capture else None
         # Set once the run's first call (the probe) has finished, whatever its outcome.
         self._probed: asyncio.Event | None = None
 
@@ -54,7 +55,10 @@ class AutoApiModel(RemoteModel):
             return await respond_with_responses(self.endpoint, params)
         if api == "chat":
             return await respond_with_chat(
-                self.endpoint, params, keep_token_ids=self.keep_token_ids
+                self.endpoint,
+                params,
+                keep_token_ids=self.keep_token_ids,
+                capture=self.tokens.capture,
             )
         return await self._undecided(params)
 

@@ -23,6 +23,7 @@ from palaestra.models.http import (
     request_json,
     scrub_exception,
 )
+from palaestra.models.tokens import TokenOptions
 from palaestra.transport import HttpClient, TransportError
 from palaestra.types import JsonDict
 
@@ -81,6 +82,19 @@ class RemoteEndpoint:
             timeouts=self.timeouts,
             retry=self.retry,
             stats=self.stats,
+        )
+
+    async def post_to(self, url: str, body: JsonDict) -> JsonDict:
+        """POST to a URL outside the base (vLLM's ``/tokenize`` lives at the server root), with
+        the same key, timeouts and retries; it is not a model call, so it is not counted."""
+        return await post_json(
+            self.http(),
+            url,
+            body,
+            headers=self._headers,
+            timeouts=self.timeouts,
+            retry=self.retry,
+            stats=ModelStats(),
         )
 
     async def model_name(self) -> str:
@@ -153,13 +167,23 @@ class RemoteModel:
     bare base URL with every other setting at its default: ``Client("http://host:8000/v1")``.
     ``config.options`` may hold ``OPTIONS``: ``keep_token_ids`` sends the training fields of
     earlier turns back on assistant messages over Chat Completions, which NeMo RL's vLLM server
-    uses to avoid re-tokenising the history.
+    uses to avoid re-tokenising the history; ``return_tokens`` asks the server for every call's
+    token ids and log-probs (Chat Completions only: ``palaestra.models.tokens``);
+    ``token_mode`` sends token ids instead of messages (``palaestra.models.token_client``),
+    parsing tool calls in ``tool_format`` (``hermes``) and rendering turns through the server's
+    ``/tokenize`` (or ``tokenize_url``).
 
     A subclass says how one request is made (``_respond``); the model name the server reports
     becomes ``name`` after the first answer.
     """
 
-    OPTIONS: ClassVar[Mapping[str, tuple[type, ...]]] = {"keep_token_ids": (bool,)}
+    OPTIONS: ClassVar[Mapping[str, tuple[type, ...]]] = {
+        "keep_token_ids": (bool,),
+        "return_tokens": (bool,),
+        "token_mode": (bool,),
+        "tool_format": (str,),
+        "tokenize_url": (str,),
+    }
     """The ``config.options`` this client accepts, with their types."""
 
     def __init__(self, config: ModelConfig | str, *, http: HttpClient | None = None) -> None:
@@ -170,6 +194,7 @@ class RemoteModel:
         options = backend_options(config, self.OPTIONS)
         self.config = config
         self.keep_token_ids: bool = options.get("keep_token_ids", False)
+        self.tokens = TokenOptions.of(options)
         self.endpoint = RemoteEndpoint(config, http=http)
         self.name: str = config.model or self.endpoint.base_url
         self.stats: ModelStats = self.endpoint.stats

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from palaestra.errors import ModelError
+from palaestra.errors import ConfigError, ModelError
 from palaestra.models.chat_format import context_length_response
 from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
 from palaestra.models.http import ContextLengthExceeded
 from palaestra.types import JsonDict
+
+if TYPE_CHECKING:
+    from palaestra.spec import ModelConfig
+    from palaestra.transport import HttpClient
 
 # A Response in one of these states has no usable answer, whatever its output holds. A tuple,
 # compared with ==, not a set: a server may send unhashable JSON as ``status``.
@@ -60,7 +64,19 @@ async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> 
 
 
 class OpenAIResponsesModel(RemoteModel):
-    """Any OpenAI-compatible server with a Responses endpoint (OpenAI, vLLM, palaestra serve)."""
+    """Any OpenAI-compatible server with a Responses endpoint (OpenAI, vLLM, palaestra serve).
+
+    It cannot capture token ids (no server returns them over Responses): ``return_tokens`` or
+    ``token_mode`` with ``api: responses`` is a ``ConfigError``.
+    """
+
+    def __init__(self, config: ModelConfig | str, *, http: HttpClient | None = None) -> None:
+        super().__init__(config, http=http)
+        if self.tokens.capture:
+            raise ConfigError(
+                "model backend 'openai': return_tokens and token_mode need Chat Completions "
+                "or completions, not api: responses (use api: chat or auto)"
+            )
 
     async def _respond(self, params: JsonDict) -> JsonDict:
         return await respond_with_responses(self.endpoint, params)

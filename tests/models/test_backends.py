@@ -201,7 +201,8 @@ def test_the_openai_backend_rejects_an_option_it_does_not_know() -> None:
     with pytest.raises(ConfigError) as caught:
         build_model(ModelConfig(url=URL, options={"keep_token_id": True}))
     assert str(caught.value) == (
-        "model backend 'openai': unknown option 'keep_token_id' (known: keep_token_ids)"
+        "model backend 'openai': unknown option 'keep_token_id' (known: keep_token_ids, "
+        "return_tokens, token_mode, tokenize_url, tool_format)"
     )
 
 

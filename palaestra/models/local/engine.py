@@ -22,6 +22,7 @@ from palaestra.models.local.prompt import (
     choice_grammar,
     chosen_function,
     plan_tools,
+    render_continuation,
     render_prompt,
 )
 from palaestra.models.local.request import (
@@ -31,6 +32,7 @@ from palaestra.models.local.request import (
     stops_of,
     tool_call,
 )
+from palaestra.models.local.tokens import TokenSampler
 from palaestra.types import JsonDict
 
 INSTALL_HINT = (
@@ -100,6 +102,7 @@ class LlamaEngine:
         self._grammars: Any = importlib.import_module("llama_cpp.llama_grammar")
         self.settings = settings
         self._schema_grammars: dict[bytes, str] = {}
+        self._sampler: TokenSampler | None = None
 
     @classmethod
     def load(cls, settings: LocalSettings) -> LlamaEngine:
@@ -144,6 +147,104 @@ class LlamaEngine:
                 raise
             tokens = len(self._llama.tokenize(prompt.encode(), add_bos=False, special=True))
             raise ContextWindowExceeded(str(exc), tokens) from None
+
+    def chat_tokens(
+        self, body: JsonDict, prefix: list[int] | None, new_messages: list[JsonDict]
+    ) -> JsonDict:
+        """Answer a Chat Completions body in token ids; the message gets the training fields.
+
+        Without ``prefix`` the whole conversation is rendered (message mode with capture).
+        With one (token mode), ``prefix`` is the previous call's prompt and generation ids,
+        kept as they are, and only ``new_messages`` are rendered after it. The answer's first
+        line (``message:`` or ``functions.<name>:``) is sampled under a grammar like the text
+        path's, but as part of the generation; a single forced function's line is template
+        (in the prompt). Raises ``ContextWindowExceeded`` for a prompt that does not fit.
+        """
+        settings = self.settings
+        if settings.chat_format is not None:
+            raise ConfigError("return_tokens and token_mode need chat_format: null (the default)")
+        sampler = self._token_sampler()
+        sampling = sampling_of(
+            body, seed=settings.seed, temperature=settings.temperature, top_p=settings.top_p
+        )
+        limit = max_tokens_of(body, settings.max_output_tokens)
+        plan = plan_tools(body.get("tools"), body.get("tool_choice"))
+        end = sampler.tokenize(IM_END, first=False)[-1]
+        if prefix is None:
+            text = render_prompt(body.get("messages"), body.get("tools"), plan)
+            prompt = sampler.tokenize(text, first=True)
+        else:
+            closed = bool(prefix) and prefix[-1] == end
+            text = render_continuation(new_messages, plan, closed=closed)
+            prompt = prefix + sampler.tokenize(text, first=False)
+        name: str | None = None
+        generated: list[int] = []
+        log_probs: list[float] = []
+        finished = True
+        if plan.uses_tools and (plan.allow_text or len(plan.names) > 1):
+            head = self._within(
+                sampler,
+                prompt,
+                min(limit, _HEAD_TOKENS),
+                sampling,
+                grammar=choice_grammar(plan, newline=True),
+            )
+            generated, log_probs, finished = head.ids, head.log_probs, head.finished
+            name = chosen_function(sampler.detokenize(head.ids), plan)
+        elif plan.uses_tools:
+            name = plan.names[0]
+            prompt = prompt + sampler.tokenize(f"{CALL_PREFIX}{name}:\n", first=False)
+        head_length = len(generated)
+        if finished and head_length < limit:
+            grammar = (
+                self._schema_grammar(plan.schema_of(name))
+                if name is not None
+                else self._text_grammar(body.get("response_format"))
+            )
+            rest = self._within(
+                sampler,
+                prompt + generated,
+                limit - head_length,
+                sampling,
+                grammar=grammar,
+                stops=[] if name is not None else stops_of(body),
+                keep_end=end,
+            )
+            generated, log_probs = generated + rest.ids, log_probs + rest.log_probs
+            finished = rest.finished
+        reply = generated[head_length:]
+        text = sampler.detokenize(reply[:-1] if reply and reply[-1] == end else reply)
+        call = {"name": name, "arguments": text.strip()} if name is not None else None
+        answer = chat_completion(
+            settings.name,
+            None if call else text.strip(),
+            call,
+            ("tool_calls" if call else "stop") if finished else "length",
+            len(prompt),
+            len(generated),
+        )
+        answer["choices"][0]["message"].update(
+            prompt_token_ids=prompt,
+            generation_token_ids=generated,
+            generation_log_probs=log_probs,
+        )
+        return answer
+
+    def _within(
+        self, sampler: TokenSampler, prompt: list[int], limit: int, sampling: JsonDict, **how: Any
+    ) -> Any:
+        room = self.settings.n_ctx - len(prompt)
+        if room < 1:
+            raise ContextWindowExceeded(
+                f"Requested tokens ({len(prompt)}) exceed context window of {self.settings.n_ctx}",
+                len(prompt),
+            )
+        return sampler.generate(prompt, limit=min(limit, room), sampling=sampling, **how)
+
+    def _token_sampler(self) -> TokenSampler:
+        if self._sampler is None:
+            self._sampler = TokenSampler(self._llama, import_llama_cpp(), self._grammars)
+        return self._sampler
 
     def _generate(
         self,

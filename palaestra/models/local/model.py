@@ -32,7 +32,8 @@ from palaestra.models.local.engine import (
     LocalSettings,
 )
 from palaestra.models.local.request import chat_completion
-from palaestra.types import JsonDict
+from palaestra.models.tokens import TokenOptions, token_history
+from palaestra.types import JsonDict, input_items
 
 if TYPE_CHECKING:
     from palaestra.spec import ModelConfig
@@ -70,6 +71,11 @@ class LocalModel:
     ``max_output_tokens`` caps an answer when the request sets no limit, so a weak model
     cannot ramble until the context is full; ``temperature`` and ``top_p`` likewise apply only
     to requests that set none. Deterministic at temperature 0 for a fixed seed.
+
+    ``return_tokens`` generates in token ids and puts every call's training fields on its last
+    output item (``palaestra.models.tokens``); ``token_mode`` also keeps the ids of earlier
+    turns exactly and renders only the new items after them, so a multi-turn rollout is
+    token-exact by construction. Both need ``chat_format=None``.
     """
 
     def __init__(
@@ -84,9 +90,17 @@ class LocalModel:
         temperature: float = 0.2,
         top_p: float = 0.9,
         name: str | None = None,
+        return_tokens: bool = False,
+        token_mode: bool = False,
     ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigError(INSTALL_HINT)
+        self.tokens = TokenOptions(return_tokens=return_tokens, token_mode=token_mode)
+        if self.tokens.capture and chat_format is not None:
+            raise ConfigError(
+                "model backend 'local': return_tokens and token_mode need chat_format: null "
+                "(palaestra's own prompt, which it renders in token ids)"
+            )
         path = os.fspath(model_path) if model_path else default_model_path()
         self.settings = LocalSettings(
             model_path=path,
@@ -114,6 +128,8 @@ class LocalModel:
         "max_output_tokens": (int,),
         "temperature": (float, int),
         "top_p": (float, int),
+        "return_tokens": (bool,),
+        "token_mode": (bool,),
     }
     """The ``config.options`` of the ``local`` backend: this constructor's keyword arguments."""
 
@@ -138,7 +154,10 @@ class LocalModel:
         llama.cpp's message, the same shape as a remote server's context-length error.
         """
         try:
-            completion = await self._chat(responses_to_chat(params))
+            if self.tokens.capture:
+                completion = await self._chat_tokens(params)
+            else:
+                completion = await self._chat(responses_to_chat(params))
         except ContextWindowExceeded as exc:
             return context_length_response(
                 params, model=self.name, message=exc.reason, input_tokens=exc.prompt_tokens
@@ -162,6 +181,24 @@ class LocalModel:
         self.stats.requests += 1
         try:
             return await self._run(lambda engine: engine.chat(body))
+        except (InputError, ConfigError, ModelError):
+            raise
+        except Exception as exc:
+            self.stats.failures += 1
+            raise ModelError(f"llama.cpp failed: {type(exc).__name__}: {exc}") from exc
+
+    async def _chat_tokens(self, params: JsonDict) -> JsonDict:
+        body = responses_to_chat(params)
+        prefix: list[int] | None = None
+        new_messages: list[JsonDict] = []
+        if self.tokens.token_mode:
+            history = token_history(input_items(params))
+            if history.prefix is not None:
+                prefix = history.prefix
+                new_messages = responses_to_chat({"input": history.new_items})["messages"]
+        self.stats.requests += 1
+        try:
+            return await self._run(lambda engine: engine.chat_tokens(body, prefix, new_messages))
         except (InputError, ConfigError, ModelError):
             raise
         except Exception as exc:

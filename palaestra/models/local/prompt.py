@@ -163,16 +163,37 @@ def render_prompt(messages: Any, tools: Any, plan: ToolPlan) -> str:
     return head + "".join(turns) + f"{IM_START}assistant\n"
 
 
+def render_continuation(messages: list[JsonDict], plan: ToolPlan, *, closed: bool) -> str:
+    """The text that follows an assistant generation in token mode: the end of its turn
+    (``<|im_end|>`` only when the generation did not write it, ``closed``), then ``messages``
+    as turns (tool results, user turns), then the open assistant turn. Rendered exactly as
+    ``render_prompt`` renders the same turns inside a whole conversation."""
+    turns: list[str] = [] if closed else [IM_END]
+    turns.append("\n")
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            turns.append(_turn("assistant", _assistant_text(message, plan.uses_tools)))
+        elif role in ("user", "tool", "system", "developer"):
+            role = "system" if role == "developer" else role
+            turns.append(_turn(str(role), content_text(message.get("content"))))
+        else:
+            raise InputError(f"unsupported message role {role!r}", field="messages")
+    return "".join(turns) + f"{IM_START}assistant\n"
+
+
 def _literal(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def choice_grammar(plan: ToolPlan) -> str:
-    """A GBNF grammar for the first line of the answer: ``message:`` or ``functions.<name>:``."""
+def choice_grammar(plan: ToolPlan, *, newline: bool = False) -> str:
+    """A GBNF grammar for the first line of the answer: ``message:`` or ``functions.<name>:``
+    (with its line break when ``newline``: in token mode the model writes that too)."""
     options = [_literal(f"{CALL_PREFIX}{name}:") for name in plan.names]
     if plan.allow_text:
         options.insert(0, _literal(MESSAGE_PREFIX))
-    return "root ::= " + " | ".join(options) + "\n"
+    rule = " | ".join(options)
+    return f'root ::= ({rule}) "\\n"\n' if newline else f"root ::= {rule}\n"
 
 
 def chosen_function(head: str, plan: ToolPlan) -> str | None:
