@@ -1,0 +1,1 @@
+"""Training: palaestra environments and rollouts as RL trainers consume them."""

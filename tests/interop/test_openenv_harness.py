@@ -1,0 +1,70 @@
+"""OpenEnv 0.3's own harness on palaestra environments through ``PalaestraSessionFactory``.
+
+OpenEnv's ``CollectRunner`` and its TRL rollout function (``build_harness_rollout_func``) run
+in the openenv peer venv, on the counter environment in that process and served over HTTP.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palaestra.envs.counter.environment import Counter
+from palaestra.serve.env_app import environment_app
+from palaestra.serve.guard import Guard
+from palaestra.serve.uvicorn_runner import BackgroundServer
+from tests.interop.peer_run import run_peer
+from tests.support.peers import REPO_ROOT
+
+TASKS = [
+    {"responses_create_params": {"input": "Add 2."}, "initial_value": 0, "target_value": 2},
+    {"responses_create_params": {"input": "Add 5."}, "initial_value": 0, "target_value": 5},
+    {"responses_create_params": {"input": "Add."}, "initial_value": 0},  # verify cannot score it
+]
+
+
+def harness(tmp_path: Path, env: str, token: str | None = None) -> Any:
+    spec = {
+        "palaestra_root": str(REPO_ROOT),
+        "env": env,
+        "token": token,
+        "tasks": TASKS,
+        "out": str(tmp_path / "collected"),
+    }
+    return run_peer("openenv", "openenv_harness.py", spec, cwd=tmp_path)
+
+
+def check(out: Any) -> None:
+    # The policy always adds 2: the env's verifier scores task 0 as 1 and task 1 as 0.
+    assert out["tools"] == ["increment", "read_counter"]
+    assert out["summary"] == {"collected": 2, "failed": 1, "avg_reward": 0.5}
+    first, second = out["records"]
+    assert (first["reward"], second["reward"]) == (1.0, 0.0)
+    assert first["verify_metrics"] == {"final_value": 2.0, "distance": 0.0}
+    rejected, accepted = first["tool_trace"]
+    assert rejected["result"]["data"].startswith("Error: invalid arguments for tool 'increment'")
+    assert rejected["result"]["error"] == rejected["result"]["data"]
+    assert accepted["result"] == {"data": "2", "done": False, "metadata": {}, "error": None}
+    # TRL's rollout function: the env reward per rollout and the policy's tokens untouched
+    assert out["trl"]["env_reward"] == [1.0, 0.0]
+    assert out["trl"]["completion_ids"] == [[100, 101, 102]] * 2
+    # a rollout the verifier cannot score stops the step with its kind, never a 0 (in process
+    # the verifier's exception itself, over HTTP the failure verdict the server answered)
+    assert out["trl_failure"].startswith(("VerifierFailure: ", "RolloutFailed: rollout failed"))
+    assert "verify raised KeyError: 'target_value'" in out["trl_failure"]
+
+
+def test_openenv_collects_and_trains_on_a_palaestra_environment_in_its_process(
+    tmp_path: Path,
+) -> None:
+    check(harness(tmp_path, "counter"))
+
+
+@pytest.mark.parametrize("token", [None, "env-secret"])
+def test_openenv_collects_and_trains_on_a_served_palaestra_environment(
+    tmp_path: Path, token: str | None
+) -> None:
+    with BackgroundServer(Guard(environment_app(Counter()), token=token)) as env:
+        check(harness(tmp_path, env.url, token))
