@@ -10,6 +10,13 @@ subprocesses (``palaestra collect ...``) reach it alike over real HTTP::
 A script maps Responses create params to a Response dict or a ``ScriptedFault``. Scripts are
 written once against Responses: a chat request is converted to Responses params before the
 script sees it, and the script's Response is converted back to a chat completion.
+
+With a ``tokenizer`` (``tests.support.toy_tokenizer``) the server also answers token ids as
+vLLM does (``flavour="vllm"``) or SGLang does (``"sglang"``): Chat Completions with
+``return_token_ids`` / ``logprobs`` (the prompt re-tokenised from the messages, the generation
+as the "model" sampled it), ``POST /tokenize`` with ``messages`` or ``prompt`` at the server
+root, and ``POST /v1/completions`` with a token-id prompt (the script then sees
+``{"prompt_token_ids", "prompt", "input": []}``).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from palaestra.models.chat_format import (
     response_to_chat_completion,
 )
 from palaestra.types import JsonDict
+from tests.support.toy_tokenizer import IM_END, ToyTokenizer, assistant_body
 
 
 @dataclass(frozen=True)
@@ -162,8 +170,12 @@ class ScriptedModelServer:
         model: str = DEFAULT_MODEL,
         api_key: str | None = None,
         models: Callable[[], Reply] | None = None,
+        tokenizer: ToyTokenizer | None = None,
+        flavour: Literal["vllm", "sglang"] = "vllm",
     ) -> None:
         self.script = script
+        self.tokenizer = tokenizer
+        self.flavour = flavour
         self.api = api
         self.model = model
         self.api_key = api_key
@@ -243,6 +255,9 @@ class ScriptedModelServer:
         serves_chat = self.api in ("both", "chat")
         app.router.add_post("/v1/responses", self._responses if serves_responses else self._absent)
         app.router.add_post("/v1/chat/completions", self._chat if serves_chat else self._absent)
+        if self.tokenizer is not None:
+            app.router.add_post("/tokenize", self._tokenize)
+            app.router.add_post("/v1/completions", self._completions)
         # Cancel handlers whose client went away, and don't wait long for slow ones on exit.
         runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5)
         await runner.setup()
@@ -307,7 +322,108 @@ class ScriptedModelServer:
         if body is None:
             return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
         params = chat_request_to_responses_params(body)
-        return await self._answer(request, self.script(params), convert=response_to_chat_completion)
+        convert = response_to_chat_completion
+        if self.tokenizer is not None and body.get("return_token_ids"):
+
+            def convert(response: JsonDict) -> JsonDict:
+                return self._chat_with_tokens(body, response)
+
+        return await self._answer(request, self.script(params), convert=convert)
+
+    # --- token ids (with a tokenizer) -------------------------------------------------------
+
+    def _generation(self, completion: JsonDict) -> tuple[str, list[int], list[float]]:
+        """What the "model" sampled for a scripted answer: the text vLLM returns (without the
+        end-of-turn token), the ids (with it) and their log-probs."""
+        assert self.tokenizer is not None
+        text = assistant_body(completion["choices"][0]["message"])
+        ids = [*self.tokenizer.generate(text), IM_END]
+        return text, ids, [-0.01 * (1 + i % 7) for i in range(len(ids))]
+
+    def _chat_with_tokens(self, body: JsonDict, response: JsonDict) -> JsonDict:
+        assert self.tokenizer is not None
+        completion = response_to_chat_completion(response)
+        rendered = self.tokenizer.render(body["messages"], body.get("tools"))
+        prompt = self.tokenizer.encode(rendered)
+        _, ids, log_probs = self._generation(completion)
+        choice = completion["choices"][0]
+        choice["token_ids"] = ids
+        as_ids = body.get("return_tokens_as_token_ids") and self.flavour == "vllm"
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": f"token_id:{token}" if as_ids else self.tokenizer.piece(token),
+                    "logprob": value,
+                    "bytes": None,
+                    "top_logprobs": [],
+                }
+                for token, value in zip(ids, log_probs, strict=True)
+            ]
+        }
+        if self.flavour == "vllm":
+            completion["prompt_token_ids"] = prompt
+        elif body.get("return_prompt_token_ids"):
+            choice["prompt_token_ids"] = prompt
+        return completion
+
+    async def _tokenize(self, request: web.Request) -> web.StreamResponse:
+        assert self.tokenizer is not None
+        body = await self._json_body(request) or {}
+        if isinstance(body.get("messages"), list):
+            text = self.tokenizer.render(
+                body["messages"],
+                body.get("tools"),
+                add_generation_prompt=bool(body.get("add_generation_prompt", True)),
+            )
+        else:
+            text = str(body.get("prompt", ""))
+        tokens = self.tokenizer.encode(text)
+        answer: JsonDict = {"count": len(tokens), "max_model_len": 4096, "tokens": tokens}
+        if body.get("return_token_strs"):
+            answer["token_strs"] = [self.tokenizer.piece(token) for token in tokens]
+        return web.json_response(answer)
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        assert self.tokenizer is not None
+        body = await self._json_body(request) or {}
+        prompt = body.get("prompt")
+        if not isinstance(prompt, list) or not all(isinstance(t, int) for t in prompt):
+            return web.json_response({"error": {"message": "prompt must be ids"}}, status=400)
+        params = {"prompt_token_ids": prompt, "prompt": self.tokenizer.decode(prompt), "input": []}
+        reply = self.script(params)
+
+        def convert(response: JsonDict) -> JsonDict:
+            text, ids, log_probs = self._generation(response_to_chat_completion(response))
+            choice: JsonDict = {
+                "index": 0,
+                "text": text,
+                "logprobs": {
+                    "text_offset": [],
+                    "token_logprobs": log_probs,
+                    "tokens": [self.tokenizer.piece(t) for t in ids] if self.tokenizer else [],
+                    "top_logprobs": [],
+                },
+                "finish_reason": "stop",
+                "stop_reason": None,
+            }
+            if body.get("return_token_ids"):
+                choice["token_ids"] = ids
+                choice["prompt_token_ids"] = prompt
+            usage = {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(ids),
+                "total_tokens": len(prompt) + len(ids),
+            }
+            return {
+                "id": "cmpl-scripted",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": self.model,
+                "choices": [choice],
+                "usage": usage,
+            }
+
+        return await self._answer(request, reply, convert=convert)
 
     async def _json_body(self, request: web.Request) -> JsonDict | None:
         try:
