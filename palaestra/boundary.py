@@ -8,6 +8,9 @@ traceback), with its type, message and the place in the environment's code it ca
 
     tool 'lookup' raised KeyError: 'x' (at /src/my_env/env.py:41 in lookup)
 
+The remote clients (``palaestra.remote``) hold their HTTP calls in a ``Boundary`` too, whose
+overruns are the transport's timeouts: one mapping, whether the code is in-process or served.
+
 "The environment's code" is the directory of the function the boundary called; when no frame
 is there (a helper elsewhere), the innermost frame outside palaestra's framework, the standard
 library and installed packages.
@@ -23,13 +26,13 @@ from collections.abc import Callable, Iterable
 from types import FrameType, TracebackType
 from typing import Any, Literal
 
-from palaestra.errors import RolloutFailure, ToolCallRejected, ToolError
+from palaestra.errors import PalaestraError, RolloutFailure, ToolCallRejected, ToolError
 
 Frame = tuple[str, int, str]
 """(file, line, function) of one frame."""
 
 
-class Overran(Exception):
+class Overran(PalaestraError):
     """A call into environment code ran past its limit (raised by palaestra's clock).
 
     ``frames`` is where the code was when the limit passed, innermost last; ``note`` adds what
@@ -46,11 +49,13 @@ class Boundary:
 
     ``what`` names the call in messages (``"verify"``, ``"tool 'lookup'"``); ``code`` is the
     function called, whose directory is the environment's code; ``rejects``: a ``ToolError``
-    is the model's mistake (``ToolCallRejected``), not a failure. Stateless: build one per
-    call site and reuse it (entering it costs no allocation).
+    is the model's mistake (``ToolCallRejected``), not a failure; ``overruns``: the exceptions
+    that mean the call ran past its limit (palaestra's clock; a remote call's ``TimeoutError``
+    too, whereas environment code's own ``TimeoutError`` is a failure like any other).
+    Stateless: build one per call site and reuse it (entering it costs no allocation).
     """
 
-    __slots__ = ("code", "failure", "rejects", "timeout", "what")
+    __slots__ = ("code", "failure", "overruns", "rejects", "timeout", "what")
 
     def __init__(
         self,
@@ -60,9 +65,10 @@ class Boundary:
         code: Callable[..., Any] | None = None,
         *,
         rejects: bool = False,
+        overruns: tuple[type[Exception], ...] = (Overran,),
     ) -> None:
         self.failure, self.timeout, self.what = failure, timeout, what
-        self.code, self.rejects = code, rejects
+        self.code, self.rejects, self.overruns = code, rejects, overruns
 
     def __enter__(self) -> Boundary:
         return self
@@ -85,11 +91,13 @@ class Boundary:
         """
         if isinstance(error, RolloutFailure | ToolCallRejected):
             return
-        if isinstance(error, Overran):
-            where = self.where(error.frames)
-            raise self.timeout(
-                f"{self.what} timed out after {error.seconds:g}s{where}{error.note}"
-            ) from None
+        if isinstance(error, self.overruns):
+            if isinstance(error, Overran):
+                where = self.where(error.frames)
+                raise self.timeout(
+                    f"{self.what} timed out after {error.seconds:g}s{where}{error.note}"
+                ) from None
+            raise self.timeout(f"{self.what} timed out ({describe(error)})") from None
         if self.rejects and isinstance(error, ToolError):
             raise ToolCallRejected(str(error)) from error
         where = self.where(traceback_frames(error.__traceback__))

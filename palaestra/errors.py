@@ -1,8 +1,51 @@
-"""The error taxonomy: each exception says which layer failed.
+"""The error taxonomy: each exception says which layer failed, and what becomes of it.
 
 A user mistake (bad input file, unknown environment, wrong flag) is an ``InputError`` or a
-``ConfigError`` and is shown as one line. An infrastructure failure during a rollout (model,
-tool, verifier) becomes a failure record with a ``FailureKind``; it is never scored as 0.
+``ConfigError`` and is shown as one line. A failure during a rollout (model, environment,
+tool, verifier) is a ``RolloutFailure``: it becomes a failure record with a ``FailureKind``
+and is never scored as 0. The tree (``kind`` of each failure; classes defined elsewhere are
+named with their module)::
+
+    PalaestraError                     every error palaestra raises on purpose
+    ├── ConfigError                    a wrong flag, name, file or missing extra: one line
+    │   ├── SandboxUnavailable         palaestra.sandbox: no sandbox on this machine
+    │   ├── OutputError                palaestra.collection.files: the output cannot be written
+    │   └── StackError                 palaestra.serve.supervisor: a stack cannot run
+    ├── InputError                     a bad input row: names the file, line and field
+    ├── RolloutFailure                 a rollout's failure, recorded with its kind
+    │   ├── ModelError                 model_error: the model endpoint failed or answered junk
+    │   │   ├── ModelHttpError         palaestra.models.http: an HTTP error after the retries
+    │   │   │   └── ContextLengthExceeded
+    │   │   ├── ContextWindowExceeded  palaestra.models.local
+    │   │   ├── ModelTimeout           timeout
+    │   │   └── ModelUnreachable       also a ServiceUnreachable: the run stops
+    │   │       └── ModelAuthError     401/403: the run stops at once
+    │   ├── ServiceUnreachable         a service every rollout needs is gone: the run stops
+    │   ├── EnvironmentFailure         env_error: the environment's seed/close/reset/step
+    │   │   ├── EnvironmentUnreachable also a ServiceUnreachable: the run stops
+    │   │   ├── EnvironmentTimeout     timeout
+    │   │   └── SessionLost            session_lost: the environment forgot the session
+    │   │       └── SessionExpired     its id is unknown, closed or expired (a LookupError)
+    │   ├── ToolFailure                tool_error: a tool raised (not the model's mistake)
+    │   │   └── ToolTimeout            timeout
+    │   ├── VerifierFailure            verifier_error: verify raised or returned no score
+    │   │   └── VerifierTimeout        timeout
+    │   ├── InvalidTask                invalid_input: a task row the environment cannot use
+    │   ├── AgentServerTimeout         timeout: a served agent did not answer in time
+    │   ├── WorkerCrash                worker_crash: a pool task killed its worker each time
+    │   ├── WorkerTimeout              timeout: a pool task overran each time
+    │   └── SandboxLimitExceeded       sandbox_limit: sandboxed code hit a resource limit
+    ├── ToolError                      raised by a tool: its message goes back to the model
+    ├── ToolCallRejected               the model's call was wrong: told to the model
+    ├── PoolClosed                     palaestra.sandbox: the worker pool was shut down
+    ├── PoolTaskError                  palaestra.sandbox: a pool task raised (its trace)
+    ├── SessionClosed                  palaestra.sandbox: a sandbox session was closed
+    ├── Overran                        palaestra.boundary: env code overran (never escapes)
+    ├── RequestError                   palaestra.serve: a request a server refuses (an answer)
+    └── BodyTooLarge                   palaestra.serve: a request body over the server's cap
+
+The transport's errors (``palaestra.transport.TransportError``, also ``TimeoutError`` for its
+timeouts) sit below this tree: the clients map them (``palaestra.boundary.Boundary``) into it.
 """
 
 from __future__ import annotations
@@ -74,6 +117,8 @@ class ModelAuthError(ModelUnreachable):
 
 
 class ModelTimeout(ModelError):
+    """The model endpoint did not answer within its timeout, after its retries."""
+
     kind = FailureKind.TIMEOUT
 
 
@@ -93,8 +138,32 @@ class SessionLost(EnvironmentFailure):
     kind = FailureKind.SESSION_LOST
 
 
+class SessionExpired(SessionLost, LookupError):
+    """The session id is unknown: never opened, closed, or expired after its TTL.
+
+    A ``SessionLost``: inside a rollout it is that rollout's ``session_lost`` failure; a
+    server answers it as a 404 of type ``session_lost``.
+    """
+
+
 class EnvironmentTimeout(EnvironmentFailure):
     """The environment's seed, close, reset or step ran past its time limit."""
+
+    kind = FailureKind.TIMEOUT
+
+
+class InvalidTask(RolloutFailure):
+    """A task row the environment cannot use (a missing or malformed field).
+
+    Raised in ``seed`` or ``verify`` (or caught there and returned as a failed verdict): the
+    rollout is an ``invalid_input`` failure, never a 0.
+    """
+
+    kind = FailureKind.INVALID_INPUT
+
+
+class AgentServerTimeout(RolloutFailure):
+    """A served agent (``palaestra.remote.RemoteAgent``) did not answer within its timeout."""
 
     kind = FailureKind.TIMEOUT
 

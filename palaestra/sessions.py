@@ -10,8 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from palaestra.errors import SessionLost
+from palaestra.errors import SessionExpired
 from palaestra.types import JsonDict
+
+__all__ = ["Session", "SessionExpired", "SessionStore"]
 
 
 @dataclass(slots=True)
@@ -25,13 +27,6 @@ class Session:
     """Per-step rewards of a turn-based (reset/step) episode, in order."""
     created_at: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
-
-
-class SessionExpired(SessionLost, LookupError):
-    """The session id is unknown: never opened, closed, or expired after its TTL.
-
-    A ``SessionLost``: inside a rollout it is that rollout's ``session_lost`` failure.
-    """
 
 
 class SessionStore:

@@ -55,3 +55,14 @@ def test_a_tool_error_is_the_model_s_mistake_only_at_a_boundary_that_rejects() -
         raise ToolError("try again")
     with pytest.raises(EnvironmentFailure, match="ToolError: try again"), BOUNDARY:
         raise ToolError("try again")
+
+
+def test_a_remote_call_s_timeout_is_an_overrun_but_environment_code_s_own_is_a_failure() -> None:
+    remote = Boundary(
+        EnvironmentFailure, EnvironmentTimeout, "POST /seed_session", overruns=(TimeoutError,)
+    )
+    with pytest.raises(EnvironmentTimeout, match=r"/seed_session timed out \(TimeoutError"), remote:
+        raise TimeoutError("no answer in 300s")
+    with pytest.raises(EnvironmentFailure) as caught, BOUNDARY:  # the env's own HTTP client
+        raise TimeoutError("upstream")
+    assert caught.value.kind is FailureKind.ENV_ERROR

@@ -12,6 +12,12 @@ running it twice would change the rollout. A server still unreachable after the 
 ``EnvironmentUnreachable`` (the collector stops the run, resumable). A session the server no
 longer knows (restarted, expired, forged token: a 404 of type ``session_lost``) is a
 ``SessionLost`` failure, never a fresh session scored as if it were the rollout's.
+
+What a call raised is mapped once, by a ``Boundary`` per call (``palaestra.boundary``): a
+transport timeout is the call's timeout failure, any other transport error its failure. A
+failure the server answered (``failure`` fields in a non-2xx body) keeps its kind. The wire
+names and codecs are ``palaestra.protocol``'s, shared with the server; no web framework is
+imported here.
 """
 
 from __future__ import annotations
@@ -23,39 +29,45 @@ from http.cookies import SimpleCookie
 
 import orjson
 
+from palaestra.boundary import Boundary, describe
 from palaestra.errors import (
     ConfigError,
     EnvironmentFailure,
+    EnvironmentTimeout,
     EnvironmentUnreachable,
     RolloutFailure,
     SessionLost,
     ToolCallRejected,
     ToolFailure,
+    ToolTimeout,
     VerifierFailure,
+    VerifierTimeout,
 )
 from palaestra.models.http import RetryPolicy
-from palaestra.protocol import SESSION_LOST, failure_from_fields
-from palaestra.serve.sessions_http import HEADER_NAME
+from palaestra.protocol import (
+    CLOSE_SESSION,
+    LIVENESS,
+    RESENDABLE_ROUTES,
+    RESET,
+    SEED_SESSION,
+    SESSION_HEADER,
+    SESSION_LOST,
+    STEP,
+    TOOLS,
+    VERIFY,
+    error_of,
+    failure_from_fields,
+    observation_of,
+    step_from_answer,
+    tool_route,
+    tools_of,
+    verdict_from_answer,
+)
 from palaestra.step_env import StepResult
 from palaestra.transport import ConnectFailed, HttpAnswer, HttpClient, TransportError
 from palaestra.types import JsonDict, Verdict
 
-_PROTOCOL_FIELDS = frozenset(
-    {
-        "reward",
-        "reward_components",
-        "step_rewards",
-        "failure",
-        "response",
-        "responses_create_params",
-        "_palaestra",
-        "agent_ref",
-        "_ng_task_index",
-        "_ng_rollout_index",
-        "error",
-    }
-)
-
+__all__ = ["RemoteEnvironmentClient", "verdict_from_answer"]
 
 _CONNECT_SECONDS = 10.0
 _ANSWER_SECONDS = 300.0
@@ -105,26 +117,24 @@ class RemoteEnvironmentClient:
         client = cls(base_url, http=http, token=token, retry=retry)
         try:
             await client._learn_tools()
-        except (TransportError, TimeoutError) as error:
+        except Exception as error:
             await client.aclose()
-            detail = str(error) or type(error).__name__
-            raise ConfigError(f"cannot reach environment server {base_url}: {detail}") from None
-        except ConfigError:
-            await client.aclose()
+            if isinstance(error, TransportError | TimeoutError):
+                raise ConfigError(
+                    f"cannot reach environment server {base_url}: {describe(error)}"
+                ) from None
             raise
         return client
 
     async def _learn_tools(self) -> None:
-        alive = await self._get("/")
+        alive = await self._get(LIVENESS)
         if alive.status >= 400:
             raise ConfigError(f"environment server {self.base_url} answered {alive.status}")
-        listed = await self._get("/tools")
+        listed = await self._get(TOOLS)
         if listed.status != 200:
             return
         try:
-            listing = orjson.loads(listed.body)
-            self._tools = list(listing["tools"])
-            self.default_agent = str(listing.get("default_agent", "tool_calling"))
+            self._tools, self.default_agent = tools_of(orjson.loads(listed.body))
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise ConfigError(f"{self.base_url}/tools answered an unusable body: {error}") from None
 
@@ -141,34 +151,32 @@ class RemoteEnvironmentClient:
         return self._tools
 
     async def seed(self, task: JsonDict) -> str:
-        status, body, response = await self._post(
-            "seed_session", task, None, EnvironmentFailure, seed=True
-        )
+        status, body, response = await self._post(SEED_SESSION, task, None, _SEED)
         if status != 200:
-            raise EnvironmentFailure(f"seed_session answered {status}: {_excerpt(body)}")
+            raise _answered(EnvironmentFailure, "seed_session", status, body)
         handle = secrets.token_hex(8)
         self._cookies[handle] = {}
         self._remember_cookies(handle, response)
-        token = response.headers.get(HEADER_NAME.lower())
-        self._headers[handle] = {HEADER_NAME: token} if token else {}
+        token = response.headers.get(SESSION_HEADER)
+        self._headers[handle] = {SESSION_HEADER: token} if token else {}
         return handle
 
     async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
-        status, body, _ = await self._post(name, arguments, session_id, ToolFailure)
+        status, body, _ = await self._post(tool_route(name), arguments, session_id, _TOOL)
         if status == 200:
             return _as_text(body)
         if status in (400, 404, 422):
             raise ToolCallRejected(
                 _error_message(body) if status != 404 or body else f"unknown tool '{name}'"
             )
-        raise ToolFailure(f"tool '{name}' answered {status}: {_excerpt(body)}")
+        raise _answered(ToolFailure, f"tool '{name}'", status, body)
 
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
         status, body, _ = await self._post(
-            "verify", {**task, "response": response}, session_id, VerifierFailure
+            VERIFY, {**task, "response": response}, session_id, _VERIFY
         )
         if status != 200:
-            raise VerifierFailure(f"verify answered {status}: {_excerpt(body)}")
+            raise _answered(VerifierFailure, "verify", status, body)
         try:
             answer = orjson.loads(body)
             return verdict_from_answer(answer, task)
@@ -176,29 +184,36 @@ class RemoteEnvironmentClient:
             raise VerifierFailure(f"verify answered an unusable body: {error}") from None
 
     async def reset(self, session_id: str) -> str:
-        body = await self._post_ok("reset", {}, session_id)
-        return str(body["observation"])
+        answer = await self._post_ok(RESET, {}, session_id)
+        try:
+            return observation_of(answer)
+        except KeyError:
+            raise EnvironmentFailure(f"{RESET} answered no 'observation'") from None
 
     async def step(self, session_id: str, action: str) -> StepResult:
-        return StepResult.from_json(await self._post_ok("step", {"action": action}, session_id))
+        answer = await self._post_ok(STEP, {"action": action}, session_id)
+        try:
+            return step_from_answer(answer)
+        except (KeyError, TypeError, ValueError) as error:
+            raise EnvironmentFailure(f"{STEP} answered an unusable body: {error}") from None
 
     async def _post_ok(self, route: str, body: JsonDict, session_id: str) -> JsonDict:
-        status, raw, _ = await self._post(route, body, session_id, EnvironmentFailure)
+        status, raw, _ = await self._post(route, body, session_id, _ENV)
         if status == 404:
-            raise EnvironmentFailure(f"{self.base_url} has no /{route}: not a turn-based env")
+            raise EnvironmentFailure(f"{self.base_url} has no {route}: not a turn-based env")
         if status != 200:
-            raise EnvironmentFailure(f"/{route} answered {status}: {_excerpt(raw)}")
+            raise _answered(EnvironmentFailure, route, status, raw)
         try:
             answer = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            raise EnvironmentFailure(f"/{route} answered a non-JSON body") from None
+            raise EnvironmentFailure(f"{route} answered a non-JSON body") from None
         if not isinstance(answer, dict):
-            raise EnvironmentFailure(f"/{route} answered {type(answer).__name__}, not an object")
+            raise EnvironmentFailure(f"{route} answered {type(answer).__name__}, not an object")
         return answer
 
     async def close(self, session_id: str) -> None:
         try:
-            await self._post("close_session", {}, session_id, EnvironmentFailure)
+            await self._post(CLOSE_SESSION, {}, session_id, _ENV)
         finally:
             self._cookies.pop(session_id, None)
             self._headers.pop(session_id, None)
@@ -214,9 +229,7 @@ class RemoteEnvironmentClient:
         route: str,
         body: JsonDict,
         session_id: str | None,
-        failure: type[RolloutFailure],
-        *,
-        seed: bool = False,
+        failures: tuple[type[RolloutFailure], type[RolloutFailure]],
     ) -> tuple[int, bytes, HttpAnswer]:
         headers = {"Content-Type": "application/json", **self._auth}
         if session_id is not None:
@@ -224,8 +237,9 @@ class RemoteEnvironmentClient:
             cookies = self._cookies.get(session_id, {})
             if cookies:
                 headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        url = f"{self.base_url}/{route}"
-        answer = await self._send(url, orjson.dumps(body), headers, failure, seed)
+        url = f"{self.base_url}{route}"
+        boundary = Boundary(*failures, url, overruns=(TimeoutError,))
+        answer = await self._send(url, orjson.dumps(body), headers, boundary, route)
         if session_id is not None:
             if answer.status == 404 and _is_session_lost(answer.body):
                 raise SessionLost(f"{url}: {_error_message(answer.body)}")
@@ -237,10 +251,11 @@ class RemoteEnvironmentClient:
         url: str,
         data: bytes,
         headers: dict[str, str],
-        failure: type[RolloutFailure],
-        seed: bool,
+        boundary: Boundary,
+        route: str,
     ) -> HttpAnswer:
         """One POST with the retry budget (see the module docstring for what is retried)."""
+        seed = route == SEED_SESSION
         attempt = 0
         while True:
             retry_after: float | None = None
@@ -252,18 +267,14 @@ class RemoteEnvironmentClient:
                     headers=headers,
                     connect_timeout=_CONNECT_SECONDS,
                     read_timeout=_ANSWER_SECONDS,
-                    # Resent on a dead kept-alive connection only if running twice is harmless:
-                    # a seed or a close, never a tool call, verify, reset or step.
-                    idempotent=seed or url.endswith("/close_session"),
+                    # Resent on a dead kept-alive connection only if running twice is harmless.
+                    idempotent=route in RESENDABLE_ROUTES,
                 )
-            except ConnectFailed as error:  # refused, unresolvable: nothing was sent
-                last: str | HttpAnswer = str(error) or type(error).__name__
-            except TimeoutError:
-                raise failure(f"{url} timed out") from None
-            except TransportError as error:  # the server may have seen it: a seed only
-                if not seed:
-                    raise failure(f"{url} failed: {error}") from None
-                last = f"connection failed: {error}"
+            except Exception as error:
+                if not _retried(error, seed):
+                    boundary.raise_for(error)
+                    raise
+                last: str | HttpAnswer = describe(error)
             else:
                 if not (seed and answer.status in _BUSY_STATUSES):
                     return answer
@@ -288,31 +299,39 @@ class RemoteEnvironmentClient:
                     jar[key] = morsel.value
 
 
-def verdict_from_answer(answer: JsonDict, task: JsonDict) -> Verdict:
-    """A verify answer back into a Verdict: its fields beyond the task's are the metrics.
+_SEED = (EnvironmentFailure, EnvironmentTimeout)
+_ENV = (EnvironmentFailure, EnvironmentTimeout)
+_TOOL = (ToolFailure, ToolTimeout)
+_VERIFY = (VerifierFailure, VerifierTimeout)
 
-    An answer carrying a failure (palaestra's ``failure`` or NeMo Gym's ``_ng_failure_class``)
-    is that failure, whatever placeholder ``reward`` travels beside it.
-    """
-    failure = failure_from_fields(answer)
-    if failure is not None:
-        return Verdict(failure=failure)
-    metrics = {k: v for k, v in answer.items() if k not in _PROTOCOL_FIELDS and k not in task}
-    return Verdict(
-        reward=float(answer["reward"]),
-        reward_components=answer.get("reward_components"),
-        step_rewards=answer.get("step_rewards"),
-        metrics=metrics,
-    )
+
+def _retried(error: Exception, seed: bool) -> bool:
+    """Whether a failed POST is sent again: nothing was sent (a connection that could not be
+    made), or a seed whose connection broke (the server may have seen it: a session lost)."""
+    return isinstance(error, ConnectFailed) or (seed and isinstance(error, TransportError))
+
+
+def _answered(failure: type[RolloutFailure], what: str, status: int, body: bytes) -> RolloutFailure:
+    """The failure a non-2xx answer means: the one it carries (its kind kept), else ``failure``."""
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        parsed = None
+    carried = failure_from_fields(parsed) if isinstance(parsed, dict) else None
+    if carried is None:
+        return failure(f"{what} answered {status}: {_excerpt(body)}")
+    error = failure(f"{what} answered {status}: {carried.reason}")
+    error.kind = carried.kind  # a timeout on the server is a timeout here
+    return error
 
 
 def _is_session_lost(body: bytes) -> bool:
     """Whether a 404 is the server's "this session is lost" (not an unknown route or tool)."""
     try:
-        error = orjson.loads(body).get("error")
-    except (orjson.JSONDecodeError, AttributeError):
+        kind, _ = error_of(orjson.loads(body))
+    except orjson.JSONDecodeError:
         return False
-    return isinstance(error, dict) and error.get("type") == SESSION_LOST
+    return kind == SESSION_LOST
 
 
 def _seconds(value: str | None) -> float | None:
@@ -335,15 +354,9 @@ def _as_text(body: bytes) -> str:
 
 def _error_message(body: bytes) -> str:
     try:
-        error = orjson.loads(body)
-        if isinstance(error, dict):
-            detail = error.get("error", error.get("detail", error))
-            if isinstance(detail, dict) and "message" in detail:
-                return str(detail["message"])
-            return str(detail)
+        return error_of(orjson.loads(body))[1]
     except orjson.JSONDecodeError:
-        pass
-    return _excerpt(body)
+        return _excerpt(body)
 
 
 def _excerpt(body: bytes) -> str:

@@ -9,7 +9,7 @@
 """
 
 from palaestra.sandbox.limits import Limit, Limits, limit_from_error
-from palaestra.sandbox.pool import PoolClosed, PoolStats, TaskError, WorkerPool
+from palaestra.sandbox.pool import PoolClosed, PoolStats, PoolTaskError, WorkerPool
 from palaestra.sandbox.result import SandboxResult
 from palaestra.sandbox.runner import DEBIAN_PYTHON, Isolation, Sandbox, SandboxUnavailable
 from palaestra.sandbox.session import CellResult, PythonSession, SessionClosed
@@ -22,12 +22,12 @@ __all__ = [
     "Limits",
     "PoolClosed",
     "PoolStats",
+    "PoolTaskError",
     "PythonSession",
     "Sandbox",
     "SandboxResult",
     "SandboxUnavailable",
     "SessionClosed",
-    "TaskError",
     "WorkerPool",
     "limit_from_error",
 ]

@@ -39,7 +39,7 @@ class PoolClosed(PalaestraError):
     """The pool was shut down before the task could finish."""
 
 
-class TaskError(PalaestraError):
+class PoolTaskError(PalaestraError):
     """The task raised an exception that could not be sent back; the message has its trace."""
 
 
@@ -241,4 +241,4 @@ class WorkerPool:
         if isinstance(error, BaseException):
             error.add_note(f"raised in a pool worker:\n{trace}")
             raise error
-        raise TaskError(str(trace).strip().splitlines()[-1] if trace else "unknown error")
+        raise PoolTaskError(str(trace).strip().splitlines()[-1] if trace else "unknown error")

@@ -20,13 +20,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.agents.base import Agent, AgentResult
+from palaestra.agents.base import Agent
 from palaestra.collection.tasks import task_problem
 from palaestra.env_client import EnvironmentClient
 from palaestra.errors import ServiceUnreachable
 from palaestra.models.base import Model
-from palaestra.protocol import failure_error, failure_fields
-from palaestra.serve.env_app import aggregate_endpoint, verdict_fields
+from palaestra.protocol import (
+    AGGREGATE_METRICS,
+    LIVENESS,
+    RESPONSES,
+    RUN,
+    agent_health,
+    failure_error,
+    run_answer,
+)
+from palaestra.serve.env_app import aggregate_endpoint
 from palaestra.serve.guard import BodyTooLarge
 from palaestra.serve.http_json import (
     JSONResponse,
@@ -42,13 +50,12 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
     """An ASGI app running ``agent`` against ``env`` and ``model`` for each request."""
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "agent": agent.name, "environment": env.name})
+        return JSONResponse(agent_health(agent.name, env.name))
 
     async def run(request: Request) -> Response:
         task = await json_object(request)
         _check_task(task)
-        result = await agent.run(task, env, model)
-        return rollout_answer(task, result)
+        return JSONResponse(run_answer(task, await agent.run(task, env, model)))
 
     async def responses(request: Request) -> Response:
         params = await json_object(request)
@@ -68,32 +75,16 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
     return Starlette(
         lifespan=lifespan,
         routes=[
-            Route("/", health, methods=["GET"]),
-            Route("/run", run, methods=["POST"]),
-            Route("/v1/responses", responses, methods=["POST"]),
-            Route("/aggregate_metrics", aggregate_endpoint, methods=["POST"]),
+            Route(LIVENESS, health, methods=["GET"]),
+            Route(RUN, run, methods=["POST"]),
+            Route(RESPONSES, responses, methods=["POST"]),
+            Route(AGGREGATE_METRICS, aggregate_endpoint, methods=["POST"]),
         ],
         exception_handlers={
             RequestError: _on_error,
             BodyTooLarge: _on_error,
             ServiceUnreachable: _unreachable,  # not the rollout's fault: the caller may stop
         },
-    )
-
-
-def rollout_answer(task: JsonDict, result: AgentResult) -> Response:
-    failure = result.failure or (result.verdict.failure if result.verdict else None)
-    facts = {
-        "model_calls": result.model_calls,
-        "tool_calls": result.tool_calls,
-        "timings": result.timings,
-    }
-    if failure is not None or result.verdict is None:
-        failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
-        body = {**task, "response": result.response, **failure_fields(failure), "_palaestra": facts}
-        return JSONResponse(body)
-    return JSONResponse(
-        {**task, "response": result.response, **verdict_fields(result.verdict), "_palaestra": facts}
     )
 
 

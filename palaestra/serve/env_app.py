@@ -41,13 +41,32 @@ from starlette.routing import Route
 from palaestra.collection.metrics import aggregate_rows
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.environment import Environment
-from palaestra.errors import RolloutFailure, ToolCallRejected
+from palaestra.errors import RolloutFailure, SessionLost, ToolCallRejected
 from palaestra.protocol import (
+    AGGREGATE_METRICS,
+    CLOSE_SESSION,
+    DATASET_SIZE,
+    HEALTH,
+    LIVENESS,
+    RESERVED_ROUTES,
+    RESET,
+    SEED_SESSION,
+    SERVER_BUSY,
+    SESSION_COOKIE,
+    SESSION_HEADER,
     SESSION_LOST,
+    STEP,
+    TOOLS,
+    VERIFY,
     failure_error,
-    failure_fields,
     failure_from_fields,
     is_failure_row,
+    reset_answer,
+    step_answer,
+    tool_route,
+    tools_answer,
+    verdict_fields,
+    verify_answer,
 )
 from palaestra.serve.evaluator import (
     PROTOCOL,
@@ -69,8 +88,8 @@ from palaestra.serve.http_json import (
     request_error_response,
     require,
 )
-from palaestra.serve.sessions_http import COOKIE_NAME, HEADER_NAME, SessionSigner
-from palaestra.sessions import Session, SessionExpired
+from palaestra.serve.sessions_http import SessionSigner, token_of
+from palaestra.sessions import Session
 from palaestra.step_env import StepEnvironment
 from palaestra.types import Failure, JsonDict, Verdict
 
@@ -88,18 +107,6 @@ about 512 KB of JSON. Larger seeds are a 413 naming the limit."""
 RETRY_AFTER_SECONDS = 1
 """What a refused seed is told to wait: sessions free as rollouts finish, within seconds."""
 
-RESERVED_ROUTES = frozenset(
-    {
-        "seed_session",
-        "verify",
-        "close_session",
-        "aggregate_metrics",
-        "tools",
-        "health",
-        "reset",
-        "step",
-    }
-)
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -125,23 +132,23 @@ def environment_app(
     signer = SessionSigner(secret or secrets.token_bytes(32))
     caps = SessionCaps(max_sessions, max_task_bytes)
     routes = [
-        Route("/", _health(client, caps), methods=["GET"]),
-        Route("/tools", _tools(client), methods=["GET"]),
-        Route("/health", _evaluator_health(environment.name, tasks), methods=["GET"]),
-        Route("/dataset_size", _dataset_size(tasks), methods=["GET"]),
-        Route("/seed_session", _seed(client, signer, tasks, caps), methods=["POST"]),
-        Route("/verify", _verify(client, signer, tasks), methods=["POST"]),
-        Route("/close_session", _close(client, signer), methods=["POST"]),
-        Route("/aggregate_metrics", aggregate_endpoint, methods=["POST"]),
+        Route(LIVENESS, _health(client, caps), methods=["GET"]),
+        Route(TOOLS, _tools(client), methods=["GET"]),
+        Route(HEALTH, _evaluator_health(environment.name, tasks), methods=["GET"]),
+        Route(DATASET_SIZE, _dataset_size(tasks), methods=["GET"]),
+        Route(SEED_SESSION, _seed(client, signer, tasks, caps), methods=["POST"]),
+        Route(VERIFY, _verify(client, signer, tasks), methods=["POST"]),
+        Route(CLOSE_SESSION, _close(client, signer), methods=["POST"]),
+        Route(AGGREGATE_METRICS, aggregate_endpoint, methods=["POST"]),
     ]
     routes += [
-        Route(f"/{name}", _tool(client, signer, name), methods=["POST"])
+        Route(tool_route(name), _tool(client, signer, name), methods=["POST"])
         for name in environment.tool_specs
     ]
     if isinstance(environment, StepEnvironment):
         routes += [
-            Route("/reset", _reset(client, signer), methods=["POST"]),
-            Route("/step", _step(client, signer), methods=["POST"]),
+            Route(RESET, _reset(client, signer), methods=["POST"]),
+            Route(STEP, _step(client, signer), methods=["POST"]),
         ]
 
     @contextlib.asynccontextmanager
@@ -154,9 +161,8 @@ def environment_app(
         routes=routes,
         exception_handlers={
             RequestError: _on_error,
-            RolloutFailure: _on_error,
+            RolloutFailure: _on_error,  # a SessionLost too (404), the rest logged (500)
             BodyTooLarge: _on_error,
-            SessionExpired: _on_error,
             ToolCallRejected: _on_error,
         },
     )
@@ -199,7 +205,7 @@ class SessionCaps:
                 503,
                 f"this server holds {len(client.sessions)} sessions, its max_sessions; "
                 "retry after one closes",
-                kind="server_busy",
+                kind=SERVER_BUSY,
                 headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
 
@@ -245,9 +251,7 @@ def _dataset_size(dataset: list[JsonDict]) -> Handler:
 
 def _tools(client: LocalEnvironmentClient) -> Handler:
     async def tools(request: Request) -> Response:
-        return JSONResponse(
-            {"tools": client.tools(), "default_agent": client.environment.default_agent}
-        )
+        return JSONResponse(tools_answer(client.tools(), client.environment.default_agent))
 
     return tools
 
@@ -265,15 +269,11 @@ def _seed(
         if is_evaluator_seed(task):  # NeMo Evaluator: only an index into our task list
             idx, task = task_at(dataset, task)
             answer = prompt_of(idx, task)
-        try:
-            session_id = await client.seed(task)
-        except RolloutFailure as failure:
-            _log_failure("seed_session", failure)
-            raise
+        session_id = await client.seed(task)  # a failure: logged and answered by _on_error
         token = signer.token(session_id)
         response = JSONResponse(answer)
-        response.headers[HEADER_NAME] = token
-        response.set_cookie(COOKIE_NAME, token, httponly=True, samesite="lax")
+        response.headers[SESSION_HEADER] = token
+        response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="lax")
         return response
 
     return seed
@@ -283,12 +283,7 @@ def _tool(client: LocalEnvironmentClient, signer: SessionSigner, name: str) -> H
     async def call(request: Request) -> Response:
         arguments = await json_object(request)
         session_id = _session_of(request, signer)
-        try:
-            value = await client.call_tool_value(session_id, name, arguments)
-        except RolloutFailure as failure:
-            _log_failure(f"tool '{name}'", failure)
-            raise
-        return JSONResponse(value)
+        return JSONResponse(await client.call_tool_value(session_id, name, arguments))
 
     return call
 
@@ -318,15 +313,12 @@ def _verify(
                 if named is not session.task:
                     session_id, task = None, named or task
         verdict = await _score(client, session_id, task, response)
-        if verdict.failure is None:
-            fields = verdict_fields(verdict)
-            if evaluator:
-                return JSONResponse(evaluator_answer(body, fields))
-            return JSONResponse({**body, **fields})
-        if evaluator or session_id is None:
+        if verdict.failure is not None and (evaluator or session_id is None):
             return JSONResponse(failure_error(verdict.failure), status_code=500)
-        # In a session: the answer an agent passes on as its rollout row (see the docstring).
-        return JSONResponse({**body, "reward": 0.0, **failure_fields(verdict.failure)})
+        if evaluator:
+            return JSONResponse(evaluator_answer(body, verdict_fields(verdict)))
+        # In a session, a failure is the answer an agent passes on as its rollout row.
+        return JSONResponse(verify_answer(body, verdict))
 
     return verify
 
@@ -344,13 +336,8 @@ async def _score(
         finally:
             await client.close(session_id)
     except RolloutFailure as failure:
-        _log_failure("verify", failure)
+        _log_failure(VERIFY, failure)
         return Verdict(failure=Failure(failure.kind, failure.reason))
-
-
-def verdict_fields(verdict: Verdict) -> JsonDict:
-    """A scored verdict as verify-answer fields (a failed one travels as ``failure_fields``)."""
-    return verdict.to_fields()
 
 
 def _log_failure(where: str, failure: RolloutFailure) -> None:
@@ -371,12 +358,7 @@ def _reset(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
 
     async def reset(request: Request) -> Response:
         session_id = _session_of(request, signer)
-        try:
-            observation = await client.reset(session_id)
-        except RolloutFailure as failure:
-            _log_failure("reset", failure)
-            raise
-        return JSONResponse({"observation": observation})
+        return JSONResponse(reset_answer(await client.reset(session_id)))
 
     return reset
 
@@ -388,12 +370,7 @@ def _step(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
         body = await json_object(request)
         require(body, "action", str, "the model's text")
         session_id = _session_of(request, signer)
-        try:
-            result = await client.step(session_id, body["action"])
-        except RolloutFailure as failure:
-            _log_failure("step", failure)
-            raise
-        return JSONResponse(result.to_json())
+        return JSONResponse(step_answer(await client.step(session_id, body["action"])))
 
     return step
 
@@ -403,13 +380,9 @@ def _close(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
         session_id = _token_session(request, signer)
         if session_id is not None:
             client.sessions.get(session_id)  # a lost session: 404 session_lost
-            try:
-                await client.close(session_id)
-            except RolloutFailure as failure:
-                _log_failure("close_session", failure)
-                raise
+            await client.close(session_id)
         response = JSONResponse({})
-        response.delete_cookie(COOKIE_NAME)
+        response.delete_cookie(SESSION_COOKIE)
         return response
 
     return close
@@ -445,7 +418,7 @@ async def aggregate_endpoint(request: Request) -> Response:
 
 def _token_session(request: Request, signer: SessionSigner) -> str | None:
     """The session id the request's token names; None without a token, 404 if it is forged."""
-    token = request.headers.get(HEADER_NAME) or request.cookies.get(COOKIE_NAME)
+    token = token_of(request)
     if not token:
         return None
     session_id = signer.session_id(token)
@@ -466,22 +439,23 @@ def _session_of(request: Request, signer: SessionSigner) -> str:
         raise RequestError(
             401,
             "no valid session: call /seed_session first and send its "
-            f"cookie or the {HEADER_NAME} header",
+            f"cookie or the {SESSION_HEADER} header",
             param="session",
         )
     return session_id
 
 
 async def _on_error(request: Request, exc: Exception) -> Response:
+    """The one mapping from what a route raised to its answer (the failures are logged here)."""
     if isinstance(exc, RequestError):
         return request_error_response(exc)
-    if isinstance(exc, SessionExpired):
-        return error_response(404, str(exc), param="session", kind=SESSION_LOST)
+    if isinstance(exc, SessionLost):
+        return error_response(404, exc.reason, param="session", kind=SESSION_LOST)
     if isinstance(exc, ToolCallRejected):
         return error_response(422, str(exc))
     if isinstance(exc, BodyTooLarge):
         return error_response(413, str(exc))
     if isinstance(exc, RolloutFailure):
-        failure = Failure(exc.kind, exc.reason)
-        return JSONResponse(failure_error(failure), status_code=500)
+        _log_failure(request.url.path.lstrip("/"), exc)
+        return JSONResponse(failure_error(Failure(exc.kind, exc.reason)), status_code=500)
     return error_response(500, type(exc).__name__)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hmac
-from typing import Any
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from palaestra.errors import PalaestraError
+from palaestra.protocol import error_body
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 
@@ -52,7 +54,9 @@ class Guard:
         return bounded_receive
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(PalaestraError):
+    """A request body grew past the server's cap while it was read (a 413)."""
+
     def __init__(self, limit: int) -> None:
         super().__init__(f"request body over {limit} bytes")
 
@@ -64,10 +68,7 @@ def _bearer_matches(header: str | None, token: str) -> bool:
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
-    body: Any = {
-        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}
-    }
-    payload = orjson.dumps(body)
+    payload = orjson.dumps(error_body(status, message))
     await send(
         {
             "type": "http.response.start",

@@ -13,6 +13,9 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from palaestra.errors import PalaestraError
+from palaestra.protocol import error_body
+
 
 class JSONResponse(Response):
     """A JSON response serialised by orjson (several times faster than the stdlib encoder)."""
@@ -23,7 +26,7 @@ class JSONResponse(Response):
         return orjson.dumps(content)
 
 
-class RequestError(Exception):
+class RequestError(PalaestraError):
     """A request the server refuses; ``param`` names the offending field when there is one.
 
     ``kind`` is the error ``type`` (e.g. ``session_lost``) when the default for the status
@@ -50,10 +53,7 @@ class RequestError(Exception):
 def error_response(
     status: int, message: str, *, param: str | None = None, kind: str | None = None
 ) -> JSONResponse:
-    if kind is None:
-        kind = "invalid_request_error" if status < 500 else "server_error"
-    error = {"message": message, "type": kind, "param": param, "code": None}
-    return JSONResponse({"error": error}, status_code=status)
+    return JSONResponse(error_body(status, message, kind=kind, param=param), status_code=status)
 
 
 def request_error_response(error: RequestError) -> JSONResponse:

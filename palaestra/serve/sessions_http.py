@@ -1,7 +1,8 @@
 """Session identity over HTTP: a signed cookie (as NeMo Gym keeps it) or an explicit header.
 
 The token is ``<session id>.<HMAC-SHA256 of the id>``: a client cannot forge or guess another
-rollout's session, and clients that do not keep cookies send the same token in a header.
+rollout's session, and clients that do not keep cookies send the same token in a header. The
+cookie and header names are the protocol's (``palaestra.protocol``), shared with the client.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ import hmac
 
 from starlette.requests import Request
 
-COOKIE_NAME = "palaestra_session"
-HEADER_NAME = "x-palaestra-session"
+from palaestra.protocol import SESSION_COOKIE, SESSION_HEADER
 
 
 class SessionSigner:
@@ -32,7 +32,12 @@ class SessionSigner:
         return None
 
     def from_request(self, request: Request) -> str | None:
-        return self.session_id(request.headers.get(HEADER_NAME) or request.cookies.get(COOKIE_NAME))
+        return self.session_id(token_of(request))
 
     def _signature(self, session_id: str) -> str:
         return hmac.new(self._secret, session_id.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def token_of(request: Request) -> str | None:
+    """The session token a request carries: the header first, then the cookie."""
+    return request.headers.get(SESSION_HEADER) or request.cookies.get(SESSION_COOKIE)

@@ -10,11 +10,13 @@ import pytest
 
 from palaestra import ToolCallingAgent
 from palaestra.envs.counter.environment import Counter
-from palaestra.errors import EnvironmentFailure, EnvironmentUnreachable, SessionLost
+from palaestra.errors import EnvironmentFailure, EnvironmentUnreachable, SessionLost, ToolFailure
 from palaestra.models.http import RetryPolicy
 from palaestra.remote.env import RemoteEnvironmentClient, verdict_from_answer
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.sessions import Session
+from palaestra.tools import tool
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 from tests.support.network import free_port
@@ -171,3 +173,26 @@ def test_a_verify_answer_in_nemo_gym_failure_form_is_a_failure_not_its_placehold
     odd_kind = {"reward": 0.0, "failure": {"kind": "no_such_kind", "reason": "x"}}
     failure = verdict_from_answer(odd_kind, {}).failure
     assert failure is not None and failure.kind is FailureKind.INTERNAL_ERROR
+
+
+class SlowCounter(Counter):
+    tool_timeout = 0.2
+
+    @tool
+    async def stall(self, session: Session) -> str:
+        """Wait far longer than the tool timeout."""
+        await asyncio.sleep(5)
+        return "never"
+
+
+async def test_a_tool_that_timed_out_on_the_server_is_a_timeout_here_too() -> None:
+    with BackgroundServer(environment_app(SlowCounter())) as server:
+        remote = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            session = await remote.seed(TASK)
+            with pytest.raises(ToolFailure) as caught:
+                await remote.call_tool(session, "stall", {})
+        finally:
+            await remote.aclose()
+    assert caught.value.kind is FailureKind.TIMEOUT  # before: tool_error, the kind was lost
+    assert "timed out after 0.2s" in caught.value.reason

@@ -26,7 +26,7 @@ from palaestra import (
 )
 from palaestra.envs.code_gen.data import generate
 from palaestra.envs.code_gen.extract import extract_code
-from palaestra.envs.code_gen.runner import SandboxBroken, TaskError, run_tests, test_spec
+from palaestra.envs.code_gen.runner import InvalidTests, SandboxBroken, run_tests, test_spec
 from palaestra.sandbox import DEBIAN_PYTHON, Isolation, Limits, Sandbox
 
 
@@ -58,7 +58,7 @@ class CodeGen(Environment):
     async def verify(self, session: Session, response: JsonDict) -> Verdict:
         try:
             spec = test_spec(session.task)
-        except TaskError as error:
+        except InvalidTests as error:
             return Verdict.failed(FailureKind.INVALID_INPUT, str(error))
         code = extract_code(output_text(response), spec.entry_point or None)
         metrics: dict[str, Any] = {
@@ -77,7 +77,7 @@ class CodeGen(Environment):
         try:
             async with self._parallel_runs():
                 outcome = await run_tests(self.sandbox, spec, code, self.limits, self.io_budget)
-        except TaskError as error:
+        except InvalidTests as error:
             return Verdict.failed(FailureKind.INVALID_INPUT, str(error))
         except (SandboxBroken, ConfigError, OSError, RuntimeError) as error:
             return Verdict.failed(FailureKind.VERIFIER_ERROR, f"the sandbox failed: {error}")

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from palaestra import JsonDict
 from palaestra.envs.code_gen.harness import test_statements
+from palaestra.errors import InvalidTask
 from palaestra.sandbox import Limit, Limits, Sandbox, SandboxResult, limit_from_error
 
 HARNESS = Path(__file__).with_name("harness.py").read_text()
@@ -39,7 +40,7 @@ RETRY_DELAY = 2.5
 Kind = Literal["check", "calls", "io"]
 
 
-class TaskError(ValueError):
+class InvalidTests(InvalidTask):
     """The task's tests are missing or broken: the rollout cannot be scored."""
 
 
@@ -69,36 +70,36 @@ class Outcome:
 
 
 def test_spec(task: JsonDict) -> TestSpec:
-    """The tests a task declares; ``TaskError`` naming the field when they are unusable."""
+    """The tests a task declares; ``InvalidTests`` naming the field when they are unusable."""
     limit = task.get("time_limit")
     if limit is not None and not (_is_number(limit) and 0 < limit <= 120):
-        raise TaskError("'time_limit' must be a number of seconds in (0, 120]")
+        raise InvalidTests("'time_limit' must be a number of seconds in (0, 120]")
     entry = task.get("entry_point", "")
     prefix = task.get("prefix_code", "")
     if not isinstance(entry, str) or not isinstance(prefix, str):
-        raise TaskError("'entry_point' and 'prefix_code' must be strings")
+        raise InvalidTests("'entry_point' and 'prefix_code' must be strings")
     if "check_code" in task:
         check = task["check_code"]
         if not isinstance(check, str) or not entry.isidentifier():
-            raise TaskError("'check_code' needs a string and 'entry_point' a function name")
+            raise InvalidTests("'check_code' needs a string and 'entry_point' a function name")
         try:
             total = len(test_statements(check)) or 1
         except (SyntaxError, ValueError) as error:
-            raise TaskError(f"'check_code': {error}") from None
+            raise InvalidTests(f"'check_code': {error}") from None
         return TestSpec("check", total, entry, prefix, check, time_limit=limit)
     tests = task.get("tests")
     if not isinstance(tests, list) or not tests or not all(isinstance(t, dict) for t in tests):
-        raise TaskError("the task needs 'check_code' or a non-empty list 'tests' of objects")
+        raise InvalidTests("the task needs 'check_code' or a non-empty list 'tests' of objects")
     if all(isinstance(t.get("stdin", ""), str) and isinstance(t.get("stdout"), str) for t in tests):
         cases = [(str(t.get("stdin", "")), str(t["stdout"])) for t in tests]
         return TestSpec("io", len(cases), io=cases, time_limit=limit)
     if not entry.isidentifier():
-        raise TaskError("function tests need 'entry_point', the function's name")
+        raise InvalidTests("function tests need 'entry_point', the function's name")
     calls: list[JsonDict] = []
     for number, test in enumerate(tests):
         args, kwargs = test.get("args", []), test.get("kwargs", {})
         if not isinstance(args, list) or not isinstance(kwargs, dict) or "expected" not in test:
-            raise TaskError(
+            raise InvalidTests(
                 f"'tests'[{number}]: needs 'stdin'/'stdout' strings, or 'args' (a list), "
                 "'kwargs' (an object) and 'expected'"
             )
@@ -143,7 +144,7 @@ async def _run_function(sandbox: Sandbox, spec: TestSpec, code: str, limits: Lim
     events = _events(result.stdout, nonce)
     for event in events:
         if "task_error" in event:
-            raise TaskError(f"the task's own code failed: {event['task_error']}")
+            raise InvalidTests(f"the task's own code failed: {event['task_error']}")
     outcome = Outcome(0, spec.total, result.limit)
     errors = [str(e["answer_error"]) for e in events if "answer_error" in e]
     passed: set[int] = set()

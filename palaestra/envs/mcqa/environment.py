@@ -20,12 +20,13 @@ from collections.abc import Iterator
 from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
 from palaestra.answers import last_boxed, last_labelled, strip_reasoning, task_row
 from palaestra.envs.mcqa.generator import make_question
+from palaestra.errors import InvalidTask
 
 GRADING_MODES = ("strict_boxed", "lenient_boxed", "answer_colon", "regex")
 _LETTER = re.compile(r"\(?([A-Za-z])\)?[\s*_.]*")
 
 
-class TaskError(ValueError):
+class InvalidChoices(InvalidTask):
     """The task row is malformed: an ``invalid_input`` failure, not a 0."""
 
 
@@ -42,10 +43,12 @@ class MultipleChoice(Environment):
             letters = option_letters(task)
             expected = str(task.get("expected_answer", "")).strip().upper()
             if expected not in letters:
-                raise TaskError(f"expected_answer {expected!r} is not one of the options {letters}")
+                raise InvalidChoices(
+                    f"expected_answer {expected!r} is not one of the options {letters}"
+                )
             mode = str(task.get("grading_mode", "strict_boxed"))
             chosen = extract_choice(strip_reasoning(output_text(response)), task, mode)
-        except (TaskError, re.error) as error:
+        except (InvalidChoices, re.error) as error:
             return Verdict.failed(FailureKind.INVALID_INPUT, str(error))
         return Verdict(
             reward=1.0 if chosen == expected else 0.0,
@@ -75,7 +78,9 @@ def option_letters(task: JsonDict) -> dict[str, str]:
         and all(isinstance(k, str) and re.fullmatch(r"[A-Za-z]", k) for k in options)
     ):
         return {k.upper(): str(v) for k, v in options.items()}
-    raise TaskError("task field 'options' must be a list of 2-26 options or an object of letters")
+    raise InvalidChoices(
+        "task field 'options' must be a list of 2-26 options or an object of letters"
+    )
 
 
 def extract_choice(text: str, task: JsonDict, mode: str) -> str | None:
@@ -95,14 +100,14 @@ def extract_choice(text: str, task: JsonDict, mode: str) -> str | None:
     if mode == "regex":
         pattern = task.get("answer_regex")
         if not isinstance(pattern, str) or not pattern:
-            raise TaskError("grading_mode 'regex' needs a task field 'answer_regex'")
+            raise InvalidChoices("grading_mode 'regex' needs a task field 'answer_regex'")
         matches = list(re.finditer(pattern, text, flags=re.M))
         if not matches:
             return None
         last = matches[-1]
         letter = (last.group(1) if last.groups() else last.group(0)).strip().upper()
         return letter if letter in letters else None
-    raise TaskError(f"grading_mode must be one of {GRADING_MODES}, not {mode!r}")
+    raise InvalidChoices(f"grading_mode must be one of {GRADING_MODES}, not {mode!r}")
 
 
 def _lenient_letter(boxed: str, letters: dict[str, str]) -> str | None:
