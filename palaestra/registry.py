@@ -2,7 +2,9 @@
 
 ``--env`` accepts a registered name (``weather``), a Python file (``./my_env.py`` or
 ``./my_env.py:MyEnv``) or an import path (``my_package.envs:MyEnv``). Third-party packages
-register environments under the ``palaestra.environments`` entry-point group.
+register environments under the ``palaestra.environments`` entry-point group (``name =
+"package.module:Class"``); names are found through ``palaestra.plugins.Registry``, the one
+mechanism of every plug-in family.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import importlib.util
 import pkgutil
 import sys
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
+from palaestra.plugins import Plugin, Registry
 
 ENTRY_POINT_GROUP = "palaestra.environments"
 _BUILTIN_PACKAGE = "palaestra.envs"
@@ -25,16 +27,30 @@ _BUILTIN_PACKAGE = "palaestra.envs"
 
 @dataclass(frozen=True, slots=True)
 class EnvironmentEntry:
+    """An environment found by name: its class, where it came from and its example tasks."""
+
     name: str
     description: str
     source: str
+    """``built-in``, ``plug-in <module:Class>``, the file, or the import path."""
     environment: type[Environment]
     example_tasks: Path | None
 
 
 def builtin_names() -> list[str]:
+    """The built-in environments (the packages under ``palaestra/envs``), none imported."""
     package = importlib.import_module(_BUILTIN_PACKAGE)
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg)
+
+
+def environments() -> Registry[type[Environment]]:
+    """The environments by name: built-ins, then the ``palaestra.environments`` plug-ins.
+
+    The same ``Registry`` as agents and model backends use; built fresh on each call (listing
+    ``palaestra/envs`` costs a directory read), so nothing is cached between runs.
+    """
+    builtins = {name: f"{_BUILTIN_PACKAGE}.{name}.environment" for name in builtin_names()}
+    return Registry("environment", ENTRY_POINT_GROUP, builtins, _environment_in)
 
 
 def available_environments() -> tuple[list[EnvironmentEntry], list[str]]:
@@ -42,20 +58,8 @@ def available_environments() -> tuple[list[EnvironmentEntry], list[str]]:
 
     A broken plug-in is reported, not fatal: it must not hide the others.
     """
-    entries = [_builtin(name) for name in builtin_names()]
-    problems: list[str] = []
-    for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            cls = _environment_in(point.load(), point.value)
-        except Exception as error:
-            problems.append(f"plug-in '{point.name}' ({point.value}) failed to load: {error}")
-            continue
-        entries.append(
-            EnvironmentEntry(
-                point.name, cls.description, f"plug-in {point.value}", cls, _tasks_beside(cls)
-            )
-        )
-    return entries, problems
+    found, problems = environments().available()
+    return [_entry(plugin) for plugin in found], problems
 
 
 def find_environment(spec: str) -> EnvironmentEntry:
@@ -65,27 +69,18 @@ def find_environment(spec: str) -> EnvironmentEntry:
         return _from_file(Path(path_part), class_name or None)
     if class_name:
         return _from_import(path_part, class_name)
-    if spec in builtin_names():
-        return _builtin(spec)
-    for point in metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec):
-        cls = _environment_in(point.load(), point.value)
-        return EnvironmentEntry(
-            spec, cls.description, f"plug-in {point.value}", cls, _tasks_beside(cls)
-        )
-    known = ", ".join(e.name for e in available_environments()[0])
+    registry = environments()
+    if registry.has(spec):
+        return _entry(registry.load(spec))
     raise ConfigError(
-        f"unknown environment '{spec}'. Known: {known}. Or pass a file "
+        f"unknown environment '{spec}'. Known: {', '.join(registry.names())}. Or pass a file "
         f"(./my_env.py) or an import path (package.module:Class)."
     )
 
 
-def _builtin(name: str) -> EnvironmentEntry:
-    module = importlib.import_module(f"{_BUILTIN_PACKAGE}.{name}.environment")
-    cls = _environment_in(module, f"{_BUILTIN_PACKAGE}.{name}")
-    tasks = Path(module.__file__ or "").with_name("tasks.jsonl")
-    return EnvironmentEntry(
-        name, cls.description, "built-in", cls, tasks if tasks.exists() else None
-    )
+def _entry(plugin: Plugin[type[Environment]]) -> EnvironmentEntry:
+    cls = plugin.value
+    return EnvironmentEntry(plugin.name, cls.description, plugin.source, cls, tasks_beside(cls))
 
 
 def _from_file(path: Path, class_name: str | None) -> EnvironmentEntry:
@@ -102,7 +97,7 @@ def _from_file(path: Path, class_name: str | None) -> EnvironmentEntry:
     except Exception as error:
         raise ConfigError(f"{path}: importing it raised {type(error).__name__}: {error}") from error
     cls = _environment_in(module, str(path), class_name)
-    return EnvironmentEntry(cls.name, cls.description, str(path), cls, _tasks_beside(cls))
+    return EnvironmentEntry(cls.name, cls.description, str(path), cls, tasks_beside(cls))
 
 
 def _from_import(module_name: str, class_name: str) -> EnvironmentEntry:
@@ -112,7 +107,7 @@ def _from_import(module_name: str, class_name: str) -> EnvironmentEntry:
         raise ConfigError(f"cannot import environment module '{module_name}': {error}") from error
     cls = _environment_in(module, module_name, class_name)
     return EnvironmentEntry(
-        cls.name, cls.description, f"{module_name}:{class_name}", cls, _tasks_beside(cls)
+        cls.name, cls.description, f"{module_name}:{class_name}", cls, tasks_beside(cls)
     )
 
 
@@ -143,7 +138,8 @@ def _environment_in(target: object, where: str, class_name: str | None = None) -
     return found[0]
 
 
-def _tasks_beside(cls: type[Environment]) -> Path | None:
+def tasks_beside(cls: type[Environment]) -> Path | None:
+    """The ``tasks.jsonl`` beside the module that defines ``cls`` (its example tasks), if any."""
     module = sys.modules.get(cls.__module__)
     if module is None or not module.__file__:
         return None

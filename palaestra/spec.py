@@ -12,15 +12,19 @@ secrets) is saved beside the output, so ``--resume`` can tell whether it continu
     │                           sampling overrides
     ├── agent: AgentSpec        which harness (or a served agent's URL) + its options
     └── collection: CollectOptions   input, output, repeats, concurrency, resume, ...
+
+``ServeSpec`` is one server of the same parts (``palaestra serve``, a stack's servers).
+``palaestra.assembly`` turns either into running objects.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pydantic
 
+from palaestra.arguments import jsonable
 from palaestra.types import JsonDict
 
 _FROZEN = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -42,6 +46,13 @@ class EnvSpec(pydantic.BaseModel):
     """A served environment (NeMo Gym resources-server protocol) instead of ``name``."""
     token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
     """Bearer token of the served environment; never saved."""
+    environment: Any = pydantic.Field(default=None, exclude=True, repr=False)
+    """An ``Environment`` instance or class given from Python (then ``name`` is its name);
+    not saved: a saved spec names it by ``name``."""
+
+    @pydantic.field_serializer("args")
+    def _saved_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        return cast(dict[str, Any], jsonable(args))
 
 
 class ModelConfig(pydantic.BaseModel):
@@ -97,6 +108,10 @@ class AgentSpec(pydantic.BaseModel):
     """A served agent (``/run``) instead of one in this process."""
     token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
 
+    @pydantic.field_serializer("options")
+    def _saved_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        return cast(dict[str, Any], jsonable(options))
+
 
 class CollectOptions(pydantic.BaseModel):
     """What to run and where to write it."""
@@ -124,10 +139,43 @@ class RunSpec(pydantic.BaseModel):
     model_config = _FROZEN
 
     env: EnvSpec = pydantic.Field(default_factory=EnvSpec)
-    model: ModelConfig = pydantic.Field(default_factory=ModelConfig)
+    model: ModelConfig = pydantic.Field(default_factory=lambda: ModelConfig(backend="local"))
     agent: AgentSpec = pydantic.Field(default_factory=AgentSpec)
     collection: CollectOptions = pydantic.Field(default_factory=CollectOptions)
 
     def to_json(self) -> JsonDict:
         """The spec as saved beside the output: JSON types only, no secrets."""
+        return self.model_dump(mode="json")
+
+
+class ServeSpec(pydantic.BaseModel):
+    """One server (``palaestra serve env|model|agent``, or a server of a stack): what it
+    serves, built from the same parts as a run, and where it listens.
+
+    An ``env`` server serves ``env``; a ``model`` server serves ``model``; an ``agent`` server
+    runs ``agent`` against ``env`` (in process, or at ``env.url``) and ``model``.
+    """
+
+    model_config = _FROZEN
+
+    kind: Literal["env", "model", "agent"]
+    env: EnvSpec = pydantic.Field(default_factory=EnvSpec)
+    model: ModelConfig = pydantic.Field(default_factory=lambda: ModelConfig(backend="local"))
+    agent: AgentSpec = pydantic.Field(default_factory=AgentSpec)
+    host: str = "127.0.0.1"
+    port: int = pydantic.Field(default=0, ge=0, le=65535)
+    """0 picks a free port (printed when the server is ready)."""
+    token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
+    """The bearer token every request must carry; never saved."""
+    tasks: Path | None = None
+    """An env server's tasks, addressed by index by NeMo Evaluator (default: the examples)."""
+    max_sessions: int | None = pydantic.Field(default=None, ge=0)
+    """An env server's cap on live sessions (None: the server's default; 0 lifts it)."""
+    max_task_bytes: int | None = pydantic.Field(default=None, ge=0)
+    """An env server's cap on a seeded task's size (None: the default; 0 lifts it)."""
+    model_id: str | None = None
+    """The id a model server lists on ``/v1/models`` (default: the model's name)."""
+
+    def to_json(self) -> JsonDict:
+        """The spec as a supervisor hands it to a server process: no secrets."""
         return self.model_dump(mode="json")

@@ -63,7 +63,7 @@ def test_a_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:
     )
     assert done.returncode == 0
     assert "weather" in done.stdout
-    assert "plug-in 'dice' (missing_module:Nope) failed to load" in done.stderr
+    assert "environment 'dice' (missing_module:Nope) failed to load" in done.stderr
 
 
 def test_find_by_import_path_and_file(tmp_path: Path) -> None:

@@ -1,23 +1,70 @@
-"""Agents by the name ``--agent`` accepts."""
+"""Agents by name: the built-ins and the plug-ins of the ``palaestra.agents`` entry-point group.
+
+An agent plug-in is a class (or factory) that takes its options as keyword arguments and
+builds an ``Agent`` (a ``name`` and ``async run(task, env, model)``)::
+
+    [project.entry-points."palaestra.agents"]
+    react = "my_package.agents:ReactAgent"
+
+Then ``--agent react --agent-arg max_thoughts=4`` (or ``agent: react`` with ``options:`` in a
+stack file, or ``palaestra.collect(agent="react", agent_options={...})``) runs it. Agents are
+built once per run; nothing here is on the rollout path.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
 from palaestra.agents.base import Agent
-from palaestra.agents.single_turn import SingleTurnAgent
-from palaestra.agents.step import StepAgent
-from palaestra.agents.tool_calling import ToolCallingAgent
+from palaestra.arguments import call_with, effective_keywords
 from palaestra.errors import ConfigError
+from palaestra.plugins import Registry
 
-AGENT_NAMES = (ToolCallingAgent.name, SingleTurnAgent.name, StepAgent.name)
+AgentFactory = Callable[..., Agent]
+"""A class or function taking the agent's options as keyword arguments."""
+
+AGENT_GROUP = "palaestra.agents"
+"""The entry-point group a package registers its agents under."""
 
 
-def make_agent(name: str, *, max_steps: int = 8, max_calls_per_turn: int = 64) -> Agent:
-    """The agent called ``name``; ``max_steps`` bounds the multi-turn ones (model turns),
-    ``max_calls_per_turn`` the function calls the tool-calling agent runs per model answer."""
-    if name == ToolCallingAgent.name:
-        return ToolCallingAgent(max_steps=max_steps, max_calls_per_turn=max_calls_per_turn)
-    if name == StepAgent.name:
-        return StepAgent(max_steps=max_steps)
-    if name == SingleTurnAgent.name:
-        return SingleTurnAgent()
-    raise ConfigError(f"unknown agent '{name}'; known: {', '.join(AGENT_NAMES)}")
+def _factory(value: object, where: str) -> AgentFactory:
+    if not callable(value):
+        raise ConfigError(
+            f"{where} is a {type(value).__name__}, not an agent "
+            "(a class or factory taking its options as keyword arguments)"
+        )
+    return cast(AgentFactory, value)
+
+
+AGENTS: Registry[AgentFactory] = Registry(
+    "agent",
+    AGENT_GROUP,
+    {
+        "tool_calling": "palaestra.agents.tool_calling:ToolCallingAgent",
+        "single_turn": "palaestra.agents.single_turn:SingleTurnAgent",
+        "step": "palaestra.agents.step:StepAgent",
+    },
+    _factory,
+)
+"""Every agent by name: the built-ins (imported only when used) and the plug-ins."""
+
+
+def make_agent(name: str, /, **options: Any) -> Agent:
+    """The agent called ``name``, built with ``options`` (e.g. ``max_steps``,
+    ``max_calls_per_turn`` for ``tool_calling``).
+
+    An unknown agent, an option it does not take, a value it refuses or a plug-in that builds
+    something that is not an ``Agent`` is a one-line ``ConfigError``.
+    """
+    plugin = AGENTS.load(name)
+    where = f"agent '{name}'" + ("" if plugin.source == "built-in" else f" ({plugin.source})")
+    agent = call_with(plugin.value, options, where)
+    if not isinstance(agent, Agent):
+        raise ConfigError(f"{where} built a {type(agent).__name__}, which is not an Agent")
+    return agent
+
+
+def agent_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` over the defaults agent ``name`` declares: what its rollouts depend on."""
+    return effective_keywords(AGENTS.load(name).value, options)

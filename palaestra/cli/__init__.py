@@ -6,9 +6,14 @@ import click
 
 from palaestra.cli.collect import collect_command
 from palaestra.cli.envs import envs_command
+from palaestra.cli.plugins import plugins_command
 from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
-from palaestra.cli.serve_servers import serve_agent_command, serve_env_command
+from palaestra.cli.serve_servers import (
+    serve_agent_command,
+    serve_env_command,
+    serve_spec_command,
+)
 from palaestra.cli.verify import verify_command
 
 
@@ -20,8 +25,10 @@ def cli() -> None:
 
 cli.add_command(collect_command)
 cli.add_command(envs_command)
+cli.add_command(plugins_command)
 serve_group.add_command(serve_env_command)
 serve_group.add_command(serve_agent_command)
+serve_group.add_command(serve_spec_command)
 cli.add_command(serve_group)
 cli.add_command(run_command)
 cli.add_command(status_command)

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 from rich.console import Console
 
 from palaestra.cli.errors import exit_on_user_error
+from palaestra.cli.options import model_config, model_flags
 from palaestra.cli.serve_servers import read_token, token_options
-
-if TYPE_CHECKING:
-    from palaestra.models.base import Model
+from palaestra.spec import ServeSpec
 
 
 @click.group("serve")
@@ -20,43 +19,17 @@ def serve_group() -> None:
     """Serve a model, an environment or an agent over HTTP (NeMo Gym wire protocol)."""
 
 
-def _open_model(
-    backend: str, model_path: Path | None, n_ctx: int, threads: int, chat_format: str | None
-) -> Model:
-    if backend == "local":
-        from palaestra.models.local import LocalModel  # llama.cpp only when asked for
-
-        return LocalModel(
-            model_path=model_path, n_ctx=n_ctx, n_threads=threads, chat_format=chat_format
-        )
-    from palaestra.models.resolve import open_model
-
-    return open_model(backend)
-
-
-async def _serve(
-    model: Model, *, model_id: str, host: str, port: int, label: str, token: str | None
-) -> None:
-    from palaestra.cli.serve_servers import serve_guarded
-    from palaestra.serve.model_app import model_app
-
-    try:
-        await model.check()  # load the weights / reach the backend before saying "serving"
-        app = model_app(model, model_id=model_id)
-        await serve_guarded(
-            app, host=host, port=port, token=token, label=f"{label} model {model_id}", path="/v1"
-        )
-    finally:
-        await model.aclose()
+_LOCAL_SHORTCUTS = {"model_path": "model_path", "n_ctx": "n_ctx", "threads": "n_threads"}
+"""Flags of the local backend and the backend options they set."""
 
 
 @serve_group.command("model")
+@model_flags(default=None)
 @click.option(
     "--backend",
-    default="local",
-    show_default=True,
-    help="'local' (the embedded llama.cpp model), or an OpenAI-compatible base URL "
-    "or model-config name to proxy.",
+    "backend",
+    hidden=True,
+    help="The same as --model (the name this flag had first).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option(
@@ -76,47 +49,46 @@ async def _serve(
 @click.option("--model-id", help="The id listed by /v1/models. Default: the model's name.")
 @click.option(
     "--n-ctx",
-    default=4096,
-    show_default=True,
     type=click.IntRange(256),
-    help="Context window of the local model, in tokens.",
+    help="Context window of the local model, in tokens (default 4096).",
 )
 @click.option(
     "--threads",
-    default=1,
-    show_default=True,
     type=click.IntRange(1),
-    help="llama.cpp threads for the local model.",
+    help="llama.cpp threads for the local model (default 1).",
 )
 @click.option(
     "--chat-format",
     help="A llama.cpp chat format name (e.g. chatml-function-calling) instead of "
     "palaestra's ChatML tool-calling prompt.",
 )
-def serve_model_command(
-    backend: str,
-    host: str,
-    port: int,
-    model_path: Path | None,
-    model_id: str | None,
-    n_ctx: int,
-    threads: int,
-    chat_format: str | None,
-    token: str | None,
-    token_file: Path | None,
-) -> None:
-    """Serve a model as an OpenAI-compatible endpoint (/v1/responses, /v1/chat/completions)."""
-    from palaestra.serve.uvicorn_runner import run_on_fast_loop
+def serve_model_command(**options: Any) -> None:
+    """Serve a model as an OpenAI-compatible endpoint (/v1/responses, /v1/chat/completions).
+
+    --model is 'local' (the default: the embedded llama.cpp model), or an OpenAI-compatible
+    base URL, model-config name or backend to proxy, with the same flags as `collect`.
+    """
+    from palaestra.serve.server import serve
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        token = read_token(token, token_file)
-        model = _open_model(backend, model_path, n_ctx, threads, chat_format)
-        label = "local" if backend == "local" else "proxied"
-        main = _serve(
-            model, model_id=model_id or model.name, host=host, port=port, label=label, token=token
+        options["model_spec"] = options["model_spec"] or options["backend"] or "local"
+        local = {
+            option: str(value) if isinstance(value, Path) else value
+            for flag, option in _LOCAL_SHORTCUTS.items()
+            if (value := options[flag]) is not None
+        }
+        if options["chat_format"]:
+            local["chat_format"] = options["chat_format"]
+        spec = ServeSpec(
+            kind="model",
+            model=model_config(options, extra=local),
+            model_id=options["model_id"],
+            host=options["host"],
+            port=options["port"],
+            token=read_token(options["token"], options["token_file"]),
         )
         try:
-            run_on_fast_loop(main)
+            serve(spec)
         except KeyboardInterrupt:
             console.print("stopped", highlight=False)

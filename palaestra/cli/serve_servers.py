@@ -1,8 +1,10 @@
-"""``palaestra serve env`` and ``palaestra serve agent``."""
+"""``palaestra serve env``, ``palaestra serve agent`` and ``palaestra serve spec``.
+
+Each parses its flags into a ``ServeSpec`` and calls ``palaestra.serve.server.serve``.
+"""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -10,9 +12,18 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from palaestra.agents import AGENT_NAMES
 from palaestra.cli.errors import exit_on_user_error
+from palaestra.cli.options import (
+    agent_flags,
+    agent_spec,
+    env_arg_option,
+    env_options,
+    env_spec,
+    model_flags,
+)
+from palaestra.cli.options import model_config as model_config_of
 from palaestra.errors import ConfigError
+from palaestra.spec import ServeSpec
 
 TOKEN_ENV = "PALAESTRA_SERVER_TOKEN"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,7 +83,8 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
 
 
 @click.command("env")
-@click.argument("env_spec")
+@click.argument("env_name")
+@env_arg_option
 @click.option(
     "--tasks",
     "tasks_path",
@@ -94,73 +106,29 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
 @host_option
 @port_option
 @token_options
-def serve_env_command(
-    env_spec: str,
-    tasks_path: Path | None,
-    max_sessions: int | None,
-    max_task_bytes: int | None,
-    host: str,
-    port: int,
-    token: str | None,
-    token_file: Path | None,
-) -> None:
-    """Serve an environment (NeMo Gym resources-server and NeMo Evaluator protocols)."""
-    from palaestra.registry import find_environment
-    from palaestra.serve.env_app import (
-        DEFAULT_MAX_SESSIONS,
-        DEFAULT_MAX_TASK_BYTES,
-        environment_app,
-    )
-    from palaestra.serve.evaluator import load_dataset
+def serve_env_command(env_name: str, **options: Any) -> None:
+    """Serve an environment (NeMo Gym resources-server and NeMo Evaluator protocols).
 
+    ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class.
+    """
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        token = read_token(token, token_file)
-        entry = find_environment(env_spec)
-        dataset = load_dataset(tasks_path or entry.example_tasks)
-        app = environment_app(
-            entry.environment(),
-            dataset=dataset,
-            max_sessions=_cap(max_sessions, DEFAULT_MAX_SESSIONS),
-            max_task_bytes=_cap(max_task_bytes, DEFAULT_MAX_TASK_BYTES),
+        options["env_spec"] = env_name
+        spec = ServeSpec(
+            kind="env",
+            env=env_spec(options),
+            tasks=options["tasks_path"],
+            max_sessions=options["max_sessions"],
+            max_task_bytes=options["max_task_bytes"],
+            **_where(options),
         )
-        _serve(app, host=host, port=port, token=token, label=f"environment {entry.name}")
-
-
-def _cap(value: int | None, default: int) -> int | None:
-    """A cap flag: unset is the server's default, 0 lifts the cap."""
-    if value is None:
-        return default
-    return value or None
+        _serve(spec)
 
 
 @click.command("agent")
-@click.option("--env", "env_spec", help="Environment to run in process (name, file or module).")
-@click.option("--env-url", help="A running environment server to use instead.")
-@click.option(
-    "--model",
-    "model_spec",
-    default="local",
-    show_default=True,
-    help="'local', an OpenAI-compatible base URL or a model-config name.",
-)
-@click.option("--model-name", help="The `model` field sent to a remote endpoint.")
-@click.option(
-    "--api", type=click.Choice(["auto", "responses", "chat"]), default="auto", show_default=True
-)
-@click.option(
-    "--api-key",
-    envvar="OPENAI_API_KEY",
-    show_envvar=True,
-    help="Bearer token for the model endpoint (prefer the variable: argv is visible in ps).",
-)
-@click.option(
-    "--agent",
-    "agent_name",
-    type=click.Choice(AGENT_NAMES),
-    help="The harness. Default: the environment's own (tool_calling for remote environments).",
-)
-@click.option("--max-steps", type=click.IntRange(min=1), default=8, show_default=True)
+@env_options()
+@model_flags()
+@agent_flags
 @host_option
 @port_option
 @token_options
@@ -168,64 +136,52 @@ def serve_agent_command(**options: Any) -> None:
     """Serve an agent bound to an environment and a model (/run, /v1/responses)."""
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        options["token"] = read_token(options["token"], options.pop("token_file"))
-        if bool(options["env_spec"]) == bool(options["env_url"]):
-            raise ConfigError("give exactly one of --env and --env-url")
-        from palaestra.serve.uvicorn_runner import run_on_fast_loop
-
-        run_on_fast_loop(_serve_agent(options))
-
-
-async def _serve_agent(options: dict[str, Any]) -> None:
-    from palaestra.agents import make_agent
-    from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
-    from palaestra.models.resolve import open_model
-    from palaestra.registry import find_environment
-    from palaestra.remote.env import RemoteEnvironmentClient
-    from palaestra.serve.agent_app import agent_app
-
-    env: EnvironmentClient
-    default_agent = "tool_calling"
-    if options["env_url"]:
-        remote = await RemoteEnvironmentClient.connect(options["env_url"], token=options["token"])
-        default_agent, env = remote.default_agent, remote
-    else:
-        environment = find_environment(options["env_spec"]).environment()
-        default_agent = environment.default_agent
-        env = LocalEnvironmentClient(environment)
-    model = open_model(
-        options["model_spec"],
-        api=options["api"],
-        model_name=options["model_name"],
-        api_key=options["api_key"],
-    )
-    await model.check()
-    agent = make_agent(options["agent_name"] or default_agent, max_steps=options["max_steps"])
-    app = agent_app(agent, env, model)
-    await serve_guarded(
-        app,
-        host=options["host"],
-        port=options["port"],
-        token=options["token"],
-        label=f"agent {agent.name} on {env.name}",
-    )
+        where = _where(options)
+        spec = ServeSpec(
+            kind="agent",
+            env=env_spec(options, where["token"]),
+            model=model_config_of(options),
+            agent=agent_spec(options),
+            **where,
+        )
+        _serve(spec)
 
 
-def _serve(app: Any, *, host: str, port: int, token: str | None, label: str) -> None:
-    from palaestra.serve.uvicorn_runner import run_on_fast_loop
+@click.command("spec", hidden=True)
+@click.argument("spec_file", type=click.Path(path_type=Path, dir_okay=False))
+@token_options
+def serve_spec_command(spec_file: Path, token: str | None, token_file: Path | None) -> None:
+    """Serve the server a ServeSpec JSON file describes (how `palaestra run` starts each
+    server of a stack; the token comes from PALAESTRA_SERVER_TOKEN or --token-file)."""
+    console = Console(stderr=True)
+    with exit_on_user_error(console):
+        spec = read_serve_spec(spec_file)
+        secret = read_token(token, token_file)
+        env = spec.env.model_copy(update={"token": secret}) if spec.env.url else spec.env
+        _serve(spec.model_copy(update={"token": secret, "env": env}))
 
-    run_on_fast_loop(serve_guarded(app, host=host, port=port, token=token, label=label))
+
+def read_serve_spec(path: Path) -> ServeSpec:
+    """A ``ServeSpec`` from its JSON file; one line naming the file when it is not one."""
+    import pydantic
+
+    try:
+        return ServeSpec.model_validate_json(path.read_bytes())
+    except OSError as error:
+        raise ConfigError(f"cannot read server spec {path}: {error.strerror}") from None
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{path}: field '{field}': {first['msg']}") from None
 
 
-async def serve_guarded(
-    app: Any, *, host: str, port: int, token: str | None, label: str, path: str = ""
-) -> None:
-    """Serve behind the token/body-size guard; announce the address for humans and supervisors."""
-    from palaestra.serve.announce import ready_line, serve_announced
-    from palaestra.serve.guard import Guard
+def _where(options: dict[str, Any]) -> dict[str, Any]:
+    """Host, port and token of a server command."""
+    token = read_token(options["token"], options["token_file"])
+    return {"host": options["host"], "port": options["port"], "token": token}
 
-    def on_ready(url: str) -> None:
-        print(f"serving {label} on {url}{path}", file=sys.stderr, flush=True)
-        print(ready_line(url), flush=True)
 
-    await serve_announced(Guard(app, token=token), host=host, port=port, on_ready=on_ready)
+def _serve(spec: ServeSpec) -> None:
+    from palaestra.serve.server import serve
+
+    serve(spec)

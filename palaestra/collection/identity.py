@@ -9,6 +9,12 @@ existed still resumes), and ``palaestra_version`` is recorded but not compared (
 palaestra mid-run is allowed). To continue deliberately with a changed setting, delete the
 file: the next resume adopts the current identity.
 
+The file also holds the whole run specification under ``spec`` (``RunSpec.to_json``: no
+secrets), for the record; it is not compared as a whole, because most of it (concurrency,
+retries, timeouts, where the output goes) does not change the rows. What does is compared
+through the fields above it: the environment and its arguments, the agent and its options, the
+model (backend, url, model, backend options), the input's content, repeats and sampling.
+
 The input is identified by its content (SHA-256), not its path, so a moved or copied input
 still resumes; see ``tasks.scan_input`` for what hashing costs and when it is skipped.
 """
@@ -30,8 +36,9 @@ from palaestra.types import JsonDict
 
 _ABSENT = object()
 NOT_COMPARED = frozenset(
-    {"palaestra_version", "input.path", "input.size", "input.mtime_ns", "input.tasks"}
+    {"palaestra_version", "spec", "input.path", "input.size", "input.mtime_ns", "input.tasks"}
 )
+"""Recorded, never compared: a top-level field (all of it) or one dotted key."""
 
 
 def run_identity(scan: InputScan, *, repeats: int, sampling: JsonDict, facts: JsonDict) -> JsonDict:
@@ -75,7 +82,7 @@ def differences(recorded: JsonDict, current: JsonDict) -> list[str]:
     now, not before).
     """
     found = []
-    for top in recorded.keys() & current.keys():
+    for top in recorded.keys() & (current.keys() - NOT_COMPARED):
         before, now = dict(_flat(recorded[top], top)), dict(_flat(current[top], top))
         for key in sorted(before.keys() | now.keys()):
             if key in NOT_COMPARED:

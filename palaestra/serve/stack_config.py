@@ -3,21 +3,28 @@
 ```yaml
 host: 127.0.0.1                 # optional; every server binds here
 servers:
-  weather_env:   {kind: env, env: weather, max_sessions: 4096}
-  smollm:        {kind: model, backend: local}
-  weather_agent: {kind: agent, env: weather_env, model: smollm, max_steps: 8}
+  weather_env:   {kind: env, env: weather, args: {}, max_sessions: 4096}
+  smollm:        {kind: model, backend: local, model_options: {n_ctx: 8192}}
+  weather_agent: {kind: agent, env: weather_env, model: smollm, agent: tool_calling,
+                  options: {max_steps: 8}}
 ```
 
 An agent's ``env`` and ``model`` name other servers of the stack (or, for ``env``, an
 environment to run inside the agent; for ``model``, ``local``, a URL or a name from
 ``palaestra_models.yaml``). A name that is none of these is refused at load time, naming the
-field and the servers of that kind it could mean. Secrets never live here: the bearer token
-comes from ``PALAESTRA_SERVER_TOKEN`` or from ``env.yaml`` beside the stack file.
+field and the servers of that kind it could mean. ``agent`` is any agent, built-in or plug-in,
+and ``options`` its keyword arguments (``max_steps`` and ``max_calls_per_turn`` may also be
+given beside it); ``args`` are the environment's constructor arguments. A key that does not
+apply to a server's kind is refused, naming it. Secrets never live here: the bearer token comes
+from ``PALAESTRA_SERVER_TOKEN`` or from ``env.yaml`` beside the stack file.
+
+Each server is started from a ``ServeSpec`` (``serve_spec``): the same specification
+``palaestra serve`` builds from its flags, so a stack server and a hand-started one agree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Literal
@@ -26,23 +33,63 @@ import pydantic
 import yaml
 
 from palaestra.errors import ConfigError
+from palaestra.spec import AgentSpec, EnvSpec, ModelConfig, ServeSpec
 
 
 class ServerSpec(pydantic.BaseModel):
+    """One server of a stack file, as written (``serve_spec`` makes it a ``ServeSpec``)."""
+
     model_config = pydantic.ConfigDict(extra="forbid")
 
     kind: Literal["env", "model", "agent"]
-    env: str | None = None
-    backend: str = "local"
-    model: str | None = None
-    model_name: str | None = None
-    agent: Literal["tool_calling", "single_turn"] = "tool_calling"
-    max_steps: int = pydantic.Field(default=8, ge=1)
     port: int = pydantic.Field(default=0, ge=0, le=65535)
+    env: str | None = None
+    """env: the environment to serve; agent: an env server of the stack, or an environment
+    to run inside the agent."""
+    args: dict[str, Any] = pydantic.Field(default_factory=dict)
+    """The environment's constructor arguments (``--env-arg``)."""
+    tasks: Path | None = None
     max_sessions: int | None = pydantic.Field(default=None, ge=0)
     """An env server's cap on live sessions (``serve env --max-sessions``; 0 lifts it)."""
     max_task_bytes: int | None = pydantic.Field(default=None, ge=0)
     """An env server's cap on a seeded task's size (``serve env --max-task-bytes``)."""
+    backend: str = "local"
+    """model: what to serve: ``local``, a URL, a ``palaestra_models.yaml`` name, a backend."""
+    model_id: str | None = None
+    model: str | None = None
+    """agent: a model server of the stack, or ``local``, a URL or a configured name."""
+    model_name: str | None = None
+    api: Literal["auto", "responses", "chat"] | None = None
+    api_key_env: str | None = None
+    """The variable holding the model's key (default ``OPENAI_API_KEY`` when it is set; the
+    stack's token for a model server of the stack)."""
+    max_retries: int | None = pydantic.Field(default=None, ge=0)
+    request_timeout: float | None = pydantic.Field(default=None, gt=0)
+    model_options: dict[str, Any] = pydantic.Field(default_factory=dict)
+    """The model backend's options (e.g. ``n_ctx`` of the local model)."""
+    agent: str | None = None
+    """Any agent, built-in or plug-in (default: the environment's own)."""
+    options: dict[str, Any] = pydantic.Field(default_factory=dict)
+    """The agent's keyword arguments."""
+    max_steps: int | None = pydantic.Field(default=None, ge=1)
+    max_calls_per_turn: int | None = pydantic.Field(default=None, ge=1)
+
+    def agent_options(self) -> dict[str, Any]:
+        """``options`` with ``max_steps`` / ``max_calls_per_turn`` given beside them."""
+        shorthand = {"max_steps": self.max_steps, "max_calls_per_turn": self.max_calls_per_turn}
+        return {**self.options, **{k: v for k, v in shorthand.items() if v is not None}}
+
+
+_MODEL_KEYS = frozenset(
+    {"model_name", "api", "api_key_env", "max_retries", "request_timeout", "model_options"}
+)
+_KEYS = {
+    "env": frozenset({"env", "args", "tasks", "max_sessions", "max_task_bytes"}),
+    "model": _MODEL_KEYS | {"backend", "model_id"},
+    "agent": _MODEL_KEYS
+    | {"env", "args", "model", "agent", "options", "max_steps", "max_calls_per_turn"},
+}
+"""The keys each kind of server takes (besides ``kind`` and ``port``)."""
 
 
 class StackConfig(pydantic.BaseModel):
@@ -55,6 +102,39 @@ class StackConfig(pydantic.BaseModel):
     def start_order(self) -> list[str]:
         """Environments and models first, then the agents that use them."""
         return sorted(self.servers, key=lambda name: self.servers[name].kind == "agent")
+
+    def serve_spec(
+        self, name: str, urls: Mapping[str, str], *, token: str | None, environ: Mapping[str, str]
+    ) -> ServeSpec:
+        """The ``ServeSpec`` of server ``name``; ``urls`` are the started servers' addresses.
+
+        An agent's link to a model server of the stack carries the stack's token as its key
+        (read from ``PALAESTRA_SERVER_TOKEN`` in the agent's environment, never written).
+        """
+        server = self.servers[name]
+        where: dict[str, Any] = {"host": self.host, "port": server.port}
+        if server.kind == "env":
+            return ServeSpec(
+                kind="env",
+                env=EnvSpec(name=server.env, args=server.args),
+                tasks=server.tasks,
+                max_sessions=server.max_sessions,
+                max_task_bytes=server.max_task_bytes,
+                **where,
+            )
+        if server.kind == "model":
+            model = _model(server, server.backend, None, environ)
+            return ServeSpec(kind="model", model=model, model_id=server.model_id, **where)
+        env_url = urls.get(server.env or "")
+        model_url = urls.get(server.model or "")
+        env = EnvSpec(url=env_url) if env_url else EnvSpec(name=server.env, args=server.args)
+        if model_url:
+            key = "PALAESTRA_SERVER_TOKEN" if token else None
+            model = _model(server, f"{model_url}/v1", key, {})
+        else:
+            model = _model(server, server.model or "local", None, environ)
+        agent = AgentSpec(name=server.agent, options=server.agent_options())
+        return ServeSpec(kind="agent", env=env, model=model, agent=agent, **where)
 
 
 def load_stack(path: Path, overrides: Sequence[str] = ()) -> StackConfig:
@@ -100,7 +180,27 @@ def apply_override(raw: object, override: str) -> dict[str, Any]:
     return root
 
 
-_ENV_ONLY = ("max_sessions", "max_task_bytes")
+def _model(
+    server: ServerSpec, spec: str, key_env: str | None, environ: Mapping[str, str]
+) -> ModelConfig:
+    """The model a server serves or calls; its key from ``key_env``, else the entry's
+    ``api_key_env``, else ``OPENAI_API_KEY`` when it is set."""
+    from palaestra.models.resolve import model_config
+
+    config = model_config(
+        spec,
+        api=server.api,
+        model_name=server.model_name,
+        api_key_env=key_env or server.api_key_env,
+        max_retries=server.max_retries,
+        request_timeout=server.request_timeout,
+        options=server.model_options or None,
+    )
+    if config.api_key_env is None and environ.get("OPENAI_API_KEY"):
+        config = config.model_copy(update={"api_key_env": "OPENAI_API_KEY"})
+    return config
+
+
 _OUTSIDE = {
     "env": "a known environment (see `palaestra envs`), a ./file.py or a module:Class",
     "model": "'local', an http(s) URL or a name in palaestra_models.yaml",
@@ -113,13 +213,14 @@ def _check_references(config: StackConfig, path: Path) -> None:
             raise ConfigError(
                 f"{path}: field 'servers.{name}.env': an env server needs an environment name"
             )
-        for key in _ENV_ONLY:
-            if spec.kind != "env" and getattr(spec, key) is not None:
-                raise ConfigError(f"{path}: field 'servers.{name}.{key}': only env servers take it")
+        for key in sorted(spec.model_fields_set - _KEYS[spec.kind] - {"kind", "port"}):
+            takers = " and ".join(f"{kind} servers" for kind, keys in _KEYS.items() if key in keys)
+            raise ConfigError(f"{path}: field 'servers.{name}.{key}': only {takers} take it")
         if spec.kind != "agent":
             continue
         if not spec.env:
             raise ConfigError(f"{path}: field 'servers.{name}.env': an agent needs an env")
+        _check_agent(spec, f"{path}: field 'servers.{name}.agent'")
         for field, value in (("env", spec.env), ("model", spec.model)):
             target = config.servers.get(value or "")
             if target is not None and target.kind != field:
@@ -133,6 +234,18 @@ def _check_references(config: StackConfig, path: Path) -> None:
                     f"server of this stack ({_could_mean(config, field, value)}), nor "
                     f"{_OUTSIDE[field]}"
                 )
+
+
+def _check_agent(spec: ServerSpec, where: str) -> None:
+    """A named agent exists and takes its options (built once here: agents are cheap)."""
+    if spec.agent is None:
+        return  # the environment's own, known once it runs; checked by the server
+    from palaestra.agents.registry import make_agent
+
+    try:
+        make_agent(spec.agent, **spec.agent_options())
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
 
 
 def _could_mean(config: StackConfig, kind: str, value: str) -> str:
@@ -150,13 +263,9 @@ def _outside(kind: str, value: str) -> bool:
     """Whether an agent's ``env``/``model`` names something outside the stack that exists."""
     if kind == "model":
         return value == "local" or value.startswith(("http://", "https://")) or _configured(value)
-    from palaestra.registry import ENTRY_POINT_GROUP, builtin_names
+    from palaestra.registry import environments
 
-    if value.endswith(".py") or ":" in value or value in builtin_names():
-        return True
-    from importlib import metadata
-
-    return bool(metadata.entry_points(group=ENTRY_POINT_GROUP, name=value))
+    return value.endswith(".py") or ":" in value or environments().has(value)
 
 
 def _configured(name: str) -> bool:

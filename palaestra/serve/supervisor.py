@@ -1,8 +1,10 @@
 """Supervising a stack's server processes: start in order, wait for ready, report deaths, stop.
 
 Each server is a child process in its own process group, so stopping it also stops anything
-it started. Its output goes to ``<log_dir>/<name>.log``; the last lines are kept in memory so
-a death can be reported with them.
+it started. It is started as ``palaestra serve spec <log_dir>/<name>.spec.json``: its
+``ServeSpec``, written there (no secrets: the token goes through the environment), is what it
+serves. Its output goes to ``<log_dir>/<name>.log``; the last lines are kept in memory so a
+death can be reported with them.
 
 The servers die with the supervisor, however it ends: each child asks the kernel for SIGKILL
 when its parent dies (``PR_SET_PDEATHSIG``, set between fork and exec), so a ``kill -9`` of
@@ -23,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+import orjson
 
 from palaestra.errors import ConfigError
 from palaestra.serve.announce import parse_ready_line
@@ -95,7 +99,7 @@ class Supervisor:
         """Start every server in dependency order; return once all answer. Raise on failure."""
         for name in self.config.start_order():
             child = self.children[name]
-            child.argv = self._argv(child.spec)
+            child.argv = self._argv(child)
             await self._spawn(child)
             await self._await_ready(child)
 
@@ -142,13 +146,9 @@ class Supervisor:
         environ = dict(os.environ)
         environ.pop("PALAESTRA_SERVER_TOKEN", None)
         if self.token:
-            environ["PALAESTRA_SERVER_TOKEN"] = self.token  # env, not argv: argv is public
-        if child.spec.kind == "agent" and child.spec.model in self.children:
-            # The agent's model is a server of this stack: its key is the stack's token (and
-            # whatever OpenAI key the user has set is not sent there).
-            environ.pop("OPENAI_API_KEY", None)
-            if self.token:
-                environ["OPENAI_API_KEY"] = self.token
+            # env, not argv: argv is public. An agent whose model is a server of this stack
+            # reads its key from here too (its spec names this variable, not OPENAI_API_KEY).
+            environ["PALAESTRA_SERVER_TOKEN"] = self.token
         child.status = "starting"
         child.process = await asyncio.create_subprocess_exec(
             *child.argv,
@@ -205,47 +205,13 @@ class Supervisor:
             await asyncio.wait({child.reader}, timeout=2)
         child.status = "dead"
 
-    def _argv(self, spec: ServerSpec) -> list[str]:
-        base = [sys.executable, "-m", "palaestra", "serve", spec.kind]
-        where = ["--host", self.config.host, "--port", str(spec.port)]
-        if spec.kind == "env":
-            caps = [
-                item
-                for flag, value in (
-                    ("--max-sessions", spec.max_sessions),
-                    ("--max-task-bytes", spec.max_task_bytes),
-                )
-                if value is not None
-                for item in (flag, str(value))
-            ]
-            return [*base, str(spec.env), *caps, *where]
-        if spec.kind == "model":
-            return [*base, "--backend", spec.backend, *where]
-        return [
-            *base,
-            *self._agent_links(spec),
-            "--agent",
-            spec.agent,
-            "--max-steps",
-            str(spec.max_steps),
-            *where,
-        ]
-
-    def _agent_links(self, spec: ServerSpec) -> list[str]:
-        links: list[str] = []
-        env = self.children.get(spec.env or "")
-        links += ["--env-url", _url(env)] if env else ["--env", str(spec.env)]
-        model = self.children.get(spec.model or "")
-        links += ["--model", f"{_url(model)}/v1" if model else (spec.model or "local")]
-        if spec.model_name:
-            links += ["--model-name", spec.model_name]
-        return links
-
-
-def _url(child: Child) -> str:
-    if child.url is None:
-        raise StackError(f"server '{child.name}' has no address yet")
-    return child.url
+    def _argv(self, child: Child) -> list[str]:
+        """Write the server's ``ServeSpec`` beside its log; the command that serves it."""
+        urls = {c.name: c.url for c in self.children.values() if c.url is not None}
+        spec = self.config.serve_spec(child.name, urls, token=self.token, environ=os.environ)
+        spec_path = child.log_path.with_suffix(".spec.json")
+        spec_path.write_bytes(orjson.dumps(spec.to_json(), option=orjson.OPT_INDENT_2))
+        return [sys.executable, "-m", "palaestra", "serve", "spec", str(spec_path)]
 
 
 def _die_with(parent: int) -> Callable[[], None]:

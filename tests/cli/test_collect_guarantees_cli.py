@@ -160,7 +160,8 @@ def test_a_rollout_that_hits_max_steps_is_marked_and_counted_in_the_summary(
     metrics = orjson.loads((tmp_path / "o_aggregate_metrics.json").read_bytes())
     assert metrics[0]["key_metrics"]["truncated"] == 2
     identity = orjson.loads((tmp_path / "o_run.json").read_bytes())
-    assert identity["agent"] == {"name": "tool_calling", "max_steps": 2, "max_calls_per_turn": 4}
+    options = {"max_steps": 2, "max_calls_per_turn": 4}
+    assert identity["agent"] == {"name": "tool_calling", "options": options}
 
 
 def test_sigterm_ends_collect_like_ctrl_c_saved_resumable_and_aggregated(tmp_path: Path) -> None:

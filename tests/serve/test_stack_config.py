@@ -74,13 +74,10 @@ servers:
 
 
 def test_env_servers_take_session_caps_and_pass_them_to_serve_env(tmp_path: Path) -> None:
-    from palaestra.serve.supervisor import Supervisor
-
     path = tmp_path / "stack.yaml"
     path.write_text(STACK)
     config = load_stack(path, ["servers.env.max_sessions=64", "servers.env.max_task_bytes=0"])
-    argv = Supervisor(config, log_dir=tmp_path, token=None)._argv(config.servers["env"])
-    assert argv[argv.index("--max-sessions") + 1] == "64"
-    assert argv[argv.index("--max-task-bytes") + 1] == "0"
+    spec = config.serve_spec("env", {}, token=None, environ={})
+    assert (spec.max_sessions, spec.max_task_bytes) == (64, 0)
     with pytest.raises(ConfigError, match=r"'servers.agent.max_sessions': only env servers"):
         load_stack(path, ["servers.agent.max_sessions=3"])

@@ -1,0 +1,197 @@
+"""The flags several commands share, and how they become parts of the run specification.
+
+``collect``, ``serve agent`` and ``serve model`` take the same model flags; ``collect``,
+``serve env`` and ``serve agent`` the same environment flags; ``collect`` and ``serve agent``
+the same agent flags. Parsing only: what a spec means is ``palaestra.assembly``'s business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import yaml
+
+from palaestra.errors import ConfigError
+from palaestra.spec import AgentSpec, EnvSpec, ModelConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _stacked(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return apply
+
+
+def assignments(values: Iterable[str], flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` flags as a mapping, each value read as a YAML scalar (``4`` is a number,
+    ``true`` a boolean, ``null`` None, ``[a, b]`` a list, anything else a string)."""
+    found: dict[str, Any] = {}
+    for item in values:
+        key, separator, raw = item.partition("=")
+        if not separator or not key.strip():
+            raise ConfigError(f"{flag} {item!r}: expected KEY=VALUE")
+        try:
+            found[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            raise ConfigError(f"{flag} {item!r}: the value is not valid YAML") from None
+    return found
+
+
+env_arg_option = click.option(
+    "--env-arg",
+    "env_args",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A keyword argument of the environment's constructor, the value read as YAML "
+    "(repeatable), e.g. --env-arg difficulty=3.",
+)
+
+
+def env_options() -> Callable[[F], F]:
+    """``--env``, ``--env-arg KEY=VALUE`` and ``--env-url``."""
+    return _stacked(
+        click.option(
+            "--env",
+            "env_spec",
+            help="Environment: a name (see `palaestra envs`), ./file.py[:Class] or module:Class.",
+        ),
+        env_arg_option,
+        click.option("--env-url", help="A running environment server (NeMo Gym protocol)."),
+    )
+
+
+def env_spec(options: Mapping[str, Any], token: str | None = None) -> EnvSpec:
+    args = assignments(options.get("env_args", ()), "--env-arg")
+    if options.get("env_url") and (options.get("env_spec") or args):
+        raise ConfigError("give --env (with its --env-arg) or --env-url, not both")
+    return EnvSpec(name=options.get("env_spec"), args=args, url=options.get("env_url"), token=token)
+
+
+agent_flags = _stacked(
+    click.option(
+        "--agent",
+        "agent_name",
+        help="The harness: tool_calling, single_turn, step, or a plug-in's (see `palaestra "
+        "plugins`). Default: the environment's own (tool_calling, or step for turn-based "
+        "environments).",
+    ),
+    click.option(
+        "--max-steps",
+        type=click.IntRange(min=1),
+        help="Most model calls per rollout (tool_calling and step agents; default 8). A "
+        "rollout that runs out is still scored, and marked `_palaestra.truncated: max_steps`.",
+    ),
+    click.option(
+        "--max-calls-per-turn",
+        type=click.IntRange(min=1),
+        help="Most function calls executed per model answer (tool_calling agent; default 64); "
+        "the rest are answered with an error output.",
+    ),
+    click.option(
+        "--agent-arg",
+        "agent_args",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="An option of the agent (its constructor's keyword argument), the value read as "
+        "YAML (repeatable).",
+    ),
+)
+
+
+def agent_spec(options: Mapping[str, Any]) -> AgentSpec:
+    given = assignments(options.get("agent_args", ()), "--agent-arg")
+    for flag in ("max_steps", "max_calls_per_turn"):
+        if options.get(flag) is not None:
+            given[flag] = options[flag]
+    return AgentSpec(name=options.get("agent_name"), options=given)
+
+
+def model_flags(default: str | None = "local") -> Callable[[F], F]:
+    """The model flags of ``collect``, ``serve agent`` and ``serve model``."""
+    return _stacked(
+        click.option(
+            "--model",
+            "model_spec",
+            default=default,
+            show_default=default is not None,
+            help="'local' (embedded SmolLM2), an OpenAI-compatible base URL "
+            "(http://host:8000/v1), a name from --model-config, or a model backend's name.",
+        ),
+        click.option("--model-name", help="The `model` field sent to a remote endpoint."),
+        click.option(
+            "--api",
+            type=click.Choice(["auto", "responses", "chat"]),
+            help="Remote API: Responses, Chat Completions, or detect (auto, the default).",
+        ),
+        click.option(
+            "--api-key",
+            envvar="OPENAI_API_KEY",
+            show_envvar=True,
+            help="Bearer token for the model endpoint. Never written to any output (prefer the "
+            "variable: argv is visible in ps).",
+        ),
+        click.option(
+            "--api-key-env",
+            metavar="VARIABLE",
+            help="Read the model endpoint's key from this environment variable instead "
+            "(it wins over OPENAI_API_KEY).",
+        ),
+        click.option(
+            "--model-config",
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="YAML file of named models (default ./palaestra_models.yaml).",
+        ),
+        click.option(
+            "--max-retries",
+            type=click.IntRange(min=0),
+            help="Retries per model request on 429/5xx/disconnects (default 3).",
+        ),
+        click.option(
+            "--request-timeout",
+            type=click.FloatRange(min=0.1),
+            help="Seconds to wait for one model answer (default 600).",
+        ),
+        click.option(
+            "--model-option",
+            "model_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A backend option (e.g. n_ctx=8192 for the local model), the value read as "
+            "YAML (repeatable).",
+        ),
+    )
+
+
+def model_config(
+    options: Mapping[str, Any],
+    *,
+    sampling: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> ModelConfig:
+    """The ``ModelConfig`` the model flags describe (``palaestra.models.model_config``)."""
+    from palaestra.models.resolve import model_config as resolve
+
+    backend_options = {
+        **(extra or {}),
+        **assignments(options.get("model_options", ()), "--model-option"),
+    }
+    return resolve(
+        options["model_spec"],
+        api=options.get("api"),
+        model_name=options.get("model_name"),
+        # A variable named with --api-key-env wins over OPENAI_API_KEY (which click reads in).
+        api_key=None if options.get("api_key_env") else options.get("api_key") or None,
+        api_key_env=options.get("api_key_env"),
+        config_path=options.get("model_config"),
+        max_retries=options.get("max_retries"),
+        request_timeout=options.get("request_timeout"),
+        sampling=sampling or None,
+        options=backend_options or None,
+    )

@@ -1,0 +1,311 @@
+"""``palaestra.collect``: collect verified rollouts from Python, as ``palaestra collect`` does.
+
+::
+
+    import palaestra
+
+    summary = palaestra.collect(env="math", model="http://localhost:8000/v1",
+                                input="tasks.jsonl", output="runs/math.jsonl",
+                                repeats=4, concurrency=64, resume=True)
+
+The command is a thin shell over this: it parses its flags into the same ``RunSpec`` and calls
+``collect_async``. Everything the command guarantees holds here too: the four output files, the
+lock on the output, the run identity checked on resume (the spec is saved in
+``<out>_run.json``), the stop rules, the summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+
+import pydantic
+
+from palaestra.assembly import AGENT_REF_TYPE, FoundEnvironment, find, open_runner
+from palaestra.collection.collector import CollectConfig, Progress, RunSummary
+from palaestra.collection.collector import collect as run_collection
+from palaestra.collection.generated import write_generated_tasks
+from palaestra.collection.runtime import run_collector
+from palaestra.collection.tasks import check_input_file
+from palaestra.environment import Environment
+from palaestra.errors import ConfigError
+from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+_log = logging.getLogger("palaestra.collect")
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+ProgressCallback = Callable[[RunSummary], object]
+"""Called with the run's summary when it starts and after every finished rollout."""
+
+
+class RunFields(TypedDict, total=False):
+    """The keyword arguments of ``collect``, ``collect_async`` and ``run_spec``.
+
+    Only ``env`` (or ``env_url``, or ``agent_url``) is needed; everything else has the
+    command's default.
+    """
+
+    env: str | Environment | type[Environment] | EnvSpec
+    """A registered name (``"math"``), ``"./my_env.py[:Class]"``, ``"module:Class"``, an
+    ``Environment`` class (built with ``env_args``) or instance, or an ``EnvSpec``."""
+    env_args: Mapping[str, Any]
+    """Keyword arguments of the environment's constructor."""
+    env_url: str
+    """A served environment (NeMo Gym resources-server protocol) instead of ``env``."""
+    model: str | ModelConfig
+    """``"local"`` (default), an OpenAI-compatible base URL, a name in
+    ``palaestra_models.yaml``, a model backend's name, or a ``ModelConfig``."""
+    api_key: str
+    """The model endpoint's key (never saved); or name a variable in ``ModelConfig``."""
+    sampling: Mapping[str, Any]
+    """Overrides of ``temperature``, ``top_p``, ``max_output_tokens`` for every task."""
+    agent: str | AgentSpec
+    """The harness (default: the environment's own), a plug-in's name, or an ``AgentSpec``."""
+    agent_options: Mapping[str, Any]
+    """The agent's keyword arguments (``max_steps``, ``max_calls_per_turn``, ...)."""
+    agent_url: str
+    """A served agent: each task is sent to its ``/run``."""
+    server_token: str
+    """Bearer token of ``env_url`` / ``agent_url`` servers (never saved)."""
+    input: str | os.PathLike[str]
+    """Tasks JSONL (default: the environment's example tasks)."""
+    output: str | os.PathLike[str]
+    """Rollouts JSONL (default: ``runs/<env>.jsonl``); the other files go beside it."""
+    repeats: int
+    concurrency: int
+    """Rollouts in flight (default: 16, or 1 for the embedded model)."""
+    limit: int
+    num_tasks: int
+    """Generate this many tasks with the environment's generator instead of reading ``input``."""
+    seed: int
+    resume: bool
+    """Continue the run recorded beside ``output``: finished rollouts are skipped."""
+    overwrite: bool
+    """Delete an earlier run's files and start over."""
+
+
+def run_spec(**fields: Unpack[RunFields]) -> RunSpec:
+    """The ``RunSpec`` that ``collect(**fields)`` runs (see ``RunFields``).
+
+    A value out of range or of the wrong kind is a one-line ``ConfigError`` naming the field;
+    a keyword that is not a field is a ``TypeError``.
+    """
+    unknown = sorted(set(fields) - set(RunFields.__annotations__))
+    if unknown:
+        known = ", ".join(RunFields.__annotations__)
+        raise TypeError(f"unknown argument '{unknown[0]}' (known: {known})")
+    given: dict[str, Any] = dict(fields)
+    options = {key: given[key] for key in CollectOptions.model_fields if given.get(key) is not None}
+    return RunSpec(
+        env=_env_spec(given),
+        model=_model_config(given),
+        agent=_agent_spec(given),
+        collection=_validated(CollectOptions, options, "collect"),
+    )
+
+
+async def collect_async(
+    spec: RunSpec | None = None,
+    /,
+    *,
+    progress: Progress | ProgressCallback | None = None,
+    **fields: Unpack[RunFields],
+) -> RunSummary:
+    """Collect the rollouts ``spec`` (or the keyword arguments, see ``RunFields``) describes.
+
+    For code already inside an event loop; ``collect`` is the same without one. Returns the
+    ``RunSummary`` (``scored``, ``mean_reward``, ``failures``, ``stopped_reason``, ``files``).
+    A mistake (unknown environment, unusable input or output, an output another collector
+    holds, a resume of another run, the API key rejected) raises a one-line ``ConfigError``
+    before anything runs. ``progress`` is a ``Progress`` or a callable taking the summary.
+    """
+    if spec is not None and fields:
+        raise TypeError("pass a RunSpec or keyword arguments, not both")
+    spec = spec if spec is not None else run_spec(**fields)
+    found = find(spec.env)
+    if found is None and spec.env.url is None and spec.agent.url is None:
+        raise ConfigError("name an environment: env=NAME, env_url=URL or agent_url=URL")
+    options = spec.collection
+    output = options.output or Path("runs") / f"{found.name if found else 'remote'}.jsonl"
+    concurrency = options.concurrency or default_concurrency(spec)
+    tasks = _input_path(options, found, output)
+    saved = spec.model_copy(
+        update={
+            "collection": options.model_copy(
+                update={"input": tasks, "output": output, "concurrency": concurrency}
+            )
+        }
+    )
+    async with open_runner(spec, found, threads=concurrency) as parts:
+        config = CollectConfig(
+            input=tasks,
+            output=output,
+            repeats=options.repeats,
+            concurrency=concurrency,
+            limit=options.limit,
+            resume=options.resume,
+            overwrite=options.overwrite,
+            overrides=dict(spec.model.sampling),
+            agent_ref={"type": AGENT_REF_TYPE, "name": parts.label},
+            run_facts={**parts.facts, "spec": saved.to_json()},
+        )
+        return await run_collection(parts.runner, config, as_progress(progress))
+
+
+def collect(
+    spec: RunSpec | None = None,
+    /,
+    *,
+    progress: Progress | ProgressCallback | None = None,
+    **fields: Unpack[RunFields],
+) -> RunSummary:
+    """Collect verified rollouts; the same as ``collect_async`` on an event loop of its own.
+
+    ::
+
+        summary = palaestra.collect(env="weather", model="http://localhost:8000/v1",
+                                    output="runs/weather.jsonl", repeats=4, resume=True)
+
+    The loop is uvloop's when installed, with the collector's GC tuning; SIGTERM stops the
+    run as Ctrl-C does (finished rollouts are kept, the aggregate written) and raises
+    ``palaestra.collection.runtime.Terminated``. Inside a running event loop, await
+    ``collect_async`` instead.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            "palaestra.collect() runs its own event loop; inside one, await "
+            "palaestra.collect_async(...)"
+        )
+    if spec is not None and fields:
+        raise TypeError("pass a RunSpec or keyword arguments, not both")
+    spec = spec if spec is not None else run_spec(**fields)
+    return run_collector(collect_async(spec, progress=progress))
+
+
+def default_concurrency(spec: RunSpec) -> int:
+    """16 rollouts in flight, or 1 for the embedded model (it answers one request at a time,
+    and one rollout at a time keeps its prompt cache warm)."""
+    local = spec.model.backend == "local" and spec.agent.url is None
+    return 1 if local else 16
+
+
+def _input_path(options: CollectOptions, found: FoundEnvironment | None, output: Path) -> Path:
+    """The tasks to run: ``input``, generated tasks (``num_tasks``), or the example tasks."""
+    if options.num_tasks is not None:
+        if options.input is not None or found is None:
+            raise ConfigError(
+                "--num-tasks generates tasks from --env; it cannot be combined "
+                "with --input or a remote environment"
+            )
+        return write_generated_tasks(
+            found.build(),
+            count=options.num_tasks,
+            seed=options.seed,
+            path=output.with_name(f"{output.stem}_tasks.jsonl"),
+        )
+    tasks = options.input or (found.example_tasks if found else None)
+    if tasks is None:
+        raise ConfigError("pass --input: there are no example tasks to fall back on")
+    check_input_file(Path(tasks))
+    return Path(tasks)
+
+
+def _env_spec(given: dict[str, Any]) -> EnvSpec:
+    env, token = given.get("env"), given.get("server_token")
+    if isinstance(env, EnvSpec):
+        if given.get("env_args") or given.get("env_url"):
+            raise TypeError("env is an EnvSpec: put env_args and env_url in it")
+        return env
+    fields: dict[str, Any] = {"args": dict(given.get("env_args") or {}), "token": token}
+    if isinstance(env, str):
+        fields["name"] = env
+    elif env is not None:
+        fields["name"] = getattr(env, "name", None)
+        fields["environment"] = env
+    if given.get("env_url"):
+        fields["url"] = given["env_url"]
+    return _validated(EnvSpec, fields, "env")
+
+
+def _model_config(given: dict[str, Any]) -> ModelConfig:
+    from palaestra.models.resolve import model_config
+
+    model = given.get("model", "local")
+    api_key, sampling = given.get("api_key"), given.get("sampling")
+    if isinstance(model, ModelConfig):
+        update: dict[str, Any] = {}
+        if api_key is not None:
+            update["api_key"] = api_key
+        if sampling:
+            update["sampling"] = {**model.sampling, **sampling}
+        return _validated(ModelConfig, {**model.model_dump(), **update}, "model")
+    if not isinstance(model, str):
+        raise ConfigError(f"model must be a name, a URL or a ModelConfig, not {model!r}")
+    return model_config(model, api_key=api_key, sampling=sampling)
+
+
+def _agent_spec(given: dict[str, Any]) -> AgentSpec:
+    agent, url, options = given.get("agent"), given.get("agent_url"), given.get("agent_options")
+    if isinstance(agent, AgentSpec):
+        if options or url:
+            raise TypeError("agent is an AgentSpec: put agent_options and agent_url in it")
+        return agent
+    fields = {
+        "name": agent,
+        "options": dict(options or {}),
+        "url": url,
+        "token": given.get("server_token"),
+    }
+    return _validated(AgentSpec, fields, "agent")
+
+
+def _validated(model: type[M], fields: Mapping[str, Any], where: str) -> M:
+    """``model`` built from ``fields``; the first thing wrong as one ``ConfigError`` line."""
+    try:
+        return model.model_validate(dict(fields))
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{where}: '{field}': {first['msg']}") from None
+
+
+class _Callback:
+    """A ``Progress`` that calls a function with the summary; messages go to the log."""
+
+    def __init__(self, callback: ProgressCallback | None) -> None:
+        self._callback = callback
+
+    def start(self, summary: RunSummary) -> None:
+        if self._callback is not None:
+            self._callback(summary)
+
+    def update(self, summary: RunSummary) -> None:
+        if self._callback is not None:
+            self._callback(summary)
+
+    def message(self, text: str) -> None:
+        _log.warning("%s", text)
+
+    def stop(self) -> None:
+        pass
+
+
+def as_progress(progress: Progress | ProgressCallback | None) -> Progress:
+    """``progress`` as the collector's ``Progress``: a ``Progress`` as it is, a callable
+    called with the summary, None silent (invalid-input warnings go to the log)."""
+    if progress is not None and all(
+        hasattr(progress, method) for method in ("start", "update", "message", "stop")
+    ):
+        return progress  # type: ignore[return-value]
+    return _Callback(progress)  # type: ignore[arg-type]

@@ -1,0 +1,115 @@
+"""Serving one ``ServeSpec``: an environment, a model or an agent, behind the token guard.
+
+``palaestra serve env|model|agent`` parse their flags into a ``ServeSpec`` and call ``serve``;
+a stack's supervisor writes each server's spec to a file and starts ``palaestra serve spec
+FILE``. The parts come from ``palaestra.assembly``, as a collection run's do.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from palaestra.assembly import build_agent, build_model, find, open_environment
+from palaestra.errors import ConfigError
+from palaestra.spec import ServeSpec
+
+
+def serve(spec: ServeSpec) -> None:
+    """Serve ``spec`` until interrupted, on the fastest event loop available."""
+    from palaestra.serve.uvicorn_runner import run_on_fast_loop
+
+    run_on_fast_loop(serve_async(spec))
+
+
+async def serve_async(spec: ServeSpec) -> None:
+    """Build what ``spec`` serves, announce its address once it listens, serve until stopped.
+
+    A mistake in the spec (unknown environment, argument, agent or model) is a one-line
+    ``ConfigError`` before anything listens; so is a busy port.
+    """
+    if spec.kind == "env":
+        await _serve_env(spec)
+    elif spec.kind == "model":
+        await _serve_model(spec)
+    else:
+        await _serve_agent(spec)
+
+
+async def _serve_env(spec: ServeSpec) -> None:
+    from palaestra.serve.env_app import (
+        DEFAULT_MAX_SESSIONS,
+        DEFAULT_MAX_TASK_BYTES,
+        environment_app,
+    )
+    from palaestra.serve.evaluator import load_dataset
+
+    if spec.env.url is not None:
+        raise ConfigError("an env server serves an environment of this process, not a url")
+    found = find(spec.env)
+    if found is None:
+        raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
+    dataset = load_dataset(spec.tasks or found.example_tasks)
+    app = environment_app(
+        found.build(),
+        dataset=dataset,
+        max_sessions=_cap(spec.max_sessions, DEFAULT_MAX_SESSIONS),
+        max_task_bytes=_cap(spec.max_task_bytes, DEFAULT_MAX_TASK_BYTES),
+    )
+    await serve_guarded(app, spec, label=f"environment {found.name}")
+
+
+async def _serve_model(spec: ServeSpec) -> None:
+    from palaestra.serve.model_app import model_app
+
+    model = build_model(spec.model)
+    try:
+        await model.check()  # load the weights / reach the backend before saying "serving"
+        model_id = spec.model_id or model.name
+        app = model_app(model, model_id=model_id)
+        label = f"{spec.model.backend} model {model_id}"
+        await serve_guarded(app, spec, label=label, path="/v1")
+    finally:
+        await model.aclose()
+
+
+async def _serve_agent(spec: ServeSpec) -> None:
+    from palaestra.serve.agent_app import agent_app
+
+    found = find(spec.env)
+    env, default = await open_environment(spec.env, found)
+    try:
+        agent = build_agent(spec.agent, default)
+        model = build_model(spec.model)
+    except BaseException:
+        await env.aclose()
+        raise
+    try:
+        await model.check()
+    except BaseException:
+        await env.aclose()
+        await model.aclose()
+        raise
+    app = agent_app(agent, env, model)  # its lifespan closes env and model
+    await serve_guarded(app, spec, label=f"agent {agent.name} on {env.name}")
+
+
+def _cap(value: int | None, default: int) -> int | None:
+    """A cap: unset is the server's default, 0 lifts the cap."""
+    if value is None:
+        return default
+    return value or None
+
+
+async def serve_guarded(app: Any, spec: ServeSpec, *, label: str, path: str = "") -> None:
+    """Serve behind the token/body-size guard; announce the address for humans and supervisors."""
+    from palaestra.serve.announce import ready_line, serve_announced
+    from palaestra.serve.guard import Guard
+
+    def on_ready(url: str) -> None:
+        print(f"serving {label} on {url}{path}", file=sys.stderr, flush=True)
+        print(ready_line(url), flush=True)
+
+    await serve_announced(
+        Guard(app, token=spec.token), host=spec.host, port=spec.port, on_ready=on_ready
+    )
