@@ -68,4 +68,6 @@ async def _serve(app: Any, *, host: str, port: int, token: str | None, label: st
         print(f"serving {label} on {url}", file=sys.stderr, flush=True)
         print(ready_line(url), flush=True)
 
-    await serve_announced(Guard(app, token=token), host=host, port=port, on_ready=on_ready)
+    await serve_announced(
+        Guard(app, token=token), host=host, port=port, on_ready=on_ready, ws="auto"
+    )

@@ -43,6 +43,7 @@ async def serve_announced(
     port: int,
     on_ready: Callable[[str], None],
     stop: asyncio.Event | None = None,
+    ws: str = "none",
 ) -> None:
     """Serve ``app`` until stopped; call ``on_ready(url)`` once it accepts connections.
 
@@ -52,7 +53,7 @@ async def serve_announced(
     display_host = f"[{host}]" if ":" in host else host
     sock = listen(host, port)
     bound = sock.getsockname()[1]
-    server = make_server(app, host=host, port=bound)
+    server = make_server(app, host=host, port=bound, ws=ws)
 
     async def announce() -> None:
         while not server.started:

@@ -26,16 +26,25 @@ def _fastest(preferred: str, fallback: str) -> str:
 
 
 def make_server(
-    app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "warning",
+    ws: str = "none",
 ) -> uvicorn.Server:
-    """A uvicorn server for ``app``; uvloop and httptools when installed, else asyncio and h11."""
+    """A uvicorn server for ``app``; uvloop and httptools when installed, else asyncio and h11.
+
+    ``ws``: uvicorn's WebSocket protocol; ``"none"`` (no WebSocket routes) unless the app has
+    some (the OpenEnv server: ``"auto"``).
+    """
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         loop=_fastest("uvloop", "asyncio"),
         http=_fastest("httptools", "h11"),
-        ws="none",
+        ws=ws,
         log_level=log_level,
         access_log=False,
     )
@@ -76,12 +85,18 @@ class BackgroundServer:
     """``app`` served from a daemon thread; ``port=0`` picks a free port. A context manager."""
 
     def __init__(
-        self, app: Any, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_level: str = "warning",
+        ws: str = "none",
     ) -> None:
         self._socket = socket.create_server((host, port))
         self.host = host
         self.port: int = self._socket.getsockname()[1]
-        self._server = make_server(app, host=host, port=self.port, log_level=log_level)
+        self._server = make_server(app, host=host, port=self.port, log_level=log_level, ws=ws)
         self._thread = threading.Thread(
             target=self._server.run,
             kwargs={"sockets": [self._socket]},

@@ -1,0 +1,438 @@
+"""A palaestra environment served in OpenEnv's protocol (``openenv-core`` 0.3, HTTP profile 1.x).
+
+What OpenEnv's clients and ``openenv validate <url>`` use, read from openenv-core 0.3.0
+(``env_server/http_server.py``, ``env_client.py``, ``mcp_client.py``, ``cli/_validation.py``):
+
+- ``/ws``: one episode per connection. Messages ``{"type": "reset" | "step" | "state" |
+  "close" | "mcp", "data": ...}``; answers ``{"type": "observation", "data": {"observation",
+  "reward", "done"}}``, ``{"type": "state", ...}``, ``{"type": "mcp", "data": <JSON-RPC>}`` or
+  ``{"type": "error", "data": {"message", "code"}}``.
+
+  ``reset`` data: ``task`` (a task row), else ``index``/``seed`` into the served tasks (else the
+  next one), else a task the environment generates from ``seed``. The observation holds the
+  prompt as chat ``messages`` and the ``tools`` (never the task: it may hold the answer).
+  ``step`` actions: ``{"type": "call_tool", "tool_name", "arguments"}`` and
+  ``{"type": "list_tools"}`` (OpenEnv's MCP actions), ``{"type": "message", "content"}`` (the
+  model's text, kept in the trajectory) and the terminal ``{"type": "verify"}`` (optionally with
+  a final ``content``, or a whole Responses ``response`` to score instead of the recorded
+  trajectory): it runs the environment's verifier, answers its reward with ``done: true`` and
+  ends the episode. A verdict that is a failure is an error answer naming its kind, never a
+  reward.
+- ``POST /mcp``: JSON-RPC ``tools/list``, ``tools/call`` and OpenEnv's session methods
+  (``openenv/session/create`` seeds an episode, ``openenv/session/close``).
+- ``GET /health``, ``/metadata``, ``/schema``, ``/openapi.json`` (production mode: no HTTP
+  ``/reset``, ``/step``, ``/state``; episodes live on ``/ws``).
+
+With a token, the HTTP routes are behind ``Guard`` and ``/ws`` checks the same bearer token
+before it accepts (OpenEnv 0.3's clients send none: serve without a token for them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import itertools
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from palaestra.env_client import EnvironmentClient
+from palaestra.environment import Environment
+from palaestra.errors import InputError, PalaestraError, RolloutFailure
+from palaestra.serve.http_json import JSONResponse
+from palaestra.training.openenv_episode import Episode, RolloutFailed
+from palaestra.types import JsonDict
+
+PROFILE_VERSION = "1.0.0"
+"""The OpenEnv HTTP profile served (``openapi.json`` ``info.version``; ``1.x`` is what
+``openenv validate`` knows)."""
+MAX_HTTP_SESSIONS = 1024
+"""Episodes ``openenv/session/create`` keeps; the least recently used is closed past it."""
+
+TaskSource = Callable[[JsonDict], JsonDict]
+"""Reset data -> the task row of the new episode; ``InputError`` when there is none."""
+
+
+def task_source(dataset: list[JsonDict], environment: Environment | None) -> TaskSource:
+    """Tasks for ``reset``: the given row, the served ``dataset``, or generated ones."""
+    cycle: Iterator[int] = itertools.count()
+
+    def pick(data: JsonDict) -> JsonDict:
+        if isinstance(data.get("task"), dict):
+            return dict(data["task"])
+        index = data.get("index", data.get("seed"))
+        if dataset:
+            position = index if isinstance(index, int) else next(cycle)
+            return dataset[position % len(dataset)]
+        if environment is not None:
+            try:
+                seed = index if isinstance(index, int) else next(cycle)
+                return next(iter(environment.generate_tasks(1, seed)))
+            except NotImplementedError:
+                pass
+        raise InputError(
+            "this server has no tasks: send one in reset (data.task) or serve with --tasks",
+            field="task",
+        )
+
+    return pick
+
+
+def openenv_app(
+    client: EnvironmentClient,
+    tasks: TaskSource,
+    *,
+    name: str,
+    description: str,
+    token: str | None = None,
+) -> Starlette:
+    """The OpenEnv server of ``client``'s environment (see the module docstring)."""
+    http_episodes: OrderedDict[str, Episode] = OrderedDict()
+
+    async def start(data: JsonDict) -> Episode:
+        episode_id = data.get("episode_id")
+        return await Episode.start(client, tasks(data), str(episode_id) if episode_id else None)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "healthy"})
+
+    async def metadata(request: Request) -> Response:
+        return JSONResponse({"name": name, "description": description, "version": PROFILE_VERSION})
+
+    async def schema(request: Request) -> Response:
+        return JSONResponse(SCHEMAS)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document(name))
+
+    async def mcp(request: Request) -> Response:
+        try:
+            call = orjson.loads(await request.body())
+        except orjson.JSONDecodeError:
+            return JSONResponse(rpc_error(None, -32700, "Parse error"))
+        return JSONResponse(await http_rpc(call))
+
+    async def http_rpc(call: Any) -> JsonDict:
+        if not _is_rpc(call):
+            return rpc_error(
+                call.get("id") if isinstance(call, dict) else None, -32600, "Invalid Request"
+            )
+        method, params, call_id = call["method"], call.get("params") or {}, call.get("id")
+        if method == "openenv/session/create":
+            try:
+                created = await start(params)
+            except Exception as error:
+                return rpc_error(call_id, -32000, _message(error))
+            http_episodes[created.episode_id] = created
+            while len(http_episodes) > MAX_HTTP_SESSIONS:
+                await _close_quietly(http_episodes.popitem(last=False)[1])
+            return rpc_result(call_id, {"session_id": created.episode_id})
+        session_id = params.get("session_id")
+        episode = http_episodes.get(session_id) if isinstance(session_id, str) else None
+        if method == "openenv/session/close":
+            if episode is None:
+                return rpc_error(call_id, -32602, f"Unknown session_id: {session_id}")
+            await _close_quietly(http_episodes.pop(episode.episode_id))
+            return rpc_result(call_id, {"session_id": session_id, "closed": True})
+        if episode is not None:
+            http_episodes.move_to_end(episode.episode_id)
+        elif session_id is not None:
+            return rpc_error(call_id, -32602, f"Unknown session_id: {session_id}")
+        return await rpc(episode, method, params, call_id)
+
+    async def rpc(episode: Episode | None, method: str, params: JsonDict, call_id: Any) -> JsonDict:
+        if method == "tools/list":
+            tools = episode.tools() if episode is not None else _tools(client)
+            return rpc_result(call_id, {"tools": tools})
+        if method != "tools/call":
+            return rpc_error(call_id, -32601, f"Method not found: {method}")
+        if episode is None:
+            return rpc_error(
+                call_id, -32602, "tools/call needs an episode: openenv/session/create, or /ws"
+            )
+        if not isinstance(params.get("name"), str):
+            return rpc_error(call_id, -32602, "Missing 'name' in params")
+        try:
+            outcome = await episode.call_tool(params["name"], dict(params.get("arguments") or {}))
+        except Exception as error:
+            return rpc_error(call_id, -32603, _message(error))
+        text = [{"type": "text", "text": outcome.text}]
+        return rpc_result(
+            call_id, {"content": text, "data": outcome.text, "isError": outcome.rejected}
+        )
+
+    async def ws(socket: WebSocket) -> None:
+        if token is not None and not _bearer_matches(socket.headers.get("authorization"), token):
+            await socket.close(code=1008, reason="missing or wrong bearer token")
+            return
+        await socket.accept()
+        episode: Episode | None = None
+        try:
+            while True:
+                received = await socket.receive()
+                if received["type"] == "websocket.disconnect":
+                    break
+                try:  # OpenEnv's clients send text frames; bytes are read the same
+                    message = orjson.loads(received.get("text") or received.get("bytes") or b"")
+                except orjson.JSONDecodeError as error:
+                    await socket.send_text(_error_text("INVALID_JSON", f"Invalid JSON: {error}"))
+                    continue
+                kind = message.get("type") if isinstance(message, dict) else None
+                data = message.get("data") if isinstance(message, dict) else None
+                data = data if isinstance(data, dict) else {}
+                if kind == "close":
+                    break
+                try:
+                    if kind == "reset":
+                        if episode is not None:
+                            await _close_quietly(episode)
+                            episode = None
+                        episode = await start(data)
+                        answer = _observation(
+                            {"messages": episode.initial_messages(), "tools": _listed(episode)}
+                        )
+                    elif kind == "state":
+                        answer = {"type": "state", "data": _state(episode)}
+                    elif kind == "mcp":
+                        call = data
+                        reply = (
+                            await rpc(
+                                episode, call["method"], call.get("params") or {}, call.get("id")
+                            )
+                            if _is_rpc(call)
+                            else rpc_error(call.get("id"), -32600, "Invalid Request")
+                        )
+                        answer = {"type": "mcp", "data": reply}
+                    elif kind == "step":
+                        if episode is None:
+                            raise InputError("no episode: send reset first", field="type")
+                        answer, ended = await _step(episode, data)
+                        if ended:
+                            await _close_quietly(episode)
+                            episode = None
+                    else:
+                        raise InputError(
+                            f"unknown message type {kind!r}: reset, step, state, mcp or close",
+                            field="type",
+                        )
+                except Exception as error:
+                    if isinstance(error, RolloutFailed | RolloutFailure) and episode is not None:
+                        await _close_quietly(episode)  # a failed rollout is over
+                        episode = None
+                    answer = _error_answer(error)
+                await socket.send_text(orjson.dumps(answer).decode())
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if episode is not None:
+                await _close_quietly(episode)
+        await _close_socket(socket)
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/metadata", metadata, methods=["GET"]),
+            Route("/schema", schema, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/mcp", mcp, methods=["POST"]),
+            WebSocketRoute("/ws", ws),
+        ]
+    )
+
+
+async def _step(episode: Episode, action: JsonDict) -> tuple[JsonDict, bool]:
+    """One ``step`` action: its answer, and whether the episode ended."""
+    kind = action.get("type")
+    if kind == "call_tool":
+        name = action.get("tool_name")
+        if not isinstance(name, str):
+            raise InputError("call_tool needs a 'tool_name' string", field="tool_name")
+        outcome = await episode.call_tool(name, dict(action.get("arguments") or {}))
+        error = None
+        if outcome.rejected:
+            known = {tool["name"] for tool in episode.tools()}
+            error_type = "invalid_args" if name in known else "tool_not_found"
+            error = {"error_type": error_type, "message": outcome.text}
+        return _observation({"tool_name": name, "result": outcome.text, "error": error}), False
+    if kind == "list_tools":
+        return _observation({"tools": _listed(episode)}), False
+    if kind == "message":
+        episode.say(str(action.get("content") or ""))
+        return _observation({"recorded": True}), False
+    if kind == "verify":
+        if action.get("content"):
+            episode.say(str(action["content"]))
+        given = action.get("response")
+        verdict = await episode.verify(given if isinstance(given, dict) else None)
+        return _observation(
+            {"verdict": verdict.to_fields()}, reward=verdict.reward, done=True
+        ), True
+    raise InputError(
+        f"unknown action type {kind!r}: call_tool, list_tools, message or verify", field="type"
+    )
+
+
+def _observation(
+    observation: JsonDict, *, reward: float | None = None, done: bool = False
+) -> JsonDict:
+    return {
+        "type": "observation",
+        "data": {"observation": observation, "reward": reward, "done": done},
+    }
+
+
+def _state(episode: Episode | None) -> JsonDict:
+    if episode is None:
+        return {"episode_id": None, "step_count": 0}
+    return {"episode_id": episode.episode_id, "step_count": episode.step_count}
+
+
+def _tools(client: EnvironmentClient) -> list[JsonDict]:
+    from palaestra.training.openenv_episode import mcp_tools
+
+    return mcp_tools(client.tools())
+
+
+def _listed(episode: Episode) -> list[JsonDict]:
+    """The episode's tools as OpenEnv's ``Tool`` serialises them (``input_schema``)."""
+    return [
+        {"name": t["name"], "description": t["description"], "input_schema": t["inputSchema"]}
+        for t in episode.tools()
+    ]
+
+
+def _error_answer(error: Exception) -> JsonDict:
+    """The one mapping from what an episode raised to OpenEnv's error answer."""
+    data: JsonDict = {"message": _message(error), "code": "EXECUTION_ERROR"}
+    if isinstance(error, RolloutFailed):
+        data["failure"] = error.failure.to_json()
+    elif isinstance(error, RolloutFailure):
+        data["failure"] = {"kind": str(error.kind), "reason": error.reason, "masked": True}
+    elif isinstance(error, InputError):
+        data["code"] = "VALIDATION_ERROR"
+    return {"type": "error", "data": data}
+
+
+def _error_text(code: str, message: str) -> str:
+    return orjson.dumps({"type": "error", "data": {"message": message, "code": code}}).decode()
+
+
+def _message(error: Exception) -> str:
+    if isinstance(error, RolloutFailure) and not isinstance(error, RolloutFailed):
+        return f"rollout failed ({error.kind}): {error.reason}"
+    if isinstance(error, PalaestraError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _is_rpc(call: Any) -> bool:
+    return (
+        isinstance(call, dict)
+        and call.get("jsonrpc") == "2.0"
+        and isinstance(call.get("method"), str)
+    )
+
+
+def rpc_result(call_id: Any, result: Any) -> JsonDict:
+    return {"jsonrpc": "2.0", "id": call_id, "result": result}
+
+
+def rpc_error(call_id: Any, code: int, message: str) -> JsonDict:
+    return {"jsonrpc": "2.0", "id": call_id, "error": {"code": code, "message": message}}
+
+
+async def _close_quietly(episode: Episode) -> None:
+    # Closing must not hide the answer being sent; a session that was not closed expires.
+    with contextlib.suppress(Exception):
+        await episode.close()
+
+
+async def _close_socket(socket: WebSocket) -> None:
+    with contextlib.suppress(RuntimeError):  # already closed by the client
+        await socket.close()
+
+
+def _bearer_matches(header: str | None, token: str) -> bool:
+    if not header or not header.lower().startswith("bearer "):
+        return False
+    return hmac.compare_digest(header[7:].strip(), token)
+
+
+_ACTION_SCHEMA: JsonDict = {
+    "title": "PalaestraAction",
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "type": {"const": "call_tool"},
+                "tool_name": {"type": "string"},
+                "arguments": {"type": "object"},
+            },
+            "required": ["type", "tool_name"],
+        },
+        {"type": "object", "properties": {"type": {"const": "list_tools"}}, "required": ["type"]},
+        {
+            "type": "object",
+            "properties": {"type": {"const": "message"}, "content": {"type": "string"}},
+            "required": ["type", "content"],
+        },
+        {
+            "type": "object",
+            "description": "Terminal: run the environment's verifier; the reward comes back.",
+            "properties": {
+                "type": {"const": "verify"},
+                "content": {"type": "string"},
+                "response": {"type": "object"},
+            },
+            "required": ["type"],
+        },
+    ],
+}
+SCHEMAS: JsonDict = {
+    "action": _ACTION_SCHEMA,
+    "observation": {
+        "title": "PalaestraObservation",
+        "type": "object",
+        "properties": {
+            "messages": {"type": "array", "description": "reset: the prompt as chat messages"},
+            "tools": {"type": "array"},
+            "tool_name": {"type": "string"},
+            "result": {"type": "string", "description": "call_tool: the text the model reads"},
+            "error": {"type": ["object", "null"]},
+            "verdict": {"type": "object", "description": "verify: reward and verifier fields"},
+        },
+    },
+    "state": {
+        "title": "PalaestraState",
+        "type": "object",
+        "properties": {
+            "episode_id": {"type": ["string", "null"]},
+            "step_count": {"type": "integer", "minimum": 0},
+        },
+    },
+}
+
+
+def openapi_document(name: str) -> JsonDict:
+    def get(summary: str) -> JsonDict:
+        return {"get": {"summary": summary, "responses": {"200": {"description": "OK"}}}}
+
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": f"palaestra environment {name} (OpenEnv)", "version": PROFILE_VERSION},
+        "paths": {
+            "/health": get("Health check"),
+            "/metadata": get("Environment metadata"),
+            "/schema": get("Action, observation and state schemas"),
+            "/mcp": {
+                "post": {"summary": "MCP JSON-RPC", "responses": {"200": {"description": "OK"}}}
+            },
+        },
+    }

@@ -1,0 +1,174 @@
+"""The OpenEnv server of an environment over real HTTP and WebSocket (OpenEnv's message forms)."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import orjson
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from palaestra import LocalEnvironmentClient
+from palaestra.envs.counter.environment import Counter
+from palaestra.serve.guard import Guard
+from palaestra.serve.openenv_app import openenv_app, task_source
+from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.sessions import Session
+from palaestra.types import FailureKind, JsonDict, Verdict
+
+TASK = {"responses_create_params": {"input": "Add 3."}, "initial_value": 1, "target_value": 4}
+
+
+class GradedCounter(Counter):
+    """A counter whose verifier cannot grade tasks marked ``ungradable``."""
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        if session.task.get("ungradable"):
+            return Verdict.failed(FailureKind.VERIFIER_ERROR, "cannot grade this answer")
+        return super().verify(session, response)
+
+
+@contextmanager
+def served(dataset: list[JsonDict] | None = None, token: str | None = None) -> Iterator[str]:
+    environment = GradedCounter()
+    app = openenv_app(
+        LocalEnvironmentClient(environment),
+        task_source(dataset or [], environment),
+        name="counter",
+        description=environment.description,
+        token=token,
+    )
+    with BackgroundServer(Guard(app, token=token), ws="auto") as server:
+        yield server.url
+
+
+def ask(socket: ClientConnection, kind: str, data: JsonDict | None = None) -> Any:
+    message = {"type": kind, **({"data": data} if data is not None else {})}
+    socket.send(orjson.dumps(message).decode())  # a text frame, as OpenEnv's client sends
+    return orjson.loads(socket.recv(timeout=10))
+
+
+def ws_url(url: str) -> str:
+    return url.replace("http://", "ws://") + "/ws"
+
+
+def test_an_episode_resets_calls_tools_and_ends_with_the_verifiers_reward() -> None:
+    with served() as url, connect(ws_url(url)) as socket:
+        reset = ask(socket, "reset", {"task": TASK, "episode_id": "ep-1"})["data"]
+        assert reset["observation"]["messages"] == [{"role": "user", "content": "Add 3."}]
+        assert [t["name"] for t in reset["observation"]["tools"]] == ["increment", "read_counter"]
+        assert "target_value" not in orjson.dumps(reset).decode()  # the task is not shown
+        step = ask(
+            socket,
+            "step",
+            {"type": "call_tool", "tool_name": "increment", "arguments": {"amount": 3}},
+        )
+        assert step["data"] == {
+            "observation": {"tool_name": "increment", "result": "4", "error": None},
+            "reward": None,
+            "done": False,
+        }
+        state = ask(socket, "state")
+        assert state == {"type": "state", "data": {"episode_id": "ep-1", "step_count": 1}}
+        done = ask(socket, "step", {"type": "verify", "content": "It is 4."})["data"]
+        assert (done["reward"], done["done"]) == (1.0, True)
+        assert done["observation"]["verdict"]["final_value"] == 4
+        after = ask(socket, "step", {"type": "call_tool", "tool_name": "increment"})
+        assert after["type"] == "error" and "send reset first" in after["data"]["message"]
+
+
+def test_a_wrong_tool_call_is_text_for_the_model_and_an_error_naming_why() -> None:
+    with served() as url, connect(ws_url(url)) as socket:
+        ask(socket, "reset", {"task": TASK})
+        bad = ask(
+            socket,
+            "step",
+            {"type": "call_tool", "tool_name": "increment", "arguments": {"amount": "x"}},
+        )
+        observation = bad["data"]["observation"]
+        assert observation["result"].startswith("Error: invalid arguments for tool 'increment'")
+        assert observation["error"] == {
+            "error_type": "invalid_args",
+            "message": observation["result"],
+        }
+        unknown = ask(socket, "step", {"type": "call_tool", "tool_name": "decrement"})
+        assert unknown["data"]["observation"]["error"]["error_type"] == "tool_not_found"
+        done = ask(socket, "step", {"type": "verify"})["data"]
+        assert done["reward"] == 0.0 and done["observation"]["verdict"]["final_value"] == 1
+
+
+def test_a_verdict_that_is_a_failure_is_an_error_with_its_kind_never_a_reward() -> None:
+    with served() as url, connect(ws_url(url)) as socket:
+        ask(socket, "reset", {"task": {**TASK, "ungradable": True}})
+        failed = ask(socket, "step", {"type": "verify"})
+        assert failed["type"] == "error" and "reward" not in orjson.dumps(failed).decode()
+        assert failed["data"]["failure"]["kind"] == "verifier_error"
+        assert "cannot grade this answer" in failed["data"]["message"]
+
+
+def test_reset_picks_a_served_task_by_index_and_says_so_when_there_is_none() -> None:
+    dataset = [TASK, {**TASK, "initial_value": 10}]
+    with served(dataset) as url, connect(ws_url(url)) as socket:
+        ask(socket, "reset", {"index": 1})
+        step = ask(socket, "step", {"type": "call_tool", "tool_name": "read_counter"})
+        assert step["data"]["observation"]["result"] == "10"
+    with served() as url, connect(ws_url(url)) as socket:
+        refused = ask(socket, "reset", {})
+        assert refused["data"]["code"] == "VALIDATION_ERROR"
+        assert "no tasks" in refused["data"]["message"] and "--tasks" in refused["data"]["message"]
+
+
+def rpc(url: str, body: object, token: str | None = None) -> Any:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(f"{url}/mcp", data=orjson.dumps(body), headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return orjson.loads(answer.read())
+
+
+def test_http_mcp_lists_tools_and_calls_them_in_a_session_it_creates() -> None:
+    with served() as url:
+        assert rpc(url, {})["error"]["code"] == -32600
+        listed = rpc(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})["result"]["tools"]
+        assert listed[0]["name"] == "increment" and "properties" in listed[0]["inputSchema"]
+        created = rpc(
+            url,
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "openenv/session/create",
+                "params": {"task": TASK},
+            },
+        )
+        session = created["result"]["session_id"]
+        call = {"name": "increment", "arguments": {"amount": 2}, "session_id": session}
+        called = rpc(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        assert called["result"]["data"] == "3" and called["result"]["isError"] is False
+        closed = {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "openenv/session/close",
+            "params": {"session_id": session},
+        }
+        assert rpc(url, closed)["result"]["closed"] is True
+        again = rpc(url, {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
+        assert "Unknown session_id" in again["error"]["message"]
+
+
+def test_with_a_token_the_websocket_and_the_http_routes_require_it() -> None:
+    with served([TASK], token="oe-secret") as url:
+        with pytest.raises(InvalidStatus), connect(ws_url(url)):
+            pass
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            rpc(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert refused.value.code == 401
+        auth = {"Authorization": "Bearer oe-secret"}
+        with connect(ws_url(url), additional_headers=auth) as socket:
+            assert ask(socket, "reset", {})["type"] == "observation"
+        assert rpc(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, token="oe-secret")
