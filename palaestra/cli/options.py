@@ -30,18 +30,26 @@ def _stacked(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 
 def assignments(values: Iterable[str], flag: str) -> dict[str, Any]:
-    """``KEY=VALUE`` flags as a mapping, each value read as a YAML scalar (``4`` is a number,
-    ``true`` a boolean, ``null`` None, ``[a, b]`` a list, anything else a string)."""
+    """``KEY=VALUE`` flags as a mapping, each value read as a YAML scalar: ``4`` is a number,
+    ``true`` a boolean, ``null`` None, and anything else (``echo: ``, ``[a, b]`` too) the
+    string as written. Lists and mappings go in a stack file or in Python."""
     found: dict[str, Any] = {}
     for item in values:
         key, separator, raw = item.partition("=")
         if not separator or not key.strip():
             raise ConfigError(f"{flag} {item!r}: expected KEY=VALUE")
-        try:
-            found[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            raise ConfigError(f"{flag} {item!r}: the value is not valid YAML") from None
+        found[key.strip()] = _scalar(raw)
     return found
+
+
+def _scalar(raw: str) -> Any:
+    if not raw.strip():
+        return raw
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    return value if isinstance(value, str | int | float | bool) or value is None else raw
 
 
 env_arg_option = click.option(

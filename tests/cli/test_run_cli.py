@@ -93,6 +93,9 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         )
         assert through_agent.returncode == 0, through_agent.stderr
         assert [r["reward"] for r in rows(tmp_path / "a.jsonl")] == [1.0] * 3
+        # labelled with the served agent's name, as GET / gives it (before: remote_remote_agent)
+        labels = {r["agent_ref"]["name"] for r in rows(tmp_path / "a.jsonl")}
+        assert len(labels) == 1 and labels.pop().endswith("_tool_calling")
         through_env = run_cli(
             "collect",
             "--env-url",

@@ -51,13 +51,16 @@ def test_every_server_on_a_busy_port_says_so_in_one_line(
 class Served:
     """A ``palaestra serve`` process, up once it printed its ready line."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> None:
         self.process = subprocess.Popen(
             [*PALAESTRA, "serve", *args, "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
             env={**os.environ, **(env or {})},
+            cwd=cwd,
         )
         assert self.process.stdout is not None
         for line in self.process.stdout:
