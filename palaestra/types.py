@@ -97,7 +97,14 @@ def assistant_message(text: str, *, item_id: str = "msg_0") -> JsonDict:
 
 
 def function_call_output(call_id: str, output: str) -> JsonDict:
-    return {"type": "function_call_output", "call_id": call_id, "output": output}
+    """A tool's output item, as NeMo Gym writes it (its field order; ``id`` unknown: null)."""
+    return {
+        "call_id": call_id,
+        "output": output,
+        "type": "function_call_output",
+        "id": None,
+        "status": "completed",
+    }
 
 
 def output_text(response: JsonDict) -> str:

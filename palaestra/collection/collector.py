@@ -55,6 +55,7 @@ from palaestra.errors import (
     ServiceUnreachable,
     VerifierFailure,
 )
+from palaestra.rows import AggregateEntry
 from palaestra.types import Failure, FailureKind, JsonDict
 
 UNREACHABLE_STOP = 3
@@ -104,7 +105,7 @@ class RunSummary:
     """The scored rollouts the output already held when this invocation started."""
     stopped_reason: str | None = None
     files: RunFiles | None = None
-    aggregate: list[JsonDict] = field(default_factory=list)
+    aggregate: list[AggregateEntry] = field(default_factory=list)
     """Per agent: agent and key metrics; the per-task group metrics are in the file only."""
 
     @property

@@ -3,17 +3,24 @@
 The collector adds each row it appends (and, on resume, reads back the rows already there), so
 the aggregate always describes exactly the output file, without reading it again at the end.
 
-Per agent: ``mean/``, ``std/``, ``min/``, ``max/`` of every numeric field the verifier returned
-(reward, ``reward_components/<name>``, verifier metrics; booleans count as 0/1; a NaN, which the
-file holds as ``null``, is left out) and of the token usage. palaestra's rows name the
-verifier's fields in ``_palaestra.verifier_fields``, so a task's own numeric fields (an ``id``)
-are not averaged; rows without it (NeMo Gym's) count every numeric top-level field, as NeMo Gym
-does. Rollouts that ran out of ``max_steps`` (``_palaestra.truncated``) are counted;
-``pass@k`` (unbiased estimator, a rollout passes when its reward >= 1) for k = 1 and k = the
-repeats of each task; and per-task group metrics. Failures are counted by kind, never averaged.
+The names are NeMo Gym's (its ``RewardProfiler``): per agent, ``mean/``, ``max/``, ``min/``,
+``median/`` and ``std/`` (the sample standard deviation, 0 for one value) of every numeric
+field the verifier returned (reward, ``reward_components/<name>``, verifier metrics; booleans
+count as 0/1; a NaN, which the file holds as ``null``, is left out) and of the token usage
+(``mean/input_tokens``, ``mean/output_tokens``, ``mean/total_tokens``). ``key_metrics`` holds
+every ``mean/`` entry, as NeMo Gym's default does, and palaestra's counts: rollouts, tasks,
+failures, truncated (rollouts that ran out of ``max_steps``), ``pass@k`` (unbiased estimator, a
+rollout passes when its reward >= 1; k = 1 and k = the repeats of each task) and
+``majority@k``. palaestra's rows name the verifier's fields in ``_palaestra.verifier_fields``,
+so a task's own numeric fields (an ``id``) are not averaged; rows without it (NeMo Gym's)
+count every numeric top-level field, as NeMo Gym does. Failures are counted by kind, never
+averaged. Per task, ``group_level_metrics`` has ``num_rollouts`` and ``mean/reward``.
 
 Memory does not grow with the rollouts and barely with the tasks: per task, three counters in
-arrays (16 bytes), and the per-task group metrics are streamed into the file, never held.
+arrays (16 bytes), and the per-task group metrics are streamed into the file, never held. A
+median counts each distinct value once; past 65,536 distinct values of one metric (continuous
+scores over a huge run) the values are rounded to 10 bits of mantissa, so the median is then
+within 0.1% of the exact one.
 """
 
 from __future__ import annotations
@@ -28,9 +35,27 @@ from pathlib import Path
 
 import orjson
 
+from palaestra.rows import (
+    AGENT_REF,
+    FACTS,
+    FAILURE,
+    RESPONSE,
+    REWARD,
+    REWARD_COMPONENTS,
+    TASK_INDEX,
+    AgentRef,
+    AggregateEntry,
+    GroupMetrics,
+)
 from palaestra.types import JsonDict
 
 PASS_THRESHOLD = 1.0
+STATS = ("mean", "max", "min", "median", "std")
+"""NeMo Gym's statistics of a metric, in its order: ``mean/reward``, ``median/input_tokens``."""
+USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
+"""Token counts of a row's ``response.usage``, aggregated under their own names (NeMo Gym's)."""
+_DISTINCT = 1 << 16
+"""Distinct values a median keeps exactly (see the module docstring)."""
 
 
 @dataclass(slots=True)
@@ -40,6 +65,9 @@ class RunningStat:
     m2: float = 0.0
     low: float = math.inf
     high: float = -math.inf
+    counts: dict[float, int] = field(default_factory=dict)
+    """How often each value was seen (rounded to ``bits`` of mantissa once there are many)."""
+    bits: int = 0
 
     def add(self, value: float) -> None:
         self.count += 1
@@ -48,10 +76,56 @@ class RunningStat:
         self.m2 += delta * (value - self.mean)
         self.low = min(self.low, value)
         self.high = max(self.high, value)
+        counts = self.counts
+        if self.bits:
+            value = _rounded(value, self.bits)
+        counts[value] = counts.get(value, 0) + 1
+        if len(counts) > _DISTINCT:
+            self._coarsen()
 
     @property
     def std(self) -> float:
-        return math.sqrt(self.m2 / self.count) if self.count > 1 else 0.0
+        """The sample standard deviation (pandas' and NeMo Gym's); 0 for a single value."""
+        return math.sqrt(self.m2 / (self.count - 1)) if self.count > 1 else 0.0
+
+    @property
+    def median(self) -> float:
+        """The middle value, or the mean of the two middle ones (pandas' median)."""
+        if not self.counts:
+            return math.nan
+        below = (self.count - 1) // 2  # values before the lower middle one
+        lower: float | None = None
+        seen = 0
+        for value in sorted(self.counts):
+            seen += self.counts[value]
+            if lower is None and seen > below:
+                lower = value
+            if seen > self.count // 2:  # the upper middle one (the same for an odd count)
+                return (lower + value) / 2 if lower is not None else value
+        return math.nan  # unreachable: the counts add up to count
+
+    def _coarsen(self) -> None:
+        while len(self.counts) > _DISTINCT:
+            self.bits = 10 if not self.bits else max(self.bits - 2, 1)
+            coarse: dict[float, int] = {}
+            for value, times in self.counts.items():
+                key = _rounded(value, self.bits)
+                coarse[key] = coarse.get(key, 0) + times
+            self.counts = coarse
+
+    def values(self) -> dict[str, float]:
+        return {
+            "mean": self.mean,
+            "max": self.high,
+            "min": self.low,
+            "median": self.median,
+            "std": self.std,
+        }
+
+
+def _rounded(value: float, bits: int) -> float:
+    mantissa, exponent = math.frexp(value)
+    return math.ldexp(round(mantissa * (1 << bits)) / (1 << bits), exponent)
 
 
 _DENSE_SLACK = 1 << 16
@@ -113,7 +187,7 @@ class TaskTable:
 
 @dataclass(slots=True)
 class AgentAggregate:
-    agent_ref: JsonDict
+    agent_ref: AgentRef
     stats: dict[str, RunningStat] = field(default_factory=lambda: defaultdict(RunningStat))
     tasks: TaskTable = field(default_factory=TaskTable)
     answers_by_task: dict[int, list[tuple[str, float]]] = field(
@@ -123,10 +197,10 @@ class AgentAggregate:
     truncated: int = 0
 
     def add(self, row: JsonDict) -> None:
-        reward = row.get("reward", 0.0)
+        reward = row.get(REWARD, 0.0)
         if not isinstance(reward, int | float) or not math.isfinite(reward):
             return  # not a score (older versions wrote a NaN reward, as null)
-        facts = row.get("_palaestra")
+        facts = row.get(FACTS)
         facts = facts if isinstance(facts, dict) else {}
         names = facts.get("verifier_fields")
         if isinstance(names, list):
@@ -138,11 +212,11 @@ class AgentAggregate:
                     self._add_value(key, value)
         if facts.get("truncated"):
             self.truncated += 1
-        usage = (row.get("response") or {}).get("usage") or {}
-        for key in ("input_tokens", "output_tokens", "total_tokens"):
+        usage = (row.get(RESPONSE) or {}).get("usage") or {}
+        for key in USAGE_FIELDS:
             if isinstance(usage.get(key), int):
-                self.stats[f"usage/{key}"].add(float(usage[key]))
-        task = int(row["_ng_task_index"])
+                self.stats[key].add(float(usage[key]))
+        task = int(row[TASK_INDEX])
         self.tasks.add(task, float(reward))
         answer = row.get("extracted_answer")
         if isinstance(answer, str) and answer.strip():
@@ -152,29 +226,27 @@ class AgentAggregate:
         if isinstance(value, bool | int | float):
             if math.isfinite(value):
                 self.stats[key].add(float(value))
-        elif key == "reward_components" and isinstance(value, dict):
+        elif key == REWARD_COMPONENTS and isinstance(value, dict):
             for name, part in value.items():
                 self._add_value(f"{key}/{name}", part)
 
-    def summary(self) -> JsonDict:
+    def summary(self) -> AggregateEntry:
         """Agent and key metrics, without the per-task ``group_level_metrics``."""
-        agent_metrics: JsonDict = {}
-        for key, stat in sorted(self.stats.items()):
-            agent_metrics[f"mean/{key}"] = stat.mean
-            agent_metrics[f"std/{key}"] = stat.std
-            agent_metrics[f"min/{key}"] = stat.low
-            agent_metrics[f"max/{key}"] = stat.high
+        ordered = sorted(self.stats.items())
+        values = [(key, stat.values()) for key, stat in ordered]
+        agent_metrics = {f"{s}/{key}": of[s] for s in STATS for key, of in values}
         rollouts = tasks = 0
         smallest: int | None = None
         for _, count, _, _ in self.tasks:
             rollouts += count
             tasks += 1
             smallest = count if smallest is None else min(smallest, count)
-        key_metrics: JsonDict = {"rollouts": rollouts, "tasks": tasks}
+        key_metrics: dict[str, float] = {
+            name: value for name, value in agent_metrics.items() if name.startswith("mean/")
+        }
+        key_metrics.update(rollouts=rollouts, tasks=tasks)
         if self.truncated:
             key_metrics["truncated"] = self.truncated
-        if "reward" in self.stats:
-            key_metrics["mean/reward"] = self.stats["reward"].mean
         if smallest is not None:
             for k in sorted({1, smallest}):
                 passing = sum(_unbiased_pass(n, c, k) for _, n, c, _ in self.tasks)
@@ -187,13 +259,15 @@ class AgentAggregate:
             "key_metrics": key_metrics,
         }
 
-    def groups(self) -> Iterator[JsonDict]:
+    def groups(self) -> Iterator[GroupMetrics]:
         """The per-task ``group_level_metrics``, one at a time, by task index."""
         for task, count, _, total in self.tasks:
-            yield {"_ng_task_index": task, "rollouts": count, "mean/reward": total / count}
+            yield {TASK_INDEX: task, "num_rollouts": count, "mean/reward": total / count}
 
-    def to_json(self) -> JsonDict:
-        return {**self.summary(), "group_level_metrics": list(self.groups())}
+    def to_json(self) -> AggregateEntry:
+        entry = self.summary()
+        entry["group_level_metrics"] = list(self.groups())
+        return entry
 
 
 def pass_at_k(rewards_by_task: dict[int, list[float]]) -> JsonDict:
@@ -265,10 +339,10 @@ class RunMetrics:
 
         (NeMo Gym's ``/aggregate_metrics`` may send rows without one.)
         """
-        if "_ng_task_index" not in row:
-            row = {**row, "_ng_task_index": self._rows}
+        if TASK_INDEX not in row:
+            row = {**row, TASK_INDEX: self._rows}
         self._rows += 1
-        ref = row.get("agent_ref") or {}
+        ref: AgentRef = row.get(AGENT_REF) or {}
         key = orjson.dumps(ref, option=orjson.OPT_SORT_KEYS)
         agent = self.agents.get(key)
         if agent is None:
@@ -276,7 +350,7 @@ class RunMetrics:
         agent.add(row)
 
     def add_failure(self, row: JsonDict) -> None:
-        self.failure_kinds[row["failure"]["kind"]] += 1
+        self.failure_kinds[row[FAILURE]["kind"]] += 1
 
     def scored(self) -> tuple[int, float]:
         """(rollouts, sum of their rewards) over every agent: the file's mean reward."""
@@ -291,7 +365,7 @@ class RunMetrics:
     def truncated(self) -> int:
         return sum(agent.truncated for agent in self.agents.values())
 
-    def entries(self) -> Iterator[tuple[JsonDict, Iterator[JsonDict]]]:
+    def entries(self) -> Iterator[tuple[AggregateEntry, Iterator[GroupMetrics]]]:
         """Per agent: its summary (with the failures by kind) and its per-task groups."""
         failure_kinds = self.failure_kinds
         for agent in self.agents.values():
@@ -300,15 +374,15 @@ class RunMetrics:
             entry["failures_by_kind"] = dict(failure_kinds)
             yield entry, agent.groups()
         if not self.agents and failure_kinds:
-            entry = {
+            empty: AggregateEntry = {
                 "agent_ref": {},
                 "agent_metrics": {},
                 "key_metrics": {"rollouts": 0, "failures": sum(failure_kinds.values())},
                 "failures_by_kind": dict(failure_kinds),
             }
-            yield entry, iter(())
+            yield empty, iter(())
 
-    def write(self, path: Path) -> list[JsonDict]:
+    def write(self, path: Path) -> list[AggregateEntry]:
         """Write the aggregate to ``path`` as JSON, streaming the per-task groups.
 
         Returns the entries without their ``group_level_metrics`` (they are in the file), so
@@ -346,14 +420,15 @@ def _jsonl_rows(path: Path) -> Iterator[JsonDict]:
                     yield orjson.loads(raw)
 
 
-def aggregate(output: Path, failures: Path) -> list[JsonDict]:
+def aggregate(output: Path, failures: Path) -> list[AggregateEntry]:
     """Aggregate metrics per agent over ``output``; failures counted by kind beside them."""
-    return [
-        {**entry, "group_level_metrics": list(groups)}
-        for entry, groups in RunMetrics.read(output, failures).entries()
-    ]
+    entries = []
+    for entry, groups in RunMetrics.read(output, failures).entries():
+        entry["group_level_metrics"] = list(groups)
+        entries.append(entry)
+    return entries
 
 
-def write_aggregate(output: Path, failures: Path, path: Path) -> list[JsonDict]:
+def write_aggregate(output: Path, failures: Path, path: Path) -> list[AggregateEntry]:
     """Write ``aggregate(output, failures)`` to ``path``; see ``RunMetrics.write``."""
     return RunMetrics.read(output, failures).write(path)

@@ -1,4 +1,10 @@
-"""The rows a run writes: dispatched inputs, finished rollouts and failure records."""
+"""The rows a run writes: dispatched inputs, finished rollouts and failure records.
+
+Their shapes are ``palaestra.rows``' ``TaskRow``, ``RolloutRow`` and ``FailureRow``; they are
+built as plain dicts (the hot path), with the field names from there. A failure row carries
+NeMo Gym's ``_ng_failure_class`` beside palaestra's ``failure``, so NeMo Gym's resume reads a
+palaestra failures file as its own.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,16 @@ import numbers
 
 from palaestra.agents.base import AgentResult
 from palaestra.errors import InputError, VerifierFailure
+from palaestra.protocol import failure_fields
+from palaestra.rows import (
+    AGENT_REF,
+    FACTS,
+    PARAMS,
+    RESPONSE,
+    ROLLOUT_INDEX,
+    SOURCE,
+    TASK_INDEX,
+)
 from palaestra.types import Failure, FailureKind, JsonDict, Verdict
 
 
@@ -16,10 +32,10 @@ def dispatch_row(
     """The task as it is sent to the agent: sampling overrides applied, identities added."""
     row = dict(task)
     if overrides:
-        row["responses_create_params"] = {**task["responses_create_params"], **overrides}
-    row.setdefault("agent_ref", agent_ref)
-    row["_ng_task_index"] = task_index
-    row["_ng_rollout_index"] = rollout_index
+        row[PARAMS] = {**task[PARAMS], **overrides}
+    row.setdefault(AGENT_REF, agent_ref)
+    row[TASK_INDEX] = task_index
+    row[ROLLOUT_INDEX] = rollout_index
     return row
 
 
@@ -33,11 +49,11 @@ def rollout_row(dispatched: JsonDict, result: AgentResult, *, attempt: int) -> J
     assert result.verdict is not None
     fields = verdict_fields(result.verdict)
     row = dict(dispatched)
-    row["response"] = result.response
+    row[RESPONSE] = result.response
     row.update(fields)
     facts = _run_facts(result, attempt)
     facts["verifier_fields"] = list(fields)
-    row["_palaestra"] = facts
+    row[FACTS] = facts
     return row
 
 
@@ -70,22 +86,22 @@ def failure_row(
 ) -> JsonDict:
     """A rollout that has no reward; the partial trajectory is kept for debugging."""
     row = dict(dispatched)
-    row["failure"] = failure.to_json()
+    row.update(failure_fields(failure))
     if result is not None:
-        row["response"] = result.response
-        row["_palaestra"] = _run_facts(result, attempt)
+        row[RESPONSE] = result.response
+        row[FACTS] = _run_facts(result, attempt)
     else:
-        row["_palaestra"] = {"attempt": attempt}
+        row[FACTS] = {"attempt": attempt}
     return row
 
 
 def input_error_row(error: InputError, *, task_index: int) -> JsonDict:
     """A task line that could not be read; no rollout of it can run."""
     return {
-        "_ng_task_index": task_index,
-        "_ng_rollout_index": None,
-        "failure": Failure(FailureKind.INVALID_INPUT, error.describe()).to_json(),
-        "source": {"path": error.path, "line": error.line, "field": error.field},
+        TASK_INDEX: task_index,
+        ROLLOUT_INDEX: None,
+        **failure_fields(Failure(FailureKind.INVALID_INPUT, error.describe())),
+        SOURCE: {"path": error.path, "line": error.line, "field": error.field},
     }
 
 

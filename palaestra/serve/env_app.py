@@ -43,6 +43,7 @@ from palaestra.env_client import LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import RolloutFailure, SessionLost, ToolCallRejected
 from palaestra.protocol import (
+    AGENT_REF,
     AGGREGATE_METRICS,
     CLOSE_SESSION,
     DATASET_SIZE,
@@ -398,14 +399,15 @@ async def aggregate_endpoint(request: Request) -> Response:
             raise RequestError(422, "must be an object", param=f"verify_responses[{position}]")
     # One group over every row, whatever agent produced it, as NeMo Gym's endpoint does.
     # NeMo Gym's collector sends its failed rollouts too: they are counted, never averaged.
-    scored = [{**row, "agent_ref": {}} for row in rows if not is_failure_row(row)]
+    scored = [{**row, AGENT_REF: {}} for row in rows if not is_failure_row(row)]
     failures = [failure_from_fields(row) for row in rows if is_failure_row(row)]
     aggregates = list(aggregate_rows(scored).values())
-    if not aggregates:
-        metrics: JsonDict = {"agent_metrics": {}, "key_metrics": {}, "group_level_metrics": []}
-    else:
-        metrics = aggregates[0].to_json()
-        metrics.pop("agent_ref")
+    metrics: JsonDict = {"agent_metrics": {}, "key_metrics": {}, "group_level_metrics": []}
+    if aggregates:  # NeMo Gym's AggregateMetrics: the entry without its agent_ref
+        entry = aggregates[0].to_json()
+        metrics["agent_metrics"] = entry["agent_metrics"]
+        metrics["key_metrics"] = entry["key_metrics"]
+        metrics["group_level_metrics"] = entry.get("group_level_metrics", [])
     if failures:
         metrics["key_metrics"]["failures"] = len(failures)
         kinds: dict[str, int] = {}

@@ -112,3 +112,58 @@ async def test_a_remote_verify_answering_a_non_finite_reward_is_a_verifier_error
         assert await _run(_task(answer='{"reward": 0.5}'), remote) == (None, "")
     finally:
         await remote.aclose()
+
+
+NEMO_GYM_RESPONSE_FIELDS = [  # nemo_gym.openai_utils.NeMoGymResponse.model_fields (0.4.0)
+    "id", "created_at", "error", "incomplete_details", "instructions", "metadata", "model",
+    "object", "output", "parallel_tool_calls", "temperature", "tool_choice", "tools", "top_p",
+    "background", "conversation", "max_output_tokens", "max_tool_calls", "previous_response_id",
+    "prompt", "prompt_cache_key", "reasoning", "safety_identifier", "service_tier", "status",
+    "text", "top_logprobs", "truncation", "usage", "user",
+]  # fmt: skip
+
+
+class Scores(Environment):
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        return Verdict(reward=1.0)
+
+
+async def test_the_trajectory_response_has_nemo_gym_s_fields_in_its_order_null_where_unknown() -> (
+    None
+):
+    task = {"responses_create_params": {"input": "hi", "temperature": 0.7, "model": "m1"}}
+    minimal = {"output": say("4")["output"], "usage": say("4")["usage"], "status": "completed"}
+    result = await SingleTurnAgent().run(
+        task, LocalEnvironmentClient(Scores()), FakeModel(lambda params: minimal)
+    )
+    assert result.response is not None and result.verdict is not None
+    whole = result.response
+    assert list(whole) == NEMO_GYM_RESPONSE_FIELDS  # before: output, usage, status
+    assert (whole["temperature"], whole["model"], whole["top_p"]) == (0.7, "m1", None)
+    assert (whole["tools"], whole["tool_choice"], whole["parallel_tool_calls"]) == (
+        [],
+        "auto",
+        True,
+    )
+    assert whole["id"].startswith("resp_") and isinstance(whole["created_at"], int)
+    assert whole["object"] == "response" and whole["output"] == minimal["output"]
+    echoed = {**say("4"), "id": "resp_model", "created_at": 5, "temperature": 0.2, "extra": 1}
+    result = await SingleTurnAgent().run(
+        task, LocalEnvironmentClient(Scores()), FakeModel(lambda params: echoed)
+    )
+    assert result.response is not None
+    assert list(result.response) == [*NEMO_GYM_RESPONSE_FIELDS, "extra"]  # what the model said wins
+    assert (result.response["id"], result.response["temperature"]) == ("resp_model", 0.2)
+
+
+async def test_a_failed_rollout_keeps_its_partial_trajectory_in_the_same_form() -> None:
+    class Fails(Environment):
+        def verify(self, session: Session, response: JsonDict) -> Verdict:
+            raise ValueError("broken verifier")
+
+    task = {"responses_create_params": {"input": "hi"}}
+    result = await SingleTurnAgent().run(
+        task, LocalEnvironmentClient(Fails()), FakeModel(lambda params: say("4"))
+    )
+    assert result.failure is not None and result.response is not None
+    assert list(result.response) == NEMO_GYM_RESPONSE_FIELDS

@@ -48,10 +48,12 @@ async def test_loop_runs_tools_feeds_outputs_back_and_sums_usage() -> None:
     assert result.response is not None
     kinds = [item["type"] for item in result.response["output"]]
     assert kinds == ["function_call", "function_call_output"] * 2 + ["message"]
-    assert result.response["output"][1] == {
-        "type": "function_call_output",
+    assert result.response["output"][1] == {  # NeMo Gym's item, id and status included
         "call_id": "c0",
         "output": "noted 1",
+        "type": "function_call_output",
+        "id": None,
+        "status": "completed",
     }
     assert result.response["usage"]["total_tokens"] == 30
     # tools come from the environment when the task names none, and the input is replayed

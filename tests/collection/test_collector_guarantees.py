@@ -271,7 +271,7 @@ async def test_task_fields_are_not_averaged_as_verifier_metrics(tmp_path: Path) 
     )
     written = orjson.loads((tmp_path / "out_aggregate_metrics.json").read_bytes())
     metrics = written[0]["agent_metrics"]
-    assert {"mean/reward", "mean/correct", "mean/length", "mean/usage/input_tokens"} <= set(metrics)
+    assert {"mean/reward", "mean/correct", "mean/length", "mean/input_tokens"} <= set(metrics)
     assert not {"mean/id", "mean/weight", "mean/n", "mean/score"} & set(metrics)
     assert metrics["mean/length"] == 1.0
     # read back from the files (as a resume does), the aggregate is the same

@@ -43,14 +43,15 @@ def test_aggregate_over_numeric_fields_per_agent(tmp_path: Path) -> None:
     [entry] = aggregate(out, failures)
     assert entry["agent_ref"] == ref
     assert entry["agent_metrics"]["mean/reward"] == 0.5
-    assert entry["agent_metrics"]["std/reward"] == 0.5
+    assert math.isclose(entry["agent_metrics"]["std/reward"], math.sqrt(0.5))  # sample std
     assert entry["agent_metrics"]["mean/hit"] == 0.5
-    assert entry["agent_metrics"]["max/usage/input_tokens"] == 30
+    assert entry["agent_metrics"]["max/input_tokens"] == 30  # NeMo Gym's name
+    assert entry["agent_metrics"]["median/input_tokens"] == 20
     assert "mean/note" not in entry["agent_metrics"]
     assert entry["key_metrics"]["pass@2"] == 1.0
     assert entry["key_metrics"]["failures"] == 1
     assert entry["group_level_metrics"] == [
-        {"_ng_task_index": 0, "rollouts": 2, "mean/reward": 0.5}
+        {"_ng_task_index": 0, "num_rollouts": 2, "mean/reward": 0.5}
     ]
 
 
@@ -91,7 +92,7 @@ def test_written_aggregate_streams_groups_and_matches_aggregate(tmp_path: Path) 
     ]
     assert written[0]["group_level_metrics"][-1] == {
         "_ng_task_index": 10_000_000,
-        "rollouts": 2,
+        "num_rollouts": 2,
         "mean/reward": 0.5,
     }
     assert written[0]["key_metrics"]["tasks"] == 4 and written[0]["key_metrics"]["rollouts"] == 6
@@ -109,3 +110,42 @@ def test_written_aggregate_of_failures_only_and_of_nothing(tmp_path: Path) -> No
     failures.unlink()
     assert write_aggregate(out, failures, path) == []
     assert orjson.loads(path.read_bytes()) == []
+
+
+def test_key_metrics_hold_every_mean_as_nemo_gym_s_default_does(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    rows = [
+        {
+            "_ng_task_index": task,
+            "_ng_rollout_index": 0,
+            "reward": float(task % 2),
+            "hit": task % 2 == 1,
+            "response": {"usage": {"input_tokens": 10 * task, "output_tokens": 3}},
+        }
+        for task in range(5)
+    ]
+    out.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    [entry] = aggregate(out, tmp_path / "none.jsonl")
+    means = {k: v for k, v in entry["agent_metrics"].items() if k.startswith("mean/")}
+    assert set(means) == {"mean/reward", "mean/hit", "mean/input_tokens", "mean/output_tokens"}
+    assert means.items() <= entry["key_metrics"].items()  # before: only mean/reward
+    assert entry["agent_metrics"]["median/input_tokens"] == 20
+    assert entry["agent_metrics"]["median/reward"] == 0.0
+
+
+def test_the_median_is_pandas_median_and_stays_within_a_bounded_memory() -> None:
+    from palaestra.collection.metrics import RunningStat
+
+    stat = RunningStat()
+    for value in (3.0, 1.0, 4.0, 1.0, 5.0, 9.0):
+        stat.add(value)
+    assert stat.median == 3.5 and stat.values()["median"] == 3.5  # the two middle values' mean
+    stat.add(2.0)
+    assert stat.median == 3.0
+    wide = RunningStat()
+    values = [1.0 + i / 200_000 for i in range(200_000)]  # 200,000 distinct values
+    for value in values:
+        wide.add(value)
+    assert len(wide.counts) <= 1 << 16
+    exact = (values[99_999] + values[100_000]) / 2
+    assert abs(wide.median - exact) / exact < 1e-3
