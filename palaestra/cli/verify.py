@@ -11,11 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.collection.reverify import ReverifySummary, reverify
-from palaestra.env_client import LocalEnvironmentClient
-from palaestra.environment import Environment
-from palaestra.errors import ConfigError
-from palaestra.registry import find_environment
+from palaestra.cli.options import assignments, env_arg_option
+from palaestra.collection.reverify import ReverifySummary, reverify_file
+from palaestra.spec import EnvSpec
 
 SHOWN_CHANGES = 20
 
@@ -23,6 +21,7 @@ SHOWN_CHANGES = 20
 @click.command("verify")
 @click.argument("rollouts", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--env", "env_spec", required=True, help="The environment whose verifier to use.")
+@env_arg_option
 @click.option(
     "--output",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -34,18 +33,19 @@ SHOWN_CHANGES = 20
     show_default=True,
     help="Rebuild session state by replaying the trajectory's tool calls first.",
 )
-def verify_command(rollouts: Path, env_spec: str, output: Path | None, replay_tools: bool) -> None:
+def verify_command(
+    rollouts: Path,
+    env_spec: str,
+    env_args: tuple[str, ...],
+    output: Path | None,
+    replay_tools: bool,
+) -> None:
     """Re-verify a rollouts file with an environment's verifier; no model is called."""
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        if not rollouts.is_file():
-            raise ConfigError(f"rollouts file not found: {rollouts}")
-        if output is not None and output.resolve() == rollouts.resolve():
-            raise ConfigError("--output must not be the rollouts file itself")
-        if output is not None:
-            output.unlink(missing_ok=True)
-        entry = find_environment(env_spec)
-        summary = asyncio.run(_run(entry.environment(), rollouts, output, replay_tools))
+        env = EnvSpec(name=env_spec, args=assignments(env_args, "--env-arg"))
+        work = reverify_file(env, rollouts, output=output, replay_tools=replay_tools)
+        summary = asyncio.run(work)
     if summary.torn_line is not None:
         console.print(
             f"[yellow]warning:[/] {escape(str(rollouts))}:{summary.torn_line}: the last line is "
@@ -55,16 +55,6 @@ def verify_command(rollouts: Path, env_spec: str, output: Path | None, replay_to
             soft_wrap=True,
         )
     Console().print(_table(summary))
-
-
-async def _run(
-    environment: Environment, rollouts: Path, output: Path | None, replay_tools: bool
-) -> ReverifySummary:
-    client = LocalEnvironmentClient(environment)
-    try:
-        return await reverify(client, rollouts, output=output, replay_tools=replay_tools)
-    finally:
-        await client.aclose()
 
 
 def _table(summary: ReverifySummary) -> Table:

@@ -17,7 +17,8 @@ import orjson
 from palaestra.agents.tool_calling import parse_arguments
 from palaestra.collection.files import JsonlAppender
 from palaestra.env_client import LocalEnvironmentClient
-from palaestra.errors import InputError, RolloutFailure, ToolCallRejected
+from palaestra.errors import ConfigError, InputError, RolloutFailure, ToolCallRejected
+from palaestra.spec import EnvSpec
 from palaestra.types import JsonDict, Verdict, function_calls
 
 RESULT_FIELDS = frozenset(
@@ -45,6 +46,33 @@ class ReverifySummary:
     @property
     def changed(self) -> int:
         return len(self.changes)
+
+
+async def reverify_file(
+    env: EnvSpec, rollouts: Path, *, output: Path | None = None, replay_tools: bool = True
+) -> ReverifySummary:
+    """Re-verify ``rollouts`` with the verifier of the environment ``env`` names (built with
+    its ``args``, in this process); write the re-scored rows to ``output`` when given.
+
+    A missing rollouts file, or an ``output`` that is the rollouts file, is a one-line
+    ``ConfigError`` before anything is written.
+    """
+    from palaestra.assembly import find
+
+    if not rollouts.is_file():
+        raise ConfigError(f"rollouts file not found: {rollouts}")
+    if output is not None and output.resolve() == rollouts.resolve():
+        raise ConfigError("--output must not be the rollouts file itself")
+    found = find(env)
+    if found is None:
+        raise ConfigError("name the environment whose verifier to use")
+    client = LocalEnvironmentClient(found.build())
+    if output is not None:
+        output.unlink(missing_ok=True)
+    try:
+        return await reverify(client, rollouts, output=output, replay_tools=replay_tools)
+    finally:
+        await client.aclose()
 
 
 async def reverify(

@@ -81,3 +81,35 @@ def test_env_servers_take_session_caps_and_pass_them_to_serve_env(tmp_path: Path
     assert (spec.max_sessions, spec.max_task_bytes) == (64, 0)
     with pytest.raises(ConfigError, match=r"'servers.agent.max_sessions': only env servers"):
         load_stack(path, ["servers.agent.max_sessions=3"])
+
+
+def test_any_agent_runs_in_a_stack_with_its_options_and_a_wrong_one_is_refused_at_load(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "stack.yaml"
+    path.write_text("""
+servers:
+  game: {kind: env, env: number_guess, args: {}}
+  smollm: {kind: model, backend: local, model_options: {n_ctx: 2048}}
+  player: {kind: agent, env: game, model: smollm, agent: step, options: {max_steps: 3}}
+""")
+    config = load_stack(path)  # before: 'step' was not one of the two agents a stack allowed
+    urls = {"game": "http://127.0.0.1:9001", "smollm": "http://127.0.0.1:9002"}
+    player = config.serve_spec("player", urls, token="t0k", environ={"OPENAI_API_KEY": "sk-x"})
+    assert (player.agent.name, player.agent.options) == ("step", {"max_steps": 3})
+    assert player.env.url == "http://127.0.0.1:9001"
+    assert player.model.url == "http://127.0.0.1:9002/v1"
+    assert player.model.api_key_env == "PALAESTRA_SERVER_TOKEN"  # the stack's token, not OpenAI's
+    assert "t0k" not in player.model_dump_json()
+    model = config.serve_spec("smollm", urls, token=None, environ={})
+    assert (model.model.backend, model.model.options) == ("local", {"n_ctx": 2048})
+    for override, complaint in (
+        ("servers.player.options={max_steps: 3, max_calls_per_turn: 2}", "takes no argument"),
+        ("servers.player.agent=stepp", "unknown agent 'stepp'"),
+        ("servers.game.options={x: 1}", "only agent servers take it"),
+        ("servers.smollm.args={x: 1}", "only env servers and agent servers take it"),
+    ):
+        with pytest.raises(ConfigError) as refused:
+            load_stack(path, [override])
+        assert f"{path}: field 'servers." in str(refused.value)
+        assert complaint in str(refused.value), str(refused.value)
