@@ -57,8 +57,8 @@ env_arg_option = click.option(
     "env_args",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A keyword argument of the environment's constructor, the value read as YAML "
-    "(repeatable), e.g. --env-arg difficulty=3.",
+    help="A keyword argument of the environment's constructor (repeatable), e.g. --env-arg "
+    "difficulty=3; the value is a YAML scalar (a number, true/false, null, else text).",
 )
 
 
@@ -107,8 +107,8 @@ agent_flags = _stacked(
         "agent_args",
         multiple=True,
         metavar="KEY=VALUE",
-        help="An option of the agent (its constructor's keyword argument), the value read as "
-        "YAML (repeatable).",
+        help="An option of the agent (its constructor's keyword argument; repeatable), the "
+        "value a YAML scalar.",
     ),
 )
 
@@ -171,8 +171,8 @@ def model_flags(default: str | None = "local") -> Callable[[F], F]:
             "model_options",
             multiple=True,
             metavar="KEY=VALUE",
-            help="A backend option (e.g. n_ctx=8192 for the local model), the value read as "
-            "YAML (repeatable).",
+            help="A backend option (e.g. n_ctx=8192 for the local model; repeatable), the value "
+            "a YAML scalar.",
         ),
     )
 
