@@ -1,19 +1,16 @@
 """The wire protocol: route names, session names and both halves of every codec (no web framework).
 
 A server half (``palaestra.serve``: the ASGI apps) encodes with the functions here and its
-client half (``palaestra.remote``) decodes with their twins, so the two cannot drift:
+client half (``palaestra.remote``) decodes with their twins, so the two cannot drift
+(encoder -> decoder):
 
-=========================  =================================  ===============================
-what travels               server half encodes                client half decodes
-=========================  =================================  ===============================
-an error (non-2xx)         ``error_body``                     ``error_of``
-a failure                  ``failure_fields``/``failure_error`` ``failure_from_fields``
-a verdict (``/verify``)    ``verify_answer``                  ``verdict_from_answer``
-a rollout (``/run``)       ``run_answer``                     ``run_result``
-a step (``/step``)         ``step_answer``                    ``step_from_answer``
-the first observation      ``reset_answer``                   ``observation_of``
-the tools (``/tools``)     ``tools_answer``                   ``tools_of``
-=========================  =================================  ===============================
+- an error (a non-2xx answer): ``error_body`` -> ``error_of``
+- a failure: ``failure_fields`` (``failure_error`` when non-2xx) -> ``failure_from_fields``
+- a verdict (``/verify``): ``verify_answer`` -> ``verdict_from_answer``
+- a rollout (``/run``): ``run_answer`` -> ``run_result``
+- a step (``/step``): ``step_answer`` -> ``step_from_answer``
+- the first observation (``/reset``): ``reset_answer`` -> ``observation_of``
+- the tools (``/tools``): ``tools_answer`` -> ``tools_of``
 
 A failure travels as palaestra's own ``failure`` object and in the form NeMo Gym's collector
 reads (``_ng_failure_class``), never as a bare ``reward`` a peer would count as a score.

@@ -19,10 +19,17 @@ import time
 from collections.abc import Awaitable, Callable
 
 from palaestra.agents.base import AgentResult
+from palaestra.boundary import Boundary
 from palaestra.env_client import EnvironmentClient
-from palaestra.errors import RolloutFailure, ServiceUnreachable, VerifierFailure
+from palaestra.errors import (
+    EnvironmentFailure,
+    EnvironmentTimeout,
+    RolloutFailure,
+    ServiceUnreachable,
+    VerifierFailure,
+)
 from palaestra.models.base import Model
-from palaestra.types import Failure, FailureKind, JsonDict, add_usage, empty_usage, input_items
+from palaestra.types import Failure, JsonDict, add_usage, empty_usage, input_items
 from palaestra.verdicts import verdict_problem
 
 Body = Callable[[str, AgentResult], Awaitable[None]]
@@ -136,17 +143,18 @@ def whole_response(response: JsonDict, task: JsonDict) -> JsonDict:
     return whole
 
 
+_CLOSE = Boundary(EnvironmentFailure, EnvironmentTimeout, "close")
+"""A client's own bug in close is an env_error like any failure of close, never hidden."""
+
+
 async def close_session(env: EnvironmentClient, session_id: str, result: AgentResult) -> None:
     """Close the session; a close failure fails a rollout that had not failed yet."""
     try:
-        await env.close(session_id)
+        with _CLOSE:
+            await env.close(session_id)
     except RolloutFailure as failure:
         if result.failure is None:
             result.failure = Failure(failure.kind, failure.reason)
-            result.verdict = None
-    except Exception as error:  # a bug in close must not hide the rollout's outcome
-        if result.failure is None:
-            result.failure = Failure(FailureKind.ENV_ERROR, f"close raised {error!r}")
             result.verdict = None
 
 

@@ -55,7 +55,7 @@ from palaestra.errors import (
     ServiceUnreachable,
     VerifierFailure,
 )
-from palaestra.rows import AggregateEntry
+from palaestra.rows import AGENT_REF, AggregateEntry
 from palaestra.types import Failure, FailureKind, JsonDict
 
 UNREACHABLE_STOP = 3
@@ -203,7 +203,7 @@ def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, Json
         scan,
         repeats=config.repeats,
         sampling=config.overrides,
-        facts=config.run_facts or {"agent_ref": config.agent_ref},
+        facts=config.run_facts or {AGENT_REF: config.agent_ref},
     )
     if recorded is not None:
         check_same_run(files.identity, recorded, identity)

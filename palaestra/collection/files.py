@@ -28,6 +28,7 @@ from pathlib import Path
 import orjson
 
 from palaestra.errors import ConfigError, InputError
+from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
 from palaestra.types import JsonDict
 
 Pair = tuple[int, int]
@@ -254,7 +255,7 @@ def failed_attempts(path: Path) -> Counter[Pair]:
             for number, raw in enumerate(lines, start=1):
                 if raw.strip():
                     row = orjson.loads(raw)
-                    if row.get("_ng_rollout_index") is not None:
+                    if row.get(ROLLOUT_INDEX) is not None:
                         counts[_pair_of(raw, path, number)] += 1
     return counts
 
@@ -273,11 +274,11 @@ def archive_failures(files: RunFiles) -> None:
 def _pair_of(raw: bytes, path: Path, line: int) -> Pair:
     try:
         row = orjson.loads(raw)
-        return int(row["_ng_task_index"]), int(row["_ng_rollout_index"])
+        return int(row[TASK_INDEX]), int(row[ROLLOUT_INDEX])
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         raise InputError(
             f"cannot resume: not a rollout row ({error})",
             path=str(path),
             line=line,
-            field="_ng_task_index/_ng_rollout_index",
+            field=f"{TASK_INDEX}/{ROLLOUT_INDEX}",
         ) from error

@@ -254,7 +254,7 @@ class AgentAggregate:
             if self.answers_by_task:
                 key_metrics[f"majority@{smallest}"] = _majority_wins(self.answers_by_task) / tasks
         return {
-            "agent_ref": self.agent_ref,
+            AGENT_REF: self.agent_ref,
             "agent_metrics": agent_metrics,
             "key_metrics": key_metrics,
         }
@@ -375,7 +375,7 @@ class RunMetrics:
             yield entry, agent.groups()
         if not self.agents and failure_kinds:
             empty: AggregateEntry = {
-                "agent_ref": {},
+                AGENT_REF: {},
                 "agent_metrics": {},
                 "key_metrics": {"rollouts": 0, "failures": sum(failure_kinds.values())},
                 "failures_by_kind": dict(failure_kinds),

@@ -167,3 +167,15 @@ async def test_a_failed_rollout_keeps_its_partial_trajectory_in_the_same_form() 
     )
     assert result.failure is not None and result.response is not None
     assert list(result.response) == NEMO_GYM_RESPONSE_FIELDS
+
+
+async def test_a_client_whose_close_has_a_bug_fails_the_rollout_as_env_error_naming_it() -> None:
+    class BuggyClose(LocalEnvironmentClient):
+        async def close(self, session_id: str) -> None:
+            raise KeyError(session_id)
+
+    task = {"responses_create_params": {"input": "hi"}}
+    result = await SingleTurnAgent().run(task, BuggyClose(Scores()), FakeModel(lambda p: say("4")))
+    assert result.verdict is None and result.failure is not None
+    assert result.failure.kind is FailureKind.ENV_ERROR
+    assert result.failure.reason.startswith("close raised KeyError")

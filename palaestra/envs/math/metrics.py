@@ -19,6 +19,7 @@ import orjson
 
 from palaestra import JsonDict
 from palaestra.collection.metrics import PASS_THRESHOLD, pass_at_k
+from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
 
 Equivalent = Callable[[str, str], bool]
 
@@ -37,7 +38,7 @@ def answer_metrics(
     """``tasks``, ``k`` (fewest rollouts of a task), ``pass@1``, ``pass@k`` and ``majority@k``."""
     by_task: dict[int, list[JsonDict]] = defaultdict(list)
     for row in rows:
-        by_task[int(row["_ng_task_index"])].append(row)
+        by_task[int(row[TASK_INDEX])].append(row)
     if not by_task:
         return {"tasks": 0}
     rewards = {
@@ -55,7 +56,7 @@ def answer_metrics(
 
 def _majority_correct(rollouts: list[JsonDict], equivalent: Equivalent) -> bool:
     groups: list[tuple[str, list[JsonDict]]] = []  # (representative answer, its rollouts)
-    for row in sorted(rollouts, key=lambda r: int(r.get("_ng_rollout_index", 0))):
+    for row in sorted(rollouts, key=lambda r: int(r.get(ROLLOUT_INDEX, 0))):
         answer = str(row.get("extracted_answer") or "").strip()
         if not row.get("answer_found") or not answer:
             continue
