@@ -9,6 +9,7 @@ from palaestra.cli.envs import envs_command
 from palaestra.cli.plugins import plugins_command
 from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
+from palaestra.cli.serve_openenv import serve_openenv_command
 from palaestra.cli.serve_servers import (
     serve_agent_command,
     serve_env_command,
@@ -29,6 +30,7 @@ cli.add_command(plugins_command)
 serve_group.add_command(serve_env_command)
 serve_group.add_command(serve_agent_command)
 serve_group.add_command(serve_spec_command)
+serve_group.add_command(serve_openenv_command)
 cli.add_command(serve_group)
 cli.add_command(run_command)
 cli.add_command(status_command)
