@@ -7,9 +7,13 @@ reads ``/server_instances``. Both are the peer's real console scripts, in its ow
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -19,7 +23,8 @@ import pytest
 
 from palaestra.types import JsonDict
 from tests.cli.test_run_cli import PALAESTRA, read_until
-from tests.support.peers import peer_python
+from tests.support.network import free_port
+from tests.support.peers import REPO_ROOT, peer_python
 from tests.support.scripted_model import (
     ScriptedModelServer,
     text_response,
@@ -139,3 +144,89 @@ def test_ng_status_lists_the_servers_of_a_palaestra_stack_as_healthy(
     assert "weather_env (resources_servers/palaestra_env)" in done.stdout
     assert "weather_agent (responses_api_agents/palaestra_agent)" in done.stdout
     assert "2 servers found (2 healthy, 0 unhealthy)" in done.stdout
+
+
+PLUGIN = REPO_ROOT / "integrations" / "nemo_gym" / "responses_api_agents"
+
+
+def test_ng_run_starts_the_palaestra_agent_plugin_and_its_collector_uses_it(
+    tmp_path: Path,
+) -> None:
+    """NeMo Gym's ``ng_run`` starts palaestra's agent from the plug-in directory (found in the
+    working directory, with ``.venv`` the venv that has palaestra), and its own head server
+    sends ``ng_collect_rollouts`` to it."""
+    shutil.copytree(PLUGIN, tmp_path / "responses_api_agents")
+    (tmp_path / "responses_api_agents" / "palaestra_agent" / ".venv").symlink_to(sys.prefix)
+    head_port = free_port()
+    entry = "+palaestra_agent.responses_api_agents.palaestra_agent"
+    # Ray binds the machine's own address unless it runs as a single-machine cluster: loopback
+    env = {**peer_env(), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    with ScriptedModelServer(weather_with_tokens) as model:
+        ng_run = subprocess.Popen(
+            [
+                str(peer_python("nemo-gym").parent / "ng_run"),
+                "+config_paths=[responses_api_agents/palaestra_agent/configs/palaestra_agent.yaml]",
+                "+skip_venv_if_present=true",
+                "+head_server.host=127.0.0.1",
+                f"+head_server.port={head_port}",
+                f"{entry}.model={model.url}",
+                f"{entry}.max_steps=4",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # its Ray processes and servers are stopped as one group
+        )
+        try:
+            said = read_stdout_until(ng_run, "servers ready", timeout=150)
+            assert "Started Ray cluster at 127.0.0.1:" in said  # loopback only
+            assert "serving agent tool_calling on weather" in said  # palaestra's own server
+            row = {
+                "responses_create_params": {"input": "Weather in Rome?"},
+                "agent_ref": {"type": "responses_api_agents", "name": "palaestra_agent"},
+            }
+            (tmp_path / "tasks.jsonl").write_text(orjson.dumps(row).decode() + "\n")
+            done = ng(
+                "ng_collect_rollouts",
+                f"http://127.0.0.1:{head_port}",
+                "+input_jsonl_fpath=tasks.jsonl",
+                "+output_jsonl_fpath=rollouts.jsonl",
+                cwd=tmp_path,
+            )
+            assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            [rollout] = [
+                orjson.loads(x) for x in (tmp_path / "rollouts.jsonl").read_bytes().splitlines()
+            ]
+            assert rollout["reward"] == 1.0 and rollout["called_tool"] is True
+            assert {**rollout["response"]["output"][-1], **TOKENS} == rollout["response"]["output"][
+                -1
+            ]
+        finally:
+            stop_group(ng_run)
+
+
+def read_stdout_until(process: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    assert process.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line and process.poll() is not None:
+            break
+        seen.append(line)
+        if needle in line:
+            return "".join(seen)
+    raise AssertionError(f"{needle!r} never appeared:\n{''.join(seen)[-4000:]}")
+
+
+def stop_group(process: subprocess.Popen[str]) -> None:
+    """SIGINT ng_run's process group (it shuts its Ray cluster down), SIGKILL what is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(30)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(10)
