@@ -19,13 +19,17 @@ secrets) is saved beside the output, so ``--resume`` can tell whether it continu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import pydantic
 
 from palaestra.arguments import jsonable
+from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
+
+M = TypeVar("M", bound=pydantic.BaseModel)
 
 _FROZEN = pydantic.ConfigDict(extra="forbid", frozen=True)
 
@@ -179,3 +183,14 @@ class ServeSpec(pydantic.BaseModel):
     def to_json(self) -> JsonDict:
         """The spec as a supervisor hands it to a server process: no secrets."""
         return self.model_dump(mode="json")
+
+
+def validated(model: type[M], fields: Mapping[str, Any], where: str) -> M:
+    """``model`` built from ``fields``; the first thing wrong as one ``ConfigError`` line,
+    ``<where>: field '<dotted.path>': <what is wrong>``."""
+    try:
+        return model.model_validate(dict(fields))
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{where}: field '{field}': {first['msg']}") from None

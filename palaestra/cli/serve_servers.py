@@ -23,7 +23,7 @@ from palaestra.cli.options import (
 )
 from palaestra.cli.options import model_config as model_config_of
 from palaestra.errors import ConfigError
-from palaestra.spec import ServeSpec
+from palaestra.spec import ServeSpec, validated
 
 TOKEN_ENV = "PALAESTRA_SERVER_TOKEN"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -163,16 +163,17 @@ def serve_spec_command(spec_file: Path, token: str | None, token_file: Path | No
 
 def read_serve_spec(path: Path) -> ServeSpec:
     """A ``ServeSpec`` from its JSON file; one line naming the file when it is not one."""
-    import pydantic
+    import orjson
 
     try:
-        return ServeSpec.model_validate_json(path.read_bytes())
+        raw = orjson.loads(path.read_bytes())
     except OSError as error:
         raise ConfigError(f"cannot read server spec {path}: {error.strerror}") from None
-    except pydantic.ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{path}: field '{field}': {first['msg']}") from None
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a server spec is a JSON object")
+    return validated(ServeSpec, raw, str(path))
 
 
 def _where(options: dict[str, Any]) -> dict[str, Any]:

@@ -21,9 +21,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
-
-import pydantic
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from palaestra.assembly import AGENT_REF_TYPE, FoundEnvironment, find, open_runner
 from palaestra.collection.collector import CollectConfig, Progress, RunSummary
@@ -33,13 +31,12 @@ from palaestra.collection.runtime import run_collector
 from palaestra.collection.tasks import check_input_file
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
-from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec
+from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec, validated
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 _log = logging.getLogger("palaestra.collect")
-M = TypeVar("M", bound=pydantic.BaseModel)
 
 ProgressCallback = Callable[[RunSummary], object]
 """Called with the run's summary when it starts and after every finished rollout."""
@@ -107,7 +104,7 @@ def run_spec(**fields: Unpack[RunFields]) -> RunSpec:
         env=_env_spec(given),
         model=_model_config(given),
         agent=_agent_spec(given),
-        collection=_validated(CollectOptions, options, "collect"),
+        collection=validated(CollectOptions, options, "collect"),
     )
 
 
@@ -235,7 +232,7 @@ def _env_spec(given: dict[str, Any]) -> EnvSpec:
         fields["environment"] = env
     if given.get("env_url"):
         fields["url"] = given["env_url"]
-    return _validated(EnvSpec, fields, "env")
+    return validated(EnvSpec, fields, "env")
 
 
 def _model_config(given: dict[str, Any]) -> ModelConfig:
@@ -249,7 +246,7 @@ def _model_config(given: dict[str, Any]) -> ModelConfig:
             update["api_key"] = api_key
         if sampling:
             update["sampling"] = {**model.sampling, **sampling}
-        return _validated(ModelConfig, {**model.model_dump(), **update}, "model")
+        return validated(ModelConfig, {**model.model_dump(), **update}, "model")
     if not isinstance(model, str):
         raise ConfigError(f"model must be a name, a URL or a ModelConfig, not {model!r}")
     return model_config(model, api_key=api_key, sampling=sampling)
@@ -267,17 +264,7 @@ def _agent_spec(given: dict[str, Any]) -> AgentSpec:
         "url": url,
         "token": given.get("server_token"),
     }
-    return _validated(AgentSpec, fields, "agent")
-
-
-def _validated(model: type[M], fields: Mapping[str, Any], where: str) -> M:
-    """``model`` built from ``fields``; the first thing wrong as one ``ConfigError`` line."""
-    try:
-        return model.model_validate(dict(fields))
-    except pydantic.ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{where}: '{field}': {first['msg']}") from None
+    return validated(AgentSpec, fields, "agent")
 
 
 class _Callback:

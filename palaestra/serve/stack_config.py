@@ -33,7 +33,7 @@ import pydantic
 import yaml
 
 from palaestra.errors import ConfigError
-from palaestra.spec import AgentSpec, EnvSpec, ModelConfig, ServeSpec
+from palaestra.spec import AgentSpec, EnvSpec, ModelConfig, ServeSpec, validated
 
 
 class ServerSpec(pydantic.BaseModel):
@@ -151,12 +151,9 @@ def load_stack(path: Path, overrides: Sequence[str] = ()) -> StackConfig:
         raise ConfigError(f"{path}: not valid YAML: {error}") from None
     for override in overrides:
         raw = apply_override(raw, override)
-    try:
-        config = StackConfig.model_validate(raw)
-    except pydantic.ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{path}: field '{where}': {first['msg']}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a stack file is a mapping with 'servers'")
+    config = validated(StackConfig, raw, str(path))
     _check_references(config, path)
     return config
 

@@ -203,7 +203,7 @@ async def test_a_served_agents_rows_carry_its_name(tmp_path: Path) -> None:
 
 
 def test_bad_keyword_values_are_one_line_and_unknown_keywords_a_type_error() -> None:
-    with pytest.raises(ConfigError, match=r"^collect: 'repeats': Input should be greater"):
+    with pytest.raises(ConfigError, match=r"^collect: field .repeats.: Input should be greater"):
         palaestra.run_spec(env="weather", repeats=0)
     with pytest.raises(TypeError, match=r"unknown argument 'repeat'"):
         palaestra.run_spec(env="weather", repeat=2)  # type: ignore[call-arg]
