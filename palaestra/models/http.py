@@ -25,6 +25,7 @@ from palaestra.errors import (
 )
 from palaestra.models.base import ModelStats
 from palaestra.transport import (
+    AnswerTooLarge,
     ConnectFailed,
     HttpClient,
     InvalidUrl,
@@ -228,6 +229,8 @@ async def _attempts(
             raise ModelUnreachable(f"{where}: invalid URL ({exc})") from None
         except TlsFailed as exc:  # a bad certificate does not heal on retry
             raise ModelError(f"{where}: TLS error: {exc}") from None
+        except AnswerTooLarge as exc:  # the same request would be answered as large again
+            raise ModelError(f"{where}: {exc}") from None
         except ConnectFailed as exc:  # refused, DNS failure, no route: nothing was sent
             last_failure, last_error = str(exc), ModelUnreachable
         except TimeoutError:

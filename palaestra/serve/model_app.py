@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.errors import InputError, ModelError, ModelTimeout
+from palaestra.errors import InputError, ModelAuthError, ModelError, ModelTimeout
 from palaestra.models.base import Model
 from palaestra.models.chat_format import (
     chat_request_to_responses_params,
@@ -50,6 +50,8 @@ def _on_error(request: Request, exc: Exception) -> Response:
         return request_error_response(exc)
     if isinstance(exc, InputError):
         return error_response(422, exc.describe(), param=exc.field)
+    if isinstance(exc, ModelAuthError):  # the backend refused our key: not worth a retry
+        return error_response(401, exc.reason, kind="authentication_error")
     if isinstance(exc, ModelTimeout):
         return error_response(504, exc.reason, kind="model_timeout")
     if isinstance(exc, ModelError):

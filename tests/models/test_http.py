@@ -158,6 +158,20 @@ async def test_client_errors_are_not_retried(session: HttpClient) -> None:
     assert (stats.retries, stats.failures) == (0, 1)
 
 
+async def test_an_answer_over_the_size_cap_is_a_model_error_without_retry() -> None:
+    stats = ModelStats()
+    small = HttpClient(max_answer_bytes=64)  # every scripted answer is larger than this
+    try:
+        with ScriptedModelServer(lambda _: text_response("a" * 500)) as server:
+            with pytest.raises(ModelError) as caught:
+                await post(small, server.url, stats)
+            assert len(server.bodies("/v1/responses")) == 1
+    finally:
+        await small.aclose()
+    assert "64" in str(caught.value)
+    assert stats.retries == 0
+
+
 @pytest.mark.parametrize("status", [401, 403])
 async def test_a_rejected_key_is_an_auth_error_at_once_without_retry(
     session: HttpClient, status: int

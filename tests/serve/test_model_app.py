@@ -14,8 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from palaestra.errors import ModelError
+from palaestra.errors import ModelAuthError, ModelError
 from palaestra.models.base import Model
+from palaestra.models.openai_responses import OpenAIResponsesModel
 from palaestra.serve import BackgroundServer, model_app
 from palaestra.types import JsonDict
 from tests.support.fake_model import FakeModel, call, response, say
@@ -24,6 +25,8 @@ from tests.support.fake_model import FakeModel, call, response, say
 def _script(params: JsonDict) -> JsonDict:
     if params["input"] == "fail":
         raise ModelError("backend is down")
+    if params["input"] == "bad key":
+        raise ModelAuthError("the endpoint rejected the API key (401): Incorrect API key")
     if params.get("tools"):
         return response(call("get_weather", '{"city": "Paris"}', call_id="call_7"))
     return say(f"echo: {params['input'] if isinstance(params['input'], str) else 'items'}")
@@ -122,6 +125,19 @@ async def test_bad_requests_get_a_clear_error(
     assert got == status
     assert answer["error"]["param"] == param
     assert words in answer["error"]["message"]
+
+
+async def test_a_backend_that_rejects_the_key_is_a_401_that_stops_a_palaestra_client(
+    server: str, http: aiohttp.ClientSession
+) -> None:
+    status, body = await _post(http, f"{server}/v1/responses", {"input": "bad key"})
+    assert status == 401 and body["error"]["type"] == "authentication_error"
+    client = OpenAIResponsesModel(f"{server}/v1")
+    try:
+        with pytest.raises(ModelAuthError):  # not retried as a 502 would be: the run stops
+            await client.respond({"input": "bad key", "model": "fake-1"})
+    finally:
+        await client.aclose()
 
 
 async def test_a_native_chat_method_is_preferred(http: aiohttp.ClientSession) -> None:
