@@ -1,1 +1,49 @@
-"""Training: palaestra environments and rollouts as RL trainers consume them."""
+"""Training: palaestra environments and rollouts as RL trainers consume them.
+
+``RolloutSampler`` (async) and ``SyncRolloutSampler`` stream GRPO groups of token-exact
+rollouts; ``TaskSampler`` skips saturated tasks; ``TrlRolloutFunc`` is TRL's ``rollout_func``.
+Names load on first use: ``import palaestra.training`` imports no trainer, torch or model.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from palaestra.training.rollouts import Group, OnFailure, Rollout, RolloutFailed, RolloutStats
+    from palaestra.training.sampler import TaskSampler
+    from palaestra.training.stream import RolloutSampler
+    from palaestra.training.sync import SyncRolloutSampler
+    from palaestra.training.trl_rollout import TrlRolloutFunc
+
+_LAZY = {
+    "Group": "palaestra.training.rollouts",
+    "OnFailure": "palaestra.training.rollouts",
+    "Rollout": "palaestra.training.rollouts",
+    "RolloutFailed": "palaestra.training.rollouts",
+    "RolloutStats": "palaestra.training.rollouts",
+    "TaskSampler": "palaestra.training.sampler",
+    "RolloutSampler": "palaestra.training.stream",
+    "SyncRolloutSampler": "palaestra.training.sync",
+    "TrlRolloutFunc": "palaestra.training.trl_rollout",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'palaestra.training' has no attribute {name!r}")
+
+
+__all__ = [
+    "Group",
+    "OnFailure",
+    "Rollout",
+    "RolloutFailed",
+    "RolloutSampler",
+    "RolloutStats",
+    "SyncRolloutSampler",
+    "TaskSampler",
+    "TrlRolloutFunc",
+]

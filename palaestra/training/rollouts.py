@@ -1,0 +1,262 @@
+"""Rollouts and groups as a trainer consumes them: tokens, mask, log-probs, rewards, identity.
+
+A ``Rollout`` is one finished rollout of a task, reduced to what an RL trainer needs: the
+token sequence (``token_ids``; the first ``prompt_length`` are the task's prompt), which
+tokens the policy generated (``loss_mask``), their log-probs, the reward, per-turn rewards
+and where each turn ends, plus its group and task. A ``Group`` is the ``size`` rollouts of
+one task sampled together (a GRPO group).
+
+A failed rollout is never a reward of 0. It carries its ``failure`` (kind and reason) and
+``reward`` None, and the caller chooses what a group does with it (``OnFailure``):
+
+- ``"exclude"``: it is left out of ``group.rollouts`` (the group may be smaller than asked);
+- ``"mask"``: it stays in ``group.rollouts`` with ``loss_mask`` all 0 and reward None, so the
+  group keeps its shape (its tokens are its first model call's, or none);
+- ``"raise"``: the batch stops with ``RolloutFailed``.
+
+Either way it is in ``group.failures`` and counted. A rollout whose model calls do not fit
+together as one token sequence (``palaestra.training.tokens.check_contiguity``) is a failure
+of that rollout (``model_error``, the reason saying where it breaks, ``contiguity`` set).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from palaestra.agents.base import AgentResult
+from palaestra.errors import PalaestraError
+from palaestra.training.tokens import Contiguity, ContiguityError, model_calls, training_sequence
+from palaestra.types import Failure, FailureKind, JsonDict
+
+__all__ = ["Group", "OnFailure", "Rollout", "RolloutFailed", "RolloutStats", "rollout_of"]
+
+OnFailure = Literal["exclude", "mask", "raise"]
+"""What a group does with a failed rollout (see the module docstring)."""
+
+ON_FAILURE: tuple[OnFailure, ...] = ("exclude", "mask", "raise")
+
+REASONS_KEPT = 100
+"""Distinct failure reasons counted; more count as one "(other reasons)" line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """One rollout of a task, as a trainer consumes it.
+
+    ``token_ids`` is the whole rollout (the last model call's prompt and generation);
+    ``loss_mask[i]`` is 1 where the policy generated token i and 0 for the prompt, tool
+    outputs and template tokens; ``log_probs[i]`` the policy's log-prob of token i where the
+    mask is 1 (0.0 elsewhere). ``turn_ends[k]`` is the index of the last token of model call
+    k, where ``step_rewards[k]`` attaches. ``group_id`` is unique over the sampler's life,
+    ``sample`` is the rollout's place in its group, ``step`` the batch it belongs to.
+    """
+
+    group_id: int
+    task_index: int
+    sample: int
+    step: int
+    token_ids: list[int]
+    loss_mask: list[int]
+    log_probs: list[float]
+    prompt_length: int
+    turn_ends: list[int] = field(default_factory=list)
+    reward: float | None = None
+    reward_components: dict[str, float] | None = None
+    step_rewards: list[float] | None = None
+    failure: Failure | None = None
+    truncated: str | None = None
+    """Why the agent stopped before the model finished (``"max_steps"``), if it did."""
+    contiguity: Contiguity | None = None
+    response: JsonDict | None = None
+    """The whole trajectory (an OpenAI Response), also kept for a failed rollout."""
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return self.token_ids[: self.prompt_length]
+
+    @property
+    def completion_ids(self) -> list[int]:
+        """Everything after the prompt: generated tokens and, between turns, tool outputs."""
+        return self.token_ids[self.prompt_length :]
+
+    @property
+    def completion_mask(self) -> list[int]:
+        return self.loss_mask[self.prompt_length :]
+
+    @property
+    def completion_log_probs(self) -> list[float]:
+        return self.log_probs[self.prompt_length :]
+
+
+@dataclass(slots=True)
+class Group:
+    """The rollouts of one task sampled together (a GRPO group), when all of them finished.
+
+    ``rollouts`` is what to train on, ordered by ``sample``: the scored rollouts, plus the
+    failed ones when the policy is ``"mask"``. ``failures`` holds every failed rollout of the
+    group whatever the policy.
+    """
+
+    group_id: int
+    step: int
+    task_index: int
+    task: JsonDict
+    size: int
+    rollouts: list[Rollout] = field(default_factory=list)
+    failures: list[Rollout] = field(default_factory=list)
+
+    @property
+    def scored(self) -> list[Rollout]:
+        return [rollout for rollout in self.rollouts if rollout.failure is None]
+
+    @property
+    def rewards(self) -> list[float | None]:
+        """One per rollout in ``rollouts`` (None for a masked failure)."""
+        return [rollout.reward for rollout in self.rollouts]
+
+    @property
+    def mean_reward(self) -> float | None:
+        rewards = [rollout.reward for rollout in self.scored if rollout.reward is not None]
+        return sum(rewards) / len(rewards) if rewards else None
+
+
+class RolloutFailed(PalaestraError):
+    """A rollout failed and the policy is ``on_failure="raise"``; ``rollout`` is the one."""
+
+    def __init__(self, rollout: Rollout) -> None:
+        assert rollout.failure is not None
+        failure = rollout.failure
+        super().__init__(
+            f"rollout {rollout.sample} of task {rollout.task_index} (group {rollout.group_id}) "
+            f"failed: {failure.kind}: {failure.reason}"
+        )
+        self.rollout = rollout
+        self.failure = failure
+
+
+@dataclass(slots=True)
+class RolloutStats:
+    """What a sampler has produced so far: groups, rollouts, and failures by kind and reason."""
+
+    groups: int = 0
+    rollouts: int = 0
+    scored: int = 0
+    masked: int = 0
+    excluded: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def count(self, rollout: Rollout, on_failure: OnFailure) -> None:
+        self.rollouts += 1
+        failure = rollout.failure
+        if failure is None:
+            self.scored += 1
+            return
+        self.failures[str(failure.kind)] += 1
+        key = f"{failure.kind}: {failure.reason}"[:160]
+        if key not in self.reasons and len(self.reasons) >= REASONS_KEPT:
+            key = "(other reasons)"
+        self.reasons[key] += 1
+        if on_failure == "mask":
+            self.masked += 1
+        elif on_failure == "exclude":
+            self.excluded += 1
+
+
+def rollout_of(
+    result: AgentResult, *, group_id: int, task_index: int, sample: int, step: int
+) -> Rollout:
+    """The ``Rollout`` of an agent's result: its training sequence, or its failure.
+
+    A failure of the agent or the verdict is kept as it is; a rollout whose tokens cannot be
+    trained on (not contiguous, none captured) fails as ``model_error`` with the reason. A
+    failed rollout keeps its first model call's tokens, all masked.
+    """
+    identity: dict[str, Any] = {
+        "group_id": group_id,
+        "task_index": task_index,
+        "sample": sample,
+        "step": step,
+    }
+    verdict = result.verdict
+    failure = result.failure or (verdict.failure if verdict is not None else None)
+    if failure is None and (verdict is None or result.response is None):
+        failure = Failure(
+            FailureKind.INTERNAL_ERROR, "the agent returned neither verdict nor failure"
+        )
+    contiguity: Contiguity | None = None
+    if failure is None:
+        assert result.response is not None
+        try:
+            sequence = training_sequence(result.response, verdict)
+        except ContiguityError as error:
+            failure = Failure(
+                FailureKind.MODEL_ERROR, f"tokens cannot be trained on: {error.reason}"
+            )
+            contiguity = error.contiguity
+        else:
+            return Rollout(
+                **identity,
+                token_ids=sequence.token_ids,
+                loss_mask=sequence.loss_mask,
+                log_probs=sequence.log_probs,
+                prompt_length=sequence.prompt_length,
+                turn_ends=sequence.turn_ends,
+                reward=sequence.reward,
+                reward_components=sequence.reward_components,
+                step_rewards=sequence.step_rewards,
+                truncated=result.truncated,
+                contiguity=sequence.contiguity,
+                response=result.response,
+            )
+    return failed_rollout(
+        failure, result.response, contiguity=contiguity, truncated=result.truncated, **identity
+    )
+
+
+def failed_rollout(
+    failure: Failure,
+    response: JsonDict | None,
+    *,
+    group_id: int,
+    task_index: int,
+    sample: int,
+    step: int,
+    contiguity: Contiguity | None = None,
+    truncated: str | None = None,
+) -> Rollout:
+    """A failed rollout: reward None, every token masked (its first call's, when it had one)."""
+    prompt: list[int] = []
+    generated: list[int] = []
+    if response is not None:
+        try:
+            calls = model_calls(response)
+        except ContiguityError:
+            calls = []
+        if calls:
+            prompt, generated = calls[0].prompt_token_ids, calls[0].generation_token_ids
+    tokens = prompt + generated
+    return Rollout(
+        group_id=group_id,
+        task_index=task_index,
+        sample=sample,
+        step=step,
+        token_ids=tokens,
+        loss_mask=[0] * len(tokens),
+        log_probs=[0.0] * len(tokens),
+        prompt_length=len(prompt),
+        failure=failure,
+        truncated=truncated,
+        contiguity=contiguity,
+        response=response,
+    )

@@ -1,0 +1,494 @@
+"""``RolloutSampler``: GRPO groups of token-exact rollouts streamed to a trainer, batch by batch.
+
+::
+
+    from palaestra.training import RolloutSampler
+
+    async with RolloutSampler("weather", tasks="tasks.jsonl", group_size=8,
+                              policy="http://localhost:8000/v1") as sampler:
+        for step in range(100):
+            groups = await sampler.batch()         # every task once: 1 group of 8 per task
+            trainer.update(groups)                 # the server's weights change in between
+
+One sampler holds one environment client, one model client and one agent for its whole life:
+batches reuse them (an environment is built once, a served one connected once), so the seed's
+pattern (the same 1,000 tasks run 100 times with policy updates in between) never restarts
+an environment. ``stream`` yields each group as soon as its last rollout finishes, for
+asynchronous RL; ``batch`` waits for all of them. Rollouts run at bounded concurrency on a
+fixed set of worker coroutines (the collector's way: no task, thread or process per rollout).
+
+The model captures tokens: token-in/token-out mode unless the ``ModelConfig`` says
+``return_tokens`` (message mode: a rollout the server re-tokenised fails as not contiguous).
+Each rollout's request carries its own ``seed`` (from the sampler's ``seed``, the group and
+the sample), so the samples of a group differ on a seeded backend such as the local model
+(which would otherwise answer one sample per prompt), and a run is reproducible.
+
+Which tasks a batch runs is the ``TaskSampler``'s choice: every task by default, or, with
+``task_sampler={...}``, the ones not yet saturated (see ``palaestra.training.sampler``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import zlib
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeAlias
+
+from palaestra.agents.base import Agent, BoundAgent
+from palaestra.assembly import (
+    AGENT_REF_TYPE,
+    FoundEnvironment,
+    build_agent,
+    build_model,
+    find,
+    open_environment,
+)
+from palaestra.collection.api import default_concurrency, run_spec
+from palaestra.collection.collector import UNREACHABLE_STOP
+from palaestra.collection.rows import dispatch_row
+from palaestra.collection.tasks import check_input_file, read_tasks, task_problem
+from palaestra.env_client import EnvironmentClient
+from palaestra.environment import Environment
+from palaestra.errors import ConfigError, ModelAuthError, RolloutFailure, ServiceUnreachable
+from palaestra.models.base import Model
+from palaestra.rows import PARAMS
+from palaestra.spec import EnvSpec, ModelConfig, RunSpec
+from palaestra.training.rollouts import (
+    ON_FAILURE,
+    Group,
+    OnFailure,
+    Rollout,
+    RolloutFailed,
+    RolloutStats,
+    failed_rollout,
+    rollout_of,
+)
+from palaestra.training.sampler import TaskSampler
+from palaestra.types import Failure, FailureKind, JsonDict
+
+__all__ = ["Policy", "RolloutSampler", "Tasks"]
+
+Policy: TypeAlias = str | ModelConfig | Model
+"""``"local"``, an OpenAI-compatible base URL, a name in ``palaestra_models.yaml``, a
+``ModelConfig``, or a built ``Model`` (the caller keeps owning it)."""
+
+Tasks: TypeAlias = Sequence[JsonDict] | str | os.PathLike[str] | None
+"""Task rows, a JSONL file of them, or None (``num_tasks`` generated, else the examples)."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A group whose rollouts are still running."""
+
+    group: Group
+    results: list[Rollout | None]
+    left: int
+
+
+class RolloutSampler:
+    """Groups of rollouts of ``env``'s tasks by ``policy``, for an RL trainer.
+
+    - ``env``: a registered name, ``./file.py[:Class]``, ``module:Class``, an ``Environment``
+      class (built with ``env_args``) or instance; or ``env_url`` for a served environment.
+    - ``tasks``: task rows, a JSONL path, or None: ``num_tasks`` from the environment's
+      generator (with ``seed``), else its example tasks. Held in memory, indexed from 0.
+    - ``group_size``: rollouts per task in a group (GRPO's samples per prompt).
+    - ``policy``: the model (see ``Policy``); token mode is switched on unless its options
+      say ``return_tokens``. ``sampling`` overrides ``temperature``, ``top_p``,
+      ``max_output_tokens`` of every task.
+    - ``agent`` / ``agent_options``: the harness (default: the environment's own).
+    - ``concurrency``: rollouts in flight (default 16, 1 for the local model).
+    - ``on_failure``: ``"exclude"``, ``"mask"`` or ``"raise"`` (``palaestra.training.rollouts``).
+    - ``task_sampler``: a ``TaskSampler``, or a dict of its options, to skip saturated tasks.
+    - ``seed_requests``: give each rollout's request its own ``seed`` (default on).
+
+    Use it as an async context manager (or ``await open()`` / ``aclose()``). A mistake in the
+    arguments or the tasks is a one-line ``ConfigError`` from the constructor or ``open``.
+    """
+
+    def __init__(
+        self,
+        env: str | Environment | type[Environment] | EnvSpec | None = None,
+        *,
+        tasks: Tasks = None,
+        num_tasks: int | None = None,
+        group_size: int = 8,
+        policy: Policy = "local",
+        sampling: Mapping[str, Any] | None = None,
+        agent: str | None = None,
+        agent_options: Mapping[str, Any] | None = None,
+        env_args: Mapping[str, Any] | None = None,
+        env_url: str | None = None,
+        server_token: str | None = None,
+        concurrency: int | None = None,
+        on_failure: OnFailure = "mask",
+        task_sampler: TaskSampler | Mapping[str, Any] | None = None,
+        seed: int = 0,
+        seed_requests: bool = True,
+    ) -> None:
+        if on_failure not in ON_FAILURE:
+            raise ConfigError(
+                f"on_failure must be one of {', '.join(ON_FAILURE)}, not {on_failure!r}"
+            )
+        if group_size < 1:
+            raise ConfigError(f"group_size must be at least 1, not {group_size}")
+        if concurrency is not None and concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
+        fields: dict[str, Any] = {
+            "env": env,
+            "env_args": env_args,
+            "env_url": env_url,
+            "server_token": server_token,
+            "model": policy if isinstance(policy, str | ModelConfig) else "local",
+            "sampling": sampling,
+            "agent": agent,
+            "agent_options": agent_options,
+        }
+        self.spec: RunSpec = run_spec(**{k: v for k, v in fields.items() if v is not None})
+        self._found: FoundEnvironment | None = find(self.spec.env)
+        if self._found is None and self.spec.env.url is None:
+            raise ConfigError("name an environment (env=NAME, a class or instance) or env_url")
+        self._policy: Policy = (
+            policy if isinstance(policy, Model) else token_config(self.spec.model)
+        )
+        self.tasks: list[JsonDict] = load_tasks(tasks, self._found, num_tasks=num_tasks, seed=seed)
+        self.task_sampler = _task_sampler(task_sampler, len(self.tasks), seed)
+        self.group_size = group_size
+        self.concurrency = concurrency or _default_concurrency(policy, self.spec)
+        self.on_failure: OnFailure = on_failure
+        self.seed = seed
+        self.seed_requests = seed_requests
+        self.overrides: JsonDict = dict(self.spec.model.sampling)
+        self.stats = RolloutStats()
+        self.step = 0
+        """Batches (calls of ``stream`` or ``batch``) started so far."""
+        self._next_group = 0
+        self._env: EnvironmentClient | None = None
+        self._agent: Agent | None = None
+        self._model: Model | None = None
+        self._owns_model = False
+        self._agent_ref: JsonDict = {}
+        self._running = 0
+        self._unreachable = 0
+
+    # --- life ----------------------------------------------------------------------------
+
+    async def open(self) -> RolloutSampler:
+        """Connect the environment, build the agent and the model, and check the model."""
+        if self._env is not None:
+            return self
+        env, default = await open_environment(self.spec.env, self._found, threads=self.concurrency)
+        try:
+            self._agent = build_agent(self.spec.agent, default)
+            await self._use(self._policy)
+        except BaseException:
+            await env.aclose()
+            raise
+        self._env = env
+        self._agent_ref = {"type": AGENT_REF_TYPE, "name": f"{env.name}_{self._agent.name}"}
+        return self
+
+    async def aclose(self) -> None:
+        """Close the model (when the sampler built it) and the environment."""
+        env, self._env = self._env, None
+        try:
+            await self._drop_model()
+        finally:
+            if env is not None:
+                await env.aclose()
+
+    async def __aenter__(self) -> RolloutSampler:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def set_policy(self, policy: Policy) -> None:
+        """Sample the next batches from ``policy`` (e.g. a local model with new weights).
+
+        Between batches only: a batch in flight keeps the model it started with. A model the
+        sampler built is closed; one given as a ``Model`` stays the caller's.
+        """
+        if self._running:
+            raise RuntimeError("set_policy between batches: a batch is still running")
+        if not isinstance(policy, Model):
+            policy = token_config(_model_config(policy, self.spec))
+        await self._drop_model()
+        await self._use(policy)
+        self._policy = policy
+
+    @property
+    def model(self) -> Model:
+        """The model the next batch samples from."""
+        if self._model is None:
+            raise RuntimeError("the sampler is not open: use `async with` or await open()")
+        return self._model
+
+    async def _use(self, policy: Policy) -> None:
+        model = policy if isinstance(policy, Model) else build_model(_as_config(policy))
+        try:
+            await model.check()
+        except BaseException:
+            if model is not policy:
+                await model.aclose()
+            raise
+        self._model, self._owns_model = model, model is not policy
+
+    async def _drop_model(self) -> None:
+        model, self._model = self._model, None
+        if model is not None and self._owns_model:
+            await model.aclose()
+
+    # --- batches -------------------------------------------------------------------------
+
+    async def batch(
+        self,
+        tasks: int | Sequence[int] | None = None,
+        *,
+        group_size: int | Sequence[int] | None = None,
+    ) -> list[Group]:
+        """Every group of the next batch, in the order they were planned (see ``stream``)."""
+        async with contextlib.aclosing(self.stream(tasks, group_size=group_size)) as groups:
+            done = [group async for group in groups]
+        return sorted(done, key=lambda group: group.group_id)
+
+    async def stream(
+        self,
+        tasks: int | Sequence[int] | None = None,
+        *,
+        group_size: int | Sequence[int] | None = None,
+    ) -> AsyncGenerator[Group, None]:
+        """Run one batch; yield each group as soon as all its rollouts finished.
+
+        ``tasks``: None for the task sampler's pick of every task (each once), a number for
+        its next that many, or explicit task indices (repeats allowed). ``group_size``: the
+        sampler's, or one size for all, or one per task. With ``on_failure="raise"`` the first
+        failed rollout raises ``RolloutFailed`` here; the model found unreachable
+        ``UNREACHABLE_STOP`` times in a row, or rejecting the key, raises that error. Leaving
+        early (``break``) stops the batch's rollouts once the generator is closed (use
+        ``contextlib.aclosing`` to close it at once).
+        """
+        if self._env is None or self._agent is None or self._model is None:
+            raise RuntimeError("the sampler is not open: use `async with` or await open()")
+        plan = self._plan(tasks, group_size)
+        step, self.step = self.step, self.step + 1
+        pending: list[_Pending] = []
+        for task_index, size in plan:
+            group = Group(self._next_group, step, task_index, self.tasks[task_index], size)
+            self._next_group += 1
+            pending.append(_Pending(group, [None] * size, size))
+        runner = BoundAgent(self._agent, self._env, self._model)
+        jobs = ((item, sample) for item in pending for sample in range(item.group.size))
+        finished: asyncio.Queue[Group | BaseException] = asyncio.Queue()
+        workers = [
+            asyncio.create_task(self._work(runner, jobs, finished))
+            for _ in range(min(self.concurrency, sum(size for _, size in plan)))
+        ]
+        self._running += 1
+        try:
+            for _ in pending:
+                item = await finished.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self._running -= 1
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    def _plan(
+        self, tasks: int | Sequence[int] | None, group_size: int | Sequence[int] | None
+    ) -> list[tuple[int, int]]:
+        if tasks is None or isinstance(tasks, int):
+            indices = self.task_sampler.select(tasks)
+        else:
+            indices = list(tasks)
+            for index in indices:
+                if not isinstance(index, int) or not 0 <= index < len(self.tasks):
+                    raise ConfigError(
+                        f"task index {index!r} is not one of 0..{len(self.tasks) - 1}"
+                    )
+        if group_size is None or isinstance(group_size, int):
+            size = self.group_size if group_size is None else group_size
+            sizes = [size] * len(indices)
+        else:
+            sizes = list(group_size)
+            if len(sizes) != len(indices):
+                raise ConfigError(f"{len(sizes)} group sizes for {len(indices)} tasks")
+        if any(size < 1 for size in sizes):
+            raise ConfigError(f"a group size must be at least 1, not {min(sizes)}")
+        return list(zip(indices, sizes, strict=True))
+
+    async def _work(
+        self,
+        runner: BoundAgent,
+        jobs: Iterator[tuple[_Pending, int]],
+        finished: asyncio.Queue[Group | BaseException],
+    ) -> None:
+        try:
+            for item, sample in jobs:
+                rollout = await self._rollout(runner, item.group, sample)
+                if rollout.failure is not None and self.on_failure == "raise":
+                    self.stats.count(rollout, self.on_failure)
+                    raise RolloutFailed(rollout)
+                item.results[sample] = rollout
+                item.left -= 1
+                if item.left == 0:
+                    finished.put_nowait(self._finish(item))
+        except Exception as error:  # handed to the consumer, which raises it and stops the batch
+            finished.put_nowait(error)
+
+    async def _rollout(self, runner: BoundAgent, group: Group, sample: int) -> Rollout:
+        dispatched = dispatch_row(
+            group.task,
+            task_index=group.task_index,
+            rollout_index=sample,
+            agent_ref=self._agent_ref,
+            overrides=self.overrides,
+        )
+        if self.seed_requests:
+            dispatched[PARAMS] = {**dispatched[PARAMS], "seed": self._request_seed(group, sample)}
+        identity: dict[str, Any] = {
+            "group_id": group.group_id,
+            "task_index": group.task_index,
+            "sample": sample,
+            "step": group.step,
+        }
+        try:
+            result = await runner.run(dispatched)
+        except ModelAuthError:
+            raise  # every rollout would fail alike
+        except ServiceUnreachable as error:
+            self._unreachable += 1
+            if self._unreachable >= UNREACHABLE_STOP:
+                raise
+            return failed_rollout(Failure(error.kind, error.reason), None, **identity)
+        except RolloutFailure as error:
+            return failed_rollout(Failure(error.kind, error.reason), None, **identity)
+        except Exception as error:  # a bug in one rollout fails that rollout, explicitly
+            failure = Failure(FailureKind.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+            return failed_rollout(failure, None, **identity)
+        self._unreachable = 0
+        return rollout_of(result, **identity)
+
+    def _request_seed(self, group: Group, sample: int) -> int:
+        # crc32 of the identity: cheap (~0.2 us), stable across processes (unlike hash()).
+        return zlib.crc32(f"{self.seed}:{group.group_id}:{sample}".encode()) & 0x7FFFFFFF
+
+    def _finish(self, item: _Pending) -> Group:
+        group = item.group
+        for rollout in item.results:
+            assert rollout is not None
+            self.stats.count(rollout, self.on_failure)
+            if rollout.failure is not None:
+                group.failures.append(rollout)
+                if self.on_failure == "exclude":
+                    continue
+            group.rollouts.append(rollout)
+        rewards = [r.reward for r in group.scored if r.reward is not None]
+        self.task_sampler.record(group.task_index, rewards)
+        self.stats.groups += 1
+        return group
+
+
+def token_config(config: ModelConfig) -> ModelConfig:
+    """``config`` capturing tokens: token mode switched on unless it says ``return_tokens``.
+
+    A config that switches both off is a ``ConfigError``: a trainer needs the token ids.
+    """
+    options = config.options
+    if "token_mode" not in options and "return_tokens" not in options:
+        return config.model_copy(update={"options": {**options, "token_mode": True}})
+    if not (options.get("token_mode") or options.get("return_tokens")):
+        raise ConfigError(
+            f"model backend '{config.backend}': a trainer needs token ids; set the option "
+            "token_mode (or return_tokens) to true"
+        )
+    return config
+
+
+def _default_concurrency(policy: Policy, spec: RunSpec) -> int:
+    if isinstance(policy, Model):  # the embedded model answers one request at a time
+        return 1 if type(policy).__module__.startswith("palaestra.models.local") else 16
+    return default_concurrency(spec)
+
+
+def _model_config(policy: str | ModelConfig, spec: RunSpec) -> ModelConfig:
+    return run_spec(model=policy, sampling=spec.model.sampling).model
+
+
+def _as_config(policy: Policy) -> ModelConfig:
+    assert isinstance(policy, ModelConfig)
+    return policy
+
+
+def load_tasks(
+    tasks: Tasks, found: FoundEnvironment | None, *, num_tasks: int | None, seed: int
+) -> list[JsonDict]:
+    """The task rows: given, read from a JSONL file, generated, or the environment's examples.
+
+    The first row that is not a task is a one-line ``ConfigError`` naming it (file and line,
+    or its index, and the field).
+    """
+    if num_tasks is not None:
+        if tasks is not None or found is None:
+            raise ConfigError("num_tasks generates tasks from the environment: pass no tasks")
+        try:
+            rows = list(found.build().generate_tasks(num_tasks, seed))
+        except NotImplementedError as error:
+            raise ConfigError(f"{error}: pass tasks") from None
+        return _checked(rows, f"environment '{found.name}' generated task")
+    if tasks is None:
+        if found is None or found.example_tasks is None:
+            raise ConfigError("pass tasks: there are no example tasks to fall back on")
+        tasks = found.example_tasks
+    if isinstance(tasks, str | os.PathLike):
+        path = Path(tasks)
+        check_input_file(path)
+        read: list[JsonDict] = []
+        for line in read_tasks(path):
+            if line.error is not None:
+                raise ConfigError(line.error.describe())
+            read.append(line.row)
+        if not read:
+            raise ConfigError(f"{path} holds no tasks")
+        return read
+    return _checked(list(tasks), "task")
+
+
+def _checked(rows: list[JsonDict], what: str) -> list[JsonDict]:
+    if not rows:
+        raise ConfigError("no tasks to sample from")
+    for index, row in enumerate(rows):
+        problem = task_problem(row)
+        if problem is not None:
+            field, reason = problem
+            where = f" field '{field}'" if field else ""
+            raise ConfigError(f"{what} {index}:{where}: {reason}")
+    return rows
+
+
+def _task_sampler(
+    given: TaskSampler | Mapping[str, Any] | None, num_tasks: int, seed: int
+) -> TaskSampler:
+    if isinstance(given, TaskSampler):
+        if given.num_tasks != num_tasks:
+            raise ConfigError(f"the task sampler is for {given.num_tasks} tasks, not {num_tasks}")
+        return given
+    if given is None:
+        return TaskSampler(num_tasks, seed=seed, skip_saturated=False)
+    try:
+        return TaskSampler(num_tasks, **{"seed": seed, **given})
+    except TypeError as error:
+        raise ConfigError(f"task_sampler: {error}") from None

@@ -1,0 +1,134 @@
+"""``SyncRolloutSampler``: the ``RolloutSampler`` for trainers that are plain synchronous loops.
+
+::
+
+    from palaestra.training import SyncRolloutSampler
+
+    with SyncRolloutSampler("weather", group_size=4, policy="local") as sampler:
+        for step in range(100):
+            groups = sampler.batch()
+            ...
+
+The sampler lives on a private event loop in one daemon thread for its whole life (its
+environment client, model client and sessions belong to that loop); each call hands the
+work to it and waits. So it works from any thread, also one whose own event loop is running
+(a notebook, a trainer with async internals), and it never touches that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncGenerator, Coroutine, Generator, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from palaestra.training.rollouts import Group, RolloutStats
+from palaestra.training.sampler import TaskSampler
+from palaestra.training.stream import Policy, RolloutSampler
+from palaestra.types import JsonDict
+
+__all__ = ["SyncRolloutSampler"]
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An event loop running in a daemon thread; ``run`` waits for a coroutine on it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="palaestra-rollouts", daemon=True
+        )
+        self.thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+class SyncRolloutSampler:
+    """A ``RolloutSampler`` (same arguments) driven by blocking calls; open once built.
+
+    ``sampler`` is the async one underneath.
+    """
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        self.sampler = RolloutSampler(*args, **options)
+        self._loop = _LoopThread()
+        try:
+            self._loop.run(self.sampler.open())
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    @property
+    def stats(self) -> RolloutStats:
+        return self.sampler.stats
+
+    @property
+    def tasks(self) -> list[JsonDict]:
+        return self.sampler.tasks
+
+    @property
+    def task_sampler(self) -> TaskSampler:
+        return self.sampler.task_sampler
+
+    def batch(
+        self,
+        tasks: int | Sequence[int] | None = None,
+        *,
+        group_size: int | Sequence[int] | None = None,
+    ) -> list[Group]:
+        """``RolloutSampler.batch``: every group of the next batch."""
+        return self._loop.run(self.sampler.batch(tasks, group_size=group_size))
+
+    def stream(
+        self,
+        tasks: int | Sequence[int] | None = None,
+        *,
+        group_size: int | Sequence[int] | None = None,
+    ) -> Generator[Group, None, None]:
+        """``RolloutSampler.stream``: each group as it completes. Leaving the loop early
+        stops the batch's rollouts at once."""
+        groups = self.sampler.stream(tasks, group_size=group_size)
+        try:
+            while True:
+                try:
+                    yield self._loop.run(_next(groups))
+                except StopAsyncIteration:
+                    return
+        finally:
+            self._loop.run(groups.aclose())
+
+    def set_policy(self, policy: Policy) -> None:
+        """``RolloutSampler.set_policy``: sample the next batches from ``policy``."""
+        self._loop.run(self.sampler.set_policy(policy))
+
+    def close(self) -> None:
+        """Close the sampler and stop its loop."""
+        try:
+            self._loop.run(self.sampler.aclose())
+        finally:
+            self._loop.stop()
+
+    def __enter__(self) -> SyncRolloutSampler:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+async def _next(groups: AsyncGenerator[Group, None]) -> Group:
+    return await anext(groups)
