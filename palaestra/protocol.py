@@ -102,6 +102,11 @@ SESSION_COOKIE: Final = "palaestra_session"
 SESSION_HEADER: Final = "x-palaestra-session"
 """The same token as a header, for clients that keep no cookies (palaestra's)."""
 
+FAILURES_HEADER: Final = "x-palaestra-failures"
+"""Sent as ``x-palaestra-failures: error`` to ``/verify``: a failure in a session is answered
+with an error status instead of NeMo Gym's 200 row (which carries a placeholder ``reward`` its
+agents require). For clients that read only ``reward``, such as verifiers' NeMo Gym taskset."""
+
 # --- errors -----------------------------------------------------------------------------------
 
 SESSION_LOST: Final = "session_lost"

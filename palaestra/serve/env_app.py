@@ -16,9 +16,11 @@ A verify that cannot be scored is never an answer a peer reads as a score. In a 
 Gym's agents and palaestra's clients send the session's cookie or header) it is a 200 carrying
 palaestra's ``failure`` and NeMo Gym's ``_ng_failure_class``, which NeMo Gym's agents pass on
 to their collector, which files the rollout under failures (its ``BaseVerifyResponse`` needs a
-float ``reward``, so a placeholder 0.0 travels beside the failure class). Without a session, or
-in NeMo Evaluator's form, it is a 500: NeMo Evaluator's client raises on any non-2xx and counts
-an error. Every exception from the environment's own code is logged with its traceback.
+float ``reward``, so a placeholder 0.0 travels beside the failure class). Without a session, in
+NeMo Evaluator's form, or when the client asks for it (``x-palaestra-failures: error``: for
+clients that read only ``reward``, such as verifiers' taskset) it is a 500: NeMo Evaluator's
+client raises on any non-2xx and counts an error. Every exception from the environment's own
+code is logged with its traceback.
 
 Live sessions and the size of a seeded task are capped (``max_sessions``, ``max_task_bytes``):
 a seed over the session cap is a 503 with ``Retry-After``, counted in ``GET /``.
@@ -47,6 +49,7 @@ from palaestra.protocol import (
     AGGREGATE_METRICS,
     CLOSE_SESSION,
     DATASET_SIZE,
+    FAILURES_HEADER,
     HEALTH,
     LIVENESS,
     RESERVED_ROUTES,
@@ -314,7 +317,8 @@ def _verify(
                 if named is not session.task:
                     session_id, task = None, named or task
         verdict = await _score(client, session_id, task, response)
-        if verdict.failure is not None and (evaluator or session_id is None):
+        as_error = request.headers.get(FAILURES_HEADER) == "error"
+        if verdict.failure is not None and (evaluator or session_id is None or as_error):
             return JSONResponse(failure_error(verdict.failure), status_code=500)
         if evaluator:
             return JSONResponse(evaluator_answer(body, verdict_fields(verdict)))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from palaestra.envs.counter.environment import Counter
+from palaestra.protocol import FAILURES_HEADER
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.guard import Guard
 from palaestra.serve.uvicorn_runner import BackgroundServer
@@ -74,3 +75,25 @@ def test_the_verifiers_nemo_gym_taskset_seeds_calls_tools_and_gets_the_reward(
     assert ungradable["error"] is None and ungradable["reward"] == 0.0
     assert ungradable["info"]["failure"]["kind"] == "verifier_error"
     assert ungradable["info"]["_ng_failure_class"] == "legitimate"
+
+
+def test_with_the_failures_header_verifiers_records_an_unscorable_rollout_as_an_error(
+    tmp_path: Path,
+) -> None:
+    """``x-palaestra-failures: error`` (set in the taskset's headers) turns the placeholder-reward
+    answer into an error status, which verifiers records as the trace's error: no reward."""
+    rows = [row(1, 4), row(0, 3, ungradable=True)]
+    with BackgroundServer(environment_app(GradedCounter())) as env:
+        spec = {
+            "workdir": str(tmp_path),
+            "url": env.url,
+            "token": None,
+            "headers": {FAILURES_HEADER: "error"},
+            "rows": rows,
+            "calls": [["increment", {"amount": 3}]],
+            "answer": "Done.",
+        }
+        reached, ungradable = run_peer("verifiers", "verifiers_nemo_gym.py", spec, cwd=tmp_path)
+    assert reached["reward"] == 1.0 and reached["error"] is None
+    assert ungradable["reward"] is None
+    assert ungradable["error"] and "500" in ungradable["error"]

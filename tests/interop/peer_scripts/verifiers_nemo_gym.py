@@ -1,6 +1,7 @@
 """Drive a resources server with verifiers 0.4's NeMo Gym taskset (in the verifiers peer venv).
 
-``argv[1]`` is a JSON spec ``{"workdir", "url", "token", "rows", "calls", "answer"}``. The
+``argv[1]`` is a JSON spec ``{"workdir", "url", "token", "rows", "calls", "answer",
+"headers"?}``. The
 taskset loads ``rows`` from a JSONL file as it would a dataset; for each task this script does
 what a verifiers rollout does around the model: the task's ``setup`` (``/seed_session``), the
 taskset's MCP toolset listing and calling the tools (``calls``: ``[name, arguments]`` pairs,
@@ -35,6 +36,7 @@ async def main() -> None:
     dataset = Path(spec["workdir"]) / "dataset.jsonl"
     dataset.write_text("".join(json.dumps(row) + "\n" for row in spec["rows"]))
     headers = {"Authorization": f"Bearer {spec['token']}"} if spec.get("token") else {}
+    headers.update(spec.get("headers") or {})
     config = NeMoGymConfig(
         dataset=dataset,
         task=NeMoGymTaskConfig(resources_url=spec["url"], headers=headers),
