@@ -1,12 +1,12 @@
 """palaestra: build RL environments for LLMs and collect verified rollouts from them.
 
 The public names live here; everything else is an implementation detail. ``collect`` (and
-``collect_async``, ``run_spec``, ``RunSummary``) and the run specification (``RunSpec`` and its
-parts) load on first use, so ``import palaestra`` stays light for code that only defines an
-environment.
+``collect_async``, ``run_spec``, ``RunSummary``), the run specification (``RunSpec`` and its
+parts) and the row types load on first use, so ``import palaestra`` stays light for code that
+only defines an environment.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from palaestra.agents import Agent, AgentResult, SingleTurnAgent, ToolCallingAgent
 from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
@@ -20,14 +20,17 @@ from palaestra.errors import (
     ToolError,
     ToolFailure,
 )
+from palaestra.lazy import lazy_exports
 from palaestra.models.base import Model
 from palaestra.sessions import Session
+from palaestra.step_env import StepEnvironment, StepResult
 from palaestra.tools import tool
 from palaestra.types import Failure, FailureKind, JsonDict, Verdict, input_items, output_text
 
 if TYPE_CHECKING:
     from palaestra.collection.api import collect, collect_async, run_spec
     from palaestra.collection.collector import RunSummary
+    from palaestra.rows import AggregateFile, FailureRow, RolloutRow, TaskRow
     from palaestra.spec import (
         AgentSpec,
         CollectOptions,
@@ -48,21 +51,19 @@ _LAZY = {
     "ModelConfig": "palaestra.spec",
     "RunSpec": "palaestra.spec",
     "ServeSpec": "palaestra.spec",
+    "AggregateFile": "palaestra.rows",
+    "FailureRow": "palaestra.rows",
+    "RolloutRow": "palaestra.rows",
+    "TaskRow": "palaestra.rows",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'palaestra' has no attribute {name!r}")
+__getattr__ = lazy_exports("palaestra", _LAZY)
 
 
 __all__ = [
     "Agent",
     "AgentResult",
     "AgentSpec",
+    "AggregateFile",
     "CollectOptions",
     "ConfigError",
     "EnvSpec",
@@ -70,6 +71,7 @@ __all__ = [
     "EnvironmentClient",
     "Failure",
     "FailureKind",
+    "FailureRow",
     "InputError",
     "JsonDict",
     "LocalEnvironmentClient",
@@ -78,11 +80,15 @@ __all__ = [
     "ModelError",
     "PalaestraError",
     "RolloutFailure",
+    "RolloutRow",
     "RunSpec",
     "RunSummary",
     "ServeSpec",
     "Session",
     "SingleTurnAgent",
+    "StepEnvironment",
+    "StepResult",
+    "TaskRow",
     "ToolCallingAgent",
     "ToolError",
     "ToolFailure",

@@ -14,9 +14,9 @@ loads only when the ``local`` backend first answers.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from palaestra.lazy import lazy_exports
 from palaestra.models.base import Model, ModelBackend, ModelStats
 
 if TYPE_CHECKING:
@@ -49,12 +49,7 @@ _LAZY = {
     "open_model": "palaestra.models.resolve",
     "read_api_key": "palaestra.models.backends",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'palaestra.models' has no attribute {name!r}")
+__getattr__ = lazy_exports("palaestra.models", _LAZY)
 
 
 __all__ = [
