@@ -94,10 +94,14 @@ class TaskSampler:
             random.Random(self.seed * 1_000_003 + number).shuffle(order)
         return order
 
-    def _next(self) -> int:
+    def _next(self, taken: list[int]) -> int:
         if self._cursor == len(self._order):
             self._pass += 1
-            self._order = self._permutation(self._pass)
+            order = self._permutation(self._pass)
+            # Tasks this call already took go last in the new pass: a call never takes a task
+            # twice (it visits at most num_tasks), and each pass still visits every task once.
+            held = set(taken)
+            self._order = [i for i in order if i not in held] + [i for i in order if i in held]
             self._cursor = 0
         index = self._order[self._cursor]
         self._cursor += 1
@@ -144,7 +148,7 @@ class TaskSampler:
         for _ in range(self.num_tasks):
             if count is not None and len(chosen) >= count:
                 break
-            index = self._next()
+            index = self._next(chosen)
             task = self._tasks[index]
             status = self.status(index)
             if status != "active":
