@@ -60,7 +60,17 @@ class SyncRolloutSampler:
     """
 
     def __init__(self, *args: Any, **options: Any) -> None:
-        self.sampler = RolloutSampler(*args, **options)
+        self._start(RolloutSampler(*args, **options))
+
+    @classmethod
+    def wrap(cls, sampler: RolloutSampler) -> SyncRolloutSampler:
+        """Drive an unopened ``RolloutSampler`` with blocking calls (it is opened here)."""
+        made = cls.__new__(cls)
+        made._start(sampler)
+        return made
+
+    def _start(self, sampler: RolloutSampler) -> None:
+        self.sampler = sampler
         self._loop = _LoopThread()
         try:
             self._loop.run(self.sampler.open())

@@ -50,7 +50,7 @@ from __future__ import annotations
 import importlib
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -58,7 +58,7 @@ from palaestra.errors import ConfigError
 from palaestra.models.chat_format import responses_to_chat
 from palaestra.rows import PARAMS
 from palaestra.training.rollouts import Group, Rollout
-from palaestra.training.stream import Policy, Tasks
+from palaestra.training.stream import Policy, RolloutSampler, Tasks
 from palaestra.training.sync import SyncRolloutSampler
 from palaestra.types import JsonDict
 
@@ -106,7 +106,7 @@ class TrlRolloutFunc:
         env: Any = None,
         *,
         tasks: Tasks = None,
-        on_failure: str = "mask",
+        on_failure: Literal["mask", "raise"] = "mask",
         refresh: Refresh | None = None,
         **options: Any,
     ) -> None:
@@ -117,18 +117,19 @@ class TrlRolloutFunc:
             )
         if "group_size" in options:
             raise ConfigError("group_size is TRL's num_generations: set it in GRPOConfig")
-        self.sampler = SyncRolloutSampler(env, tasks=tasks, on_failure=on_failure, **options)
+        sampler = RolloutSampler(env, tasks=tasks, on_failure=on_failure, **options)
         self.refresh = refresh
         self._step: int | None = None
         self._index: dict[bytes, int] = {}
-        for index, task in enumerate(self.sampler.tasks):
+        for index, task in enumerate(sampler.tasks):
             key = prompt_key(prompt_messages(task))
             first = self._index.setdefault(key, index)
-            if first != index and self.sampler.tasks[first] != task:
+            if first != index and sampler.tasks[first] != task:
                 raise ConfigError(
                     f"tasks {first} and {index} have the same prompt but differ: TRL hands the "
                     "rollout function only the prompt, so it could not tell them apart"
                 )
+        self.sampler = SyncRolloutSampler.wrap(sampler)
 
     def rows(self) -> list[JsonDict]:
         """One TRL dataset row per task: ``prompt`` (chat messages) and the task as JSON."""
