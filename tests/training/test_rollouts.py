@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import orjson
 import pytest
 
 from palaestra import Environment, Session, tool
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, ModelUnreachable
 from palaestra.models import ModelConfig, build_model
 from palaestra.training import (
     Group,
@@ -45,6 +47,8 @@ class Adder(Environment):
 
     def seed(self, task: JsonDict) -> Any:
         self.seeded += 1
+        if task.get("seed_fails"):
+            raise RuntimeError("no session for this task")
         return task.get("answer")
 
     @tool
@@ -67,6 +71,7 @@ def task(a: int, b: int, answer: int | None) -> JsonDict:
 
 TASKS = [task(2, 3, 5), task(4, 4, 8), task(1, 1, 7)]  # the last is never solved
 BROKEN = task(5, 5, None)  # verify fails: an explicit failure, never a 0
+UNSEEDABLE = {**task(6, 6, 12), "seed_fails": True}  # fails before any model call
 
 _TOOL_OUTPUT = re.compile(r"<\|im_start\|>tool\n(.*?)<\|im_end\|>", re.S)
 _QUESTION = re.compile(r"What is (\d+)\+(\d+)")
@@ -343,3 +348,26 @@ async def test_leaving_a_stream_early_stops_its_rollouts(server: ScriptedModelSe
     # Not every task of the first batch ran: 3 tasks x 2 calls would be 6 requests.
     assert requests < 6
     assert len(server.bodies("/v1/completions")) == requests + 2
+
+
+async def test_a_model_unreachable_three_rollouts_in_a_row_stops_the_batch() -> None:
+    with ScriptedModelServer(adder_script, api="chat", tokenizer=ToyTokenizer()) as gone:
+        rollouts = await sampler(gone, group_size=2, concurrency=1).open()
+    try:  # the server is gone now: each rollout finds the model unreachable
+        with pytest.raises(ModelUnreachable):
+            await rollouts.batch()
+        # The first group's two rollouts failed as model errors (reported, not scored); the
+        # third unreachable rollout in a row stopped the batch.
+        assert rollouts.stats.failures == {"model_error": 2} and rollouts.stats.groups == 1
+    finally:
+        await rollouts.aclose()
+
+
+def test_importing_palaestra_training_loads_no_trainer_and_no_sampler() -> None:
+    code = (
+        "import sys, palaestra.training; "
+        "print(sorted(m for m in sys.modules if m.startswith(('torch', 'trl', 'transformers', "
+        "'palaestra.training.', 'palaestra.models.local'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -17,7 +17,14 @@ from palaestra.training import TrlRolloutFunc
 from palaestra.training.trl_rollout import TASK_COLUMN
 from tests.support.scripted_model import ScriptedModelServer
 from tests.support.toy_tokenizer import ToyTokenizer
-from tests.training.test_rollouts import BROKEN, TASKS, Adder, adder_script, policy
+from tests.training.test_rollouts import (
+    BROKEN,
+    TASKS,
+    UNSEEDABLE,
+    Adder,
+    adder_script,
+    policy,
+)
 
 END = 2  # the toy tokenizer's <|im_end|>
 
@@ -127,3 +134,15 @@ def test_refresh_gets_the_trainer_when_its_step_advanced_and_its_policy_is_used(
         assert refreshed == [] and rollout.sampler.sampler.model is first
         rollout([prompt], trainer(1))
         assert refreshed == [1] and rollout.sampler.sampler.model is not first
+
+
+def test_a_rollout_that_failed_before_any_model_call_still_gives_trl_tokens_all_masked(
+    server: ScriptedModelServer,
+) -> None:
+    with TrlRolloutFunc(Adder, tasks=[UNSEEDABLE], policy=policy(server)) as rollout:
+        prompt = rollout.rows()[0]["prompt"]
+        out = rollout([prompt, prompt], trainer())
+    assert out["prompt_ids"] == [[END], [END]] and out["completion_ids"] == [[END], [END]]
+    assert out["env_mask"] == [[0], [0]] and out["logprobs"] == [[0.0], [0.0]]
+    assert out["env_reward"] == [None, None]
+    assert out["env_failure"][0].startswith("env_error: ")
