@@ -109,11 +109,17 @@ def sampler(server: ScriptedModelServer, **options: Any) -> RolloutSampler:
     return RolloutSampler(Adder, **options)
 
 
+@pytest.mark.parametrize("flavour", ["vllm", "sglang"])
 async def test_groups_stream_with_their_size_task_and_contiguous_masked_tokens(
-    server: ScriptedModelServer,
+    flavour: Any,
 ) -> None:
-    async with sampler(server) as rollouts:
-        groups = [group async for group in rollouts.stream()]
+    with ScriptedModelServer(
+        adder_script, api="chat", tokenizer=ToyTokenizer(), flavour=flavour
+    ) as server:
+        async with sampler(server) as rollouts:
+            groups = [group async for group in rollouts.stream()]
+        completions = server.bodies("/v1/completions")
+        chats = server.bodies("/v1/chat/completions")
     assert sorted(group.task_index for group in groups) == [0, 1, 2]
     assert sorted(group.group_id for group in groups) == [0, 1, 2]
     for group in groups:
@@ -143,7 +149,7 @@ async def test_groups_stream_with_their_size_task_and_contiguous_masked_tokens(
             )
             assert len(rollout.turn_ends) == 2
     # Token mode: every generation went to /v1/completions with the ids as the prompt.
-    assert server.bodies("/v1/completions") and not server.bodies("/v1/chat/completions")
+    assert len(completions) == 3 * 3 * 2 and not chats
 
 
 async def test_each_sample_of_a_group_asks_with_its_own_seed_and_a_rerun_repeats_them(
@@ -209,17 +215,20 @@ async def test_a_failed_rollout_raises_when_asked(server: ScriptedModelServer) -
     assert group.rewards == [1.0] * 3
 
 
-async def test_a_contiguity_break_fails_that_rollout_with_where_it_broke(
-    server: ScriptedModelServer,
-) -> None:
-    config = policy(server, return_tokens=True)  # message mode: the server re-tokenises
-    config = config.model_copy(update={"api": "chat"})
-    async with sampler(server, tasks=TASKS[:1], group_size=2, policy=config) as rollouts:
-        (group,) = await rollouts.batch()
-    assert len(group.failures) == 2
+@pytest.mark.parametrize("flavour", ["vllm", "sglang"])
+async def test_a_contiguity_break_fails_that_rollout_with_where_it_broke(flavour: Any) -> None:
+    with ScriptedModelServer(
+        adder_script, api="chat", tokenizer=ToyTokenizer(), flavour=flavour
+    ) as server:
+        config = policy(server, return_tokens=True)  # message mode: the server re-tokenises
+        config = config.model_copy(update={"api": "chat"})
+        async with sampler(server, tasks=TASKS[:1], group_size=2, policy=config) as rollouts:
+            (group,) = await rollouts.batch()
+    assert len(group.failures) == 2 and rollouts.stats.failures == {"model_error": 2}
     rollout = group.failures[0]
     assert rollout.failure is not None and rollout.failure.kind == FailureKind.MODEL_ERROR
     assert "tokens cannot be trained on" in rollout.failure.reason
+    assert "differs from the prompt and generation of call 0" in rollout.failure.reason
     assert rollout.contiguity is not None and rollout.contiguity.break_call == 1
     assert rollout.reward is None and not any(rollout.loss_mask)
 
