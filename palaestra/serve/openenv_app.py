@@ -47,7 +47,7 @@ from palaestra.env_client import EnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import InputError, PalaestraError, RolloutFailure
 from palaestra.serve.http_json import JSONResponse
-from palaestra.training.openenv_episode import Episode, RolloutFailed
+from palaestra.training.openenv_episode import Episode, EpisodeFailed
 from palaestra.types import JsonDict
 
 PROFILE_VERSION = "1.0.0"
@@ -223,7 +223,7 @@ def openenv_app(
                             field="type",
                         )
                 except Exception as error:
-                    if isinstance(error, RolloutFailed | RolloutFailure) and episode is not None:
+                    if isinstance(error, EpisodeFailed | RolloutFailure) and episode is not None:
                         await _close_quietly(episode)  # a failed rollout is over
                         episode = None
                     answer = _error_answer(error)
@@ -311,7 +311,7 @@ def _listed(episode: Episode) -> list[JsonDict]:
 def _error_answer(error: Exception) -> JsonDict:
     """The one mapping from what an episode raised to OpenEnv's error answer."""
     data: JsonDict = {"message": _message(error), "code": "EXECUTION_ERROR"}
-    if isinstance(error, RolloutFailed):
+    if isinstance(error, EpisodeFailed):
         data["failure"] = error.failure.to_json()
     elif isinstance(error, RolloutFailure):
         data["failure"] = {"kind": str(error.kind), "reason": error.reason, "masked": True}
@@ -325,7 +325,7 @@ def _error_text(code: str, message: str) -> str:
 
 
 def _message(error: Exception) -> str:
-    if isinstance(error, RolloutFailure) and not isinstance(error, RolloutFailed):
+    if isinstance(error, RolloutFailure) and not isinstance(error, EpisodeFailed):
         return f"rollout failed ({error.kind}): {error.reason}"
     if isinstance(error, PalaestraError):
         return str(error)

@@ -19,7 +19,7 @@ A task is a palaestra task row (a dict with ``responses_create_params``), an ind
 ``tasks``, or ``None`` (the next of ``tasks``, else one the environment generates from
 ``seed``). Tool outputs reach the model as the text palaestra's own agent sends; ``verify``
 scores the harness's transcript with the environment's verifier and forwards its reward. A
-verdict that is a failure raises ``RolloutFailed`` (kind and reason): OpenEnv's collector counts
+verdict that is a failure raises ``EpisodeFailed`` (kind and reason): OpenEnv's collector counts
 it as failed and TRL's rollout function stops, never a reward of 0.
 
 The OpenEnv calls are synchronous; palaestra's environment code is async. The factory runs one
@@ -41,7 +41,7 @@ from palaestra.environment import Environment
 from palaestra.errors import ConfigError, InputError
 from palaestra.training.openenv_episode import (
     Episode,
-    RolloutFailed,
+    EpisodeFailed,
     transcript_items,
     verdict_metrics,
 )
@@ -62,7 +62,7 @@ except ImportError as missing:
         "palaestra.training.openenv needs OpenEnv: pip install 'openenv-core>=0.3,<0.4'"
     ) from missing
 
-__all__ = ["PalaestraSession", "PalaestraSessionFactory", "RolloutFailed"]
+__all__ = ["EpisodeFailed", "PalaestraSession", "PalaestraSessionFactory"]
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ a session, turns the task's prompt into chat messages, runs tool calls the way p
 agent does (a rejected call is text fed back to the model, a broken tool fails the rollout),
 records the trajectory as Responses items, and verifies it.
 
-A verdict that is a failure is never turned into a reward: ``verify`` raises ``RolloutFailed``
+A verdict that is a failure is never turned into a reward: ``verify`` raises ``EpisodeFailed``
 with its kind and reason.
 """
 
@@ -34,7 +34,7 @@ from palaestra.types import (
 )
 
 
-class RolloutFailed(PalaestraError):
+class EpisodeFailed(PalaestraError):
     """Verification returned a failure (``Verdict.failed``): the rollout has no reward."""
 
     def __init__(self, failure: Failure) -> None:
@@ -149,12 +149,12 @@ class Episode:
         }
 
     async def verify(self, response: JsonDict | None = None) -> Verdict:
-        """Score the trajectory; ``RolloutFailed`` when the verdict is a failure."""
+        """Score the trajectory; ``EpisodeFailed`` when the verdict is a failure."""
         verdict = await self.client.verify(
             self.session_id, self.task, response if response is not None else self.response()
         )
         if verdict.failure is not None:
-            raise RolloutFailed(verdict.failure)
+            raise EpisodeFailed(verdict.failure)
         return verdict
 
     async def close(self) -> None:

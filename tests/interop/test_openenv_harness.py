@@ -52,7 +52,7 @@ def check(out: Any) -> None:
     assert out["trl"]["completion_ids"] == [[100, 101, 102]] * 2
     # a rollout the verifier cannot score stops the step with its kind, never a 0 (in process
     # the verifier's exception itself, over HTTP the failure verdict the server answered)
-    assert out["trl_failure"].startswith(("VerifierFailure: ", "RolloutFailed: rollout failed"))
+    assert out["trl_failure"].startswith(("VerifierFailure: ", "EpisodeFailed: rollout failed"))
     assert "verify raised KeyError: 'target_value'" in out["trl_failure"]
 
 
