@@ -3,10 +3,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --dev
+bash scripts/install_training.sh  # PyTorch (CPU), transformers, TRL: the trainer adapters' tests run the real TRL
 .venv/bin/ruff check palaestra tests benchmarks
 .venv/bin/ruff format --check palaestra tests benchmarks
 .venv/bin/mypy
 .venv/bin/mkdocs build --strict --quiet  # the API reference (docs/ -> site/): a reference to a name that does not exist fails the check
 .venv/bin/python -c "from palaestra.models.local import default_model_path; default_model_path()"  # the local model must be installed: its tests must not silently skip
-.venv/bin/python -m tests.support.peers  # peer packages (NeMo Gym, NeMo Evaluator) for tests/interop, cached under ~/.cache/palaestra/peers
+.venv/bin/python -m tests.support.peers  # peer packages (NeMo Gym, NeMo Evaluator, OpenEnv, verifiers) for tests/interop, cached under ~/.cache/palaestra/peers
 .venv/bin/pytest -q "$@"
