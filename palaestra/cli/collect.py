@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -17,10 +17,12 @@ from rich.console import Console
 from palaestra.cli.errors import EXIT_NOTHING_SCORED, EXIT_STOPPED, exit_on_user_error
 from palaestra.cli.options import agent_flags, agent_spec, env_options, env_spec, model_flags
 from palaestra.cli.options import model_config as model_config_of
-from palaestra.collection.collector import RunSummary
-from palaestra.collection.progress import RichProgress, summary_table
-from palaestra.collection.runtime import run_collector
-from palaestra.spec import AgentSpec, CollectOptions, RunSpec
+
+if TYPE_CHECKING:
+    from palaestra.collection.collector import RunSummary
+    from palaestra.spec import AgentSpec, RunSpec
+
+# The collector and the spec's pydantic models load when the command runs, not at start-up.
 
 
 @click.command("collect")
@@ -88,6 +90,9 @@ def collect_command(**options: Any) -> None:
     unreachable, the API key rejected, disk full); 4 nothing this run attempted was scored;
     130 Ctrl-C; 143 SIGTERM (both resumable).
     """
+    from palaestra.collection.progress import summary_table
+    from palaestra.collection.runtime import run_collector
+
     console = Console(stderr=True)
     with exit_on_user_error(console):
         spec = run_spec_of(options)
@@ -105,6 +110,8 @@ def collect_command(**options: Any) -> None:
 
 def run_spec_of(options: dict[str, Any]) -> RunSpec:
     """The ``RunSpec`` the flags describe."""
+    from palaestra.spec import AgentSpec, CollectOptions, RunSpec
+
     token = options["server_token"]
     sampling = {
         field: options[field]
@@ -139,6 +146,7 @@ def _only_named(agent: AgentSpec) -> dict[str, Any]:
 
 def _timed(spec: RunSpec, console: Console) -> Coroutine[Any, Any, tuple[RunSummary, float]]:
     from palaestra.collection.api import collect_async
+    from palaestra.collection.progress import RichProgress
 
     async def run() -> tuple[RunSummary, float]:
         started = time.perf_counter()

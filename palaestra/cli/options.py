@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import yaml
 
 from palaestra.errors import ConfigError
-from palaestra.spec import AgentSpec, EnvSpec, ModelConfig
+
+if TYPE_CHECKING:
+    from palaestra.spec import AgentSpec, EnvSpec, ModelConfig
+
+# palaestra.spec (pydantic model building, ~30 ms) and yaml (~20 ms) load when a command runs,
+# not when the CLI starts: `palaestra --help` and `palaestra envs` need neither.
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,6 +49,8 @@ def assignments(values: Iterable[str], flag: str) -> dict[str, Any]:
 def _scalar(raw: str) -> Any:
     if not raw.strip():
         return raw
+    import yaml
+
     try:
         value = yaml.safe_load(raw)
     except yaml.YAMLError:
@@ -76,6 +82,8 @@ def env_options() -> Callable[[F], F]:
 
 
 def env_spec(options: Mapping[str, Any], token: str | None = None) -> EnvSpec:
+    from palaestra.spec import EnvSpec
+
     args = assignments(options.get("env_args", ()), "--env-arg")
     if options.get("env_url") and (options.get("env_spec") or args):
         raise ConfigError("give --env (with its --env-arg) or --env-url, not both")
@@ -114,6 +122,8 @@ agent_flags = _stacked(
 
 
 def agent_spec(options: Mapping[str, Any]) -> AgentSpec:
+    from palaestra.spec import AgentSpec
+
     given = assignments(options.get("agent_args", ()), "--agent-arg")
     for flag in ("max_steps", "max_calls_per_turn"):
         if options.get(flag) is not None:

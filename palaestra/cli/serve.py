@@ -11,7 +11,6 @@ from rich.console import Console
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.cli.options import model_config, model_flags
 from palaestra.cli.serve_servers import read_token, token_options
-from palaestra.spec import ServeSpec
 
 
 @click.group("serve")
@@ -69,6 +68,7 @@ def serve_model_command(**options: Any) -> None:
     base URL, model-config name or backend to proxy, with the same flags as `collect`.
     """
     from palaestra.serve.server import serve
+    from palaestra.spec import ServeSpec
 
     console = Console(stderr=True)
     with exit_on_user_error(console):

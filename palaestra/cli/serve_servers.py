@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -23,7 +23,11 @@ from palaestra.cli.options import (
 )
 from palaestra.cli.options import model_config as model_config_of
 from palaestra.errors import ConfigError
-from palaestra.spec import ServeSpec, validated
+
+if TYPE_CHECKING:
+    from palaestra.spec import ServeSpec
+
+# palaestra.spec (pydantic model building, ~30 ms) loads when a command runs, not at start-up.
 
 TOKEN_ENV = "PALAESTRA_SERVER_TOKEN"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -111,6 +115,8 @@ def serve_env_command(env_name: str, **options: Any) -> None:
 
     ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class.
     """
+    from palaestra.spec import ServeSpec
+
     console = Console(stderr=True)
     with exit_on_user_error(console):
         options["env_spec"] = env_name
@@ -134,6 +140,8 @@ def serve_env_command(env_name: str, **options: Any) -> None:
 @token_options
 def serve_agent_command(**options: Any) -> None:
     """Serve an agent bound to an environment and a model (/run, /v1/responses)."""
+    from palaestra.spec import ServeSpec
+
     console = Console(stderr=True)
     with exit_on_user_error(console):
         where = _where(options)
@@ -164,6 +172,8 @@ def serve_spec_command(spec_file: Path, token: str | None, token_file: Path | No
 def read_serve_spec(path: Path) -> ServeSpec:
     """A ``ServeSpec`` from its JSON file; one line naming the file when it is not one."""
     import orjson
+
+    from palaestra.spec import ServeSpec, validated
 
     try:
         raw = orjson.loads(path.read_bytes())

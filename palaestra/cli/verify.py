@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -12,8 +13,9 @@ from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.cli.options import assignments, env_arg_option
-from palaestra.collection.reverify import ReverifySummary, reverify_file
-from palaestra.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from palaestra.collection.reverify import ReverifySummary
 
 SHOWN_CHANGES = 20
 
@@ -41,6 +43,9 @@ def verify_command(
     replay_tools: bool,
 ) -> None:
     """Re-verify a rollouts file with an environment's verifier; no model is called."""
+    from palaestra.collection.reverify import reverify_file
+    from palaestra.spec import EnvSpec
+
     console = Console(stderr=True)
     with exit_on_user_error(console):
         env = EnvSpec(name=env_spec, args=assignments(env_args, "--env-arg"))
