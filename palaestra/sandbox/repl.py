@@ -85,6 +85,11 @@ def run_cell(
         os.dup2(saved[1], 2)
         for fd in saved:
             os.close(fd)
+        # What the cell's flush could not write (its fd closed, the disk bound hit) would go
+        # out with the next cell's output: it goes to /dev/null, where the worker's fds point.
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
     for name, capture in zip(("stdout", "stderr"), captures, strict=True):
         size = capture.seek(0, os.SEEK_END)
         capture.seek(0)

@@ -98,6 +98,14 @@ async def test_cell_output_is_capped(sandbox: Sandbox) -> None:
         assert (await python.run("'fine'")).value == "'fine'"
 
 
+async def test_output_a_cell_could_not_write_never_reaches_the_next_cell(sandbox: Sandbox) -> None:
+    async with await sandbox.session() as python:
+        # The text stays in Python's stdout buffer: the end-of-cell flush fails on the closed fd.
+        await python.run("import os, sys\nsys.stdout.write('stale')\nos.close(1)")
+        after = await python.run("print(42)")
+        assert after.stdout == "42\n"
+
+
 async def test_a_session_left_open_is_killed_when_its_event_loop_ends(runs_dir: Path) -> None:
     sandbox = Sandbox(isolation="bubblewrap", root_dir=runs_dir)
 
