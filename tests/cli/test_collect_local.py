@@ -171,8 +171,7 @@ def test_code_tools_and_multi_turn_environments_with_the_local_model_end_in_a_ve
         agent,
         "--limit",
         "1",
-        "--max-steps",
-        "3",
+        *(() if agent == "single_turn" else ("--max-steps", "3")),  # single_turn takes none
         "--output",
         "o.jsonl",
         cwd=tmp_path,
@@ -202,8 +201,7 @@ def test_sandboxed_code_environments_with_the_local_model_end_in_a_verdict_or_a_
         env_name,
         "--limit",
         "2",
-        "--max-steps",
-        "3",
+        *(() if env_name == "code_gen" else ("--max-steps", "3")),  # code_gen: single_turn
         "--output",
         "o.jsonl",
         cwd=tmp_path,

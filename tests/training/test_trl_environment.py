@@ -253,6 +253,7 @@ def test_json_schema_types_become_the_hints_get_json_schema_reads_back() -> None
 
 
 def test_tools_called_from_many_threads_at_once_all_finish(shop: TrlEnvironment) -> None:
+    threads_before = threading.active_count()  # other tests' daemon threads may still run
     rollouts = [shop.factory() for _ in range(16)]
     for rollout in rollouts:
         rollout.reset(**trl_row(task()))
@@ -263,7 +264,7 @@ def test_tools_called_from_many_threads_at_once_all_finish(shop: TrlEnvironment)
 
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(shop_in, rollouts)) == ["1"] * 16
-    assert threading.active_count() < 64
+    assert threading.active_count() - threads_before < len(rollouts)  # no thread per rollout
 
 
 class Guess(StepEnvironment):
