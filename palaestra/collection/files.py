@@ -154,13 +154,15 @@ class JsonlAppender:
 
     def _write(self, data: bytes) -> None:
         assert self._fd is not None
-        view, done = memoryview(data), 0
         try:
-            while done < len(data):
-                written = os.write(self._fd, view[done:])
-                if written == 0:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                done += written
+            done = os.write(self._fd, data)
+            if done < len(data):  # short (disk nearly full): write the rest, or fail whole
+                view = memoryview(data)
+                while done < len(data):
+                    written = os.write(self._fd, view[done:])
+                    if written == 0:
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                    done += written
         except OSError as error:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, self._size)  # no torn line for the next resume
