@@ -69,9 +69,12 @@ def verdict_fields(verdict: Verdict) -> JsonDict:
         raise VerifierFailure(f"the verifier's reward is not a finite number: {reward!r:.80}")
     fields = verdict.to_fields()
     components = fields.get("reward_components")
+    steps = fields.get("step_rewards")
+    if components is None and not steps:  # the common verdict: nothing more to check
+        return fields
     try:
         finite = components is None or all(map(math.isfinite, components.values()))
-        finite = finite and all(map(math.isfinite, fields.get("step_rewards") or ()))
+        finite = finite and all(map(math.isfinite, steps or ()))
     except (TypeError, AttributeError):
         finite = False
     if not finite:
