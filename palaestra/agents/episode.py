@@ -150,8 +150,11 @@ _CLOSE = Boundary(EnvironmentFailure, EnvironmentTimeout, "close")
 async def close_session(env: EnvironmentClient, session_id: str, result: AgentResult) -> None:
     """Close the session; a close failure fails a rollout that had not failed yet."""
     try:
-        with _CLOSE:
+        try:
             await env.close(session_id)
+        except Exception as error:  # the boundary's mapping without its enter/exit calls
+            _CLOSE.raise_for(error)
+            raise
     except RolloutFailure as failure:
         if result.failure is None:
             result.failure = Failure(failure.kind, failure.reason)
