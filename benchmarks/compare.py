@@ -9,15 +9,22 @@ this one, alternating A B A B, and reporting each try and the median ratio::
     .venv/bin/python benchmarks/compare.py /tmp/base --n 5000 --tries 5
 
 The base checkout runs on this venv's packages with its own ``palaestra`` first on the path, so
-both sides share every dependency. On a shared 2-core machine single tries move by ±20%; the
-ratio of medians over interleaved tries is the figure to quote.
+both sides share every dependency. On a shared 2-core machine single tries move by ±20%, and a
+few per cent cannot be told from noise that way (a checkout compared with a copy of itself read
+1.07x once). ``--instructions`` counts CPU instructions instead, with valgrind's callgrind
+(``apt-get install valgrind``): ``(count at N2 - count at N1) / (N2 - N1)`` per rollout, start-up
+differenced out; repeat runs agree within 1%::
+
+    .venv/bin/python benchmarks/compare.py /tmp/base --instructions
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -40,8 +47,14 @@ def main() -> None:
     parser.add_argument("base", type=Path, help="a checkout of the base revision")
     parser.add_argument("--n", type=int, default=5000, help="rollouts per try")
     parser.add_argument("--tries", type=int, default=5, help="interleaved tries per side")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions (callgrind) instead"
+    )
     args = parser.parse_args()
     sides = {"base": args.base.resolve(), "this": HERE.parent}
+    if args.instructions:
+        instructions(sides)
+        return
     cpu: dict[str, list[float]] = {name: [] for name in sides}
     steady: dict[str, list[float]] = {name: [] for name in sides}
     with tempfile.TemporaryDirectory() as scratch, mock_model() as mock:
@@ -73,6 +86,32 @@ def main() -> None:
             print(f"  {label:13} {name}: median {statistics.median(values):.3f} ms ({tries})")
         ratio = statistics.median(figures["this"]) / statistics.median(figures["base"])
         print(f"  {label:13} this / base: {ratio:.2f}x")
+
+
+def instructions(sides: dict[str, Path], small: int = 500, large: int = 2500) -> None:
+    """Instructions per rollout of each side, start-up differenced out."""
+    per_rollout: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as scratch, mock_model() as mock:
+        root = Path(scratch)
+        tasks = {n: write_tasks(root / f"tasks-{n}.jsonl", n) for n in (small, large)}
+        for name, checkout in sides.items():
+            counts = {}
+            for n in (small, large):
+                command = [
+                    *("valgrind", "--tool=callgrind", f"--callgrind-out-file={root}/cg.out"),
+                    *palaestra_collect(tasks[n], root / "out.jsonl", mock.url, CONCURRENCY),
+                ]
+                env = {**os.environ, "PYTHONPATH": str(checkout)}
+                done = subprocess.run(
+                    command, env=env, cwd=checkout, capture_output=True, text=True
+                )
+                found = re.search(r"Collected : (\d+)", done.stderr)
+                if found is None:
+                    raise SystemExit(f"{name}: callgrind printed no count:\n{done.stderr[-1500:]}")
+                counts[n] = int(found.group(1))
+            per_rollout[name] = (counts[large] - counts[small]) / (large - small)
+            print(f"  {name}: {per_rollout[name]:,.0f} instructions per rollout")
+    print(f"  this / base: {per_rollout['this'] / per_rollout['base']:.3f}x")
 
 
 if __name__ == "__main__":
