@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from palaestra.errors import ConfigError
 
@@ -115,3 +115,17 @@ def _distribution(point: metadata.EntryPoint) -> str:
     """The installed distribution an entry point comes from, for messages."""
     dist = point.dist
     return f"{dist.name} {dist.version}" if dist is not None else "unknown distribution"
+
+
+def callable_plugin(what: str) -> Callable[[object, str], Any]:
+    """The ``check`` of a family whose plug-ins are callables: ``what`` says what they are.
+
+    It answers ``Any``: the family's registry names the callable's type.
+    """
+
+    def check(value: object, where: str) -> Any:
+        if not callable(value):
+            raise ConfigError(f"{where} is a {type(value).__name__}, not {what}")
+        return value
+
+    return check

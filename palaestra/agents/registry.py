@@ -14,27 +14,18 @@ built once per run; nothing here is on the rollout path.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from palaestra.agents.base import Agent
 from palaestra.arguments import call_with, effective_keywords
 from palaestra.errors import ConfigError
-from palaestra.plugins import Registry
+from palaestra.plugins import Registry, callable_plugin
 
 AgentFactory = Callable[..., Agent]
 """A class or function taking the agent's options as keyword arguments."""
 
 AGENT_GROUP = "palaestra.agents"
 """The entry-point group a package registers its agents under."""
-
-
-def _factory(value: object, where: str) -> AgentFactory:
-    if not callable(value):
-        raise ConfigError(
-            f"{where} is a {type(value).__name__}, not an agent "
-            "(a class or factory taking its options as keyword arguments)"
-        )
-    return cast(AgentFactory, value)
 
 
 AGENTS: Registry[AgentFactory] = Registry(
@@ -45,7 +36,7 @@ AGENTS: Registry[AgentFactory] = Registry(
         "single_turn": "palaestra.agents.single_turn:SingleTurnAgent",
         "step": "palaestra.agents.step:StepAgent",
     },
-    _factory,
+    callable_plugin("an agent (a class or factory taking its options as keyword arguments)"),
 )
 """Every agent by name: the built-ins (imported only when used) and the plug-ins."""
 

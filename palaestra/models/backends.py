@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from palaestra.errors import ConfigError, PalaestraError
 from palaestra.models.base import Model, ModelBackend
-from palaestra.plugins import Registry
+from palaestra.plugins import Registry, callable_plugin
 
 if TYPE_CHECKING:
     from palaestra.spec import ModelConfig
@@ -29,15 +29,6 @@ MODEL_BACKEND_GROUP = "palaestra.models"
 """The entry-point group a package registers its model backends under."""
 
 
-def _backend(value: object, where: str) -> ModelBackend:
-    if not callable(value):
-        raise ConfigError(
-            f"{where} is a {type(value).__name__}, not a model backend "
-            "(a callable taking a ModelConfig and returning a Model)"
-        )
-    return cast(ModelBackend, value)
-
-
 MODEL_BACKENDS: Registry[ModelBackend] = Registry(
     "model backend",
     MODEL_BACKEND_GROUP,
@@ -45,7 +36,7 @@ MODEL_BACKENDS: Registry[ModelBackend] = Registry(
         "openai": "palaestra.models.openai_backend:openai_backend",
         "local": "palaestra.models.local.model:LocalModel.from_config",
     },
-    _backend,
+    callable_plugin("a model backend (a callable taking a ModelConfig and returning a Model)"),
 )
 """Every model backend by name: the built-ins (imported only when used) and the plug-ins."""
 

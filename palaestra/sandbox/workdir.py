@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from palaestra.errors import ConfigError
+from palaestra.processes import alive
 
 PREFIX = "palaestra-sandbox-"
 MAX_FILES_OUT = 1000
@@ -195,7 +196,7 @@ def sweep_stale(root: Path | None) -> None:
             if not entry.name.startswith(PREFIX):
                 continue
             owner = entry.name[len(PREFIX) :].split("-", 1)[0]
-            if owner.isdigit() and not _alive(int(owner)):
+            if owner.isdigit() and not alive(int(owner)):
                 with contextlib.suppress(OSError):
                     if os.path.ismount(entry):
                         unmount(entry)
@@ -229,13 +230,3 @@ def _read_regular(path: Path, max_bytes: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import orjson
 
+from palaestra.processes import alive
+
 STATE_ENV = "PALAESTRA_STATE_DIR"
 
 
@@ -67,20 +69,10 @@ def running_stacks(environ: Mapping[str, str]) -> list[StackRecord]:
             )
         except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             continue  # being written, or not ours
-        if _alive(record.pid):
+        if alive(record.pid):
             found.append(record)
         else:
             with contextlib.suppress(OSError):
                 path.unlink()  # its supervisor was killed without cleaning up
     here = Path.cwd()
     return sorted(found, key=lambda r: r.cwd != here)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
