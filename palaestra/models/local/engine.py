@@ -30,9 +30,9 @@ from palaestra.models.local.request import (
     max_tokens_of,
     sampling_of,
     stops_of,
-    tool_call,
 )
 from palaestra.models.local.tokens import TokenSampler
+from palaestra.models.tool_formats import chat_tool_call
 from palaestra.types import JsonDict
 
 INSTALL_HINT = (
@@ -383,7 +383,7 @@ class LlamaEngine:
         )
         if calls:
             answer["choices"][0]["message"]["tool_calls"] = [
-                tool_call(str(call["function"]["name"]), call["function"].get("arguments"))
+                chat_tool_call(str(call["function"]["name"]), call["function"].get("arguments"))
                 for call in calls
             ]
         return answer

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
-import orjson
-
+from palaestra.models.tool_formats import chat_tool_call
 from palaestra.types import JsonDict
 
 
@@ -56,17 +54,6 @@ def stops_of(body: JsonDict) -> list[str]:
     return [s for s in stop if isinstance(s, str)] if isinstance(stop, list) else []
 
 
-def tool_call(name: str, arguments: Any) -> JsonDict:
-    """A chat tool call; arguments the model got wrong stay its raw text (the agent says so)."""
-    if not isinstance(arguments, str):
-        arguments = orjson.dumps(arguments if arguments is not None else {}).decode()
-    return {
-        "id": f"call_{uuid.uuid4().hex[:24]}",
-        "type": "function",
-        "function": {"name": name, "arguments": arguments},
-    }
-
-
 def chat_completion(
     model: str,
     text: str | None,
@@ -78,7 +65,7 @@ def chat_completion(
     """A chat completion with one choice: ``text``, or one tool ``call`` ({name, arguments})."""
     message: JsonDict = {"role": "assistant", "content": text}
     if call is not None:
-        message["tool_calls"] = [tool_call(call["name"], call["arguments"])]
+        message["tool_calls"] = [chat_tool_call(call["name"], call["arguments"])]
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
