@@ -1,0 +1,69 @@
+"""Evaluating runs: figures with n, failures and confidence intervals, and paired comparisons.
+
+::
+
+    from palaestra.evaluate import compare_runs, load_run, run_figures
+
+    figures = run_figures("runs/math.jsonl")            # or run_figures(load_run(...))
+    for figure in figures.figures:                       # mean reward, pass@k, pass^k, ...
+        print(figure.name, figure.describe())
+    comparison = compare_runs("runs/base.jsonl", "runs/new.jsonl", fail_if_worse=0.02)
+    print(comparison.difference("mean reward").interval, comparison.gate)
+
+Modules: ``runs`` (reading a run back: ``load_run`` -> ``Run`` of ``Task`` s), ``estimators``
+(pass@k, pass^k, majority per task), ``stats`` (bootstrap and analytic intervals, paired
+tests; numpy and scipy load when these are called, so ``import palaestra`` stays light),
+``figures`` (``run_figures``), ``compare`` (``compare_runs``).
+"""
+
+from palaestra.evaluate.compare import Comparison, Difference, Flip, Gate, compare_runs
+from palaestra.evaluate.estimators import majority_vote, pass_at_k, pass_hat_k
+from palaestra.evaluate.figures import (
+    MEAN_REWARD,
+    Figure,
+    RunFigures,
+    metric_names,
+    per_task,
+    run_figures,
+)
+from palaestra.evaluate.runs import FailedRollout, Rollout, Run, Task, load_run
+from palaestra.evaluate.stats import (
+    Interval,
+    TestResult,
+    analytic_mean,
+    bootstrap_mean,
+    permutation_test,
+    sign_test,
+    student_t,
+    wilson,
+)
+
+__all__ = [
+    "MEAN_REWARD",
+    "Comparison",
+    "Difference",
+    "FailedRollout",
+    "Figure",
+    "Flip",
+    "Gate",
+    "Interval",
+    "Rollout",
+    "Run",
+    "RunFigures",
+    "Task",
+    "TestResult",
+    "analytic_mean",
+    "bootstrap_mean",
+    "compare_runs",
+    "load_run",
+    "majority_vote",
+    "metric_names",
+    "pass_at_k",
+    "pass_hat_k",
+    "per_task",
+    "permutation_test",
+    "run_figures",
+    "sign_test",
+    "student_t",
+    "wilson",
+]

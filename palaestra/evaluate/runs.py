@@ -1,0 +1,364 @@
+"""Reading a run back: its scored rollouts and its failures, grouped by task.
+
+A run is what ``palaestra collect`` (or NeMo Gym's collector) leaves behind: the output JSONL
+(one scored rollout a line) and ``<output>_failures.jsonl`` beside it (one failed rollout a
+line, with ``failure: {kind, reason, masked}``). ``load_run`` reads both into a ``Run``: per
+task (``_ng_task_index``), its ``Rollout`` s and its ``FailedRollout`` s, with what the
+statistics need (reward, verifier metrics, extracted answer) and what a report shows (token
+usage, timings, truncation), never the whole trajectory, so a run of a hundred thousand
+rollouts takes tens of megabytes, not the gigabytes of its file.
+
+A failure record whose rollout (task, repeat) also has a scored row is left out (it was
+retried and scored; ``Run.superseded`` counts them), and two records of one rollout count
+once, so every rollout is either scored or failed, never both. A line that is not a JSON
+object, a rollout row without ``_ng_task_index`` or with a reward that is not a number, is one
+``InputError`` naming the file, the line and the field. A reward of ``null`` (a NaN the
+verifier returned, as older versions wrote it) is kept as a failure of kind ``nan_reward``.
+
+The task identity: ``Task.identity`` is a short digest of the task's prompt
+(``responses_create_params.input``), so two runs of the same input agree on it whatever their
+model, sampling or agent, and ``compare_runs`` can tell when an index names different tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import orjson
+
+from palaestra.collection.files import RunFiles
+from palaestra.collection.metrics import PASS_THRESHOLD, USAGE_FIELDS
+from palaestra.errors import ConfigError, InputError
+from palaestra.rows import (
+    AGENT_REF,
+    FACTS,
+    FAILURE,
+    NG_FAILURE_CLASS,
+    PARAMS,
+    RESPONSE,
+    REWARD,
+    REWARD_COMPONENTS,
+    ROLLOUT_INDEX,
+    TASK_INDEX,
+)
+from palaestra.types import JsonDict
+
+NAN_REWARD = "nan_reward"
+"""The failure kind of a rollout row whose reward is ``null`` (not a number)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """A scored rollout, as much of it as statistics and reports use."""
+
+    task: int
+    index: int | None
+    """``_ng_rollout_index``: which repeat of the task (None when the row has none)."""
+    reward: float
+    metrics: Mapping[str, float]
+    """The verifier's numeric fields besides ``reward`` (booleans as 0/1), and each
+    ``reward_components/<name>``: the fields named in ``_palaestra.verifier_fields``, or every
+    numeric top-level field of a row without it (NeMo Gym's), as the aggregate file does."""
+    answer: str | None = None
+    """``extracted_answer`` when the verifier reported one (majority@k votes with it)."""
+    usage: Mapping[str, int] = field(default_factory=dict)
+    """``input_tokens``, ``output_tokens``, ``total_tokens`` of the response, when known."""
+    timings: Mapping[str, float] = field(default_factory=dict)
+    """Seconds per phase (``seed``, ``model``, ``tools``, ``verify``, ``total``)."""
+    truncated: bool = False
+    """The agent ran out of ``max_steps`` before the model finished."""
+    agent: str = ""
+    """``agent_ref.name``."""
+
+    @property
+    def passed(self) -> bool:
+        """The aggregate file's notion of a pass: reward >= 1."""
+        return self.reward >= PASS_THRESHOLD
+
+
+@dataclass(frozen=True, slots=True)
+class FailedRollout:
+    """A rollout without a reward: its kind (``model_error``, ``timeout``, ...) and reason."""
+
+    task: int | None
+    index: int | None
+    """None for an input line that could not be read (no rollout of it ran)."""
+    kind: str
+    reason: str
+    masked: bool
+    """Left out of training (``Failure.masked``); every failure is left out of a mean unless
+    ``failures_as_zero`` reads it as reward 0."""
+    agent: str = ""
+
+
+@dataclass(slots=True)
+class Task:
+    """One task of a run: its scored rollouts (by repeat) and its failed ones."""
+
+    index: int
+    identity: str | None = None
+    """A digest of the prompt (``responses_create_params.input``); None when no row had one."""
+    rollouts: list[Rollout] = field(default_factory=list)
+    failures: list[FailedRollout] = field(default_factory=list)
+
+    @property
+    def rewards(self) -> list[float]:
+        return [rollout.reward for rollout in self.rollouts]
+
+    @property
+    def passed(self) -> int:
+        """Scored rollouts that passed (reward >= 1)."""
+        return sum(rollout.reward >= PASS_THRESHOLD for rollout in self.rollouts)
+
+    @property
+    def attempted(self) -> int:
+        """Scored plus failed rollouts."""
+        return len(self.rollouts) + len(self.failures)
+
+
+@dataclass(slots=True)
+class Run:
+    """A run read back by ``load_run``: tasks by index, and the counts around them."""
+
+    output: Path
+    failures_file: Path
+    tasks: dict[int, Task] = field(default_factory=dict)
+    """By ``_ng_task_index``, in index order."""
+    unplaced: list[FailedRollout] = field(default_factory=list)
+    """Failures without a task index (NeMo Gym failure rows may lack one)."""
+    superseded: int = 0
+    """Failure records left out: their rollout was scored after all, or recorded twice."""
+
+    def rollouts(self) -> Iterator[Rollout]:
+        for task in self.tasks.values():
+            yield from task.rollouts
+
+    def failures(self) -> Iterator[FailedRollout]:
+        for task in self.tasks.values():
+            yield from task.failures
+        yield from self.unplaced
+
+    @property
+    def scored(self) -> int:
+        return sum(len(task.rollouts) for task in self.tasks.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(len(task.failures) for task in self.tasks.values()) + len(self.unplaced)
+
+    @property
+    def masked(self) -> int:
+        """Failures marked ``masked`` (left out of training)."""
+        return sum(failure.masked for failure in self.failures())
+
+    def failure_kinds(self) -> Counter[str]:
+        return Counter(failure.kind for failure in self.failures())
+
+    def agents(self) -> list[str]:
+        """The ``agent_ref`` names in the run (one for a ``palaestra collect`` run)."""
+        names = {rollout.agent for rollout in self.rollouts()}
+        names.update(failure.agent for failure in self.failures())
+        return sorted(names)
+
+    def only(self, agent: str) -> Run:
+        """The part of the run that ``agent`` ran (NeMo Gym files may hold several agents)."""
+        tasks: dict[int, Task] = {}
+        for index, task in self.tasks.items():
+            rollouts = [r for r in task.rollouts if r.agent == agent]
+            failures = [f for f in task.failures if f.agent == agent]
+            if rollouts or failures:
+                tasks[index] = replace(task, rollouts=rollouts, failures=failures)
+        unplaced = [f for f in self.unplaced if f.agent == agent]
+        return Run(self.output, self.failures_file, tasks, unplaced, self.superseded)
+
+
+def load_run(
+    output: str | os.PathLike[str], *, failures: str | os.PathLike[str] | None = None
+) -> Run:
+    """Read a run: ``output`` (rollouts JSONL) and its failures file (default: beside it).
+
+    A missing ``output`` is a ``ConfigError``; a missing failures file means no failures. A
+    bad line is an ``InputError`` naming the file, the line and the field.
+    """
+    path = Path(output)
+    if not path.is_file():
+        raise ConfigError(f"no run at {path}: not a file (pass the rollouts JSONL)")
+    failures_path = Path(failures) if failures is not None else RunFiles(path).failures
+    tasks: dict[int, Task] = {}
+    scored: set[tuple[int, int]] = set()
+    nan_rewards: list[FailedRollout] = []
+    for line, row in _rows(path):
+        rollout = _rollout(row, path, line)
+        number = rollout.task
+        assert number is not None  # _rollout requires it
+        task = tasks.get(number)
+        if task is None:
+            task = tasks[number] = Task(number, _identity(row))
+        elif task.identity is None:
+            task.identity = _identity(row)
+        if isinstance(rollout, FailedRollout):
+            nan_rewards.append(rollout)
+            continue
+        task.rollouts.append(rollout)
+        if rollout.index is not None:
+            scored.add((rollout.task, rollout.index))
+    run = Run(path, failures_path)
+    failed: dict[tuple[int, int], FailedRollout] = {}
+    loose: list[FailedRollout] = list(nan_rewards)
+    if failures_path.is_file():
+        for line, row in _rows(failures_path):
+            failure = _failure(row, failures_path, line)
+            if failure.task is not None and failure.task not in tasks:
+                tasks[failure.task] = Task(failure.task, _identity(row))
+            if failure.task is None or failure.index is None:
+                loose.append(failure)
+                continue
+            pair = (failure.task, failure.index)
+            if pair in scored or pair in failed:
+                run.superseded += 1
+            failed.pop(pair, None)
+            if pair not in scored:
+                failed[pair] = failure  # the later record of a rollout recorded twice wins
+    for failure in [*failed.values(), *loose]:
+        if failure.task is None:
+            run.unplaced.append(failure)
+        else:
+            tasks[failure.task].failures.append(failure)
+    for task in tasks.values():
+        task.rollouts.sort(key=_by_repeat)
+        task.failures.sort(key=_by_repeat)
+    run.tasks = dict(sorted(tasks.items()))
+    return run
+
+
+def _by_repeat(item: Rollout | FailedRollout) -> int:
+    return -1 if item.index is None else item.index
+
+
+def _rows(path: Path) -> Iterator[tuple[int, JsonDict]]:
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError as error:
+                if number > 1 and not raw.endswith(b"\n"):
+                    reason = f"a torn last line (a killed run; --resume repairs it): {error}"
+                else:
+                    reason = f"not JSON: {error}"
+                raise InputError(reason, path=str(path), line=number) from None
+            if not isinstance(row, dict):
+                raise InputError("not a JSON object", path=str(path), line=number)
+            yield number, row
+
+
+def _identity(row: JsonDict) -> str | None:
+    params = row.get(PARAMS)
+    if not isinstance(params, dict) or "input" not in params:
+        return None
+    prompt = orjson.dumps(params["input"], option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(prompt, digest_size=8).hexdigest()
+
+
+def _index(row: JsonDict, name: str, path: Path, line: int, *, required: bool) -> int | None:
+    value = row.get(name)
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        reason = "missing" if value is None else f"not an integer: {value!r}"
+        raise InputError(reason, path=str(path), line=line, field=name)
+    return value
+
+
+def _agent(row: JsonDict) -> str:
+    ref = row.get(AGENT_REF)
+    name = ref.get("name") if isinstance(ref, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _rollout(row: JsonDict, path: Path, line: int) -> Rollout | FailedRollout:
+    task = _index(row, TASK_INDEX, path, line, required=True)
+    assert task is not None
+    index = _index(row, ROLLOUT_INDEX, path, line, required=False)
+    reward = row.get(REWARD)
+    agent = _agent(row)
+    if reward is None and REWARD in row:
+        reason = "the verifier returned a reward that is not a number (NaN)"
+        return FailedRollout(task, index, NAN_REWARD, reason, True, agent)
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        reason = "missing" if reward is None else f"not a number: {reward!r}"
+        raise InputError(reason, path=str(path), line=line, field=REWARD)
+    if not math.isfinite(reward):
+        reason = f"the verifier returned a reward that is not finite ({reward})"
+        return FailedRollout(task, index, NAN_REWARD, reason, True, agent)
+    facts = row.get(FACTS)
+    facts = facts if isinstance(facts, dict) else {}
+    answer = row.get("extracted_answer")
+    response = row.get(RESPONSE)
+    usage = response.get("usage") if isinstance(response, dict) else None
+    timings = facts.get("timings")
+    return Rollout(
+        task=task,
+        index=index,
+        reward=float(reward),
+        metrics=_metrics(row, facts),
+        answer=answer.strip() if isinstance(answer, str) and answer.strip() else None,
+        usage={k: usage[k] for k in USAGE_FIELDS if isinstance(usage.get(k), int)}
+        if isinstance(usage, dict)
+        else {},
+        timings={k: float(v) for k, v in timings.items() if isinstance(v, int | float)}
+        if isinstance(timings, dict)
+        else {},
+        truncated=bool(facts.get("truncated")),
+        agent=agent,
+    )
+
+
+def _metrics(row: JsonDict, facts: JsonDict) -> dict[str, float]:
+    names = facts.get("verifier_fields")
+    if isinstance(names, list):
+        keys = [name for name in names if isinstance(name, str)]
+    else:
+        keys = [key for key in row if not key.startswith("_")]
+    metrics: dict[str, float] = {}
+    for key in keys:
+        if key == REWARD:
+            continue
+        value = row.get(key)
+        if key == REWARD_COMPONENTS and isinstance(value, dict):
+            for name, part in value.items():
+                _put(metrics, f"{key}/{name}", part)
+        else:
+            _put(metrics, key, value)
+    return metrics
+
+
+def _put(metrics: dict[str, float], key: str, value: object) -> None:
+    if isinstance(value, bool | int | float) and math.isfinite(value):
+        metrics[key] = float(value)
+
+
+def _failure(row: JsonDict, path: Path, line: int) -> FailedRollout:
+    task = _index(row, TASK_INDEX, path, line, required=False)
+    index = _index(row, ROLLOUT_INDEX, path, line, required=False)
+    record = row.get(FAILURE)
+    if isinstance(record, dict):
+        kind, reason = record.get("kind"), record.get("reason", "")
+        masked = record.get("masked", True)
+    else:  # NeMo Gym's form: only the class
+        kind, reason, masked = row.get(NG_FAILURE_CLASS), "", True
+    if not isinstance(kind, str) or not kind:
+        raise InputError(
+            "a failure row needs failure.kind (or _ng_failure_class)",
+            path=str(path),
+            line=line,
+            field=FAILURE,
+        )
+    return FailedRollout(task, index, kind, str(reason), bool(masked), _agent(row))
