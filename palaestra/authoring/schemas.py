@@ -1,0 +1,117 @@
+"""Checks of an environment's tools as a model sees them: valid schemas, unique names, docs."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import orjson
+
+from palaestra.authoring.report import Check
+from palaestra.environment import Environment
+from palaestra.tools import tool_options
+from palaestra.types import JsonDict
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What OpenAI-compatible servers accept as a function name."""
+
+
+def check_tool_schemas(cls: type[Environment]) -> Check:
+    """Every tool's schema is a JSON Schema object, its name unique and acceptable."""
+    name = "tool schemas"
+    problems = _duplicate_names(cls)
+    for tool_name, spec in cls.tool_specs.items():
+        try:
+            entry = spec.schema()
+            orjson.dumps(entry)
+        except Exception as error:  # pydantic cannot describe a hint, or it is not JSON
+            problems.append(f"{tool_name}: no JSON schema ({type(error).__name__}: {error})")
+            continue
+        if not TOOL_NAME.match(tool_name):
+            problems.append(f"{tool_name!r}: a tool name must match {TOOL_NAME.pattern}")
+        problems.extend(f"{tool_name}: {p}" for p in _schema_problems(entry["parameters"]))
+    if problems:
+        return Check.failed(name, "; ".join(problems), problems=problems)
+    if not cls.tool_specs:
+        return Check.passed(name, "no tools of its own", tools=0)
+    return Check.passed(
+        name,
+        f"{len(cls.tool_specs)} tools, valid JSON Schema objects, names unique",
+        tools=len(cls.tool_specs),
+    )
+
+
+def check_tool_docs(cls: type[Environment]) -> Check:
+    """The environment, every tool and every tool parameter carry a description."""
+    name = "tool docs"
+    problems: list[str] = []
+    if not cls.description:
+        problems.append(f"class {cls.__name__} has no docstring (its one-line description)")
+    for tool_name, spec in cls.tool_specs.items():
+        if not (inspect.getdoc(spec.function) or "").strip():
+            problems.append(f"tool {tool_name} has no docstring (the model reads it)")
+        try:
+            parameters = spec.schema()["parameters"]
+        except Exception:  # reported by check_tool_schemas
+            continue
+        for parameter, schema in parameters.get("properties", {}).items():
+            if not (isinstance(schema, dict) and str(schema.get("description") or "").strip()):
+                problems.append(
+                    f"tool {tool_name}: parameter '{parameter}' is not described "
+                    f"(add it under Args: in the docstring)"
+                )
+    if problems:
+        return Check.failed(name, "; ".join(problems), problems=problems)
+    parameters = sum(len(spec.arguments.model_fields) for spec in cls.tool_specs.values())
+    return Check.passed(
+        name,
+        f"the environment, {len(cls.tool_specs)} tools and {parameters} parameters described",
+    )
+
+
+def _duplicate_names(cls: type[Environment]) -> list[str]:
+    """Tool names that two different methods claim (the later one silently wins otherwise)."""
+    claims: dict[str, list[str]] = {}
+    for attribute in dir(cls):
+        options = tool_options(inspect.getattr_static(cls, attribute, None))
+        if options is not None:
+            claims.setdefault(str(options["name"]), []).append(attribute)
+    return [
+        f"tool name '{tool}' is claimed by {' and '.join(methods)}"
+        for tool, methods in claims.items()
+        if len(methods) > 1
+    ]
+
+
+def _schema_problems(parameters: Any) -> list[str]:
+    """What is wrong with a tool's ``parameters`` as a JSON Schema object (empty: nothing)."""
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        return ["parameters must be a JSON Schema of type object"]
+    properties = parameters.get("properties", {})
+    if not isinstance(properties, dict):
+        return ["parameters.properties must be an object"]
+    problems = [
+        f"parameter '{key}' has no schema object"
+        for key, value in properties.items()
+        if not isinstance(value, dict)
+    ]
+    required = parameters.get("required", [])
+    if not isinstance(required, list) or not set(required) <= set(properties):
+        problems.append("parameters.required names parameters that do not exist")
+    problems.extend(_metaschema_problems(parameters))
+    return problems
+
+
+def _metaschema_problems(parameters: JsonDict) -> list[str]:
+    """The schema checked against the JSON Schema metaschema, when jsonschema is installed
+    (the ``envs`` extra); without it the structural checks above stand alone."""
+    try:
+        import jsonschema
+    except ImportError:
+        return []
+    try:
+        jsonschema.Draft202012Validator.check_schema(parameters)
+    except jsonschema.SchemaError as error:
+        return [f"not a valid JSON Schema: {error.message}"]
+    return []

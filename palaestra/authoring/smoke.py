@@ -1,0 +1,242 @@
+"""The smoke run: a couple of example tasks collected end to end with a real model.
+
+It goes through palaestra's own parts — the collector writing its files, the environment's
+agent, ``LocalEnvironmentClient``, the model backend — with two instruments a plain
+``palaestra.collect`` has no room for:
+
+- the client's session store counts the sessions opened and the ones their rollout closed, so
+  a session left open (an agent that forgot ``close``, a ``close`` that raised) shows;
+- the model is wrapped to add up the process CPU time spent while a model call is in flight.
+
+The framework's CPU per rollout is then the process CPU time of the whole collection minus
+the model's share, divided by the rollouts. At one rollout in flight (the smoke run's
+concurrency) nothing else runs while the model answers, so the subtraction is exact up to the
+event loop's own idle wake-ups; what remains is palaestra's and the environment's code (seed,
+tools, verify, close), the agent, and writing the rows. The embedded model's load happens
+inside its first call and counts as the model's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from palaestra.agents.base import BoundAgent
+from palaestra.agents.registry import AGENTS, make_agent
+from palaestra.assembly import AGENT_REF_TYPE, build_model
+from palaestra.authoring.report import Check
+from palaestra.collection.collector import CollectConfig, RunSummary
+from palaestra.collection.collector import collect as run_collection
+from palaestra.env_client import LocalEnvironmentClient
+from palaestra.environment import Environment
+from palaestra.errors import ConfigError, PalaestraError
+from palaestra.models.base import Model, ModelStats
+from palaestra.sessions import Session, SessionStore
+from palaestra.spec import ModelConfig
+from palaestra.types import FailureKind, JsonDict
+
+OWN_FAILURES = frozenset({FailureKind.INTERNAL_ERROR, FailureKind.SESSION_LOST})
+"""Failure kinds that are palaestra's own doing in a run in this process: an error in the
+framework, or a session the in-process client lost. The others are the model's (model_error)
+or the environment's code or limits (tool_error, env_error, verifier_error, timeout, ...),
+and are reported but do not fail the smoke run: a weak model may well provoke them."""
+
+
+@dataclass(frozen=True, slots=True)
+class SmokeOptions:
+    """How big the smoke run is. Small by default: it checks wiring, not the model."""
+
+    tasks: int = 2
+    model: str | ModelConfig = "local"
+    max_output_tokens: int = 96
+    max_steps: int = 3
+    temperature: float = 0.0
+
+
+class CountingSessions(SessionStore):
+    """A session store that counts what it opened and what ``close`` took out of it."""
+
+    def __init__(self, ttl: float) -> None:
+        super().__init__(ttl)
+        self.opened = 0
+        self.closed = 0
+
+    def open(self, task: JsonDict, state: Any) -> Session:
+        self.opened += 1
+        return super().open(task, state)
+
+    def pop(self, session_id: str) -> Session | None:
+        session = super().pop(session_id)
+        self.closed += session is not None
+        return session
+
+
+class TimedModel:
+    """A model whose calls add up the process CPU time spent while they are in flight."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.name = model.name
+        self.stats: ModelStats = model.stats
+        self.cpu_seconds = 0.0
+        self.calls = 0
+
+    async def respond(self, params: JsonDict) -> JsonDict:
+        started = time.process_time()
+        try:
+            return await self.model.respond(params)
+        finally:
+            self.calls += 1
+            self.cpu_seconds += time.process_time() - started
+
+    async def check(self) -> None:
+        started = time.process_time()
+        try:
+            await self.model.check()
+        finally:
+            self.cpu_seconds += time.process_time() - started
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
+
+async def smoke_checks(
+    environment: Environment, tasks: Path, model: ModelConfig, options: SmokeOptions
+) -> list[Check]:
+    """Collect ``options.tasks`` of ``tasks`` with ``model``; the smoke, sessions and CPU
+    checks. ``environment`` is this run's own instance (it is closed at the end)."""
+    client = LocalEnvironmentClient(environment, threads=4)
+    sessions = CountingSessions(environment.session_ttl)
+    client.sessions = sessions
+    try:
+        agent = make_agent(environment.default_agent, **_agent_options(environment, options))
+        timed = TimedModel(build_model(model))
+    except ConfigError as error:
+        await client.aclose()
+        return [Check.failed("smoke run", f"could not start: {error}")]
+    with tempfile.TemporaryDirectory(prefix="palaestra-test-") as work:
+        config = CollectConfig(
+            input=tasks,
+            output=Path(work) / "smoke.jsonl",
+            concurrency=1,
+            limit=options.tasks,
+            overrides=dict(model.sampling),
+            agent_ref={"type": AGENT_REF_TYPE, "name": f"{environment.name}_{agent.name}"},
+        )
+        started, cpu_started = time.perf_counter(), time.process_time()
+        try:
+            summary = await run_collection(BoundAgent(agent, client, timed), config, _Silent())
+        except PalaestraError as error:
+            return [Check.failed("smoke run", f"the collection stopped: {error}")]
+        finally:
+            cpu = time.process_time() - cpu_started
+            wall = time.perf_counter() - started
+            left_open = len(sessions)
+            await client.aclose()
+            await timed.aclose()
+    rollouts = summary.done + summary.failed
+    return [
+        _smoke_check(summary, timed, wall),
+        _sessions_check(sessions, left_open),
+        _cpu_check(cpu, timed.cpu_seconds, rollouts),
+    ]
+
+
+def _agent_options(environment: Environment, options: SmokeOptions) -> JsonDict:
+    factory = AGENTS.load(environment.default_agent).value
+    try:
+        takes = "max_steps" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        takes = False
+    return {"max_steps": options.max_steps} if takes else {}
+
+
+def _smoke_check(summary: RunSummary, model: TimedModel, wall: float) -> Check:
+    name = "smoke run"
+    rollouts = summary.done + summary.failed
+    kinds = Counter({FailureKind(kind): n for kind, n in summary.failures.items()})
+    details: JsonDict = {
+        "rollouts": rollouts,
+        "scored": summary.done,
+        "failures": {str(kind): n for kind, n in kinds.items()},
+        "reasons": dict(summary.reasons),
+        "model": model.name,
+        "model_calls": model.calls,
+        "seconds": round(wall, 3),
+    }
+    if summary.stopped_reason is not None:
+        return Check.failed(name, f"the run stopped: {summary.stopped_reason}", **details)
+    if rollouts == 0:
+        return Check.failed(name, "no rollout ran", **details)
+    own = sorted(str(kind) for kind in kinds if kind in OWN_FAILURES)
+    first = next(iter(summary.reasons), "")
+    if own:
+        return Check.failed(
+            name, f"palaestra's own failures ({', '.join(own)}): {first}", **details
+        )
+    mean = summary.reward_sum / summary.done if summary.done else None
+    text = (
+        f"{rollouts} rollouts with {model.name} in {wall:.1f} s: {summary.done} scored"
+        + (f" (mean reward {mean:.2f})" if mean is not None else "")
+        + f", {summary.failed} failed"
+    )
+    if summary.failed:
+        text += f" (not palaestra's: {first})"
+    return Check.passed(name, text, **details)
+
+
+def _sessions_check(sessions: CountingSessions, left_open: int) -> Check:
+    name = "sessions closed"
+    counts = {"opened": sessions.opened, "closed": sessions.closed, "left_open": left_open}
+    if sessions.opened == 0:
+        return Check.failed(name, "no session was opened", **counts)
+    if left_open or sessions.closed != sessions.opened:
+        return Check.failed(
+            name,
+            f"{sessions.opened} sessions opened, {sessions.closed} closed by their rollout, "
+            f"{left_open} still open when the run ended",
+            **counts,
+        )
+    return Check.passed(
+        name, f"{sessions.opened} sessions opened, all closed by their rollout", **counts
+    )
+
+
+def _cpu_check(cpu: float, model_cpu: float, rollouts: int) -> Check:
+    name = "framework CPU"
+    own = max(cpu - model_cpu, 0.0)
+    details = {
+        "cpu_seconds": round(cpu, 4),
+        "model_cpu_seconds": round(model_cpu, 4),
+        "framework_cpu_seconds": round(own, 4),
+        "per_rollout_ms": round(own / rollouts * 1000, 3) if rollouts else None,
+    }
+    if not rollouts:
+        return Check.skipped(name, "no rollout ran", **details)
+    return Check.passed(
+        name,
+        f"{own / rollouts * 1000:.1f} ms of CPU per rollout outside the model "
+        f"(process {cpu:.2f} s, model {model_cpu:.2f} s, {rollouts} rollouts)",
+        **details,
+    )
+
+
+class _Silent:
+    """The collector's progress, unseen: the checks report what matters."""
+
+    def start(self, summary: RunSummary) -> None:
+        pass
+
+    def update(self, summary: RunSummary) -> None:
+        pass
+
+    def message(self, text: str) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
