@@ -12,6 +12,7 @@ named with their module)::
     │   ├── OutputError                palaestra.collection.files: the output cannot be written
     │   └── StackError                 palaestra.serve.supervisor: a stack cannot run
     ├── InputError                     a bad input row: names the file, line and field
+    ├── RunStopped                     a runner cannot go on: the collector stops (resumable)
     ├── RolloutFailure                 a rollout's failure, recorded with its kind
     │   ├── ModelError                 model_error: the model endpoint failed or answered junk
     │   │   ├── ModelHttpError         palaestra.models.http: an HTTP error after the retries
@@ -82,6 +83,15 @@ class InputError(PalaestraError):
         where = ":".join(str(p) for p in (self.path, self.line) if p is not None)
         field = f" field '{self.field}':" if self.field else ""
         return f"{where}:{field} {self.reason}" if where else f"{field} {self.reason}".strip()
+
+
+class RunStopped(PalaestraError):
+    """Raised by a runner that cannot run any more rollouts (its workers keep dying): the
+    collector stops the run, resumable, and records nothing for the rollout that raised it."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
 
 
 class RolloutFailure(PalaestraError):

@@ -135,6 +135,14 @@ class CollectOptions(pydantic.BaseModel):
     seed: int = 0
     resume: bool = False
     overwrite: bool = False
+    executor: Literal["local", "ray"] = "local"
+    """Where rollouts run: ``local`` (this machine) or ``ray`` (actors on a Ray cluster;
+    ``palaestra.distributed``). Not part of the run's identity: a resume may change it."""
+    ray_address: str | None = None
+    """The Ray cluster to join (``ray://host:10001``, ``auto``); None starts a local one."""
+    workers: int | None = pydantic.Field(default=None, ge=1)
+    """Worker processes (``local``: default 1, which runs in this process) or Ray actors
+    (``ray``: default the cluster's CPUs) that share the rollouts in flight."""
 
 
 class RunSpec(pydantic.BaseModel):

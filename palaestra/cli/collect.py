@@ -78,6 +78,25 @@ if TYPE_CHECKING:
     "<output>_run.json).",
 )
 @click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Run rollouts in N worker processes (or N Ray actors with --executor ray) that share "
+    "--concurrency; this process stays the one writer. Default: 1, in this process (with "
+    "--executor ray: the cluster's CPUs).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where rollouts run: this machine, or actors on a Ray cluster (pip install "
+    "'palaestra[ray]').",
+)
+@click.option(
+    "--ray-address",
+    help="The Ray cluster to join (ray://host:10001, auto). Default: start a local one.",
+)
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
 @click.option("--top-p", type=float, help="Override the tasks' top_p.")
 @click.option(
@@ -135,6 +154,9 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
             seed=options["seed"],
             resume=options["resume"],
             overwrite=options["overwrite"],
+            executor=options["executor"],
+            ray_address=options["ray_address"],
+            workers=options["workers"],
         ),
     )
 

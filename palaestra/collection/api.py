@@ -21,7 +21,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from palaestra.assembly import AGENT_REF_TYPE, FoundEnvironment, find, open_runner
 from palaestra.collection.collector import CollectConfig, Progress, RunSummary
@@ -86,6 +86,13 @@ class RunFields(TypedDict, total=False):
     """Continue the run recorded beside ``output``: finished rollouts are skipped."""
     overwrite: bool
     """Delete an earlier run's files and start over."""
+    executor: Literal["local", "ray"]
+    """Where rollouts run: ``"local"`` (default) or ``"ray"`` (actors on a Ray cluster)."""
+    ray_address: str
+    """The Ray cluster to join (default: start a local one)."""
+    workers: int
+    """Worker processes (``local``; 1, the default, runs in this process) or Ray actors
+    (``ray``; default: the cluster's CPUs), sharing the rollouts in flight."""
 
 
 def run_spec(**fields: Unpack[RunFields]) -> RunSpec:
@@ -140,7 +147,13 @@ async def collect_async(
             )
         }
     )
-    async with open_runner(spec, found, threads=concurrency) as parts:
+    if options.executor == "ray" or (options.workers or 1) > 1:
+        from palaestra.distributed import open_executor  # workers: processes or Ray actors
+
+        opened = open_executor(spec, found, threads=concurrency)
+    else:
+        opened = open_runner(spec, found, threads=concurrency)
+    async with opened as parts:
         config = CollectConfig(
             input=tasks,
             output=output,
@@ -191,10 +204,10 @@ def collect(
 
 
 def default_concurrency(spec: RunSpec) -> int:
-    """16 rollouts in flight, or 1 for the embedded model (it answers one request at a time,
-    and one rollout at a time keeps its prompt cache warm)."""
+    """16 rollouts in flight, or 1 per worker for the embedded model (it answers one request
+    at a time, and one rollout at a time keeps its prompt cache warm)."""
     local = spec.model.backend == "local" and spec.agent.url is None
-    return 1 if local else 16
+    return (spec.collection.workers or 1) if local else 16
 
 
 def _input_path(options: CollectOptions, found: FoundEnvironment | None, output: Path) -> Path:

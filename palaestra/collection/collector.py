@@ -52,6 +52,7 @@ from palaestra.errors import (
     ModelAuthError,
     ModelUnreachable,
     RolloutFailure,
+    RunStopped,
     ServiceUnreachable,
     VerifierFailure,
 )
@@ -298,6 +299,9 @@ class _Run:
         try:
             result = await self.runner.run(dispatched)
         except ModelAuthError as error:  # every rollout would fail alike: write nothing
+            self.stop(error.reason)
+            return
+        except RunStopped as error:  # the runner cannot go on (its workers keep dying)
             self.stop(error.reason)
             return
         except ServiceUnreachable as error:
