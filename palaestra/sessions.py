@@ -48,6 +48,8 @@ class SessionStore:
         # so they need not be unguessable themselves.
         self._id_prefix = secrets.token_hex(8)
         self._ids = itertools.count(1)
+        self.expired = 0
+        """Sessions dropped because they outlived the TTL (read by ``/metrics``)."""
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -63,7 +65,9 @@ class SessionStore:
         session = self._sessions.get(session_id)
         now = self._clock()
         if session is None or now - session.last_used > self.ttl:
-            self._sessions.pop(session_id, None)
+            if session is not None:
+                self.expired += 1
+                del self._sessions[session_id]
             raise SessionExpired(f"session {session_id!r} is unknown, closed or expired")
         session.last_used = now
         self._sessions.move_to_end(session_id)
@@ -88,4 +92,5 @@ class SessionStore:
             expired.append(session)
         for session in expired:
             del self._sessions[session.id]
+        self.expired += len(expired)
         return expired

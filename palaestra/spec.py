@@ -135,6 +135,9 @@ class CollectOptions(pydantic.BaseModel):
     seed: int = 0
     resume: bool = False
     overwrite: bool = False
+    metrics_port: int | None = pydantic.Field(default=None, ge=0, le=65535)
+    """Serve the run's Prometheus metrics on ``http://127.0.0.1:PORT/metrics`` while it runs
+    (``palaestra.observe``; 0: a free port, logged). Not part of the run's identity."""
     executor: Literal["local", "ray"] = "local"
     """Where rollouts run: ``local`` (this machine) or ``ray`` (actors on a Ray cluster;
     ``palaestra.distributed``). Not part of the run's identity: a resume may change it."""

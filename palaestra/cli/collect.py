@@ -79,6 +79,11 @@ if TYPE_CHECKING:
 )
 @click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over.")
 @click.option(
+    "--metrics-port",
+    type=click.IntRange(min=1, max=65535),
+    help="Serve Prometheus metrics of the run on http://127.0.0.1:PORT/metrics while it runs.",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=1),
     help="Run rollouts in N worker processes (or N Ray actors with --executor ray) that share "
@@ -115,6 +120,8 @@ def collect_command(**options: Any) -> None:
     console = Console(stderr=True)
     with exit_on_user_error(console):
         spec = run_spec_of(options)
+        if spec.collection.metrics_port is not None:
+            console.print(f"metrics: http://127.0.0.1:{spec.collection.metrics_port}/metrics")
         summary, elapsed = run_collector(_timed(spec, console))
     Console().print(summary_table(summary, elapsed))
     if summary.stopped_reason:
@@ -154,6 +161,7 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
             seed=options["seed"],
             resume=options["resume"],
             overwrite=options["overwrite"],
+            metrics_port=options["metrics_port"],
             executor=options["executor"],
             ray_address=options["ray_address"],
             workers=options["workers"],

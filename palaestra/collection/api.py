@@ -31,6 +31,7 @@ from palaestra.collection.runtime import run_collector
 from palaestra.collection.tasks import check_input_file
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
+from palaestra.observe.metrics_run import run_metrics
 from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec, validated
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ class RunFields(TypedDict, total=False):
     """Continue the run recorded beside ``output``: finished rollouts are skipped."""
     overwrite: bool
     """Delete an earlier run's files and start over."""
+    metrics_port: int
+    """Serve the run's Prometheus metrics on ``http://127.0.0.1:PORT/metrics`` while it runs."""
     executor: Literal["local", "ray"]
     """Where rollouts run: ``"local"`` (default) or ``"ray"`` (actors on a Ray cluster)."""
     ray_address: str
@@ -166,7 +169,8 @@ async def collect_async(
             agent_ref={"type": AGENT_REF_TYPE, "name": parts.label},
             run_facts={**parts.facts, "spec": saved.to_json()},
         )
-        return await run_collection(parts.runner, config, as_progress(progress))
+        with run_metrics(options.metrics_port, parts.runner, config):
+            return await run_collection(parts.runner, config, as_progress(progress))
 
 
 def collect(

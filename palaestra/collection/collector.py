@@ -85,6 +85,9 @@ class CollectConfig:
     run_facts: JsonDict = field(default_factory=dict)
     """What the caller knows of the run for its identity (env, agent, model); see ``identity``.
     Default: the ``agent_ref``."""
+    observer: RolloutObserver | None = None
+    """Told of every rollout that starts and ends (``palaestra.observe`` metrics); None costs
+    one attribute test per event."""
 
 
 @dataclass(slots=True)
@@ -132,6 +135,18 @@ class RunSummary:
         if key not in self.reasons and len(self.reasons) >= REASONS_KEPT:
             key = "(other reasons)"
         self.reasons[key] += count
+
+
+class RolloutObserver(Protocol):
+    """Told, on the event loop, when a rollout starts and how it ends; must be cheap.
+
+    ``rollout_finished`` follows the row's write, ``rollout_failed`` the failure record's (an
+    invalid task line too, which never started), so what an observer counted is on disk.
+    """
+
+    def rollout_started(self) -> None: ...
+    def rollout_finished(self, result: AgentResult, reward: float) -> None: ...
+    def rollout_failed(self, kind: str, result: AgentResult | None) -> None: ...
 
 
 class Progress(Protocol):
@@ -261,6 +276,7 @@ class _Run:
         self.inputs = JsonlAppender(files.materialized_inputs, flush_each=False)
         self.failures = JsonlAppender(files.failures)
         self.unreachable_streak = 0
+        self.observer = config.observer
 
     def stop(self, reason: str) -> None:
         """Take no more jobs; the first reason given is the one reported."""
@@ -296,6 +312,8 @@ class _Run:
             overrides=self.config.overrides,
         )
         self.inputs.write(encode(dispatched))
+        if self.observer is not None:
+            self.observer.rollout_started()
         try:
             result = await self.runner.run(dispatched)
         except ModelAuthError as error:  # every rollout would fail alike: write nothing
@@ -341,6 +359,8 @@ class _Run:
         self.summary.reward_sum += row["reward"]
         if result.truncated:
             self.summary.truncated += 1
+        if self.observer is not None:
+            self.observer.rollout_finished(result, row["reward"])
         self.progress.update(self.summary)
 
     def _record_failure(
@@ -358,6 +378,8 @@ class _Run:
         self.failures.write(line)
         self.metrics.add_failure(row)
         self.summary.count_failure(str(failure.kind), failure.reason)
+        if self.observer is not None:
+            self.observer.rollout_failed(str(failure.kind), result)
         self.progress.update(self.summary)
 
     def record_input_error(self, error: InputError, task_index: int) -> None:
@@ -367,6 +389,8 @@ class _Run:
         self.summary.invalid_inputs += 1
         kind = str(FailureKind.INVALID_INPUT)
         self.summary.count_failure(kind, _without_line(error), self.config.repeats)
+        if self.observer is not None:
+            self.observer.rollout_failed(kind, None)
         if self.summary.invalid_inputs <= SHOWN_WARNINGS:
             self.progress.message(f"skipped {error.describe()}")
         if self.summary.invalid_inputs == SHOWN_WARNINGS:

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import pickle
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -91,6 +92,8 @@ class WorkerPool:
             ("tasks", "completed", "errors", "failures", "crashes", "timeouts", "limits"), 0
         )
         self._count.update(retries=0, restarts=0, busy=0, queued=0)
+        self.limit_hits: Counter[str] = Counter()
+        """Tasks that broke a limit, by kind (``timeout``, ``memory``, ``cpu_time``)."""
 
     async def start(self) -> None:
         """Start every worker now (``run`` does it on first use)."""
@@ -146,6 +149,8 @@ class WorkerPool:
                 self._count[
                     {"crash": "crashes", "timeout": "timeouts"}.get(error.cause, "limits")
                 ] += 1
+                if error.cause != "crash":
+                    self.limit_hits[error.limit or error.cause] += 1
                 continue
             result: T = self._result(reply)
             return result

@@ -25,6 +25,8 @@ from palaestra.collection.tasks import task_problem
 from palaestra.env_client import EnvironmentClient
 from palaestra.errors import ServiceUnreachable
 from palaestra.models.base import Model
+from palaestra.observe.metrics_counts import ObservedAgent
+from palaestra.observe.metrics_http import agent_metrics, metrics_route
 from palaestra.protocol import (
     AGGREGATE_METRICS,
     LIVENESS,
@@ -48,6 +50,7 @@ from palaestra.types import Failure, FailureKind, JsonDict
 
 def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
     """An ASGI app running ``agent`` against ``env`` and ``model`` for each request."""
+    agent = ObservedAgent(agent)  # counts its rollouts for /metrics (about 1 us a request)
 
     async def health(request: Request) -> Response:
         return JSONResponse(agent_health(agent.name, env.name))
@@ -79,6 +82,7 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
             Route(RUN, run, methods=["POST"]),
             Route(RESPONSES, responses, methods=["POST"]),
             Route(AGGREGATE_METRICS, aggregate_endpoint, methods=["POST"]),
+            metrics_route(agent_metrics(agent, env, model)),
         ],
         exception_handlers={
             RequestError: _on_error,

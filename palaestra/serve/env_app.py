@@ -44,6 +44,7 @@ from palaestra.collection.metrics import aggregate_rows
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import RolloutFailure, SessionLost, ToolCallRejected
+from palaestra.observe.metrics_http import environment_metrics, metrics_route
 from palaestra.protocol import (
     AGENT_REF,
     AGGREGATE_METRICS,
@@ -144,6 +145,7 @@ def environment_app(
         Route(VERIFY, _verify(client, signer, tasks), methods=["POST"]),
         Route(CLOSE_SESSION, _close(client, signer), methods=["POST"]),
         Route(AGGREGATE_METRICS, aggregate_endpoint, methods=["POST"]),
+        metrics_route(environment_metrics(client, caps)),
     ]
     routes += [
         Route(tool_route(name), _tool(client, signer, name), methods=["POST"])

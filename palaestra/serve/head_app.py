@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from palaestra.observe.metrics_http import metrics_route, stack_metrics
 from palaestra.serve.http_json import JSONResponse
 from palaestra.types import JsonDict
 
@@ -71,6 +72,7 @@ def head_app(servers: Callable[[], list[JsonDict]], *, stack: str) -> Starlette:
             Route("/servers", listing, methods=["GET"]),
             Route("/global_config_dict_yaml", global_config_yaml, methods=["GET"]),
             Route("/server_instances", server_instances, methods=["GET"]),
+            metrics_route(stack_metrics(servers)),
         ]
     )
 

@@ -22,6 +22,7 @@ from palaestra.models.chat_format import (
     chat_request_to_responses_params,
     response_to_chat_completion,
 )
+from palaestra.observe.metrics_http import metrics_route, model_metrics
 from palaestra.serve.http_json import (
     JSONResponse,
     RequestError,
@@ -63,6 +64,7 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
     """An ASGI app answering OpenAI Responses and Chat Completions requests with ``model``."""
     created = int(time.time())
     native_chat = _native_chat(model)
+    served: dict[str, int] = {}  # requests received by route, for /metrics
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -72,12 +74,14 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         return JSONResponse({"object": "list", "data": [entry]})
 
     async def responses(request: Request) -> Response:
+        served["responses"] = served.get("responses", 0) + 1
         body = await json_object(request)
         require(body, "input", (str, list), "a string or a list of input items")
         _refuse_stream(body)
         return JSONResponse(await model.respond(body))
 
     async def chat_completions(request: Request) -> Response:
+        served["chat_completions"] = served.get("chat_completions", 0) + 1
         body = await json_object(request)
         require(body, "messages", list, "a list of chat messages")
         _refuse_stream(body)
@@ -91,6 +95,7 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/responses", responses, methods=["POST"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        metrics_route(model_metrics(model, served)),
     ]
     handlers: dict[Any, Callable[[Request, Exception], Response]] = {
         RequestError: _on_error,

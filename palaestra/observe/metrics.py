@@ -1,0 +1,321 @@
+"""Prometheus metric families, built from palaestra's own counters when a scraper asks.
+
+Nothing here runs per rollout. Each server keeps plain counters where the work happens
+(``RolloutCounts``, ``ModelStats``, the environment client's tool counters, its session store,
+its worker pool) and a ``Sources`` collector reads them into families at scrape time; the text
+is ``prometheus_client``'s own (``exposition``). Names and labels are listed in
+docs/metrics.md; every name starts with ``palaestra_``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from palaestra.types import JsonDict
+
+if TYPE_CHECKING:
+    from palaestra.env_client import LocalEnvironmentClient
+    from palaestra.models.base import Model
+    from palaestra.observe.metrics_counts import RolloutCounts
+    from palaestra.sandbox.pool import WorkerPool
+
+Source = Callable[[], Iterable[Metric]]
+"""Something that yields metric families when called (at scrape time)."""
+
+P = "palaestra_"
+
+
+class Sources(Collector):
+    """A ``prometheus_client`` collector yielding the families of each source, in order."""
+
+    def __init__(self, sources: Iterable[Source]) -> None:
+        self.sources = list(sources)
+
+    def collect(self) -> Iterator[Metric]:
+        for source in self.sources:
+            yield from source()
+
+
+def registry_of(sources: Iterable[Source]) -> CollectorRegistry:
+    """A registry of ``sources`` and this process's CPU and memory (``process_*``)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Sources(sources))
+    ProcessCollector(registry=registry)
+    return registry
+
+
+def rollout_families(counts: RolloutCounts) -> Source:
+    """Rollouts started, finished, failed by kind, in flight; phase seconds; reward so far."""
+
+    def families() -> Iterator[Metric]:
+        yield CounterMetricFamily(f"{P}rollouts_started", "Rollouts started.", value=counts.started)
+        yield CounterMetricFamily(
+            f"{P}rollouts_finished", "Rollouts that ended scored.", value=counts.finished
+        )
+        failed = CounterMetricFamily(
+            f"{P}rollouts_failed",
+            "Rollouts that ended as a failure record, by failure kind.",
+            labels=["kind"],
+        )
+        for kind, count in sorted(dict(counts.failed).items()):
+            failed.add_metric([kind], count)
+        yield failed
+        yield GaugeMetricFamily(
+            f"{P}rollouts_in_flight", "Rollouts started and not ended.", value=counts.in_flight
+        )
+        phases = HistogramMetricFamily(
+            f"{P}rollout_phase_seconds",
+            "Seconds each rollout spent per phase (seed, model, tools, verify, total).",
+            labels=["phase"],
+        )
+        for phase, histogram in list(counts.phases.items()):
+            buckets, total = histogram.cumulative()
+            phases.add_metric([phase], buckets, total)
+        yield phases
+        yield GaugeMetricFamily(
+            f"{P}reward_sum", "Sum of the rewards of the scored rollouts.", value=counts.reward_sum
+        )
+        mean = counts.mean_reward
+        yield GaugeMetricFamily(
+            f"{P}reward_mean",
+            "Mean reward of the scored rollouts so far (NaN before the first).",
+            value=float("nan") if mean is None else mean,
+        )
+
+    return families
+
+
+def model_families(model: Model) -> Source:
+    """Model calls, retries and errors per endpoint (each endpoint of a pool when it has one)."""
+
+    def families() -> Iterator[Metric]:
+        calls = CounterMetricFamily(
+            f"{P}model_calls", "Requests sent to the model endpoint.", labels=["endpoint"]
+        )
+        retries = CounterMetricFamily(
+            f"{P}model_retries", "Retries spent on the model endpoint.", labels=["endpoint"]
+        )
+        errors = CounterMetricFamily(
+            f"{P}model_errors",
+            "Model requests that failed once their retries were spent.",
+            labels=["endpoint"],
+        )
+        healthy = GaugeMetricFamily(
+            f"{P}model_endpoint_healthy",
+            "1 while the pool sends requests to the endpoint, 0 while it is set aside.",
+            labels=["endpoint"],
+        )
+        for entry in endpoint_stats(model):
+            label = [str(entry["url"])]
+            calls.add_metric(label, _number(entry.get("calls")))
+            retries.add_metric(label, _number(entry.get("retries")))
+            errors.add_metric(label, _number(entry.get("failures")))
+            if "healthy" in entry:
+                healthy.add_metric(label, 1.0 if entry["healthy"] else 0.0)
+        yield from (calls, retries, errors)
+        if healthy.samples:
+            yield healthy
+
+    return families
+
+
+def endpoint_stats(model: Model) -> list[JsonDict]:
+    """One dict per endpoint (url, calls, retries, failures[, healthy]).
+
+    A model with several endpoints (``palaestra.models.pool``) lists them itself
+    (``endpoint_stats()``); any other model is one endpoint with its ``ModelStats``.
+    """
+    listed: Any = getattr(model, "endpoint_stats", None)
+    if callable(listed):
+        entries = listed()
+        return [dict(entry) for entry in entries if isinstance(entry, dict) and "url" in entry]
+    stats = model.stats
+    return [
+        {
+            "url": _endpoint_of(model),
+            "calls": stats.requests,
+            "retries": stats.retries,
+            "failures": stats.failures,
+        }
+    ]
+
+
+def _endpoint_of(model: Model) -> str:
+    for owner in (model, getattr(model, "endpoint", None)):
+        url = getattr(owner, "base_url", None)
+        if isinstance(url, str):
+            return url
+    return model.name
+
+
+def environment_families(client: LocalEnvironmentClient) -> Source:
+    """Tool calls and errors per tool, sessions, stuck threads and the worker pool."""
+
+    def families() -> Iterator[Metric]:
+        calls = CounterMetricFamily(
+            f"{P}tool_calls", "Tool calls received, per tool.", labels=["tool"]
+        )
+        for name, count in sorted(dict(client.tool_calls).items()):
+            calls.add_metric([name], count)
+        yield calls
+        errors = CounterMetricFamily(
+            f"{P}tool_errors",
+            "Tool calls that raised, per tool and kind (rejected arguments or tool, "
+            "tool_error, timeout).",
+            labels=["tool", "kind"],
+        )
+        for (name, kind), count in sorted(dict(client.tool_errors).items()):
+            errors.add_metric([name, kind], count)
+        yield errors
+        yield GaugeMetricFamily(
+            f"{P}sessions_live", "Sessions open now.", value=len(client.sessions)
+        )
+        yield CounterMetricFamily(
+            f"{P}sessions_expired",
+            "Sessions dropped after their time to live.",
+            value=getattr(client.sessions, "expired", 0),
+        )
+        yield GaugeMetricFamily(
+            f"{P}stuck_threads",
+            "Worker threads still running environment code abandoned at its time limit.",
+            value=client.stuck_threads,
+        )
+        pool = client._pool  # started by the environment's first run_in_pool, or never
+        if pool is not None:
+            yield from pool_families(pool)()
+
+    return families
+
+
+def session_cap_families(caps: Any) -> Source:
+    """An environment server's session cap and the seeds it refused (``SessionCaps``)."""
+
+    def families() -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            f"{P}sessions_refused",
+            "Seeds refused because the server held max_sessions sessions.",
+            value=caps.refused,
+        )
+        if caps.max_sessions is not None:
+            yield GaugeMetricFamily(
+                f"{P}sessions_max", "The server's session cap.", value=caps.max_sessions
+            )
+
+    return families
+
+
+def pool_families(pool: WorkerPool) -> Source:
+    """The worker pool: workers alive, tasks, crashes, limit hits by kind, CPU and memory."""
+
+    def families() -> Iterator[Metric]:
+        stats = pool.stats()
+        yield GaugeMetricFamily(
+            f"{P}pool_workers", "Worker processes the pool keeps.", value=pool.size
+        )
+        yield GaugeMetricFamily(
+            f"{P}pool_workers_alive", "Worker processes alive now.", value=stats.workers
+        )
+        yield GaugeMetricFamily(f"{P}pool_busy", "Tasks running now.", value=stats.busy)
+        yield GaugeMetricFamily(
+            f"{P}pool_queued", "Tasks waiting for a worker.", value=stats.queued
+        )
+        counters = {
+            "tasks": ("Tasks submitted.", stats.tasks),
+            "task_errors": ("Tasks whose function raised.", stats.errors),
+            "task_failures": ("Tasks lost after their retries.", stats.failures),
+            "crashes": ("Workers that died running a task.", stats.crashes),
+            "retries": ("Tasks retried on a fresh worker.", stats.retries),
+            "restarts": ("Workers started again.", stats.restarts),
+        }
+        for name, (text, value) in counters.items():
+            yield CounterMetricFamily(f"{P}pool_{name}", text, value=value)
+        hits = CounterMetricFamily(
+            f"{P}pool_limit_hits",
+            "Tasks that broke a limit, by kind (timeout, memory, cpu_time).",
+            labels=["kind"],
+        )
+        for kind, count in sorted(dict(getattr(pool, "limit_hits", {})).items()):
+            hits.add_metric([kind], count)
+        yield hits
+        cpu, peak = worker_usage(pool)
+        yield GaugeMetricFamily(
+            f"{P}pool_cpu_seconds",
+            "CPU seconds (user + system) spent by the live workers, their tasks included.",
+            value=cpu,
+        )
+        yield GaugeMetricFamily(
+            f"{P}pool_peak_memory_bytes",
+            "The largest peak resident memory of a live worker (its tasks included).",
+            value=peak,
+        )
+
+    return families
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def worker_usage(pool: WorkerPool) -> tuple[float, float]:
+    """(CPU seconds summed, largest peak RSS in bytes) of the pool's live workers, from /proc."""
+    cpu, peak = 0.0, 0.0
+    for worker in pool._workers:
+        process = worker.process
+        if process is None or process.returncode is not None:
+            continue
+        try:
+            with open(f"/proc/{process.pid}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+            cpu += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+            with open(f"/proc/{process.pid}/status", "rb") as status:
+                for line in status:
+                    if line.startswith(b"VmHWM:"):
+                        peak = max(peak, float(line.split()[1]) * 1024)
+        except (OSError, IndexError, ValueError):
+            continue  # it died since: its numbers are gone with it
+    return cpu, peak
+
+
+def served_families(served: dict[str, int]) -> Source:
+    """Requests a model server answered, by route."""
+
+    def families() -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            f"{P}model_requests_served", "Requests this model server received.", labels=["route"]
+        )
+        for route, count in sorted(dict(served).items()):
+            family.add_metric([route], count)
+        yield family
+
+    return families
+
+
+def stack_families(servers: Callable[[], list[JsonDict]]) -> Source:
+    """A stack's servers: 1 while each runs, 0 once it stopped or died."""
+
+    def families() -> Iterator[Metric]:
+        up = GaugeMetricFamily(
+            f"{P}stack_server_up",
+            "1 while the stack's server is running, else 0.",
+            labels=["name", "kind"],
+        )
+        for server in servers():
+            running = server.get("status") == "ready"
+            up.add_metric([str(server.get("name")), str(server.get("kind"))], float(running))
+        yield up
+
+    return families
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
