@@ -190,6 +190,8 @@ def remote_label(remote: RemoteAgent) -> str:
 
 
 def _env_facts(spec: EnvSpec, found: FoundEnvironment | None) -> JsonDict | None:
+    if spec.cmd is not None:  # a started server: the command, not the port it got this time
+        return {"cmd": spec.cmd}
     if spec.url is not None:
         return {"url": spec.url}
     return found.facts() if found is not None else None

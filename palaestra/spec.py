@@ -48,6 +48,10 @@ class EnvSpec(pydantic.BaseModel):
     """Keyword arguments of the environment's constructor."""
     url: str | None = None
     """A served environment (NeMo Gym resources-server protocol) instead of ``name``."""
+    cmd: str | None = None
+    """A command that starts the environment server for the run and is stopped after it
+    (``palaestra.remote.managed``): it listens at ``url`` if given, else on the free port the
+    collector puts in ``{port}`` and ``$PORT``."""
     token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
     """Bearer token of the served environment; never saved."""
     environment: Any = pydantic.Field(default=None, exclude=True, repr=False)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 @click.command("collect")
-@env_options()
+@env_options(managed=True)
 @click.option("--agent-url", help="A running agent server: each task is sent to its /run.")
 @click.option(
     "--server-token",

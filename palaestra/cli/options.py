@@ -68,9 +68,10 @@ env_arg_option = click.option(
 )
 
 
-def env_options() -> Callable[[F], F]:
-    """``--env``, ``--env-arg KEY=VALUE`` and ``--env-url``."""
-    return _stacked(
+def env_options(*, managed: bool = False) -> Callable[[F], F]:
+    """``--env``, ``--env-arg KEY=VALUE`` and ``--env-url`` (and ``--env-cmd`` if ``managed``:
+    a command that collects starts its own environment server)."""
+    options = [
         click.option(
             "--env",
             "env_spec",
@@ -78,16 +79,35 @@ def env_options() -> Callable[[F], F]:
         ),
         env_arg_option,
         click.option("--env-url", help="A running environment server (NeMo Gym protocol)."),
-    )
+    ]
+    if managed:
+        options.append(
+            click.option(
+                "--env-cmd",
+                metavar="COMMAND",
+                help="Start the environment server with this shell command, wait until it is "
+                "healthy, and stop it (its whole process group) when the run ends, however it "
+                "ends. It listens on the free port put in {port} and $PORT, or at --env-url if "
+                "given. Its output goes to <output>_env_server.log.",
+            )
+        )
+    return _stacked(*options)
 
 
 def env_spec(options: Mapping[str, Any], token: str | None = None) -> EnvSpec:
     from palaestra.spec import EnvSpec
 
     args = assignments(options.get("env_args", ()), "--env-arg")
-    if options.get("env_url") and (options.get("env_spec") or args):
-        raise ConfigError("give --env (with its --env-arg) or --env-url, not both")
-    return EnvSpec(name=options.get("env_spec"), args=args, url=options.get("env_url"), token=token)
+    served = options.get("env_url") or options.get("env_cmd")
+    if served and (options.get("env_spec") or args):
+        raise ConfigError("give --env (with its --env-arg) or --env-url/--env-cmd, not both")
+    return EnvSpec(
+        name=options.get("env_spec"),
+        args=args,
+        url=options.get("env_url"),
+        cmd=options.get("env_cmd"),
+        token=token,
+    )
 
 
 agent_flags = _stacked(

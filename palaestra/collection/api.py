@@ -57,6 +57,9 @@ class RunFields(TypedDict, total=False):
     """Keyword arguments of the environment's constructor."""
     env_url: str
     """A served environment (NeMo Gym resources-server protocol) instead of ``env``."""
+    env_cmd: str
+    """A command that starts the environment server, stopped after the run (listening at
+    ``env_url`` if given, else on the free port put in ``{port}`` / ``$PORT``)."""
     model: str | ModelConfig
     """``"local"`` (default), an OpenAI-compatible base URL, a name in
     ``palaestra_models.yaml``, a model backend's name, or a ``ModelConfig``."""
@@ -136,13 +139,20 @@ async def collect_async(
     if spec is not None and fields:
         raise TypeError("pass a RunSpec or keyword arguments, not both")
     spec = spec if spec is not None else run_spec(**fields)
+    if spec.env.cmd is not None:
+        return await _managed(spec, progress)
+    return await _run(spec, progress)
+
+
+async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> RunSummary:
+    """The run of ``spec``; a ``cmd`` environment is already started, at ``spec.env.url``."""
     found = find(spec.env)
     if found is None and spec.env.url is None and spec.agent.url is None:
         raise ConfigError("name an environment: env=NAME, env_url=URL or agent_url=URL")
     options = spec.collection
     output = options.output or Path("runs") / f"{found.name if found else 'remote'}.jsonl"
     concurrency = options.concurrency or default_concurrency(spec)
-    tasks = _input_path(options, found, output)
+    tasks = await _served_input(spec, found, output) or _input_path(options, found, output)
     saved = spec.model_copy(
         update={
             "collection": options.model_copy(
@@ -214,6 +224,41 @@ def default_concurrency(spec: RunSpec) -> int:
     return (spec.collection.workers or 1) if local else 16
 
 
+async def _managed(spec: RunSpec, progress: Progress | ProgressCallback | None) -> RunSummary:
+    """Start the environment server ``spec.env.cmd``, run against it, and always stop it
+    (``palaestra.remote.managed``); its output goes to ``<out>_env_server.log``."""
+    from palaestra.remote.managed import managed_server
+
+    env = spec.env
+    assert env.cmd is not None
+    if env.name is not None or env.environment is not None or env.args:
+        raise ConfigError("--env-cmd starts a served environment: give it without --env")
+    output = Path(spec.collection.output or Path("runs") / "remote.jsonl")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    log = output.with_name(f"{output.stem}_env_server.log")
+    async with managed_server(env.cmd, url=env.url, log_path=log, token=env.token) as server:
+        served = spec.model_copy(update={"env": env.model_copy(update={"url": server.url})})
+        summary = await _run(served, progress)
+        died = server.died()
+        if died is not None:  # the run could not finish: resumable once the server runs
+            summary.stopped_reason = "; ".join(filter(None, (summary.stopped_reason, died)))
+        return summary
+
+
+async def _served_input(spec: RunSpec, found: FoundEnvironment | None, output: Path) -> Path | None:
+    """With no ``input``, a served environment's own tasks (NeMo Evaluator's protocol),
+    written to ``<out>_tasks.jsonl`` (``palaestra.remote.served_tasks``); else None."""
+    options = spec.collection
+    if found is not None or spec.env.url is None or spec.agent.url is not None:
+        return None
+    if options.input is not None or options.num_tasks is not None:
+        return None
+    from palaestra.remote.served_tasks import served_tasks
+
+    path = output.with_name(f"{output.stem}_tasks.jsonl")
+    return await served_tasks(spec.env.url, path, token=spec.env.token)
+
+
 def _input_path(options: CollectOptions, found: FoundEnvironment | None, output: Path) -> Path:
     """The tasks to run: ``input``, generated tasks (``num_tasks``), or the example tasks."""
     if options.num_tasks is not None:
@@ -238,8 +283,8 @@ def _input_path(options: CollectOptions, found: FoundEnvironment | None, output:
 def _env_spec(given: dict[str, Any]) -> EnvSpec:
     env, token = given.get("env"), given.get("server_token")
     if isinstance(env, EnvSpec):
-        if given.get("env_args") or given.get("env_url"):
-            raise TypeError("env is an EnvSpec: put env_args and env_url in it")
+        if given.get("env_args") or given.get("env_url") or given.get("env_cmd"):
+            raise TypeError("env is an EnvSpec: put env_args, env_url and env_cmd in it")
         return env
     fields: dict[str, Any] = {"args": dict(given.get("env_args") or {}), "token": token}
     if isinstance(env, str):
@@ -249,6 +294,8 @@ def _env_spec(given: dict[str, Any]) -> EnvSpec:
         fields["environment"] = env
     if given.get("env_url"):
         fields["url"] = given["env_url"]
+    if given.get("env_cmd"):
+        fields["cmd"] = given["env_cmd"]
     return validated(EnvSpec, fields, "env")
 
 

@@ -46,6 +46,7 @@ from palaestra.errors import (
 from palaestra.models.http import RetryPolicy
 from palaestra.protocol import (
     CLOSE_SESSION,
+    HEALTH,
     LIVENESS,
     RESENDABLE_ROUTES,
     RESET,
@@ -69,6 +70,8 @@ from palaestra.types import JsonDict, Verdict
 
 __all__ = ["RemoteEnvironmentClient", "verdict_from_answer"]
 
+LIVENESS_ROUTES = (LIVENESS, HEALTH)
+"""The routes that say an environment server is up, in the order they are tried."""
 _CONNECT_SECONDS = 10.0
 _ANSWER_SECONDS = 300.0
 _BUSY_STATUSES = frozenset({502, 503, 504})
@@ -127,9 +130,7 @@ class RemoteEnvironmentClient:
         return client
 
     async def _learn_tools(self) -> None:
-        alive = await self._get(LIVENESS)
-        if alive.status >= 400:
-            raise ConfigError(f"environment server {self.base_url} answered {alive.status}")
+        await self._check_alive()
         listed = await self._get(TOOLS)
         if listed.status != 200:
             return
@@ -137,6 +138,20 @@ class RemoteEnvironmentClient:
             self._tools, self.default_agent = tools_of(orjson.loads(listed.body))
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise ConfigError(f"{self.base_url}/tools answered an unusable body: {error}") from None
+
+    async def _check_alive(self) -> None:
+        """A liveness route answers below 400: ``GET /`` (palaestra, NeMo Gym), else
+        ``GET /health`` (``nel serve`` has no ``/``). Only a 404/405 moves on to the next route,
+        so a server with ``/`` costs one GET, as before."""
+        answered = []
+        for route in LIVENESS_ROUTES:
+            alive = await self._get(route)
+            if alive.status < 400:
+                return
+            answered.append(f"GET {route}: {alive.status}")
+            if alive.status not in (404, 405):
+                break
+        raise ConfigError(f"environment server {self.base_url} answered {', '.join(answered)}")
 
     async def _get(self, route: str) -> HttpAnswer:
         return await self._http.request(

@@ -87,7 +87,7 @@ def test_the_spec_is_saved_without_secrets_and_a_resume_of_another_spec_names_th
         saved = (tmp_path / "o_run.json").read_bytes()
         assert b"sk-secret-777" not in saved
         spec = orjson.loads(saved)["spec"]
-        assert spec["env"] == {"name": "weather", "args": {}, "url": None}
+        assert spec["env"] == {"name": "weather", "args": {}, "url": None, "cmd": None}
         assert spec["agent"]["options"] == {"max_steps": 3}
         assert spec["model"]["url"] == server.url and "api_key" not in spec["model"]
         assert spec["model"]["sampling"] == {"temperature": 0.5}

@@ -1,0 +1,232 @@
+"""An environment server a run starts itself (``--env-cmd``), as NeMo Evaluator's ``gym://cmd:``.
+
+``managed_server(command)`` starts ``command`` with the shell, in a process group of its own,
+waits until it is healthy, yields it, and always stops it: when the run ends, fails, is
+cancelled (Ctrl-C, SIGTERM of the collector: both cancel the run's task), or the server never
+became healthy. Stopping sends SIGTERM to the whole group, then SIGKILL to whatever is left of
+it after ``STOP_GRACE`` seconds, so nothing the command started outlives the run. If the
+collector itself is killed outright (SIGKILL), the kernel kills the command's first process
+(``PR_SET_PDEATHSIG``, as for the servers of ``palaestra run``).
+
+Where it listens: at ``url`` when one is given (``--env-url`` beside ``--env-cmd``); otherwise
+at ``http://127.0.0.1:PORT`` on a free port the collector picks, which the command receives as
+``{port}`` (replaced in its text) and as ``$PORT`` (its environment, as NeMo Evaluator does)::
+
+    palaestra collect --env-cmd "nel serve -b bench.py --host 127.0.0.1 -p {port}" ...
+
+Healthy is the first of ``GET /`` and ``GET /health`` (``palaestra.remote.env``) answering
+below 400, polled every 0.2 s for at most ``ready_timeout`` seconds. A command that exits first,
+or never becomes healthy, is a ``ConfigError``: one line saying which, then the server's last
+output lines. Its whole output also goes to ``log_path`` when one is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import IO
+from urllib.parse import urlsplit
+
+from palaestra.errors import ConfigError
+from palaestra.remote.env import LIVENESS_ROUTES
+from palaestra.serve.supervisor import _die_with
+from palaestra.transport import HttpClient, TransportError
+
+PORT_PLACEHOLDER = "{port}"
+READY_TIMEOUT = 120.0
+STOP_GRACE = 5.0
+TAIL_LINES = 20
+_POLL_SECONDS = 0.2
+
+
+class ManagedServer:
+    """One started command: its URL, its process, the last lines it printed."""
+
+    def __init__(
+        self,
+        command: str,
+        *,
+        url: str | None = None,
+        log_path: Path | None = None,
+        ready_timeout: float = READY_TIMEOUT,
+        token: str | None = None,
+    ) -> None:
+        if not command.strip():
+            raise ConfigError("--env-cmd is empty: give the command that starts the server")
+        if url is None:
+            port = _free_port()
+            url = f"http://127.0.0.1:{port}"
+        else:
+            port = urlsplit(url).port or (443 if url.startswith("https:") else 80)
+        self.template = command
+        self.command = command.replace(PORT_PLACEHOLDER, str(port))
+        self.url = url.rstrip("/")
+        self.port = port
+        self.log_path = log_path
+        self.ready_timeout = ready_timeout
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self.process: asyncio.subprocess.Process | None = None
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._reader: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    async def start(self) -> None:
+        """Start the command and wait until it is healthy; stopped again if it never is."""
+        try:
+            await self._spawn()
+            await self._wait_healthy()
+        except BaseException:
+            await self.stop()
+            raise
+
+    def died(self) -> str | None:
+        """What to say when the server exited on its own (not stopped by us); else None."""
+        if self.process is None or self.process.returncode is None or self._stopping:
+            return None
+        return self._death(f"exited with code {self.process.returncode}")
+
+    async def stop(self) -> None:
+        """SIGTERM to the process group, SIGKILL to what is left of it after the grace."""
+        process = self.process
+        if process is None:
+            return
+        self._stopping = True
+        try:
+            if process.returncode is None:
+                _signal_group(process.pid, signal.SIGTERM)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), STOP_GRACE)
+        finally:
+            # Always: the command's first process may be gone while what it started lives on.
+            _signal_group(process.pid, signal.SIGKILL)
+        if process.returncode is None:
+            await process.wait()
+        if self._reader is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(self._reader, return_exceptions=True), 2)
+
+    async def _spawn(self) -> None:
+        environ = {**os.environ, "PORT": str(self.port)}
+        self.process = await asyncio.create_subprocess_shell(
+            self.command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=environ,
+            start_new_session=True,  # its own process group: stopped whole, spared the tty's ^C
+            preexec_fn=_die_with(os.getpid()),
+        )
+        log = self.log_path.open("a", encoding="utf-8") if self.log_path is not None else None
+        self._reader = asyncio.create_task(self._read(log))
+
+    async def _read(self, log: IO[str] | None) -> None:
+        """Drain the server's output (a full pipe would block it), keeping the last lines."""
+        assert self.process is not None and self.process.stdout is not None
+        try:
+            async for raw in self.process.stdout:
+                line = raw.decode(errors="replace").rstrip("\n")
+                self.tail.append(line)
+                if log is not None:
+                    log.write(line + "\n")
+                    log.flush()
+        finally:
+            if log is not None:
+                log.close()
+
+    async def _wait_healthy(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.ready_timeout
+        async with contextlib.AsyncExitStack() as stack:
+            http = HttpClient()
+            stack.push_async_callback(http.aclose)
+            while True:
+                if self.process.returncode is not None:
+                    await self._drained()
+                    raise ConfigError(
+                        self._death(
+                            f"exited with code {self.process.returncode} before it was healthy"
+                        )
+                    )
+                if await self._healthy(http):
+                    return
+                if time.monotonic() >= deadline:
+                    raise ConfigError(
+                        self._death(
+                            f"was not healthy at {self.url} after {self.ready_timeout:g}s "
+                            f"(GET {' or '.join(LIVENESS_ROUTES)})"
+                        )
+                    )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self.process.wait()), _POLL_SECONDS)
+
+    async def _healthy(self, http: HttpClient) -> bool:
+        for route in LIVENESS_ROUTES:
+            try:
+                answer = await http.request(
+                    "GET",
+                    f"{self.url}{route}",
+                    headers=self._auth,
+                    connect_timeout=1.0,
+                    read_timeout=5.0,
+                )
+            except (TransportError, TimeoutError):
+                return False  # not listening yet
+            if answer.status < 400:
+                return True
+        return False
+
+    async def _drained(self) -> None:
+        if self._reader is not None:
+            await asyncio.wait({self._reader}, timeout=2)
+
+    def _death(self, what: str) -> str:
+        lines = "\n".join(f"    {line}" for line in self.tail) or "    (no output)"
+        where = f" (log: {self.log_path})" if self.log_path is not None else ""
+        return (
+            f"the environment server command {what}: {self.template}{where}\n"
+            f"  its last output lines:\n{lines}"
+        )
+
+
+@contextlib.asynccontextmanager
+async def managed_server(
+    command: str,
+    *,
+    url: str | None = None,
+    log_path: Path | None = None,
+    ready_timeout: float = READY_TIMEOUT,
+    token: str | None = None,
+) -> AsyncIterator[ManagedServer]:
+    """``command`` started and healthy for the body of the ``async with``; stopped after it,
+    however it ends (see the module docstring)."""
+    server = ManagedServer(
+        command, url=url, log_path=log_path, ready_timeout=ready_timeout, token=token
+    )
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
