@@ -1,0 +1,81 @@
+"""Reading a run back: rows and failures by task, each rollout either scored or failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from palaestra.errors import ConfigError, InputError
+from palaestra.evaluate import load_run
+from tests.evaluate.synthetic import write_run
+
+
+def test_rollouts_and_failures_are_grouped_by_task_in_repeat_order(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "r.jsonl", {2: [1.0, "timeout", 0.5], 0: [0.0, 1.0]})
+    run = load_run(out)
+    assert list(run.tasks) == [0, 2]
+    assert run.tasks[2].rewards == [1.0, 0.5]
+    assert [(f.index, f.kind, f.masked) for f in run.tasks[2].failures] == [(1, "timeout", True)]
+    assert (run.scored, run.failed, run.masked) == (4, 1, 1)
+    assert run.tasks[0].identity != run.tasks[2].identity
+    assert run.agents() == ["agent"]
+
+
+def test_a_failure_whose_rollout_was_scored_later_is_not_counted(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "r.jsonl", {0: [1.0, "timeout"]})
+    failures = tmp_path / "r_failures.jsonl"
+    first = orjson.loads(failures.read_bytes())
+    retried = {**first, "_ng_rollout_index": 0}  # rollout 0 failed once, then was scored
+    failures.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in (retried, first, first)))
+    run = load_run(out)
+    assert [f.index for f in run.tasks[0].failures] == [1]  # recorded twice, counted once
+    assert run.superseded == 2
+
+
+def test_a_null_reward_is_a_failure_of_its_own_kind_not_a_zero(tmp_path: Path) -> None:
+    run = load_run(write_run(tmp_path / "r.jsonl", {0: [None, 1.0]}))
+    assert run.tasks[0].rewards == [1.0]
+    assert [f.kind for f in run.tasks[0].failures] == ["nan_reward"]
+
+
+def test_verifier_metrics_and_components_are_read_but_not_the_task_fields(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    row = {
+        "_ng_task_index": 0,
+        "_ng_rollout_index": 0,
+        "id": 17,
+        "reward": 1.0,
+        "reward_components": {"format": 0.5},
+        "exact": True,
+        "_palaestra": {"verifier_fields": ["reward", "reward_components", "exact"]},
+        "response": {"usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}},
+    }
+    out.write_bytes(orjson.dumps(row) + b"\n")
+    (rollout,) = load_run(out).rollouts()
+    assert rollout.metrics == {"reward_components/format": 0.5, "exact": 1.0}
+    assert rollout.usage == {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b"{not json\n", r"r\.jsonl:2: not JSON"),
+        (b"[1, 2]\n", r"r\.jsonl:2: not a JSON object"),
+        (b'{"reward": 1.0}\n', r"r\.jsonl:2: field '_ng_task_index': missing"),
+        (b'{"_ng_task_index": 1, "reward": "high"}\n', r"r\.jsonl:2: field 'reward': not a num"),
+    ],
+)
+def test_a_bad_line_is_one_error_naming_file_line_and_field(
+    tmp_path: Path, line: bytes, message: str
+) -> None:
+    out = write_run(tmp_path / "r.jsonl", {0: [1.0]})
+    out.write_bytes(out.read_bytes() + line)
+    with pytest.raises(InputError, match=message):
+        load_run(out)
+
+
+def test_a_missing_run_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no run at"):
+        load_run(tmp_path / "nothing.jsonl")
