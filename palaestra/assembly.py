@@ -119,13 +119,18 @@ def build_model(config: ModelConfig) -> Model:
 
 def model_facts(config: ModelConfig) -> JsonDict:
     """What a run's rows depend on in the model: which one, where, and its backend options
-    (not the key, retries or timeouts; the sampling overrides are recorded by the collector)."""
-    return {
+    (not the key, retries or timeouts; the sampling overrides are recorded by the collector).
+    A pool's ``urls`` are recorded but not compared (``identity.NOT_COMPARED``): its replicas
+    serve one model, so a resume with one replica more or fewer continues the run."""
+    facts: JsonDict = {
         "backend": config.backend,
         "url": config.url,
         "model": config.model,
         "options": dict(config.options),
     }
+    if config.urls:
+        facts["urls"] = list(config.urls)
+    return facts
 
 
 @dataclass(slots=True)

@@ -108,6 +108,10 @@ class ModelError(RolloutFailure):
     """The model endpoint failed after its retry budget, or answered something unusable."""
 
     kind = FailureKind.MODEL_ERROR
+    transient: str | None = None
+    """Set when the retry budget was spent on failures that may heal (``connect``,
+    ``timeout``, ``disconnect``, ``http 503``, ``http 429``): the last one's kind. A model pool
+    retries such a call on another endpoint; anything else would fail there too."""
 
 
 class ServiceUnreachable(RolloutFailure):

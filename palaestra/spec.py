@@ -78,6 +78,11 @@ class ModelConfig(pydantic.BaseModel):
     backend: str = "openai"
     url: str | None = None
     """Base URL of an OpenAI-compatible server (``http://host:8000/v1``)."""
+    urls: list[str] = pydantic.Field(default_factory=list)
+    """Several base URLs of the same model (replicas): a load-aware pool
+    (``palaestra.models.pool``) that keeps each rollout on one endpoint. Two or more make a
+    pool, and ``url`` is then None; one is the same as ``url``. Given both, ``url`` must be
+    one of ``urls``. Duplicates are dropped, order kept."""
     api: Literal["auto", "responses", "chat"] = "auto"
     """``responses``, ``chat`` or ``auto`` (detect once per run) for the ``openai`` backend."""
     model: str | None = None
@@ -102,6 +107,28 @@ class ModelConfig(pydantic.BaseModel):
     options: dict[str, Any] = pydantic.Field(default_factory=dict)
     """Backend-specific settings (e.g. the local model's ``n_ctx``); a backend rejects names it
     does not know."""
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _one_url_or_a_pool(cls, fields: Any) -> Any:
+        """``urls`` with one entry is ``url``; with several, ``url`` is None (a pool)."""
+        urls = fields.get("urls") if isinstance(fields, dict) else None
+        if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
+            return fields  # nothing to normalise, or wrong: the field's own check says so
+        unique = list(dict.fromkeys(urls))
+        if fields.get("url") not in (None, *unique):
+            return fields
+        if len(unique) == 1:
+            return {**fields, "url": unique[0], "urls": []}
+        return {**fields, "url": None, "urls": unique}
+
+    @pydantic.field_validator("urls")
+    @classmethod
+    def _url_is_one_of_urls(cls, urls: list[str], info: pydantic.ValidationInfo) -> list[str]:
+        url = info.data.get("url")
+        if url is not None and urls:
+            raise ValueError(f"url {url!r} is not one of urls (give one or the other)")
+        return urls
 
 
 class AgentSpec(pydantic.BaseModel):

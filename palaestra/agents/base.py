@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from palaestra.env_client import EnvironmentClient
+from palaestra.models.affinity import ROLLOUT_SCOPE, RolloutScope
 from palaestra.models.base import Model
 from palaestra.types import Failure, JsonDict, Verdict
 
@@ -27,6 +28,9 @@ class AgentResult:
     truncated: str | None = None
     """Why the agent stopped before the model finished (``"max_steps"``); the row says so."""
     timings: dict[str, float] = field(default_factory=dict)
+    endpoints: list[str] | None = None
+    """The model endpoints of a pool the rollout's calls went to, in order (more than one:
+    it moved after a failure); None when the model is not a pool. Set by ``BoundAgent``."""
 
     def add_time(self, phase: str, started: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - started
@@ -62,7 +66,11 @@ class Agent(Protocol):
 
 
 class BoundAgent:
-    """An agent bound to the environment and model it runs against, in this process."""
+    """An agent bound to the environment and model it runs against, in this process.
+
+    Each ``run`` is one rollout scope (``palaestra.models.affinity``): a model pool keeps the
+    rollout's calls on one endpoint, and the result says which (``endpoints``).
+    """
 
     def __init__(self, agent: Agent, env: EnvironmentClient, model: Model) -> None:
         self.agent, self.env, self.model = agent, env, model
@@ -71,4 +79,18 @@ class BoundAgent:
         await self.model.check()
 
     async def run(self, task: JsonDict) -> AgentResult:
-        return await self.agent.run(task, self.env, self.model)
+        scope = RolloutScope()
+        token = ROLLOUT_SCOPE.set(scope)
+        try:
+            result = await self.agent.run(task, self.env, self.model)
+        finally:
+            ROLLOUT_SCOPE.reset(token)
+        if scope.urls is not None:
+            result.endpoints = scope.urls
+        return result
+
+    def endpoint_stats(self) -> list[JsonDict]:
+        """The model's per-endpoint counts when it is a pool (``ModelPool.endpoint_stats``),
+        else none; the collector puts them in the run summary and the aggregate file."""
+        stats = getattr(self.model, "endpoint_stats", None)
+        return list(stats()) if callable(stats) else []

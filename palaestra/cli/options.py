@@ -157,10 +157,13 @@ def model_flags(default: str | None = "local") -> Callable[[F], F]:
         click.option(
             "--model",
             "model_spec",
-            default=default,
-            show_default=default is not None,
+            multiple=True,
+            default=(default,) if default is not None else (),
+            show_default=default,
             help="'local' (embedded SmolLM2), an OpenAI-compatible base URL "
-            "(http://host:8000/v1), a name from --model-config, or a model backend's name.",
+            "(http://host:8000/v1), a name from --model-config, or a model backend's name. "
+            "Repeat it with the base URLs of several replicas of one model: a load-aware pool "
+            "that keeps each rollout on one endpoint.",
         ),
         click.option("--model-name", help="The `model` field sent to a remote endpoint."),
         click.option(

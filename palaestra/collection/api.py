@@ -60,9 +60,11 @@ class RunFields(TypedDict, total=False):
     env_cmd: str
     """A command that starts the environment server, stopped after the run (listening at
     ``env_url`` if given, else on the free port put in ``{port}`` / ``$PORT``)."""
-    model: str | ModelConfig
+    model: str | list[str] | ModelConfig
     """``"local"`` (default), an OpenAI-compatible base URL, a name in
-    ``palaestra_models.yaml``, a model backend's name, or a ``ModelConfig``."""
+    ``palaestra_models.yaml``, a model backend's name, or a ``ModelConfig``; or a list of the
+    base URLs of several replicas of one model (a load-aware pool, ``palaestra.models.pool``;
+    also ``ModelConfig(urls=[...])``)."""
     api_key: str
     """The model endpoint's key (never saved); or name a variable in ``ModelConfig``."""
     sampling: Mapping[str, Any]
@@ -311,8 +313,11 @@ def _model_config(given: dict[str, Any]) -> ModelConfig:
         if sampling:
             update["sampling"] = {**model.sampling, **sampling}
         return validated(ModelConfig, {**model.model_dump(), **update}, "model")
-    if not isinstance(model, str):
-        raise ConfigError(f"model must be a name, a URL or a ModelConfig, not {model!r}")
+    pool = isinstance(model, list | tuple) and all(isinstance(url, str) for url in model)
+    if not (isinstance(model, str) or pool):
+        raise ConfigError(
+            f"model must be a name, a URL, a list of URLs or a ModelConfig, not {model!r}"
+        )
     return model_config(model, api_key=api_key, sampling=sampling)
 
 

@@ -111,6 +111,9 @@ class RunSummary:
     files: RunFiles | None = None
     aggregate: list[AggregateEntry] = field(default_factory=list)
     """Per agent: agent and key metrics; the per-task group metrics are in the file only."""
+    endpoints: list[JsonDict] = field(default_factory=list)
+    """Per model endpoint of a pool, this invocation's counts (``ModelPool.endpoint_stats``:
+    url, healthy, calls, failures, retries, latency); empty for one endpoint."""
 
     @property
     def scored(self) -> int:
@@ -190,8 +193,11 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
         finally:  # also when interrupted (Ctrl-C, SIGTERM): the aggregate of what is done
             run.close()
             progress.stop()
+            summary.endpoints = _endpoint_stats(runner)
             try:
-                summary.aggregate = metrics.write(files.aggregate_metrics)
+                summary.aggregate = metrics.write(
+                    files.aggregate_metrics, endpoints=summary.endpoints
+                )
             except OSError as error:
                 run.stop(f"{OutputError(files.aggregate_metrics, error)}")
     return summary
@@ -406,6 +412,12 @@ class _Run:
                 appender.close()
             except OutputError as error:
                 self.stop(f"{error}; make room and run the same command with --resume")
+
+
+def _endpoint_stats(runner: RolloutRunner) -> list[JsonDict]:
+    """A runner's per-endpoint model counts, when it has them (``BoundAgent`` over a pool)."""
+    stats = getattr(runner, "endpoint_stats", None)
+    return list(stats()) if callable(stats) else []
 
 
 def _service(error: ServiceUnreachable) -> str:

@@ -36,9 +36,19 @@ from palaestra.types import JsonDict
 
 _ABSENT = object()
 NOT_COMPARED = frozenset(
-    {"palaestra_version", "spec", "input.path", "input.size", "input.mtime_ns", "input.tasks"}
+    {
+        "palaestra_version",
+        "spec",
+        "input.path",
+        "input.size",
+        "input.mtime_ns",
+        "input.tasks",
+        "model.urls",
+    }
 )
-"""Recorded, never compared: a top-level field (all of it) or one dotted key."""
+"""Recorded, never compared: a top-level field (all of it) or one dotted key. A model pool's
+``urls`` are replicas of one model: a resume with more or fewer of them is the same run (its
+``url`` is null; a resume on a single URL instead of a pool is refused, naming ``model.url``)."""
 
 
 def run_identity(scan: InputScan, *, repeats: int, sampling: JsonDict, facts: JsonDict) -> JsonDict:

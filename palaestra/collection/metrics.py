@@ -386,17 +386,21 @@ class RunMetrics:
             }
             yield empty, iter(())
 
-    def write(self, path: Path) -> list[AggregateEntry]:
+    def write(self, path: Path, *, endpoints: list[JsonDict] | None = None) -> list[AggregateEntry]:
         """Write the aggregate to ``path`` as JSON, streaming the per-task groups.
 
         Returns the entries without their ``group_level_metrics`` (they are in the file), so
         a run of a million tasks never holds a million group dicts, nor their JSON text.
+        ``endpoints`` (a model pool's per-endpoint counts of this invocation) go in each
+        agent's entry as ``model_endpoints``: the file stays NeMo Gym's list of agent entries,
+        whose reader (``AggregateMetrics``) ignores keys it does not know.
         """
         entries = []
         with path.open("wb") as out:
             out.write(b"[")
             for number, (entry, groups) in enumerate(self.entries()):
-                head = orjson.dumps(entry, option=orjson.OPT_INDENT_2)  # "{\n  ...\n}"
+                shown = {**entry, "model_endpoints": endpoints} if endpoints else entry
+                head = orjson.dumps(shown, option=orjson.OPT_INDENT_2)  # "{\n  ...\n}"
                 out.write(b",\n" if number else b"\n")
                 out.write(head[:-2] + b',\n  "group_level_metrics": [')
                 for position, group in enumerate(groups):

@@ -117,4 +117,8 @@ def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
     }
     if result.truncated:
         facts["truncated"] = result.truncated
+    if result.endpoints is not None:  # a model pool: where the calls went, and any move
+        facts["endpoints"] = result.endpoints
+        if len(result.endpoints) > 1:
+            facts["endpoint_moves"] = len(result.endpoints) - 1
     return facts

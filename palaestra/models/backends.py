@@ -47,7 +47,13 @@ def build_model(config: ModelConfig, *, http: HttpClient | None = None) -> Model
     ``http`` is an HTTP client to borrow (several models may share one; the model never closes
     it); without one a remote model owns its own. An unknown backend, a plug-in that fails to
     load, or one that builds something that is not a ``Model`` is a one-line ``ConfigError``.
+    Two or more ``config.urls`` build a ``palaestra.models.pool.ModelPool``: one model of the
+    backend per URL, sharing ``http``.
     """
+    if config.urls:
+        from palaestra.models.pool import ModelPool
+
+        return ModelPool(config, http=http)
     plugin = MODEL_BACKENDS.load(config.backend)
     where = f"model backend '{plugin.name}' ({plugin.source})"
     try:

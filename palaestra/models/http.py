@@ -213,6 +213,7 @@ async def _attempts(
     unreachable_every_time = True
     last_failure = ""
     last_error: type[ModelError] = ModelError
+    last_kind = ""
     for attempt in range(retry.max_retries + 1):
         retry_after: float | None = None
         try:
@@ -232,14 +233,15 @@ async def _attempts(
         except AnswerTooLarge as exc:  # the same request would be answered as large again
             raise ModelError(f"{where}: {exc}") from None
         except ConnectFailed as exc:  # refused, DNS failure, no route: nothing was sent
-            last_failure, last_error = str(exc), ModelUnreachable
+            last_failure, last_error, last_kind = str(exc), ModelUnreachable, "connect"
         except TimeoutError:
             unreachable_every_time = False
-            last_failure, last_error = "timed out", ModelTimeout
+            last_failure, last_error, last_kind = "timed out", ModelTimeout, "timeout"
         except (TransportError, OSError) as exc:  # disconnects, resets, broken answers
             unreachable_every_time = False
             detail = str(exc) or type(exc).__name__
             last_failure, last_error = f"connection failed: {detail}", ModelError
+            last_kind = "disconnect"
         else:
             status, raw = answer.status, answer.body
             if 200 <= status < 300:
@@ -249,13 +251,16 @@ async def _attempts(
             retry_after = _retry_after(answer.headers.get("retry-after"))
             unreachable_every_time = False
             last_failure, last_error = f"HTTP {status}: {_excerpt(raw)}", ModelError
+            last_kind = f"http {status}"
         if attempt < retry.max_retries:
             stats.retries += 1
             await asyncio.sleep(retry.delay(attempt, retry_after, unit=random.random()))
     if last_error is ModelUnreachable and not unreachable_every_time:
         last_error = ModelError
     attempts = retry.max_retries + 1
-    raise last_error(f"{where} failed after {attempts} attempt(s); last: {last_failure}")
+    error = last_error(f"{where} failed after {attempts} attempt(s); last: {last_failure}")
+    error.transient = last_kind
+    raise error
 
 
 async def request_json(

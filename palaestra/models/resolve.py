@@ -10,6 +10,10 @@ but ``api_key``: name the variable that holds the key with ``api_key_env``)::
       model: gpt-4.1-mini
       api_key_env: OPENAI_API_KEY
     vllm: http://gpu-box:8000/v1   # a bare URL is fine too
+    replicas:                 # several endpoints of one model: a load-aware pool
+      urls: [http://gpu-1:8000/v1, http://gpu-2:8000/v1]
+      model: qwen3-8b
+    replicas-short: [http://gpu-1:8000/v1, http://gpu-2:8000/v1]   # a bare list: the urls
     long-local:
       backend: local          # any model backend: openai (the default), local, or a plug-in's
       options: {n_ctx: 8192}
@@ -17,7 +21,7 @@ but ``api_key``: name the variable that holds the key with ``api_key_env``)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
@@ -57,8 +61,14 @@ def _validated(fields: Mapping[str, Any], where: str) -> ModelConfig:
     if unknown:
         known = ", ".join(SAMPLING_FIELDS)
         raise ConfigError(f"{where}: sampling may set {known}, not {', '.join(unknown)}")
-    if config.backend == "openai" and not (config.url or "").startswith(("http://", "https://")):
-        raise ConfigError(f"{where}: 'url' must be an http(s) URL, not {config.url!r}")
+    if config.backend == "openai":
+        urls: list[str | None] = [*config.urls] or [config.url]
+        for url in urls:
+            if not (url or "").startswith(("http://", "https://")):
+                field = (
+                    "'urls' must be http(s) URLs" if config.urls else "'url' must be an http(s) URL"
+                )
+                raise ConfigError(f"{where}: {field}, not {url!r}")
     return config
 
 
@@ -78,12 +88,15 @@ def _load_config(path: Path) -> dict[str, Any]:
 
 
 def _entry(raw: Any, where: str) -> ModelConfig:
-    """A config entry as a ``ModelConfig``; a bare string is the URL of an OpenAI server."""
+    """A config entry as a ``ModelConfig``; a bare string is the URL of an OpenAI server, a
+    bare list the URLs of a pool of them."""
     from palaestra.spec import ModelConfig
 
     entry: Any = {"url": raw} if isinstance(raw, str) else raw
+    if isinstance(raw, list) and all(isinstance(url, str) for url in raw):
+        entry = {"urls": raw}
     if not isinstance(entry, dict):
-        raise ConfigError(f"{where} must be a URL or a mapping with 'url'")
+        raise ConfigError(f"{where} must be a URL, a list of URLs or a mapping with 'url'")
     if _SECRET in entry:
         raise ConfigError(f"{where}: name the variable that holds the key with api_key_env")
     known = sorted(set(ModelConfig.model_fields) - {_SECRET})
@@ -117,7 +130,7 @@ def _named(spec: str, config_path: Path | None) -> ModelConfig:
 
 
 def model_config(
-    spec: str,
+    spec: str | Sequence[str],
     *,
     api: Api | None = None,
     model_name: str | None = None,
@@ -133,14 +146,20 @@ def model_config(
 
     ``spec`` is an http(s) base URL (the ``openai`` backend), a name in the model config file
     (``config_path``, default ``./palaestra_models.yaml``), or a model backend's name
-    (``local``, or a plug-in's), tried in that order. Arguments that are given win over the
+    (``local``, or a plug-in's), tried in that order; or several base URLs of one model (a
+    list: a pool, ``palaestra.models.pool``; a configured pool is one name whose entry has
+    ``urls``). Arguments that are given win over the
     config entry (``api="auto"`` defers to it); ``sampling`` and ``options`` are merged into
     the entry's key by key. Anything wrong is one ``ConfigError`` line naming the file, entry
     and field. The key in ``api_key_env`` is read later, when the model is built.
     """
     if api is not None:
         _checked_api(api, "model")
-    if spec.startswith(("http://", "https://")):
+    if not isinstance(spec, str) and len(spec) == 1:
+        spec = spec[0]
+    if not isinstance(spec, str):
+        spec, base = _pool(list(spec))
+    elif spec.startswith(("http://", "https://")):
         base = _validated({"url": spec}, f"model {spec}")
     else:
         base = _named(spec, config_path)
@@ -158,6 +177,20 @@ def model_config(
     if not overrides:
         return base
     return _validated({**base.model_dump(), **overrides}, f"model '{spec}'")
+
+
+def _pool(specs: list[str]) -> tuple[str, ModelConfig]:
+    """Several models given at once: the base URLs of one model's replicas, nothing else."""
+    if not specs or not all(isinstance(spec, str) for spec in specs):
+        raise ConfigError(f"model: expected a name, a URL or a list of URLs, not {specs!r}")
+    for spec in specs:
+        if not spec.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"model '{spec}': several models must all be http(s) base URLs (the endpoints "
+                "of one model); name a pool of them as one entry with 'urls' in the model config"
+            )
+    label = f"{specs[0]} (+{len(specs) - 1})"
+    return label, _validated({"urls": specs}, f"models {', '.join(specs)}")
 
 
 def open_model(

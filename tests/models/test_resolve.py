@@ -133,7 +133,7 @@ def test_a_missing_config_file_is_named(tmp_path: Path, monkeypatch: pytest.Monk
         (f"m:\n  url: {URL}\n  api: grpc\n", "api must be one of"),
         (f"m:\n  url: {URL}\n  apikey: x\n", "unknown keys"),
         ("m:\n  url: ftp://host\n", "http\\(s\\) URL"),
-        ("m: [1, 2]\n", "must be a URL or a mapping"),
+        ("m: [1, 2]\n", "must be a URL, a list of URLs or a mapping"),
         (f"m:\n  url: {URL}\n  api_key_env: PALAESTRA_SURELY_UNSET_VARIABLE\n", "is not set"),
         ("m: {url: [unclosed\n", "cannot read model config"),
     ],

@@ -159,7 +159,8 @@ class ScriptedModelServer:
     With ``api_key`` set, every route (``/v1/models`` too) answers 401 as OpenAI does to a
     request without ``Authorization: Bearer <api_key>``. ``models`` replaces the model listing:
     it is called for each ``GET /v1/models`` and may answer a ``ScriptedFault``.
-    ``peak_in_flight`` is the most requests the server was handling at one time.
+    ``peak_in_flight`` is the most requests the server was handling at one time. ``port``
+    (default 0: a free one) lets a stopped server come back at the same address.
     """
 
     def __init__(
@@ -172,6 +173,7 @@ class ScriptedModelServer:
         models: Callable[[], Reply] | None = None,
         tokenizer: ToyTokenizer | None = None,
         flavour: Literal["vllm", "sglang"] = "vllm",
+        port: int = 0,
     ) -> None:
         self.script = script
         self.tokenizer = tokenizer
@@ -182,7 +184,7 @@ class ScriptedModelServer:
         self.models_script = models
         self._in_flight = 0
         self._peak_in_flight = 0
-        self.port = 0
+        self.port = port
         self._requests: list[tuple[str, JsonDict]] = []
         self._authorizations: list[str | None] = []
         self._lock = threading.Lock()
@@ -262,7 +264,7 @@ class ScriptedModelServer:
         runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5)
         await runner.setup()
         try:
-            await web.TCPSite(runner, "127.0.0.1", 0).start()
+            await web.TCPSite(runner, "127.0.0.1", self.port).start()
             self.port = runner.addresses[0][1]
             self._ready.set()
             await self._stop.wait()

@@ -1,0 +1,192 @@
+"""The model pool over real scripted servers: stickiness, least-loaded choice, health, counts."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from palaestra.errors import ModelError, ModelUnreachable
+from palaestra.models import build_model
+from palaestra.models.affinity import rollout_scope
+from palaestra.models.pool import FAILURES_TO_REMOVE, ModelPool
+from palaestra.spec import ModelConfig
+from palaestra.types import JsonDict
+from tests.support.network import free_port
+from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
+
+RESPONSES = "/v1/responses"
+
+
+def answer(params: JsonDict) -> JsonDict:
+    return text_response("ok")
+
+
+def pool_of(*urls: str, **fields: object) -> ModelPool:
+    config = ModelConfig(urls=list(urls), api="responses", retry_delay=0, **fields)  # type: ignore[arg-type]
+    pool = build_model(config)
+    assert isinstance(pool, ModelPool)
+    return pool
+
+
+def params(text: str = "hi") -> JsonDict:
+    return {"input": [{"role": "user", "content": text}]}
+
+
+async def test_a_rollout_stays_on_its_endpoint() -> None:
+    with ScriptedModelServer(answer) as a, ScriptedModelServer(answer) as b:
+        pool = pool_of(a.url, b.url)
+        try:
+            for _ in range(3):  # three rollouts of three calls each
+                with rollout_scope() as scope:
+                    for _ in range(3):
+                        await pool.respond(params())
+                assert scope.urls is not None and len(scope.urls) == 1
+        finally:
+            await pool.aclose()
+        # Sequential rollouts: ties go round-robin, and each rollout's calls stay together.
+        assert sorted([len(a.bodies(RESPONSES)), len(b.bodies(RESPONSES))]) == [3, 6]
+        stats = {entry["url"]: entry for entry in pool.endpoint_stats()}
+        assert stats[a.url]["calls"] == len(a.bodies(RESPONSES))
+        assert stats[b.url]["calls"] == len(b.bodies(RESPONSES))
+        assert sum(entry["rollouts"] for entry in stats.values()) == 3
+
+
+async def test_a_new_rollout_goes_to_the_least_loaded_endpoint() -> None:
+    busy = threading.Event()
+    release = threading.Event()
+
+    def slow_once(params: JsonDict) -> JsonDict | ScriptedFault:
+        if "hold" in str(params["input"]):
+            busy.set()
+            release.wait(10)
+        return answer(params)
+
+    with ScriptedModelServer(slow_once) as a, ScriptedModelServer(slow_once) as b:
+        pool = pool_of(a.url, b.url)
+        try:
+            with rollout_scope() as held:
+                holding = asyncio.ensure_future(pool.respond(params("hold")))
+                await asyncio.to_thread(busy.wait, 10)
+            for _ in range(4):  # each new rollout finds one call in flight on the held endpoint
+                with rollout_scope() as scope:
+                    await pool.respond(params())
+                assert scope.urls is not None and held.urls is not None
+                assert scope.urls != held.urls
+            release.set()
+            await holding
+        finally:
+            release.set()
+            await pool.aclose()
+        stats = {entry["url"]: entry for entry in pool.endpoint_stats()}
+        assert held.urls is not None
+        assert stats[held.urls[0]]["calls"] == 1
+        assert stats[held.urls[0]]["in_flight_peak"] == 1
+
+
+async def test_calls_outside_a_rollout_spread_over_the_endpoints() -> None:
+    with ScriptedModelServer(answer) as a, ScriptedModelServer(answer) as b:
+        pool = pool_of(a.url, b.url)
+        try:
+            for _ in range(4):
+                await pool.respond(params())
+        finally:
+            await pool.aclose()
+        assert len(a.bodies(RESPONSES)) == len(b.bodies(RESPONSES)) == 2
+
+
+async def test_an_endpoint_answering_5xx_is_taken_out_and_its_calls_move() -> None:
+    broken = ScriptedFault(status=503, body={"error": {"message": "overloaded"}})
+    with ScriptedModelServer(answer) as good, ScriptedModelServer(lambda p: broken) as bad:
+        pool = pool_of(bad.url, good.url)
+        try:
+            moved = []
+            for _ in range(6):
+                with rollout_scope() as scope:
+                    await pool.respond(params())
+                    await pool.respond(params())
+                moved.append(scope.urls)
+            assert not pool.endpoints[0].healthy
+        finally:
+            await pool.aclose()
+        # Every rollout that started on the broken endpoint moved once, then stayed.
+        assert [bad.url, good.url] in moved
+        assert all(urls in ([good.url], [bad.url, good.url]) for urls in moved)
+        assert len(bad.bodies(RESPONSES)) == FAILURES_TO_REMOVE  # then it was out
+        stats = {entry["url"]: entry for entry in pool.endpoint_stats()}
+        assert stats[bad.url]["failures"] == FAILURES_TO_REMOVE
+        assert stats[bad.url]["removed"] == 1
+        assert stats[good.url]["retries"] == FAILURES_TO_REMOVE
+        assert stats[good.url]["calls"] == len(good.bodies(RESPONSES)) == 12
+        assert pool.stats.requests == 12
+        assert pool.stats.retries == FAILURES_TO_REMOVE
+
+
+async def test_a_client_error_is_not_retried_elsewhere() -> None:
+    refused = ScriptedFault(status=422, body={"error": {"message": "bad tool schema"}})
+    with ScriptedModelServer(lambda p: refused) as a, ScriptedModelServer(lambda p: refused) as b:
+        pool = pool_of(a.url, b.url)
+        try:
+            with pytest.raises(ModelError, match="422"):
+                await pool.respond(params())
+        finally:
+            await pool.aclose()
+        assert len(a.bodies(RESPONSES)) + len(b.bodies(RESPONSES)) == 1
+        assert all(endpoint.healthy for endpoint in pool.endpoints)
+
+
+async def test_a_stopped_endpoint_is_probed_and_put_back() -> None:
+    port = free_port()
+    with ScriptedModelServer(answer) as a:
+        restarted = ScriptedModelServer(answer, port=port)
+        pool = pool_of(a.url, f"http://127.0.0.1:{port}/v1")
+        try:
+            for _ in range(FAILURES_TO_REMOVE + 1):  # the dead one fails, each call moves
+                with rollout_scope():
+                    await pool.respond(params())
+            dead = pool.endpoints[1]
+            assert not dead.healthy
+            with restarted:
+                while not dead.healthy:  # the probe finds it back (every 0.1 s at first)
+                    await asyncio.sleep(0.05)
+                with rollout_scope() as held:
+                    blocking = asyncio.ensure_future(pool.respond(params()))
+                    await asyncio.sleep(0)
+                with rollout_scope() as scope:
+                    await pool.respond(params())
+                await blocking
+            assert held.urls is not None and scope.urls is not None
+            assert {held.urls[0], scope.urls[0]} == {a.url, dead.url}
+            assert restarted.bodies(RESPONSES)
+        finally:
+            await pool.aclose()
+
+
+async def test_every_endpoint_down_is_model_unreachable() -> None:
+    urls = [f"http://127.0.0.1:{free_port()}/v1" for _ in range(2)]
+    pool = pool_of(*urls, max_retries=3)
+    try:
+        with pytest.raises(ModelUnreachable):
+            await pool.check()
+        with pytest.raises(ModelUnreachable, match="4 attempt"):
+            await pool.respond(params())
+    finally:
+        await pool.aclose()
+    assert sum(entry["calls"] for entry in pool.endpoint_stats()) == 4
+    assert pool.stats.failures == 1
+
+
+async def test_check_takes_out_an_endpoint_that_does_not_answer() -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    with ScriptedModelServer(answer) as a:
+        pool = pool_of(dead, a.url)
+        try:
+            await pool.check()
+            assert [endpoint.healthy for endpoint in pool.endpoints] == [False, True]
+            for _ in range(3):
+                await pool.respond(params())
+        finally:
+            await pool.aclose()
+        assert len(a.bodies(RESPONSES)) == 3
+        assert pool.endpoint_stats()[0]["calls"] == 0
