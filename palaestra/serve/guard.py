@@ -27,13 +27,16 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {
-            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
-        }
-        if self.token is not None and not _bearer_matches(headers.get("authorization"), self.token):
+        # ASGI servers lower-case header names; only two are read (no dict per request).
+        authorization = declared = None
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                declared = value.decode("latin-1")
+            elif name == b"authorization":
+                authorization = value.decode("latin-1")
+        if self.token is not None and not _bearer_matches(authorization, self.token):
             await _refuse(send, 401, "missing or wrong bearer token")
             return
-        declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             await _refuse(send, 413, f"request body over {self.max_body} bytes")
             return

@@ -7,7 +7,6 @@ cookie and header names are the protocol's (``palaestra.protocol``), shared with
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 
 from starlette.requests import Request
@@ -35,7 +34,8 @@ class SessionSigner:
         return self.session_id(token_of(request))
 
     def _signature(self, session_id: str) -> str:
-        return hmac.new(self._secret, session_id.encode(), hashlib.sha256).hexdigest()[:32]
+        # hmac.digest: one C call; an HMAC object costs 4x more (and this runs per request).
+        return hmac.digest(self._secret, session_id.encode(), "sha256").hex()[:32]
 
 
 def token_of(request: Request) -> str | None:

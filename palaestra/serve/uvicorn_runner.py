@@ -1,5 +1,8 @@
 """Run an ASGI app under uvicorn: uvloop and httptools when installed, quiet logs.
 
+With httptools, connections speak palaestra's own HTTP/1.1 protocol (``http_server``: each
+answer one write, a third of the CPU of uvicorn's) unless the app has WebSocket routes.
+
 ``serve_app`` blocks until the server is stopped (Ctrl-C). ``BackgroundServer`` runs one in a
 thread on a socket bound up front, so a caller (a test, a benchmark, a stack launcher) knows
 the port before the first request and can stop the server cleanly.
@@ -36,17 +39,25 @@ def make_server(
     """A uvicorn server for ``app``; uvloop and httptools when installed, else asyncio and h11.
 
     ``ws``: uvicorn's WebSocket protocol; ``"none"`` (no WebSocket routes) unless the app has
-    some (the OpenEnv server: ``"auto"``).
+    some (the OpenEnv server: ``"auto"``), which keeps uvicorn's own HTTP protocol too.
+    Forwarded headers are not trusted (``proxy_headers``): no palaestra route reads the
+    client's address, and the rewrite costs every request.
     """
+    http: Any = _fastest("httptools", "h11")
+    if http == "httptools" and ws == "none":
+        from palaestra.serve.http_server import HttpProtocol
+
+        http = HttpProtocol
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         loop=_fastest("uvloop", "asyncio"),
-        http=_fastest("httptools", "h11"),
+        http=http,
         ws=ws,
         log_level=log_level,
         access_log=False,
+        proxy_headers=False,
     )
     return uvicorn.Server(config)
 
