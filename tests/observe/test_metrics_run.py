@@ -69,7 +69,8 @@ def failing_weather(delay: float = 0.0):  # type: ignore[no-untyped-def]
     def script(params: JsonDict) -> JsonDict | ScriptedFault:
         if "FAIL" in orjson.dumps(params["input"]).decode():
             return ScriptedFault(status=400, body={"error": {"message": "refused"}})
-        return weather(params)
+        reply: JsonDict | ScriptedFault = weather(params)
+        return reply
 
     return script
 
@@ -190,3 +191,29 @@ def test_a_metrics_port_in_use_is_one_line_before_anything_runs(tmp_path: Path) 
                 metrics_port=port,
             )
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_pool_of_endpoints_is_scraped_per_endpoint(tmp_path: Path) -> None:
+    tasks = tasks_file(tmp_path / "tasks.jsonl", ["Paris", "Oslo", "Rome", "Lima"])
+    port = free_port()
+    scrapes: list[Samples] = []
+    url = f"http://127.0.0.1:{port}/metrics"
+    with (
+        ScriptedModelServer(weather_script()) as first,
+        ScriptedModelServer(weather_script()) as second,
+    ):
+        palaestra.collect(
+            env="weather",
+            model=[first.url, second.url],
+            input=tasks,
+            output=tmp_path / "out.jsonl",
+            repeats=2,
+            concurrency=4,
+            metrics_port=port,
+            progress=lambda summary: scrapes.append(scrape(url)),
+        )
+        seen = {server.url: len(server.bodies("/v1/responses")) for server in (first, second)}
+    calls = by_label(scrapes[-1], "palaestra_model_calls_total", "endpoint")
+    assert calls == seen and sum(calls.values()) == 16  # two calls per rollout
+    healthy = by_label(scrapes[-1], "palaestra_model_endpoint_healthy", "endpoint")
+    assert healthy == {first.url: 1.0, second.url: 1.0}
