@@ -16,6 +16,7 @@ from palaestra.cli.serve_servers import (
     serve_spec_command,
 )
 from palaestra.cli.verify import verify_command
+from palaestra.cli.view import view_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,6 +36,7 @@ cli.add_command(serve_group)
 cli.add_command(run_command)
 cli.add_command(status_command)
 cli.add_command(verify_command)
+cli.add_command(view_command)
 
 
 def main() -> None:

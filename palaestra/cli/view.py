@@ -1,0 +1,63 @@
+"""``palaestra view``: browse rollout files in a local web page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from palaestra.cli.errors import exit_on_user_error
+from palaestra.cli.serve_servers import host_option, port_option, read_token, with_token_options
+
+if TYPE_CHECKING:
+    from palaestra.observe.viewer import Run
+
+
+@click.command("view")
+@click.argument("rollouts", nargs=-1, required=True, type=click.Path(path_type=Path))
+@host_option
+@port_option
+@with_token_options("Require this token (in the page's URL, or as a bearer header).")
+@click.option(
+    "--open", "open_browser", is_flag=True, help="Open the page in this machine's browser."
+)
+def view_command(
+    rollouts: tuple[Path, ...],
+    host: str,
+    port: int,
+    token: str | None,
+    token_file: Path | None,
+    open_browser: bool,
+) -> None:
+    """Browse a rollouts file (or two, side by side) on a local web page.
+
+    ROLLOUTS: runs/x.jsonl, and optionally runs/y.jsonl to compare them task by task. The
+    failures file beside each (runs/x_failures.jsonl) is read too. Stop with Ctrl-C.
+    """
+    from palaestra.observe.viewer import view
+
+    console = Console(stderr=True)
+
+    def ready(url: str, runs: list[Run]) -> None:
+        for run in runs:
+            summary = run.index.summary()
+            console.print(
+                f"indexed {escape(str(run.path))}: {summary['rows']:,} rows "
+                f"({summary['scored']:,} scored, {summary['failed']:,} failed) "
+                f"in {run.seconds_to_index:.2f} s",
+                highlight=False,
+            )
+        print(f"viewing on {url}  (Ctrl-C to stop)", flush=True)
+
+    with exit_on_user_error(console):
+        view(
+            rollouts,
+            host=host,
+            port=port,
+            token=read_token(token, token_file),
+            open_browser=open_browser,
+            on_ready=ready,
+        )
