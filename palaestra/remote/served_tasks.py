@@ -58,17 +58,23 @@ def task_row(seed: JsonDict) -> JsonDict:
 
 
 async def served_tasks(
-    base_url: str, path: Path, *, token: str | None = None, http: HttpClient | None = None
+    base_url: str,
+    path: Path,
+    *,
+    token: str | None = None,
+    http: HttpClient | None = None,
+    in_flight: int = IN_FLIGHT,
 ) -> Path:
-    """Write every task the server at ``base_url`` serves to ``path`` (renamed into place);
-    ``path``. A server that cannot say its size, or answers a seed badly, is a ``ConfigError``
-    naming the route (nothing is collected from a benchmark read halfway)."""
+    """Write every task the server at ``base_url`` serves to ``path`` (renamed into place),
+    ``in_flight`` seeds at a time; ``path``. A server that cannot say its size, or answers a
+    seed badly, is a ``ConfigError`` naming the route (nothing runs on a benchmark read
+    halfway)."""
     base = base_url.rstrip("/")
     auth = {"Authorization": f"Bearer {token}"} if token else {}
     client = http or HttpClient()
     try:
         size = await _size(client, base, auth)
-        rows = await _rows(client, base, auth, size)
+        rows = await _rows(client, base, auth, size, in_flight)
     except (TransportError, TimeoutError) as error:
         raise ConfigError(f"cannot read the tasks of {base}: {describe(error)}") from None
     finally:
@@ -104,15 +110,17 @@ async def _size(client: HttpClient, base: str, auth: dict[str, str]) -> int:
     return size
 
 
-async def _rows(client: HttpClient, base: str, auth: dict[str, str], size: int) -> list[JsonDict]:
+async def _rows(
+    client: HttpClient, base: str, auth: dict[str, str], size: int, in_flight: int
+) -> list[JsonDict]:
     rows: list[JsonDict] = [{} for _ in range(size)]
     indices = iter(range(size))
 
     async def fetch() -> None:
-        for idx in indices:  # one shared iterator: IN_FLIGHT workers, each task fetched once
+        for idx in indices:  # one shared iterator: in_flight workers, each task fetched once
             rows[idx] = await _seed(client, base, auth, idx)
 
-    await asyncio.gather(*(fetch() for _ in range(min(IN_FLIGHT, size))))
+    await asyncio.gather(*(fetch() for _ in range(max(1, min(in_flight, size)))))
     return rows
 
 

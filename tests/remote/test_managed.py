@@ -1,0 +1,207 @@
+"""``collect --env-cmd``: the environment server it starts is gone after every way a run ends.
+
+Each command writes the pid of its server (``exec``: the shell becomes the server) and of a
+helper it left running in the background, in the server's process group: both must be gone
+after the run, whether it finished, failed, or was stopped by Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from palaestra.errors import ConfigError
+from palaestra.processes import alive
+from palaestra.remote.managed import ManagedServer, managed_server
+from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
+
+PALAESTRA = [sys.executable, "-m", "palaestra"]
+SERVER = f"{sys.executable} -m palaestra serve env counter --host 127.0.0.1 --port {{port}}"
+
+
+def command(tmp_path: Path, server: str = SERVER) -> str:
+    """``server`` started so that its pid and a background helper's pid are written down."""
+    return (
+        f"sleep 300 & echo $! > {tmp_path}/helper.pid; "
+        f"echo $$ > {tmp_path}/server.pid; exec {server}"
+    )
+
+
+def gone(pid: int) -> bool:
+    """No such process, or only its exit status is left (a zombie not yet reaped by init)."""
+    if not alive(pid):
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return True
+    return state == "Z"
+
+
+def pids(tmp_path: Path) -> list[int]:
+    return [int((tmp_path / f"{name}.pid").read_text()) for name in ("server", "helper")]
+
+
+def assert_all_gone(tmp_path: Path) -> None:
+    for pid in pids(tmp_path):
+        deadline = time.monotonic() + 5  # init reaps the orphaned helper on its own time
+        while not gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone(pid), f"process {pid} outlived the run"
+
+
+def counts(params: dict[str, object]) -> dict[str, object]:
+    return text_response("done")
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(counts) as server:
+        yield server
+
+
+def collect(tmp_path: Path, model_url: str, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            *PALAESTRA,
+            "collect",
+            "--env-cmd",
+            command(tmp_path),
+            "--model",
+            model_url,
+            "--output",
+            str(tmp_path / "out" / "rollouts.jsonl"),
+            "--input",
+            str(tmp_path / "tasks.jsonl"),
+            *extra,
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def write_tasks(tmp_path: Path, n: int = 2) -> None:
+    rows = [{"responses_create_params": {"input": "count"}, "target_value": 1}] * n
+    (tmp_path / "tasks.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+
+
+def test_a_finished_run_stops_the_server_and_all_it_started(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    write_tasks(tmp_path)
+    done = collect(tmp_path, model.url)
+    _, err = done.communicate(timeout=120)
+    assert done.returncode in (0, 4), err  # scored or not, the run ran against the server
+    rows = (tmp_path / "out" / "rollouts.jsonl").read_bytes().splitlines()
+    assert len(rows) == 2
+    assert_all_gone(tmp_path)
+    identity = orjson.loads((tmp_path / "out" / "rollouts_run.json").read_bytes())
+    assert identity["env"] == {"cmd": command(tmp_path)}  # not the port it got this time
+    assert "counter" in (tmp_path / "out" / "rollouts_env_server.log").read_text()
+
+
+def test_a_run_that_fails_after_the_server_started_stops_it(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    # no tasks file: the run fails (one line, exit 1) after the server is up
+    done = collect(tmp_path, model.url)
+    _, err = done.communicate(timeout=120)
+    assert done.returncode == 1 and "Traceback" not in err
+    assert "tasks.jsonl" in err
+    assert_all_gone(tmp_path)
+
+
+def test_a_server_that_dies_at_start_is_one_line_and_its_last_output(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    write_tasks(tmp_path)
+    dying = subprocess.run(
+        [
+            *PALAESTRA,
+            "collect",
+            "--env-cmd",
+            "echo starting; echo 'boom: no such benchmark' >&2; exit 3",
+            "--model",
+            model.url,
+            "--input",
+            "tasks.jsonl",
+            "--output",
+            "out/r.jsonl",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert dying.returncode == 1 and "Traceback" not in dying.stderr
+    first = next(line for line in dying.stderr.splitlines() if line.strip())
+    assert "exited with code 3 before it was healthy" in first
+    assert "boom: no such benchmark" in dying.stderr and "starting" in dying.stderr
+    assert not (tmp_path / "out" / "r.jsonl").exists()  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"]
+)
+def test_a_run_stopped_by_a_signal_stops_the_server_and_all_it_started(
+    tmp_path: Path, signum: signal.Signals, status: int
+) -> None:
+    write_tasks(tmp_path)
+    slow = ScriptedFault(status=200, body=text_response("done"), delay=60)
+    with ScriptedModelServer(lambda params: slow) as model:
+        running = collect(tmp_path, model.url)
+        try:
+            deadline = time.monotonic() + 60
+            while not model.requests and time.monotonic() < deadline:  # a rollout is under way
+                assert running.poll() is None, running.communicate()
+                time.sleep(0.05)
+            assert model.requests, "no rollout started"
+            running.send_signal(signum)
+            _, err = running.communicate(timeout=60)
+        finally:
+            if running.poll() is None:
+                running.kill()
+    assert running.returncode == status, err
+    assert_all_gone(tmp_path)
+
+
+async def test_a_server_never_healthy_is_stopped_after_the_timeout(tmp_path: Path) -> None:
+    server = ManagedServer(command(tmp_path, "sleep 300"), ready_timeout=0.5)
+    with pytest.raises(ConfigError) as raised:
+        await server.start()
+    assert f"was not healthy at {server.url} after 0.5s" in str(raised.value)
+    assert_all_gone(tmp_path)
+
+
+async def test_the_port_is_given_as_a_placeholder_and_as_port(tmp_path: Path) -> None:
+    said = tmp_path / "said"
+    server_command = (
+        f"echo {{port}} $PORT > {said}; exec {sys.executable} -m palaestra serve env counter "
+        f"--host 127.0.0.1 --port $PORT"
+    )
+    async with managed_server(server_command) as server:
+        assert said.read_text().split() == [str(server.port)] * 2
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        assert server.died() is None
+        pid = server.pid
+    assert pid is not None and gone(pid)
+
+
+async def test_a_server_that_dies_during_the_run_says_so(tmp_path: Path) -> None:
+    async with managed_server(command(tmp_path)) as server:
+        server_pid, _ = pids(tmp_path)
+        subprocess.run(["kill", "-9", str(server_pid)], check=True)
+        assert server.process is not None
+        await server.process.wait()
+        death = server.died()
+    assert death is not None and "exited with code -9" in death
+    assert_all_gone(tmp_path)
