@@ -1,0 +1,172 @@
+"""``--workers N``: rollouts in N worker processes, written by the one collector.
+
+Real processes, real HTTP to a scripted model; the environment (``envs.Numbered``) rewards by
+task number, notes which process ran each rollout, and can be slowed down or made deadly.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from palaestra import collect
+from palaestra.errors import ConfigError
+from tests.cli.test_collect_cli import rows, weather_script
+from tests.distributed.envs import Numbered, numbered_tasks
+from tests.support.scripted_model import ScriptedModelServer
+
+ROOT = Path(__file__).parents[2]
+ENV = "tests.distributed.envs:Numbered"
+
+
+def pairs(path: Path) -> Counter[tuple[int, int]]:
+    return Counter((r["_ng_task_index"], r["_ng_rollout_index"]) for r in rows(path))
+
+
+def same_fields(path: Path) -> list[tuple[int, int, float, str]]:
+    return sorted(
+        (r["_ng_task_index"], r["_ng_rollout_index"], r["reward"], r["agent_ref"]["name"])
+        for r in rows(path)
+    )
+
+
+class Killer(threading.Thread):
+    """SIGKILLs the first process that notes a rollout in ``pids`` (once)."""
+
+    def __init__(self, pids: Path) -> None:
+        super().__init__(daemon=True)
+        self.pids, self.killed = pids, 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.02):
+            notes = list(self.pids.glob("*.jsonl"))
+            if notes:
+                self.killed = int(notes[0].stem)
+                os.kill(self.killed, signal.SIGKILL)
+                return
+
+
+def test_two_worker_processes_write_the_rows_a_run_in_process_writes(tmp_path: Path) -> None:
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 6)
+    common = {"env": ENV, "input": tasks, "repeats": 2, "concurrency": 4}
+    with ScriptedModelServer(weather_script()) as server:
+        here = collect(**common, model=server.url, output=tmp_path / "here.jsonl")  # type: ignore[arg-type]
+        there = collect(
+            **common,  # type: ignore[arg-type]
+            model=server.url,
+            output=tmp_path / "there.jsonl",
+            workers=2,
+        )
+    assert (here.done, there.done, there.failed) == (12, 12, 0)
+    assert same_fields(tmp_path / "there.jsonl") == same_fields(tmp_path / "here.jsonl")
+    ran_in = {r["pid"] for r in rows(tmp_path / "there.jsonl")}
+    assert len(ran_in) == 2 and os.getpid() not in ran_in  # spread over both workers
+    assert {r["pid"] for r in rows(tmp_path / "here.jsonl")} == {os.getpid()}
+    assert there.mean_reward == here.mean_reward
+
+
+def test_a_worker_killed_mid_run_leaves_exactly_one_row_per_task_and_rollout(
+    tmp_path: Path,
+) -> None:
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 8)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    killer = Killer(pids)
+    with ScriptedModelServer(weather_script()) as server:
+        killer.start()
+        summary = collect(
+            env=ENV, env_args={"delay": 0.3, "pids": str(pids)}, model=server.url,
+            input=tasks, output=tmp_path / "out.jsonl", repeats=2, concurrency=8, workers=2,
+        )  # fmt: skip
+        killer.done.set()
+    assert killer.killed  # a worker died with rollouts in flight (each sleeps 0.3 s)
+    assert killer.killed not in {r["pid"] for r in rows(tmp_path / "out.jsonl")}
+    expected = Counter((t, r) for t in range(8) for r in range(2))
+    assert pairs(tmp_path / "out.jsonl") == expected
+    assert rows(tmp_path / "out_failures.jsonl") == []
+    assert (summary.done, summary.failed, summary.stopped_reason) == (16, 0, None)
+    dispatched = Counter(
+        (r["_ng_task_index"], r["_ng_rollout_index"])
+        for r in rows(tmp_path / "out_materialized_inputs.jsonl")
+    )
+    assert dispatched == expected  # rerun on another worker, not dispatched again
+
+
+def test_a_task_that_kills_its_worker_every_time_is_a_worker_crash_and_the_others_finish(
+    tmp_path: Path,
+) -> None:
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 6, crash={2})
+    with ScriptedModelServer(weather_script()) as server:
+        summary = collect(
+            env=ENV, env_args={"delay": 0.1}, model=server.url, input=tasks,
+            output=tmp_path / "out.jsonl", concurrency=4, workers=2,
+        )  # fmt: skip
+    assert sorted(pairs(tmp_path / "out.jsonl")) == [(n, 0) for n in (0, 1, 3, 4, 5)]
+    (failure,) = rows(tmp_path / "out_failures.jsonl")
+    assert (failure["_ng_task_index"], failure["failure"]["kind"]) == (2, "worker_crash")
+    assert "alone" in failure["failure"]["reason"]
+    assert summary.failures == Counter({"worker_crash": 1}) and summary.stopped_reason is None
+
+
+def test_workers_that_keep_dying_stop_the_run_resumably_instead_of_looping(tmp_path: Path) -> None:
+    # the deadly task also leaves a file that makes every new worker die while it starts
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 4, crash={0})
+    doom = tmp_path / "doom"
+    with ScriptedModelServer(weather_script()) as server:
+        summary = collect(
+            env=ENV, env_args={"delay": 0.2, "doom": str(doom)}, model=server.url, input=tasks,
+            output=tmp_path / "out.jsonl", concurrency=4, workers=2,
+        )  # fmt: skip
+    assert doom.exists()
+    assert summary.stopped_reason is not None
+    assert "workers died or failed to start" in summary.stopped_reason
+    assert "--resume" in summary.stopped_reason
+    written = pairs(tmp_path / "out.jsonl") + pairs(tmp_path / "out_failures.jsonl")
+    assert all(count == 1 for count in written.values())  # nothing twice
+    assert len(written) < 4  # and the rest is left for --resume
+
+
+def test_a_resume_may_change_the_number_of_workers(tmp_path: Path) -> None:
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 4)
+    common = {"env": ENV, "input": tasks, "output": tmp_path / "out.jsonl", "concurrency": 2}
+    with ScriptedModelServer(weather_script()) as server:
+        first = collect(**common, model=server.url, workers=2, limit=2)  # type: ignore[arg-type]
+        more = collect(**common, model=server.url, resume=True, limit=2)  # type: ignore[arg-type]
+    assert (first.done, more.done, more.skipped, more.stopped_reason) == (2, 0, 2, None)
+
+
+def test_an_environment_object_workers_cannot_receive_is_one_clear_line(tmp_path: Path) -> None:
+    numbered_tasks(tmp_path / "tasks.jsonl", 1)
+
+    class Local(Numbered):  # defined in a function: a worker process cannot import it
+        pass
+
+    with pytest.raises(ConfigError, match="give the environment by name, file or module:Class"):
+        collect(
+            env=Local, model="http://127.0.0.1:9/v1", input=tmp_path / "tasks.jsonl",
+            output=tmp_path / "out.jsonl", workers=2,
+        )  # fmt: skip
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_the_collect_command_runs_on_two_workers(tmp_path: Path) -> None:
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 4)
+    with ScriptedModelServer(weather_script()) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "palaestra", "collect", "--env", ENV, "--input", str(tasks),
+             "--output", str(tmp_path / "out.jsonl"), "--model", server.url, "--repeats", "2",
+             "--workers", "2", "--concurrency", "4"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert pairs(tmp_path / "out.jsonl") == Counter((t, r) for t in range(4) for r in range(2))
+    assert len({r["pid"] for r in rows(tmp_path / "out.jsonl")}) == 2
+    assert "Traceback" not in done.stderr
