@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from palaestra.cli.collect import collect_command
+from palaestra.cli.compare import compare_command
 from palaestra.cli.envs import envs_command
 from palaestra.cli.plugins import plugins_command
 from palaestra.cli.run import run_command, status_command
@@ -26,6 +27,7 @@ def cli() -> None:
 
 
 cli.add_command(collect_command)
+cli.add_command(compare_command)
 cli.add_command(envs_command)
 cli.add_command(plugins_command)
 serve_group.add_command(serve_env_command)
