@@ -247,3 +247,25 @@ def test_the_worker_pool_reports_workers_limit_hits_cpu_and_memory() -> None:
     assert samples["palaestra_pool_peak_memory_bytes", ()] > 1_000_000  # an interpreter's
     assert samples["palaestra_pool_cpu_seconds", ()] >= 0
     assert by_label(samples, "palaestra_tool_errors_total", "kind") == {"timeout": 1}
+
+
+def test_every_family_a_server_can_serve_is_in_the_docs_page() -> None:
+    from palaestra.observe import metrics
+    from palaestra.observe.metrics_counts import RolloutCounts
+    from palaestra.sandbox.pool import WorkerPool
+    from palaestra.serve.env_app import SessionCaps
+
+    client = LocalEnvironmentClient(Pooled())
+    sources = [
+        metrics.rollout_families(RolloutCounts()),
+        metrics.model_families(OpenAIResponsesModel("http://127.0.0.1:9/v1")),
+        metrics.environment_families(client),
+        metrics.session_cap_families(SessionCaps(4, None)),
+        metrics.pool_families(WorkerPool(1)),
+        metrics.served_families({"responses": 1}),
+        metrics.stack_families(lambda: [{"name": "a", "kind": "env", "status": "ready"}]),
+    ]
+    names = {family.name for source in sources for family in source()}
+    page = (Path(__file__).parents[2] / "docs/metrics.md").read_text()
+    assert len(names) > 30
+    assert sorted(name for name in names if f"`{name}`" not in page) == []
