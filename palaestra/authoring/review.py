@@ -18,7 +18,6 @@ from palaestra.env_client import LocalEnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import ConfigError
 from palaestra.registry import find_environment, tasks_beside
-from palaestra.spec import ModelConfig
 
 SMOKE_CHECKS = ("smoke run", "sessions closed", "framework CPU")
 DEFAULT_SMOKE = SmokeOptions()
@@ -78,8 +77,7 @@ async def check_environment_async(
     elif path is None or not rows:
         report.checks += [Check.skipped(name, "no example tasks to run") for name in SMOKE_CHECKS]
     else:
-        model = _model(smoke)
-        report.checks += await smoke_checks(build(), path, model, smoke)
+        report.checks += await smoke_checks(build(), path, smoke)
     return report
 
 
@@ -104,12 +102,3 @@ def _environment(
         return call_with(cls, args, f"environment '{cls.name}'")
 
     return cls, source, build
-
-
-def _model(smoke: SmokeOptions) -> ModelConfig:
-    from palaestra.models.resolve import model_config
-
-    sampling = {"max_output_tokens": smoke.max_output_tokens, "temperature": smoke.temperature}
-    if isinstance(smoke.model, ModelConfig):
-        return smoke.model.model_copy(update={"sampling": {**smoke.model.sampling, **sampling}})
-    return model_config(smoke.model, sampling=sampling)

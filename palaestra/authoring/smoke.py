@@ -52,7 +52,9 @@ class SmokeOptions:
     """How big the smoke run is. Small by default: it checks wiring, not the model."""
 
     tasks: int = 2
-    model: str | ModelConfig = "local"
+    model: str | ModelConfig | Model = "local"
+    """``local`` (the embedded model), a base URL or a configured name, a ``ModelConfig``,
+    or a ``Model`` object (used as it is, not closed)."""
     max_output_tokens: int = 96
     max_steps: int = 3
     temperature: float = 0.0
@@ -105,27 +107,26 @@ class TimedModel:
         await self.model.aclose()
 
 
-async def smoke_checks(
-    environment: Environment, tasks: Path, model: ModelConfig, options: SmokeOptions
-) -> list[Check]:
-    """Collect ``options.tasks`` of ``tasks`` with ``model``; the smoke, sessions and CPU
-    checks. ``environment`` is this run's own instance (it is closed at the end)."""
+async def smoke_checks(environment: Environment, tasks: Path, options: SmokeOptions) -> list[Check]:
+    """Collect ``options.tasks`` of ``tasks`` with ``options.model``: the smoke, sessions and
+    CPU checks. ``environment`` is this run's own instance (it is closed at the end)."""
     client = LocalEnvironmentClient(environment, threads=4)
     sessions = CountingSessions(environment.session_ttl)
     client.sessions = sessions
     try:
         agent = make_agent(environment.default_agent, **_agent_options(environment, options))
-        timed = TimedModel(build_model(model))
+        model, overrides, owned = _model(options)
     except ConfigError as error:
         await client.aclose()
         return [Check.failed("smoke run", f"could not start: {error}")]
+    timed = TimedModel(model)
     with tempfile.TemporaryDirectory(prefix="palaestra-test-") as work:
         config = CollectConfig(
             input=tasks,
             output=Path(work) / "smoke.jsonl",
             concurrency=1,
             limit=options.tasks,
-            overrides=dict(model.sampling),
+            overrides=overrides,
             agent_ref={"type": AGENT_REF_TYPE, "name": f"{environment.name}_{agent.name}"},
         )
         started, cpu_started = time.perf_counter(), time.process_time()
@@ -138,13 +139,30 @@ async def smoke_checks(
             wall = time.perf_counter() - started
             left_open = len(sessions)
             await client.aclose()
-            await timed.aclose()
+            if owned:
+                await model.aclose()
     rollouts = summary.done + summary.failed
     return [
         _smoke_check(summary, timed, wall),
         _sessions_check(sessions, left_open),
         _cpu_check(cpu, timed.cpu_seconds, rollouts),
     ]
+
+
+def _model(options: SmokeOptions) -> tuple[Model, JsonDict, bool]:
+    """The smoke run's model, its sampling overrides, and whether this run owns (closes) it."""
+    from palaestra.models.resolve import model_config
+
+    sampling: JsonDict = {
+        "max_output_tokens": options.max_output_tokens,
+        "temperature": options.temperature,
+    }
+    given = options.model
+    if isinstance(given, str):
+        given = model_config(given)
+    if isinstance(given, ModelConfig):
+        return build_model(given), {**given.sampling, **sampling}, True
+    return given, sampling, False
 
 
 def _agent_options(environment: Environment, options: SmokeOptions) -> JsonDict:
