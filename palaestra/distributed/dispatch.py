@@ -99,9 +99,13 @@ class Dispatcher:
     async def start(self) -> None:
         """Start every worker; the first that cannot start fails the whole (its error)."""
         workers = [self.factory(slot.index) for slot in self.slots]
-        hellos = await asyncio.gather(
-            *(_start(worker) for worker in workers), return_exceptions=True
-        )
+        try:
+            hellos = await asyncio.gather(
+                *(_start(worker) for worker in workers), return_exceptions=True
+            )
+        except BaseException:  # cancelled (Ctrl-C) while they start: leave none behind
+            await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
+            raise
         for worker, hello in zip(workers, hellos, strict=True):
             if isinstance(hello, BaseException) or "error" in hello:
                 await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
@@ -250,6 +254,9 @@ class Dispatcher:
             worker = self.factory(slot.index)
             try:
                 hello = await _start(worker)
+            except asyncio.CancelledError:  # the run is over: leave no process behind
+                await worker.stop()
+                raise
             except Exception as error:
                 hello = {"error": {"class": type(error).__name__, "message": str(error)}}
             if "error" not in hello and self.stopped is None:

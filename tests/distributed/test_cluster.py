@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import ray  # the extra `ray`, installed by scripts/install.sh --dev: these tests never skip
 
 from palaestra import collect
 from tests.cli.test_collect_cli import rows, weather_script
@@ -20,8 +21,6 @@ from tests.distributed.test_process import ENV, Killer, pairs, same_fields
 from tests.support.scripted_model import ScriptedModelServer
 
 ROOT = Path(__file__).parents[2]
-
-ray = pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module", autouse=True)
