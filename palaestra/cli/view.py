@@ -49,15 +49,28 @@ def view_command(
                 f"({summary['scored']:,} scored, {summary['failed']:,} failed) "
                 f"in {run.seconds_to_index:.2f} s",
                 highlight=False,
+                soft_wrap=True,
             )
+            if summary["unreadable_count"]:
+                first = summary["unreadable"][0]
+                console.print(
+                    f"[yellow]warning:[/] {summary['unreadable_count']} lines are not rows and "
+                    f"are left out, the first: {escape(first['file'])}:{first['line']} "
+                    f"({escape(first['why'])})",
+                    highlight=False,
+                    soft_wrap=True,
+                )
         print(f"viewing on {url}  (Ctrl-C to stop)", flush=True)
 
     with exit_on_user_error(console):
-        view(
-            rollouts,
-            host=host,
-            port=port,
-            token=read_token(token, token_file),
-            open_browser=open_browser,
-            on_ready=ready,
-        )
+        try:
+            view(
+                rollouts,
+                host=host,
+                port=port,
+                token=read_token(token, token_file),
+                open_browser=open_browser,
+                on_ready=ready,
+            )
+        except KeyboardInterrupt:  # Ctrl-C is how a viewer is closed: not an error
+            console.print("stopped", highlight=False)

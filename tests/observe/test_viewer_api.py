@@ -83,7 +83,7 @@ def test_rows_are_paged_filtered_and_sorted_by_the_query(server: BackgroundServe
     assert (body["total"], body["matched"]) == (15, 3)
     assert [row["n"] for row in body["rows"]] == [14, 13]
     assert body["rows"][1]["kind"] == "timeout"
-    assert body["rows"][0]["preview"] == "What's the weather like in Atlantis?"
+    assert body["rows"][0]["preview"] == "KeyError: 'Mu' (at weather.py:41 in get_weather)"
     status, body = get(server, "/api/rows?run=1&reward_min=1&q=oslo")
     assert [row["task"] for row in body["rows"]] == [4]
 
@@ -122,6 +122,10 @@ def test_two_runs_are_paired_by_task_and_rollout(server: BackgroundServer) -> No
     )  # fmt: skip
     last = body["pairs"][-1]
     assert (last["task"], last["a"], last["b"]["reward"]) == (20, None, 1.0)
+    assert body["stats"] == {
+        "both": 6, "only_a": 9, "only_b": 1, "a_better": 2, "b_better": 4, "ties": 0,
+        "mean_delta": pytest.approx(2 / 6),
+    }  # fmt: skip
     status, different = get(server, "/api/pairs?only=different&sort=delta")
     assert different["matched"] == 6 + 9 + 1  # every shared task differs; the rest are absent
     status, one = get(server, "/api/pairs?task=3&rollout=0")

@@ -117,8 +117,7 @@ def test_the_embedded_models_ids_are_decoded_with_its_own_vocabulary() -> None:
     assert token_view(scored(0, "Oslo", 1.0, with_tokens=True), LocalVocabulary())["pieces"] is None
 
 
-def test_the_table_preview_is_the_first_user_message_or_the_failure_reason() -> None:
+def test_the_table_preview_is_why_a_rollout_failed_else_its_first_user_message() -> None:
     assert preview(scored(0, "Oslo", 1.0)) == "What's the weather like in Oslo?"
-    row = failed(0, FailureKind.TIMEOUT, "too slow")
-    del row["responses_create_params"]
-    assert preview(row) == "too slow"
+    assert preview(failed(0, FailureKind.TIMEOUT, "too slow")) == "too slow"
+    assert preview(scored(0, "Oslo " * 100, 1.0), limit=20) == "What's the weather …"

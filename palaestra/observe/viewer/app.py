@@ -202,11 +202,13 @@ class _Api:
             if only == "both" and (left is None or right is None):
                 continue
             lines.append({"task": task, "rollout": rollout, "a": left, "b": right, "delta": delta})
+        stats = _pair_stats(a, b, pairs)
         if sort == "delta":
             lines.sort(key=lambda line: -abs(line["delta"]) if line["delta"] is not None else 1.0)
         return _json(
             {
                 "total": len(pairs),
+                "stats": stats,
                 "matched": len(lines),
                 "offset": offset,
                 "pairs": lines[offset : offset + limit],
@@ -222,6 +224,38 @@ class _Api:
                 for task, rollout in sorted(left.keys() | right.keys())
             ]
         return self._pairs
+
+
+def _pair_stats(
+    a: RunIndex, b: RunIndex, pairs: list[tuple[int, int, int | None, int | None]]
+) -> dict[str, Any]:
+    """How the two runs compare over the pairs both scored (one pass, no row read)."""
+    both = only_a = only_b = a_better = b_better = ties = 0
+    total = 0.0
+    ra, rb = a.columns.reward, b.columns.reward
+    for _, _, n_a, n_b in pairs:
+        if n_a is None or n_b is None:
+            only_a += n_b is None
+            only_b += n_a is None
+            continue
+        both += 1
+        if math.isnan(ra[n_a]) or math.isnan(rb[n_b]):
+            continue
+        delta = rb[n_b] - ra[n_a]
+        total += delta
+        b_better += delta > 0
+        a_better += delta < 0
+        ties += delta == 0
+    scored = a_better + b_better + ties
+    return {
+        "both": both,
+        "only_a": only_a,
+        "only_b": only_b,
+        "a_better": a_better,
+        "b_better": b_better,
+        "ties": ties,
+        "mean_delta": total / scored if scored else None,
+    }
 
 
 def _delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:

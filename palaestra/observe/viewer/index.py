@@ -87,7 +87,7 @@ class RunIndex:
         """
         self.path = path
         if not path.is_file():
-            raise InputError(f"{path}: no such rollouts file", path=str(path))
+            raise InputError("no such rollouts file", path=str(path))
         sidecar = failures_path(path)
         self.files: list[Path | None] = [path, sidecar if sidecar.is_file() else None]
         self.columns = Columns()
@@ -102,7 +102,7 @@ class RunIndex:
                 self._scan(source, file)
         if len(self) == 0 and self.unreadable:
             where, line, why = self.unreadable[0]
-            raise InputError(f"{where}:{line}: not a rollouts file ({why})", path=where, line=line)
+            raise InputError(f"not a rollouts file ({why})", path=where, line=line)
 
     def __len__(self) -> int:
         return len(self.columns.offset)

@@ -95,7 +95,11 @@ def rollout_view(row: JsonDict) -> JsonDict:
         "timings": facts.get("timings") if isinstance(facts.get("timings"), dict) else {},
         "usage": response.get("usage"),
         "task_fields": {k: v for k, v in row.items() if k not in _ROW_FIELDS and k not in verifier},
-        "tools": [_tool_name(tool) for tool in params.get("tools") or [] if isinstance(tool, dict)],
+        "tools": [
+            _tool_name(tool)
+            for tool in params.get("tools") or response.get("tools") or []
+            if isinstance(tool, dict)
+        ],
         "token_calls": token_calls,
     }
 
@@ -164,16 +168,14 @@ def _tool_name(tool: JsonDict) -> str:
 
 
 def preview(row: JsonDict, limit: int = 140) -> str:
-    """The table's one-line glimpse of a row: its first user message, or its failure reason."""
+    """The table's one-line glimpse of a row: why it failed, else its first user message."""
     params = row.get(PARAMS)
-    text = ""
-    if isinstance(params, dict):
+    failure = row.get(FAILURE)
+    text = str(failure.get("reason", "")) if isinstance(failure, dict) else ""
+    if not text and isinstance(params, dict):
         for item in input_items(params):
             if isinstance(item, dict) and item.get("role") == "user":
                 text = _text(item.get("content"))
                 break
-    if not text:
-        failure = row.get(FAILURE)
-        text = str(failure.get("reason", "")) if isinstance(failure, dict) else ""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -190,15 +190,17 @@ async function renderRun(runNumber, params) {
     next.delete("offset");
     go(["run", runNumber], next);
   };
+  const arrow = (key) => value("sort") === key ? (value("order") === "desc" ? " ▼" : " ▲") : "";
+  const sortable = (key, label) => h("th", { class: "num sortable", onclick: sortBy(key), title: "sort by " + label }, label + arrow(key));
   table.append(h("thead", {}, h("tr", {},
     h("th", { class: "num" }, "#"),
-    h("th", { class: "num sortable", onclick: sortBy("task") }, "task"),
+    sortable("task", "task"),
     h("th", { class: "num" }, "rollout"),
-    h("th", { class: "num sortable", onclick: sortBy("reward") }, "reward"),
+    sortable("reward", "reward"),
     h("th", {}, "status"),
-    h("th", { class: "num sortable", onclick: sortBy("time") }, "time (s)"),
-    h("th", { class: "num sortable", onclick: sortBy("tokens") }, "tokens"),
-    h("th", {}, "prompt"))));
+    sortable("time", "time (s)"),
+    sortable("tokens", "tokens"),
+    h("th", {}, "prompt, or why it failed"))));
   const body = h("tbody", {});
   for (const row of page.rows) {
     const status = row.kind
@@ -249,7 +251,7 @@ function conversation(view) {
         h("pre", { class: "arguments" }, pretty(item.arguments))));
     } else if (item.kind === "function_call_output") {
       box.append(h("div", { class: "item function_call_output", "data-call": item.call_id },
-        h("div", { class: "who" }, "tool output ← " + (item.name || "?"), h("span", { class: "muted" }, item.call_id)),
+        h("div", { class: "who" }, "tool output ←", h("span", { class: "tool-name" }, item.name || "?"), h("span", { class: "muted" }, item.call_id)),
         h("pre", { class: "output" }, pretty(item.output))));
     } else {
       box.append(h("div", { class: "item other" }, h("div", { class: "who" }, item.kind, tokens),
@@ -380,6 +382,11 @@ async function renderCompare(params) {
   const table = h("table", { class: "rows", id: "pairs-table" });
   show(summaries, filters, status, table);
   const page = await api("/api/pairs", { offset, limit: PAGE, only, sort });
+  const st = page.stats;
+  status.before(h("div", { class: "cards", id: "pair-stats" },
+    card("both", "tasks in both runs", fmt(st.both), `${fmt(st.only_a)} only in A, ${fmt(st.only_b)} only in B`),
+    card("b_better", "B better", fmt(st.b_better)), card("a_better", "A better", fmt(st.a_better)), card("ties", "same reward", fmt(st.ties)),
+    card("mean_delta", "mean B − A", st.mean_delta === null ? "–" : (st.mean_delta > 0 ? "+" : "") + fmt(st.mean_delta, 4), "over pairs both scored")));
   const cell = (e) => e ? (e.kind ? h("span", { class: "chip bad" }, e.kind) : h("span", { class: rewardClass(e.reward) }, fmt(e.reward, 4))) : h("span", { class: "muted" }, "absent");
   table.append(h("thead", {}, h("tr", {}, h("th", { class: "num" }, "task"), h("th", { class: "num" }, "rollout"),
     h("th", {}, "A: " + RUNS[0].name), h("th", {}, "B: " + RUNS[1].name), h("th", { class: "num" }, "B − A"))));
@@ -407,7 +414,7 @@ async function renderPair(task, rollout) {
     if (!entry) return h("div", { "data-run": i }, head, h("p", { class: "muted" }, "this run has no such rollout"));
     const view = await api("/api/rollout/" + entry.n, { run: i });
     head.append(" · ", h("a", { href: `#/rollout/${i}/${entry.n}` }, `row ${entry.n}`));
-    return h("div", { "data-run": i }, head, verdictSection(view), conversation(view));
+    return h("div", { "data-run": i }, head, h("div", { class: "side" }, verdictSection(view)), conversation(view));
   }));
   show(h("div", { class: "crumbs" }, h("a", { href: "#/compare" }, "← pairs"), h("strong", { id: "pair-title" }, `task ${task} · rollout ${rollout}`)),
     h("div", { class: "pair", id: "pair" }, columns));
