@@ -39,6 +39,7 @@ named with their module)::
     ├── ToolError                      raised by a tool: its message goes back to the model
     ├── ToolCallRejected               the model's call was wrong: told to the model
     ├── PoolClosed                     palaestra.sandbox: the worker pool was shut down
+    ├── WorkerLost                     palaestra.distributed: a worker died (its tasks rerun)
     ├── PoolTaskError                  palaestra.sandbox: a pool task raised (its trace)
     ├── SessionClosed                  palaestra.sandbox: a sandbox session was closed
     ├── Overran                        palaestra.boundary: env code overran (never escapes)

@@ -40,8 +40,9 @@ START_TIMEOUT = 600.0
 model from disk; a Ray actor may wait for a node)."""
 
 
-class WorkerLost(Exception):
-    """The worker died (or was killed) while the task was in flight."""
+class WorkerLost(PalaestraError):
+    """The worker died (or was killed) while the task was in flight; the dispatcher runs the
+    task again elsewhere (never raised out of it)."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
