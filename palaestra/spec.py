@@ -166,6 +166,10 @@ class CollectOptions(pydantic.BaseModel):
     seed: int = 0
     resume: bool = False
     overwrite: bool = False
+    failures_as_zero: bool = False
+    """How the figures shown at the end of a run read failed rollouts: as reward 0, instead of
+    left out (``palaestra.evaluate.run_figures``). The rows and the aggregate file are the same
+    either way; not part of the run's identity."""
     metrics_port: int | None = pydantic.Field(default=None, ge=0, le=65535)
     """Serve the run's Prometheus metrics on ``http://127.0.0.1:PORT/metrics`` while it runs
     (``palaestra.observe``; 0: a free port, logged). Not part of the run's identity."""

@@ -79,6 +79,11 @@ if TYPE_CHECKING:
 )
 @click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over.")
 @click.option(
+    "--failures-as-zero",
+    is_flag=True,
+    help="Read failed rollouts as reward 0 in the figures shown at the end (default: left out).",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(min=1, max=65535),
     help="Serve Prometheus metrics of the run on http://127.0.0.1:PORT/metrics while it runs.",
@@ -123,7 +128,8 @@ def collect_command(**options: Any) -> None:
         if spec.collection.metrics_port is not None:
             console.print(f"metrics: http://127.0.0.1:{spec.collection.metrics_port}/metrics")
         summary, elapsed = run_collector(_timed(spec, console))
-    Console().print(summary_table(summary, elapsed))
+    reading = spec.collection.failures_as_zero
+    Console().print(summary_table(summary, elapsed, failures_as_zero=reading))
     if summary.stopped_reason:
         raise SystemExit(EXIT_STOPPED)
     if summary.done == 0 and summary.failed:
@@ -161,6 +167,7 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
             seed=options["seed"],
             resume=options["resume"],
             overwrite=options["overwrite"],
+            failures_as_zero=options["failures_as_zero"],
             metrics_port=options["metrics_port"],
             executor=options["executor"],
             ray_address=options["ray_address"],

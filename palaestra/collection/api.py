@@ -92,6 +92,9 @@ class RunFields(TypedDict, total=False):
     """Continue the run recorded beside ``output``: finished rollouts are skipped."""
     overwrite: bool
     """Delete an earlier run's files and start over."""
+    failures_as_zero: bool
+    """Read failed rollouts as reward 0 in the figures shown at the end (``RunSpec``'s
+    ``collection.failures_as_zero``; ``palaestra.evaluate.run_figures``); default: left out."""
     metrics_port: int
     """Serve the run's Prometheus metrics on ``http://127.0.0.1:PORT/metrics`` while it runs."""
     executor: Literal["local", "ray"]
