@@ -156,7 +156,7 @@ def figures_rows(summary: RunSummary, failures_as_zero: bool) -> tuple[list[tupl
         if failures_as_zero
         else "failures left out (--failures-as-zero: as 0)"
     )
-    note = f"[95% interval] over tasks: Wilson for pass/fail per task, else bootstrap; {reading}"
+    note = f"[95% interval] over tasks (Wilson for 0/1 per task, else bootstrap); {reading}"
     return rows, note
 
 

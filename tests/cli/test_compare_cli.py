@@ -1,0 +1,120 @@
+"""``palaestra compare`` and collect's figures as a user sees them: real runs, real processes.
+
+Two runs of the mcqa environment against scripted models over real HTTP: A gives every task
+its golden answer (reward 1); B answers the Red Planet (task 0) wrong and gets a 400 for
+17 x 6 (task 1: a model_error failure).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from palaestra.envs import mcqa
+from palaestra.types import JsonDict
+from tests.cli.test_collect_cli import run_cli
+from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
+
+TASKS = [
+    orjson.loads(line)
+    for line in (Path(mcqa.__file__).parent / "tasks.jsonl").read_bytes().splitlines()
+]
+
+
+def answer(params: JsonDict, *, worse: bool) -> JsonDict | ScriptedFault:
+    asked = orjson.dumps(params["input"]).decode()
+    for number, task in enumerate(TASKS):
+        if task["question"] in asked:
+            if worse and number == 1:
+                return ScriptedFault(status=400, body={"error": {"message": "too long"}})
+            wrong = worse and number == 0
+            return text_response(task["wrong_response" if wrong else "golden_response"])
+    raise AssertionError(f"an unknown task: {asked}")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
+    """(run A, run B, B's summary, B's summary read with --failures-as-zero)."""
+    where = tmp_path_factory.mktemp("runs")
+    with ScriptedModelServer(lambda params: answer(params, worse=False)) as server:
+        done = run_cli(
+            "collect", "--env", "mcqa", "--model", server.url, "--output", "a.jsonl", cwd=where
+        )
+        assert done.returncode == 0, done.stderr
+    summaries = []
+    with ScriptedModelServer(lambda params: answer(params, worse=True)) as server:
+        for output, extra in (("b.jsonl", []), ("b0.jsonl", ["--failures-as-zero"])):
+            done = run_cli(
+                "collect",
+                "--env",
+                "mcqa",
+                "--model",
+                server.url,
+                "--output",
+                output,
+                *extra,
+                cwd=where,
+            )
+            assert done.returncode == 0, done.stderr
+            summaries.append(done.stdout)
+    return where / "a.jsonl", where / "b.jsonl", summaries[0], summaries[1]
+
+
+def test_collect_shows_figures_with_intervals_and_the_reading_of_failures(
+    runs: tuple[Path, Path, str, str],
+) -> None:
+    _, _, left_out, as_zero = runs
+    assert "0.7500 [" in left_out and "n=4 tasks/4 rollouts, 1 failed (excluded)" in left_out
+    assert "0.6000 [" in as_zero and "n=5 tasks/5 rollouts, 1 failed (as 0)" in as_zero
+    assert "95% interval" in left_out and "--failures-as-zero" in left_out
+
+
+def test_compare_pairs_the_runs_and_lists_the_task_that_flipped(
+    runs: tuple[Path, Path, str, str], tmp_path: Path
+) -> None:
+    a, b, _, _ = runs
+    done = run_cli("compare", str(a), str(b), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "5 tasks paired" in done.stdout
+    assert "pass -> fail: 1 tasks (task (pass rate A->B)): 0 (1->0)" in done.stdout
+    assert "failures: A 0, B 1" in done.stdout
+
+
+def test_fail_if_worse_exits_5_on_a_drop_and_0_on_the_same_run(
+    runs: tuple[Path, Path, str, str], tmp_path: Path
+) -> None:
+    a, b, _, _ = runs
+    worse = run_cli("compare", str(a), str(b), "--fail-if-worse", "0.05", cwd=tmp_path)
+    assert worse.returncode == 5, worse.stdout + worse.stderr
+    assert "gate failed: mean reward" in worse.stdout
+    same = run_cli("compare", str(a), str(a), "--fail-if-worse", "0.05", cwd=tmp_path)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "gate passed" in same.stdout
+
+
+def test_json_output_carries_the_difference_interval_test_and_gate(
+    runs: tuple[Path, Path, str, str], tmp_path: Path
+) -> None:
+    a, b, _, _ = runs
+    done = run_cli("compare", str(a), str(b), "--json", "--fail-if-worse", "0.5", cwd=tmp_path)
+    report = orjson.loads(done.stdout)
+    mean = report["differences"][0]
+    assert mean["name"] == "mean reward" and mean["difference"] == pytest.approx(-0.25)
+    assert mean["tasks"] == 4 and mean["interval"]["method"] == "bootstrap"
+    assert report["to_fail"] == [{"task": 0, "a": 1.0, "b": 0.0}]
+    assert report["b"]["failure_kinds"] == {"model_error": 1}
+    assert report["gate"]["passed"] is (done.returncode == 0)
+
+
+def test_a_malformed_run_is_one_line_naming_the_file_and_line(
+    runs: tuple[Path, Path, str, str], tmp_path: Path
+) -> None:
+    a, _, _, _ = runs
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(a.read_bytes() + b"{oops\n")
+    done = run_cli("compare", str(a), str(broken), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith(f"error: {broken}:6: not JSON")
+    assert "Traceback" not in done.stderr
