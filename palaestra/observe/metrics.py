@@ -10,6 +10,7 @@ docs/metrics.md; every name starts with ``palaestra_``.
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +51,7 @@ class Sources(Collector):
 def registry_of(sources: Iterable[Source]) -> CollectorRegistry:
     """A registry of ``sources`` and this process's CPU and memory (``process_*``)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(Sources(sources))
+    registry.register(Sources([*sources, children_families]))
     ProcessCollector(registry=registry)
     return registry
 
@@ -194,6 +195,7 @@ def environment_families(client: LocalEnvironmentClient) -> Source:
         pool = client._pool  # started by the environment's first run_in_pool, or never
         if pool is not None:
             yield from pool_families(pool)()
+        yield from sandbox_families(client.environment)()
 
     return families
 
@@ -261,6 +263,53 @@ def pool_families(pool: WorkerPool) -> Source:
         )
 
     return families
+
+
+def sandbox_families(environment: object) -> Source:
+    """Runs and limit hits of the ``Sandbox`` objects the environment holds as attributes
+    (``self.sandbox = Sandbox(...)``, as the built-in code environments do); none: nothing."""
+
+    def families() -> Iterator[Metric]:
+        from palaestra.sandbox.runner import Sandbox
+
+        held = [v for v in vars(environment).values() if isinstance(v, Sandbox)]
+        if not held:
+            return
+        yield CounterMetricFamily(
+            f"{P}sandbox_runs",
+            "Sandboxed runs and Python session cells finished.",
+            value=sum(sandbox.runs for sandbox in held),
+        )
+        hits = CounterMetricFamily(
+            f"{P}sandbox_limit_hits",
+            "Sandboxed runs and cells that ran into a rule, by limit (wall_time, memory, ...).",
+            labels=["kind"],
+        )
+        total: dict[str, int] = {}
+        for sandbox in held:
+            for kind, count in dict(sandbox.limit_hits).items():
+                total[kind] = total.get(kind, 0) + count
+        for kind, count in sorted(total.items()):
+            hits.add_metric([kind], count)
+        yield hits
+
+    return families
+
+
+def children_families() -> Iterator[Metric]:
+    """CPU and peak memory of this process's finished child processes: sandboxed runs (their
+    own children included) and pool workers that ended, read from ``getrusage``."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    yield CounterMetricFamily(
+        f"{P}children_cpu_seconds",
+        "CPU seconds (user + system) of finished child processes (sandboxed runs, workers).",
+        value=usage.ru_utime + usage.ru_stime,
+    )
+    yield GaugeMetricFamily(
+        f"{P}children_peak_memory_bytes",
+        "The largest peak resident memory of a finished child process.",
+        value=usage.ru_maxrss * 1024,
+    )
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")

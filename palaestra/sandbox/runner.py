@@ -17,13 +17,14 @@ import contextlib
 import logging
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from palaestra.errors import ConfigError
 from palaestra.sandbox import isolation, seccomp
-from palaestra.sandbox.limits import Limits
+from palaestra.sandbox.limits import Limit, Limits
 from palaestra.sandbox.process import SandboxProcess, supervise
 from palaestra.sandbox.result import SandboxResult
 from palaestra.sandbox.session import PythonSession
@@ -69,6 +70,10 @@ class Sandbox:
         self._bwrap: str | None = None
         self._bounded_disk = False
         self._uids = isolation_uids()
+        self.runs = 0
+        """Runs and session cells finished (read by ``/metrics``, with ``limit_hits``)."""
+        self.limit_hits: Counter[str] = Counter()
+        """Runs and cells that ran into a sandbox rule, by ``Limit``."""
 
     @property
     def isolation(self) -> str:
@@ -141,7 +146,7 @@ class Sandbox:
             work.remove()
             if self._uids and uid is not None:
                 self._uids.release(uid)
-        return SandboxResult.of(
+        result = SandboxResult.of(
             outcome,
             mode,
             duration=time.perf_counter() - started,
@@ -149,6 +154,14 @@ class Sandbox:
             limits=limits,
             disk_full=disk_full,
         )
+        self.counted(result.limit)
+        return result
+
+    def counted(self, limit: Limit | None) -> None:
+        """Count one finished run or cell, and the rule it ran into."""
+        self.runs += 1
+        if limit is not None:
+            self.limit_hits[str(limit)] += 1
 
     async def run_python(
         self,

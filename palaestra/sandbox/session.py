@@ -117,6 +117,11 @@ class PythonSession:
 
     async def run(self, code: str, *, timeout: float | None = None) -> CellResult:
         """Run ``code`` as the next cell. Raises ``SessionClosed`` if the session is gone."""
+        result = await self._run(code, timeout)
+        self.sandbox.counted(result.limit)
+        return result
+
+    async def _run(self, code: str, timeout: float | None) -> CellResult:
         timeout = timeout or self.limits.wall_time
         async with self._lock:
             process = self._process

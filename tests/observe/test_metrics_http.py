@@ -4,10 +4,13 @@ up to the rows written and the requests the scripted model saw; a set token is r
 from __future__ import annotations
 
 import asyncio
+import shutil
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import orjson
@@ -252,6 +255,7 @@ def test_the_worker_pool_reports_workers_limit_hits_cpu_and_memory() -> None:
 def test_every_family_a_server_can_serve_is_in_the_docs_page() -> None:
     from palaestra.observe import metrics
     from palaestra.observe.metrics_counts import RolloutCounts
+    from palaestra.sandbox import Sandbox
     from palaestra.sandbox.pool import WorkerPool
     from palaestra.serve.env_app import SessionCaps
 
@@ -264,8 +268,51 @@ def test_every_family_a_server_can_serve_is_in_the_docs_page() -> None:
         metrics.pool_families(WorkerPool(1)),
         metrics.served_families({"responses": 1}),
         metrics.stack_families(lambda: [{"name": "a", "kind": "env", "status": "ready"}]),
+        metrics.sandbox_families(SimpleNamespace(sandbox=Sandbox())),
+        metrics.children_families,
     ]
     names = {family.name for source in sources for family in source()}
     page = (Path(__file__).parents[2] / "docs/metrics.md").read_text()
     assert len(names) > 30
     assert sorted(name for name in names if f"`{name}`" not in page) == []
+
+
+def test_an_environments_sandbox_reports_runs_limit_hits_and_its_childrens_cpu() -> None:
+    from palaestra.sandbox import Limit, Limits, Sandbox
+
+    runs = Path(tempfile.mkdtemp(prefix="palaestra-test-runs-"))
+    runs.chmod(0o711)  # the sandbox's uid must be able to enter it
+
+    class Coding(Weather):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sandbox = Sandbox(Limits(wall_time=0.5), isolation="bubblewrap", root_dir=runs)
+
+        @tool
+        async def run_code(self, code: str) -> str:
+            """Run Python code.
+
+            Args:
+                code: The program.
+            """
+            result = await self.sandbox.run_python(code)
+            return f"{result.stdout}{result.limit or ''}"
+
+    async def scenario() -> Samples:
+        client = LocalEnvironmentClient(Coding())
+        session = await client.seed({"responses_create_params": {"input": "x"}})
+        assert await client.call_tool(session, "run_code", {"code": "print(6 * 7)"}) == "42\n"
+        spun = await client.call_tool(session, "run_code", {"code": "while True: pass"})
+        assert spun == str(Limit.WALL_TIME)
+        text = generate_latest(registry_of(local_sources(client))).decode()
+        await client.aclose()
+        return parse(text)
+
+    try:
+        samples = asyncio.run(scenario())
+    finally:
+        shutil.rmtree(runs)
+    assert samples["palaestra_sandbox_runs_total", ()] == 2
+    assert by_label(samples, "palaestra_sandbox_limit_hits_total", "kind") == {"wall_time": 1}
+    assert samples["palaestra_children_cpu_seconds_total", ()] > 0  # the spinning run's
+    assert samples["palaestra_children_peak_memory_bytes", ()] > 1_000_000
