@@ -316,3 +316,23 @@ def test_an_environments_sandbox_reports_runs_limit_hits_and_its_childrens_cpu()
     assert by_label(samples, "palaestra_sandbox_limit_hits_total", "kind") == {"wall_time": 1}
     assert samples["palaestra_children_cpu_seconds_total", ()] > 0  # the spinning run's
     assert samples["palaestra_children_peak_memory_bytes", ()] > 1_000_000
+
+
+class Metered(Weather):
+    @tool
+    def metrics(self) -> str:
+        """The station's metrics."""
+        return "wind 3 m/s"
+
+
+def test_a_tool_named_metrics_still_answers_its_post_beside_the_get() -> None:
+    with BackgroundServer(environment_app(Metered())) as env:
+        seed = urllib.request.Request(f"{env.url}/seed_session", data=b"{}")
+        with urllib.request.urlopen(seed, timeout=10) as answer:
+            token = answer.headers["x-palaestra-session"]
+        call = urllib.request.Request(f"{env.url}/metrics", data=b"{}")
+        call.add_header("x-palaestra-session", token)
+        with urllib.request.urlopen(call, timeout=10) as answer:
+            assert orjson.loads(answer.read()) == "wind 3 m/s"
+        samples = get(f"{env.url}/metrics", None)
+    assert by_label(samples, "palaestra_tool_calls_total", "tool") == {"metrics": 1}
