@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -79,3 +81,12 @@ def test_a_bad_line_is_one_error_naming_file_line_and_field(
 def test_a_missing_run_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no run at"):
         load_run(tmp_path / "nothing.jsonl")
+
+
+def test_importing_palaestra_evaluate_loads_neither_numpy_nor_scipy() -> None:
+    code = (
+        "import sys, palaestra, palaestra.evaluate, palaestra.cli\n"
+        "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
