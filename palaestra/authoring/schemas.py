@@ -46,7 +46,7 @@ def check_tool_docs(cls: type[Environment]) -> Check:
     """The environment, every tool and every tool parameter carry a description."""
     name = "tool docs"
     problems: list[str] = []
-    if not cls.description:
+    if not _described(cls):
         problems.append(f"class {cls.__name__} has no docstring (its one-line description)")
     for tool_name, spec in cls.tool_specs.items():
         if not (inspect.getdoc(spec.function) or "").strip():
@@ -68,6 +68,15 @@ def check_tool_docs(cls: type[Environment]) -> Check:
         name,
         f"the environment, {len(cls.tool_specs)} tools and {parameters} parameters described",
     )
+
+
+def _described(cls: type[Environment]) -> bool:
+    """Whether the class has a docstring of its own or an explicit ``description`` (without
+    either, ``description`` is the first line of a base class's docstring)."""
+    if (cls.__doc__ or "").strip():
+        return True
+    inherited = (inspect.getdoc(cls) or "").strip().splitlines()
+    return bool(cls.description) and cls.description != (inherited[0] if inherited else "")
 
 
 def _duplicate_names(cls: type[Environment]) -> list[str]:
