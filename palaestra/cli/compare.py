@@ -30,8 +30,9 @@ TEST_LABELS = {
     "permutation-exact": "perm.",
 }
 LEGEND = (
-    "interval: paired bootstrap over tasks; p: McNemar's exact test (one pass/fail per task), "
-    "the exact sign test (pass rates) or a paired permutation test (rewards, metrics)"
+    "interval: Newcombe's for one pass/fail per task, else the paired bootstrap over tasks; "
+    "p: McNemar's exact test (one pass/fail per task), the exact sign test (pass rates) or a "
+    "paired permutation test (rewards, metrics)"
 )
 
 
@@ -70,9 +71,10 @@ def compare_command(
 
     RUN_A and RUN_B are rollouts JSONL files (their _failures.jsonl beside them is read too).
     Tasks pair by _ng_task_index and prompt; tasks only one run has are listed. Each figure's
-    difference B - A has a paired bootstrap interval over tasks and a paired test (McNemar's
-    exact test or the sign test for pass rates, a permutation test for rewards); the tasks
-    that flipped between pass and fail are listed.
+    difference B - A has a 95% interval (Newcombe's for one pass/fail per task, else the
+    paired bootstrap over tasks) and a paired test (McNemar's exact test or the sign test for
+    pass rates, a permutation test for rewards); the tasks that flipped between pass and fail
+    are listed.
 
     With --fail-if-worse MARGIN, the gate passes when the lower bound of the 95% interval of
     B - A is at least -MARGIN: a drop of more than MARGIN is ruled out. Exit status: 0 done

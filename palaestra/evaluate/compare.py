@@ -11,9 +11,11 @@
 - **Differences.** For each figure (mean reward, pass@1, pass@k and pass^k for the repeats
   both runs have, each verifier metric both report): the mean over paired tasks of the
   per-task difference B - A, with the paired bootstrap interval (the per-task differences
-  resampled over tasks) and Student's t interval of the differences. A task pairs for a
-  figure only when both runs have a value for it (under the default reading, a task whose
-  rollouts all failed in one run has none).
+  resampled over tasks) and an analytic one: Newcombe's interval of paired proportions when
+  every per-task value is 0 or 1 (one pass/fail per task; then it is also the headline
+  ``interval``, as Wilson's is for a run's figures), else Student's t of the differences. A
+  task pairs for a figure only when both runs have a value for it (under the default reading,
+  a task whose rollouts all failed in one run has none).
 - **Paired tests.** For the pass figures, the exact sign test of the per-task differences,
   which is McNemar's exact test when each task has one pass/fail outcome per run (named
   ``mcnemar-exact`` then); for the reward and the metrics, the paired permutation test of the
@@ -22,8 +24,9 @@
   rollout: it passed); ``to_fail`` lists the paired tasks that passed in A and not in B,
   ``to_pass`` the reverse.
 - **Gate.** With ``fail_if_worse=MARGIN``, the gate passes when the lower bound of the
-  bootstrap interval of B - A, for the gated figure (``mean reward`` by default), is at least
-  ``-MARGIN``: a drop of more than MARGIN is ruled out at the interval's confidence. It fails
+  headline interval of B - A (``Difference.interval``), for the gated figure (``mean
+  reward`` by default), is at least ``-MARGIN``: a drop of more than MARGIN is ruled out at
+  the interval's confidence. It fails
   when the bound is below ``-MARGIN`` or there is no interval (fewer than two paired tasks):
   a gate that cannot rule out a regression does not pass.
 """
@@ -52,6 +55,7 @@ from palaestra.evaluate.stats import (
     Interval,
     TestResult,
     bootstrap_mean,
+    newcombe_paired,
     permutation_test,
     sign_test,
     student_t,
@@ -72,9 +76,13 @@ class Difference:
     tasks: int
     """Tasks paired for this figure (both runs have a value)."""
     interval: Interval | None
-    """Paired bootstrap over tasks (None below two tasks)."""
+    """The headline interval (the gate's): Newcombe's when every per-task value of both runs
+    is 0 or 1 (it does not collapse to a point when no task changed), else the paired
+    bootstrap. None below two tasks."""
+    bootstrap: Interval | None
+    """The paired bootstrap over tasks: the per-task differences resampled."""
     analytic: Interval | None
-    """Student's t interval of the per-task differences."""
+    """Newcombe's interval (0/1 values) or Student's t interval of the per-task differences."""
     test: TestResult | None
     reading: str
 
@@ -86,6 +94,7 @@ class Difference:
             "difference": self.difference,
             "tasks": self.tasks,
             "interval": None if self.interval is None else self.interval.to_json(),
+            "bootstrap": None if self.bootstrap is None else self.bootstrap.to_json(),
             "analytic": None if self.analytic is None else self.analytic.to_json(),
             "test": None if self.test is None else self.test.to_json(),
             "reading": self.reading,
@@ -111,7 +120,7 @@ class Gate:
     figure: str
     margin: float
     bound: float | None
-    """The lower bound of the bootstrap interval of B - A (None: no interval)."""
+    """The lower bound of the headline interval of B - A (None: no interval)."""
     passed: bool
     reason: str
 
@@ -276,21 +285,28 @@ def _difference(
     other = [values_b[task] for task in tasks]
     diffs = [y - x for x, y in zip(one, other, strict=True)]
     seeds = [seed, zlib.crc32(name.encode())]
+    binary = all(value in (0.0, 1.0) for value in (*one, *other))
     test: TestResult | None = None
     if diffs:
         if name.startswith(("pass@", "pass^", "majority@")):
-            binary = all(value in (0.0, 1.0) for value in (*one, *other))
             test = sign_test(diffs, mcnemar=binary)
         else:
             test = permutation_test(diffs, resamples=permutations, seed=seeds)
+    bootstrap = bootstrap_mean(diffs, confidence=confidence, resamples=resamples, seed=seeds)
+    analytic = (
+        newcombe_paired(one, other, confidence=confidence)
+        if binary
+        else student_t(diffs, confidence=confidence)
+    )
     return Difference(
         name=name,
         a=sum(one) / len(one) if one else None,
         b=sum(other) / len(other) if other else None,
         difference=sum(diffs) / len(diffs) if diffs else None,
         tasks=len(diffs),
-        interval=bootstrap_mean(diffs, confidence=confidence, resamples=resamples, seed=seeds),
-        analytic=student_t(diffs, confidence=confidence),
+        interval=analytic if binary else bootstrap,
+        bootstrap=bootstrap,
+        analytic=analytic,
         test=test,
         reading=reading_of(name, failures_as_zero),
     )

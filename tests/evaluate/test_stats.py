@@ -17,6 +17,7 @@ from palaestra.evaluate import (
     Run,
     Task,
     bootstrap_mean,
+    newcombe_paired,
     permutation_test,
     run_figures,
     sign_test,
@@ -142,3 +143,41 @@ def test_the_permutation_test_equals_counting_every_sign_pattern() -> None:
     result = permutation_test(diffs)
     assert result.method == "permutation-exact"
     assert result.p_value == pytest.approx(extreme / len(patterns))
+
+
+def test_random_sign_patterns_estimate_the_exact_permutation_p_value() -> None:
+    diffs = np.random.default_rng(4).normal(0.1, 0.5, size=16)  # 65,536 patterns
+    exact = permutation_test(diffs, resamples=1 << 16)
+    sampled = permutation_test(diffs, resamples=9999, seed=1)
+    assert exact.method == "permutation-exact" and sampled.method == "permutation"
+    assert sampled.p_value == pytest.approx(exact.p_value, abs=0.015)
+
+
+def paired_outcomes(rng: np.random.Generator, tasks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two runs' pass/fail on the same tasks: A passes 70%, B 78%, correlated by the task."""
+    hardness = rng.random(tasks)
+    again = np.where(rng.random(tasks) < 0.7, hardness, rng.random(tasks))
+    return (hardness < 0.7).astype(float), (again < 0.78).astype(float)
+
+
+def test_newcombe_and_the_paired_bootstrap_cover_a_difference_of_pass_rates() -> None:
+    rng = np.random.default_rng(8)
+    truth = 0.78 - 0.7
+    score, boot = [], []
+    for number in range(SIMULATIONS):
+        a, b = paired_outcomes(rng, 80)
+        n, p = newcombe_paired(a, b), bootstrap_mean(b - a, seed=number)
+        assert n is not None and p is not None
+        score.append((n.low, n.high))
+        boot.append((p.low, p.high))
+    assert 0.92 <= covered(score, truth) <= 0.98
+    assert 0.92 <= covered(boot, truth) <= 0.98
+
+
+def test_newcombe_stays_open_when_no_task_changed() -> None:
+    same = np.ones(5)
+    interval = newcombe_paired(same, same)
+    assert interval is not None and interval.method == "newcombe"
+    assert interval.low == pytest.approx(-interval.high) and interval.low < -0.4
+    flat = bootstrap_mean(same - same)
+    assert flat is not None and (flat.low, flat.high) == (0.0, 0.0)  # what the bootstrap says
