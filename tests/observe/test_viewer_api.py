@@ -74,7 +74,7 @@ def test_the_runs_route_gives_each_runs_summary(server: BackgroundServer) -> Non
     assert (a["name"], a["summary"]["rows"], a["summary"]["failed"]) == ("a.jsonl", 15, 3)
     assert a["kinds"] == ["tool_error", "timeout"]
     assert (b["summary"]["rows"], b["failures_file"]) == (7, None)
-    assert a["summary"]["interval"] is None or "low" in a["summary"]["interval"]
+    assert "interval" not in a["summary"]  # the intervals come from /api/figures, on request
 
 
 def test_rows_are_paged_filtered_and_sorted_by_the_query(server: BackgroundServer) -> None:
@@ -137,3 +137,38 @@ def test_the_page_its_script_and_its_style_ship_in_the_package() -> None:
 
     shipped = {path.name for path in shipped_package_data("palaestra.observe.viewer")}
     assert {"index.html", "viewer.js", "viewer.css"} <= shipped
+
+
+def test_each_runs_figures_come_with_palaestra_evaluates_intervals(
+    server: BackgroundServer,
+) -> None:
+    status, body = get(server, "/api/figures?run=0")
+    assert status == 200
+    mean = next(f for f in body["figures"] if f["name"] == "mean reward")
+    assert mean["value"] == pytest.approx((4 + 1 + 0.5) / 12)
+    assert (mean["tasks"], mean["failed"]) == (12, 3)
+    assert mean["interval"]["low"] < mean["value"] < mean["interval"]["high"]
+    assert body["reading"] == "failures excluded"
+
+
+def test_the_comparison_is_palaestra_evaluates_over_the_paired_tasks(
+    server: BackgroundServer,
+) -> None:
+    status, body = get(server, "/api/comparison")
+    assert status == 200
+    assert (body["paired"], body["only_in_b"]) == (6, [20])
+    mean = next(d for d in body["differences"] if d["name"] == "mean reward")
+    assert (mean["a"], mean["b"], mean["difference"]) == pytest.approx((1 / 3, 2 / 3, 1 / 3))
+    assert mean["test"]["p_value"] > 0
+
+
+def test_a_run_palaestra_evaluate_cannot_read_still_opens_and_says_why(tmp_path: Path) -> None:
+    row = scored(0, "Oslo", 1.0)
+    del row["_ng_task_index"]
+    runs = open_runs([write_run(tmp_path / "bare.jsonl", [row])])
+    with BackgroundServer(viewer_app(runs)) as bare:
+        assert get(bare, "/api/rows", token=None)[1]["matched"] == 1
+        status, body = get(bare, "/api/figures", token=None)
+    assert status == 200
+    assert body["figures"] == []
+    assert body["error"].startswith("no intervals: ") and "_ng_task_index" in body["error"]

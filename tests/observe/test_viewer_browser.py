@@ -79,6 +79,15 @@ def wait_drawn(browser: Any, view: str) -> None:
     assert not error, browser.find_element("id", "error").text
 
 
+def wait_for(browser: Any, selector: str) -> Any:
+    """The element once it is on the page (drawn after an answer that comes later)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, 10).until(
+        lambda b: (b.find_elements("css selector", selector) or [None])[0]
+    )
+
+
 def texts(browser: Any, selector: str) -> list[str]:
     return [element.text for element in browser.find_elements("css selector", selector)]
 
@@ -95,6 +104,11 @@ def test_the_run_opens_on_its_summary_and_a_table_of_every_rollout(browser: Any,
     assert browser.find_element("css selector", "[data-k=mean_reward] .value").text == "0.4583"
     assert len(browser.find_elements("css selector", "#rows-table tbody tr")) == 15
     assert browser.find_element("id", "matched").text == "1\u201315 of 15 matching (15 rows)"
+    mean = wait_for(browser, ".figures-table tr[data-figure='mean reward']").text.split()
+    assert mean[:3] == ["mean", "reward", "0.4583"]  # with palaestra.evaluate's interval
+    assert browser.find_element("css selector", "[data-k=mean_reward] .sub").text.endswith(
+        "bootstrap"
+    )
     screenshot(browser, "1_summary_and_table")
 
 
@@ -190,6 +204,8 @@ def test_two_runs_are_paired_by_task_and_read_side_by_side(browser: Any, url: st
     stats = {k: browser.find_element("css selector", f"[data-k={k}] .value").text for k in (
         "both", "b_better", "a_better", "mean_delta")}  # fmt: skip
     assert stats == {"both": "6", "b_better": "4", "a_better": "2", "mean_delta": "+0.3333"}
+    difference = wait_for(browser, "#comparison tr[data-figure='mean reward']")
+    assert difference.text.split()[2:5] == ["0.3333", "0.6667", "+0.3333"]
     screenshot(browser, "7_pairs")
     browser.find_element("css selector", "#pairs-table tbody tr:first-child").click()
     wait_drawn(browser, "#/pair/0/0")

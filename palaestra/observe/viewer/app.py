@@ -8,7 +8,12 @@ Routes (every one behind the token when one is set):
   the table (``total`` rows, ``matched`` by the filter, the page's ``rows``).
 - ``GET /api/rollout/<n>?run``: one rollout as the page draws it (``rollout.rollout_view``).
 - ``GET /api/tokens/<n>?run``: its token view (``tokens.token_view``).
-- ``GET /api/pairs?offset&limit&sort&only``: the two runs' rollouts paired by (task, rollout).
+- ``GET /api/pairs?offset&limit&sort&only&task&rollout``: the two runs' rollouts paired by
+  (task, rollout), with counts of which run did better.
+- ``GET /api/figures?run``: the run's headline figures with confidence intervals
+  (``palaestra.evaluate.run_figures``), computed on first request.
+- ``GET /api/comparison``: B against A over the paired tasks (``palaestra.evaluate.compare_runs``:
+  differences with intervals and paired tests, tasks that flipped).
 
 The token is a bearer header or ``?token=`` in the URL (the page keeps it there so a reload
 works, and sends it as a header on its own requests); ``serve.guard.Guard`` checks it.
@@ -17,6 +22,7 @@ works, and sends it as a header on its own requests); ``serve.guard.Guard`` chec
 from __future__ import annotations
 
 import math
+import threading
 from importlib import resources
 from typing import Any
 from urllib.parse import quote
@@ -28,6 +34,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from palaestra.errors import ConfigError, InputError
 from palaestra.observe.viewer.index import SORTS, ChangedFile, Query, RunIndex
 from palaestra.observe.viewer.rollout import preview, rollout_view
 from palaestra.observe.viewer.runs import Run
@@ -50,6 +57,8 @@ def viewer_app(runs: list[Run], *, token: str | None = None) -> ASGIApp:
             Route("/api/rollout/{n:int}", api.rollout),
             Route("/api/tokens/{n:int}", api.tokens),
             Route("/api/pairs", api.pairs),
+            Route("/api/figures", api.figures),
+            Route("/api/comparison", api.comparison),
         ]
     )
     return TokenInUrl(Guard(app, token=token))
@@ -96,6 +105,8 @@ class _Api:
         self.token = token
         self.vocabulary = LocalVocabulary()
         self._pairs: list[tuple[int, int, int | None, int | None]] | None = None
+        self._comparison: dict[str, Any] | None = None
+        self._lock = threading.Lock()
         self._assets = {
             name: (resources.files(__package__) / "static" / name).read_bytes()
             for name in [*ASSETS, "index.html"]
@@ -214,6 +225,33 @@ class _Api:
                 "pairs": lines[offset : offset + limit],
             }
         )
+
+    def figures(self, request: Request) -> Response:
+        try:
+            run = self._run(request)
+            figures = run.figures()
+        except BadQuery as error:
+            return _error(400, str(error))
+        except (InputError, ConfigError) as error:
+            return _json({"error": f"no intervals: {error}", "figures": []})
+        body = figures.to_json()
+        return _json({"reading": body["reading"], "figures": body["figures"]})
+
+    def comparison(self, request: Request) -> Response:
+        if len(self.runs_) < 2:
+            return _error(404, "a comparison needs two runs: palaestra view A.jsonl B.jsonl")
+        with self._lock:
+            if self._comparison is None:
+                from palaestra.evaluate import compare_runs
+
+                try:
+                    a, b = (run.figures().run for run in self.runs_)
+                    body = compare_runs(a, b).to_json()
+                    del body["a"], body["b"]  # the figures of each run: /api/figures
+                except (InputError, ConfigError) as error:
+                    body = {"error": f"no comparison: {error}", "differences": []}
+                self._comparison = body
+            return _json(self._comparison)
 
     def _paired(self) -> list[tuple[int, int, int | None, int | None]]:
         if self._pairs is None:

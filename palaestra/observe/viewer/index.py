@@ -320,15 +320,6 @@ class RunIndex:
             "torn": list(self.torn),
         }
 
-    def rewards_by_task(self) -> dict[int, list[float]]:
-        """The scored rewards of each task (what an interval is computed from)."""
-        grouped: dict[int, list[float]] = {}
-        c = self.columns
-        for n in range(len(self)):
-            if c.kind[n] == SCORED and math.isfinite(c.reward[n]):
-                grouped.setdefault(c.task[n], []).append(c.reward[n])
-        return grouped
-
     def keys(self) -> dict[tuple[int, int], int]:
         """(task, rollout) -> row number, for pairing two runs (a later row wins)."""
         c = self.columns

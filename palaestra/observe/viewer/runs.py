@@ -3,15 +3,16 @@
 ``<out>_run.json`` (what the run was: environment, agent, model) is read when present; a
 file of rows alone (NeMo Gym's, a hand-written one) is a run too.
 
-The interval of the mean reward comes from ``palaestra.evaluate`` when that package is
-installed with the function named in ``interval``; until then the summary carries
-``interval: null`` and the page shows the mean alone.
+The headline figures with their confidence intervals (mean reward, pass@k, the verifier's
+metrics) are ``palaestra.evaluate.run_figures``' own, computed on the first request for them
+(a second pass over the run, in the background of the page) and kept: opening stays one pass.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ class Run:
     index: RunIndex
     identity: JsonDict | None
     seconds_to_index: float
+    _figures: Any = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def open(cls, path: Path) -> Run:
@@ -38,9 +41,19 @@ class Run:
         elapsed = time.perf_counter() - started
         return cls(path, index, _identity(path), elapsed)
 
+    def figures(self) -> Any:
+        """``palaestra.evaluate.RunFigures`` of the run (computed once); ``InputError`` or
+        ``ConfigError`` when ``palaestra.evaluate`` cannot read it (a row without a task
+        index, say), which the page shows in place of the intervals."""
+        with self._lock:
+            if self._figures is None:
+                from palaestra.evaluate import run_figures
+
+                self._figures = run_figures(self.path)
+            return self._figures
+
     def describe(self) -> JsonDict:
         summary = self.index.summary()
-        summary["interval"] = interval(self.index.rewards_by_task())
         return {
             "path": str(self.path),
             "name": self.path.name,
@@ -70,16 +83,3 @@ def _identity(path: Path) -> JsonDict | None:
         "repeats": run.get("repeats"),
         "input": (run.get("input") or {}).get("path"),
     }
-
-
-def interval(rewards_by_task: dict[int, list[float]]) -> JsonDict | None:
-    """The mean reward's confidence interval from ``palaestra.evaluate``, when it is there.
-
-    The hook for the evaluation issue's statistics: ``None`` (the page shows the mean alone)
-    while ``palaestra.evaluate`` is not installed.
-    """
-    try:
-        import palaestra.evaluate  # noqa: F401
-    except ImportError:
-        return None
-    return None

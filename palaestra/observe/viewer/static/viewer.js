@@ -106,11 +106,8 @@ function nav(active) {
 
 // --- the run: summary and table -----------------------------------------------------------
 
-function summaryCards(run) {
+function summaryCards(run, runNumber, figuresOpen = true) {
   const s = run.summary;
-  const interval = s.interval
-    ? `${fmt(s.interval.low)} – ${fmt(s.interval.high)} (${s.interval.label || "95% CI"})`
-    : null;
   const kinds = Object.entries(s.failed_by_kind).map(([kind, count]) =>
     h("span", { class: "chip bad", "data-kind": kind }, `${kind} ${count}`));
   const id = run.identity;
@@ -118,7 +115,7 @@ function summaryCards(run) {
     card("rows", "rollouts", fmt(s.rows), `${fmt(s.tasks)} tasks`),
     card("scored", "scored", fmt(s.scored)),
     card("failed", "failed", fmt(s.failed), kinds.length ? h("span", {}, kinds) : "none"),
-    card("mean_reward", "mean reward", fmt(s.mean_reward, 4), interval || "over scored rollouts"),
+    card("mean_reward", "mean reward", fmt(s.mean_reward, 4), "over scored rollouts"),
     card("mean_tokens", "mean tokens", fmt(s.mean_tokens, 1)),
     card("mean_seconds", "mean time", s.mean_seconds === null ? "–" : fmt(s.mean_seconds, 2) + " s"),
   ];
@@ -130,7 +127,54 @@ function summaryCards(run) {
       s.unreadable.slice(0, 3).map((u) => `${u.file}:${u.line} (${u.why})`).join("; ")));
   }
   for (const file of s.torn) notes.push(h("p", { class: "muted" }, `${file}: the last line is incomplete (still being written?) and not shown`));
-  return [h("div", { class: "cards", id: "summary" }, cards), notes];
+  const root = h("div", { class: "summary", "data-run": runNumber }, h("div", { class: "cards", id: "summary" }, cards), notes);
+  root.append(figuresBlock(runNumber, root, figuresOpen));
+  return root;
+}
+
+function interval(i) { return i ? `[${fmt(i.low, 4)}, ${fmt(i.high, 4)}]` : "–"; }
+
+function figuresBlock(runNumber, root, open) {
+  // palaestra.evaluate's figures (a second pass over the run) arrive after the table
+  const box = h("details", { class: "figures", open }, h("summary", {}, "figures with 95% intervals (palaestra.evaluate)"),
+    h("p", { class: "muted" }, "computing…"));
+  api("/api/figures", { run: runNumber }).then((body) => {
+    if (body.error) { box.replaceChildren(box.firstChild, h("p", { class: "muted", id: "figures-error" }, body.error)); return; }
+    const rows = body.figures.map((f) => h("tr", { "data-figure": f.name },
+      h("td", {}, f.name), h("td", { class: "num" }, fmt(f.value, 4)), h("td", { class: "num" }, interval(f.interval)),
+      h("td", { class: "muted" }, f.interval ? f.interval.method : ""),
+      h("td", { class: "num" }, `${fmt(f.tasks)} tasks / ${fmt(f.rollouts)} rollouts`),
+      h("td", { class: "muted" }, f.reading + (f.note ? "; " + f.note : ""))));
+    box.replaceChildren(box.firstChild, h("table", { class: "rows figures-table" },
+      h("thead", {}, h("tr", {}, ["figure", "value", "95% interval", "method", "n", "reading"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, rows)));
+    const mean = body.figures.find((f) => f.name === "mean reward");
+    const sub = root.querySelector("[data-k=mean_reward] .sub");
+    if (mean && mean.interval && sub) sub.textContent = `${interval(mean.interval)} ${mean.interval.method}`;
+  }).catch((error) => box.replaceChildren(box.firstChild, h("p", { class: "error" }, error.message)));
+  return box;
+}
+
+function comparisonBlock() {
+  const box = h("details", { class: "figures", open: true, id: "comparison" }, h("summary", {}, "B against A over the paired tasks (palaestra.evaluate)"),
+    h("p", { class: "muted" }, "computing…"));
+  api("/api/comparison").then((c) => {
+    if (c.error) { box.replaceChildren(box.firstChild, h("p", { class: "muted" }, c.error)); return; }
+    const rows = c.differences.map((d) => h("tr", { "data-figure": d.name },
+      h("td", {}, d.name), h("td", { class: "num" }, fmt(d.a, 4)), h("td", { class: "num" }, fmt(d.b, 4)),
+      h("td", { class: "num " + (d.difference > 0 ? "reward-1" : d.difference < 0 ? "reward-0" : "") }, d.difference === null ? "–" : (d.difference > 0 ? "+" : "") + fmt(d.difference, 4)),
+      h("td", { class: "num" }, interval(d.interval)),
+      h("td", { class: "num" }, d.test ? fmt(d.test.p_value, 4) : "–"), h("td", { class: "muted" }, d.test ? d.test.method : ""),
+      h("td", { class: "num" }, fmt(d.tasks))));
+    const flips = [];
+    if (c.to_pass.length) flips.push(h("span", { class: "chip good" }, `${c.to_pass.length} tasks pass in B only`));
+    if (c.to_fail.length) flips.push(h("span", { class: "chip bad" }, `${c.to_fail.length} tasks pass in A only`));
+    if (c.mismatched.length) flips.push(h("span", { class: "chip warn" }, `${c.mismatched.length} task indices with different prompts (not paired)`));
+    box.replaceChildren(box.firstChild, h("table", { class: "rows figures-table" },
+      h("thead", {}, h("tr", {}, ["figure", "A", "B", "B − A", "95% interval", "p", "test", "tasks"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, rows)), h("p", {}, `${fmt(c.paired)} tasks paired `, flips));
+  }).catch((error) => box.replaceChildren(box.firstChild, h("p", { class: "error" }, error.message)));
+  return box;
 }
 
 async function renderRun(runNumber, params) {
@@ -168,7 +212,7 @@ async function renderRun(runNumber, params) {
     h("button", { id: "f-clear", onclick: () => go(["run", runNumber]) }, "clear"));
   const status = h("div", { class: "pager", id: "pager" }, h("span", { class: "muted" }, "loading…"));
   const table = h("table", { class: "rows", id: "rows-table" });
-  show(h("h2", {}, (RUNS.length > 1 ? runLabel(runNumber) + ": " : "") + run.path), summaryCards(run), filters, status, table);
+  show(h("h2", {}, (RUNS.length > 1 ? runLabel(runNumber) + ": " : "") + run.path), summaryCards(run, runNumber), filters, status, table);
 
   const offset = Number(value("offset") || 0);
   let page;
@@ -372,7 +416,7 @@ async function renderCompare(params) {
   const sort = params.get("sort") || "";
   const offset = Number(params.get("offset") || 0);
   const set = (name, v) => { const next = new URLSearchParams(params); if (v) next.set(name, v); else next.delete(name); if (name !== "offset") next.delete("offset"); go(["compare"], next); };
-  const summaries = h("div", { class: "pair" }, RUNS.map((run, i) => h("div", {}, h("h2", {}, runLabel(i) + ": " + run.name), summaryCards(run))));
+  const summaries = h("div", { class: "pair" }, RUNS.map((run, i) => h("div", {}, h("h2", {}, runLabel(i) + ": " + run.name), summaryCards(run, i, false))));
   const filters = h("div", { class: "filters" },
     h("label", {}, "show", h("select", { id: "f-only", onchange: (e) => set("only", e.target.value) },
       [["", "every pair"], ["different", "where they differ"], ["both", "in both runs"]].map(([v, t]) => h("option", { value: v, selected: only === v }, t)))),
@@ -380,7 +424,7 @@ async function renderCompare(params) {
       [["", "task"], ["delta", "largest reward difference"]].map(([v, t]) => h("option", { value: v, selected: sort === v }, t)))));
   const status = h("div", { class: "pager", id: "pager" });
   const table = h("table", { class: "rows", id: "pairs-table" });
-  show(summaries, filters, status, table);
+  show(summaries, comparisonBlock(), filters, status, table);
   const page = await api("/api/pairs", { offset, limit: PAGE, only, sort });
   const st = page.stats;
   status.before(h("div", { class: "cards", id: "pair-stats" },
