@@ -1,0 +1,56 @@
+"""``palaestra test`` with the real embedded model: an ``init``-ed package and every built-in.
+
+The smoke runs are kept small (one or two tasks, short answers, few steps) so the whole file
+stays within a few minutes on two cores; workplace's 25 tool schemas make its prompt the
+longest (about 20 s of model CPU for one rollout).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from palaestra.authoring import SmokeOptions, Status, check_environment, init_environment
+from palaestra.cli.test_env import test_env_command as palaestra_test
+from palaestra.registry import builtin_names
+from tests.models.test_local import needs_local
+
+pytestmark = [pytest.mark.local_model, needs_local]
+
+SMALL = SmokeOptions(tasks=1, max_output_tokens=48, max_steps=2)
+
+
+def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> None:
+    scaffold = init_environment("my-env", tmp_path / "my-env")
+    result = CliRunner().invoke(
+        palaestra_test, [str(scaffold.environment_file), "--smoke-tasks", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"my_env ({scaffold.environment_file})"
+    assert [line.split(":")[0].split(maxsplit=1) for line in lines[1:-1]] == [
+        ["PASS", "tool schemas"],
+        ["PASS", "tool docs"],
+        ["PASS", "example tasks"],
+        ["PASS", "task tools"],
+        ["PASS", "golden answers"],
+        ["PASS", "smoke run"],
+        ["PASS", "sessions closed"],
+        ["PASS", "framework CPU"],
+    ]
+    assert "2 rollouts with SmolLM2" in result.output
+    assert "2 sessions opened, all closed by their rollout" in result.output
+    assert "ms of CPU per rollout outside the model" in result.output
+    assert lines[-1] == "passed: 8 checks, 0 failed, 0 skipped"
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtin_environment_passes_palaestra_test(name: str) -> None:
+    report = check_environment(name, smoke=SMALL)
+    assert report.ok, [(check.name, check.reason) for check in report.failures]
+    run = report.check("smoke run")
+    assert run.status is Status.PASS and run.details["rollouts"] == 1
+    assert report.check("sessions closed").details == {"opened": 1, "closed": 1, "left_open": 0}
+    assert report.check("framework CPU").details["per_rollout_ms"] is not None
