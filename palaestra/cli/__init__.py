@@ -7,6 +7,7 @@ import click
 from palaestra.cli.collect import collect_command
 from palaestra.cli.compare import compare_command
 from palaestra.cli.envs import envs_command
+from palaestra.cli.init import init_command
 from palaestra.cli.plugins import plugins_command
 from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
@@ -16,6 +17,7 @@ from palaestra.cli.serve_servers import (
     serve_env_command,
     serve_spec_command,
 )
+from palaestra.cli.test_env import test_env_command
 from palaestra.cli.verify import verify_command
 from palaestra.cli.view import view_command
 
@@ -29,6 +31,7 @@ def cli() -> None:
 cli.add_command(collect_command)
 cli.add_command(compare_command)
 cli.add_command(envs_command)
+cli.add_command(init_command)
 cli.add_command(plugins_command)
 serve_group.add_command(serve_env_command)
 serve_group.add_command(serve_agent_command)
@@ -38,6 +41,7 @@ cli.add_command(serve_group)
 cli.add_command(run_command)
 cli.add_command(status_command)
 cli.add_command(verify_command)
+cli.add_command(test_env_command)
 cli.add_command(view_command)
 
 
