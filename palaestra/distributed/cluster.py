@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,9 @@ from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
     from palaestra.spec import RunSpec
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for the cluster's address to accept a connection."""
 
 STOP_TIMEOUT = 10.0
 """Seconds an actor has to close its parts before it is killed."""
@@ -45,6 +49,7 @@ def connected(address: str | None) -> Iterator[int]:
         ) from None
     started = not ray.is_initialized()
     if started:
+        _check_reachable(address)
         try:
             ray.init(
                 address=address,
@@ -60,6 +65,22 @@ def connected(address: str | None) -> Iterator[int]:
     finally:
         if started:
             ray.shutdown()
+
+
+def _check_reachable(address: str | None) -> None:
+    """A ``host:port`` (or ``ray://host:port``) that refuses connections is one clear line
+    now; Ray itself would retry it for minutes. ``auto`` and None are Ray's to resolve."""
+    if address is None or address == "auto" or address.startswith("local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as error:
+        raise ConfigError(
+            f"cannot join the Ray cluster at {address}: {error.strerror or error}"
+        ) from None
 
 
 def actor_class() -> Any:

@@ -15,6 +15,7 @@ import pytest
 import ray  # the extra `ray`, installed by scripts/install.sh --dev: these tests never skip
 
 from palaestra import collect
+from palaestra.errors import ConfigError
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.distributed.envs import numbered_tasks
 from tests.distributed.test_process import ENV, Killer, pairs, same_fields
@@ -23,7 +24,20 @@ from tests.support.scripted_model import ScriptedModelServer
 ROOT = Path(__file__).parents[2]
 
 
-@pytest.fixture(scope="module", autouse=True)
+def test_a_cluster_address_that_refuses_connections_is_one_clear_line_not_minutes_of_retries(
+    tmp_path: Path,
+) -> None:
+    assert not ray.is_initialized()  # first in the module: before the cluster below starts
+    numbered_tasks(tmp_path / "tasks.jsonl", 1)
+    with pytest.raises(ConfigError, match=r"cannot join the Ray cluster at 127\.0\.0\.1:9: "):
+        collect(
+            env=ENV, model="http://127.0.0.1:9/v1", input=tmp_path / "tasks.jsonl",
+            output=tmp_path / "out.jsonl", executor="ray", ray_address="127.0.0.1:9",
+        )  # fmt: skip
+    assert not ray.is_initialized()
+
+
+@pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
     """Two CPUs, so two worker actors; the actors import the test environments by name."""
     ray.init(
@@ -38,6 +52,7 @@ def cluster() -> Iterator[None]:
         ray.shutdown()
 
 
+@pytest.mark.usefixtures("cluster")
 def test_a_run_on_ray_writes_the_rows_a_run_in_process_writes(tmp_path: Path) -> None:
     tasks = numbered_tasks(tmp_path / "tasks.jsonl", 6)
     common = {"env": ENV, "input": tasks, "repeats": 2, "concurrency": 4}
@@ -55,6 +70,7 @@ def test_a_run_on_ray_writes_the_rows_a_run_in_process_writes(tmp_path: Path) ->
     assert len(ran_in) == 2 and os.getpid() not in ran_in  # two actors: the cluster's CPUs
 
 
+@pytest.mark.usefixtures("cluster")
 def test_a_ray_worker_killed_mid_run_leaves_exactly_one_row_per_task_and_rollout(
     tmp_path: Path,
 ) -> None:
@@ -77,6 +93,7 @@ def test_a_ray_worker_killed_mid_run_leaves_exactly_one_row_per_task_and_rollout
     assert (summary.done, summary.stopped_reason) == (12, None)
 
 
+@pytest.mark.usefixtures("cluster")
 def test_a_task_that_kills_its_ray_worker_every_time_is_a_worker_crash(tmp_path: Path) -> None:
     tasks = numbered_tasks(tmp_path / "tasks.jsonl", 4, crash={1})
     with ScriptedModelServer(weather_script()) as server:
