@@ -96,6 +96,7 @@ def test_a_rollout_whose_calls_do_not_fit_together_is_shown_call_by_call_with_th
     assert tokens["contiguous"] is False
     assert "model call 1" in tokens["reason"]
     assert [s["label"] for s in tokens["sequences"]] == ["model call 0", "model call 1"]
+    assert [s["break_at"] for s in tokens["sequences"]] == [None, len(PROMPT_IDS) - 1]
     assert tokens["trained"] == len(CALL_IDS) + len(ANSWER_IDS)
 
 

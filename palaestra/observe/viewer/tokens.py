@@ -68,6 +68,10 @@ def token_view(row: JsonDict, decoder: LocalVocabulary | None = None) -> JsonDic
                     "mask": [0] * len(prompt) + [1] * len(generated),
                     "log_probs": [0.0] * len(prompt) + call.generation_log_probs,
                     "prompt_length": len(prompt),
+                    # where this call's prompt stops extending the previous call's tokens
+                    "break_at": contiguity.break_position
+                    if call.index == contiguity.break_call
+                    else None,
                 }
             )
     pieces = None

@@ -400,7 +400,8 @@ async function tokenView(runNumber, n) {
       const text = piece === null || piece === undefined ? String(id) : piece.replace(/\n/g, "⏎\n");
       const special = piece && /^<\|.*\|>$/.test(piece);
       const title = `#${i} id ${id}` + (seq.mask[i] ? ` · log-prob ${seq.log_probs[i].toFixed(4)}` : "");
-      spans.push(h("span", { class: `t t${seq.mask[i]}` + (special ? " special" : "") + (t.pieces ? "" : " sep"), title }, text));
+      const broken = seq.break_at === i ? " break" : "";
+      spans.push(h("span", { class: `t t${seq.mask[i]}` + (special ? " special" : "") + (t.pieces ? "" : " sep") + broken, title: broken ? title + " · the first token that differs from the previous call" : title }, text));
     });
     tokens.append(...spans);
     box.append(tokens);
