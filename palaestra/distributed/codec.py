@@ -43,8 +43,9 @@ def decode_task(payload: bytes) -> JsonDict:
     return task
 
 
-def encode_result(result: AgentResult) -> bytes:
-    """``result`` as it crosses to the collector, checked as the collector would check it."""
+def encode_result(result: AgentResult, extra: JsonDict | None = None) -> bytes:
+    """``result`` as it crosses to the collector, checked as the collector would check it;
+    ``extra`` (the worker's model pool counts) rides along beside it."""
     verdict = result.verdict
     if result.failure is None and verdict is not None and verdict.failure is None:
         try:
@@ -57,7 +58,7 @@ def encode_result(result: AgentResult) -> bytes:
         fields["verdict"]["failure"] = _failure_json(verdict.failure)
     fields["failure"] = _failure_json(result.failure)
     try:
-        return orjson.dumps({"result": fields})
+        return orjson.dumps({"result": fields, **(extra or {})})
     except TypeError as error:
         failure = result.failure or (verdict.failure if verdict is not None else None)
         if failure is not None:  # the collector keeps such a failure without its trajectory
@@ -78,7 +79,11 @@ def encode_raised(error: BaseException) -> bytes:
 
 def decode_result(payload: bytes) -> AgentResult:
     """The ``AgentResult`` a worker sent; raises the ``RolloutFailure`` it sent instead."""
-    message = orjson.loads(payload)
+    return result_of(orjson.loads(payload))
+
+
+def result_of(message: JsonDict) -> AgentResult:
+    """``decode_result`` of the message already parsed."""
     raised = message.get("raised")
     if raised is not None:
         raise _rebuilt(raised)

@@ -25,8 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+import orjson
+
 from palaestra.agents.base import AgentResult
-from palaestra.distributed.codec import decode_error, decode_result, encode_task
+from palaestra.distributed.codec import decode_error, encode_task, result_of
+from palaestra.distributed.endpoints import merged
+from palaestra.distributed.worker import ENDPOINT_STATS
 from palaestra.errors import ConfigError, PalaestraError, RunStopped, WorkerCrash
 from palaestra.types import JsonDict
 
@@ -96,6 +100,8 @@ class Dispatcher:
         self.replaced = 0
         self._waiters: list[asyncio.Future[None]] = []
         self._replacing: set[asyncio.Task[None]] = set()
+        self._stats: dict[Worker, list[JsonDict]] = {}
+        """The last model pool counts each worker sent (by worker), a dead one's kept."""
 
     async def start(self) -> None:
         """Start every worker; the first that cannot start fails the whole (its error)."""
@@ -149,7 +155,16 @@ class Dispatcher:
                     slot.reserved = False
                 self._wake()
             self._progressed()
-            return decode_result(reply)
+            message = orjson.loads(reply)
+            stats = message.pop(ENDPOINT_STATS, None)
+            if stats is not None:
+                self._stats[worker] = stats
+            return result_of(message)
+
+    def endpoint_stats(self) -> list[JsonDict]:
+        """The workers' model pool counts added up per endpoint (``endpoints.merged``); none
+        when the model is not a pool."""
+        return merged(self._stats.values())
 
     async def aclose(self) -> None:
         for replacing in list(self._replacing):

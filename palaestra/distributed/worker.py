@@ -10,10 +10,15 @@ collector decides how many are in flight here.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from palaestra.distributed.codec import decode_task, encode_error, encode_raised, encode_result
 from palaestra.types import JsonDict
+
+ENDPOINT_STATS = "endpoint_stats"
+"""Beside a result: the worker's model pool counts so far (``palaestra.models.pool``), sent
+only when the model is a pool; a few µs per result for a handful of endpoints."""
 
 if TYPE_CHECKING:
     from palaestra.agents.base import RolloutRunner
@@ -27,6 +32,7 @@ class WorkerRuntime:
         self.spec, self.threads = spec, threads
         self._stack = contextlib.AsyncExitStack()
         self._runner: RolloutRunner | None = None
+        self._endpoint_stats: Callable[[], list[JsonDict]] | None = None
 
     async def start(self) -> JsonDict:
         """Open the parts and check the model; ``{"label", "facts"}`` of the run, or
@@ -43,6 +49,7 @@ class WorkerRuntime:
             await self.close()
             return {"error": encode_error(error)}
         self._runner = parts.runner
+        self._endpoint_stats = getattr(parts.runner, "endpoint_stats", None)
         return {"label": parts.label, "facts": parts.facts}
 
     async def run(self, payload: bytes) -> bytes:
@@ -52,7 +59,8 @@ class WorkerRuntime:
             result = await self._runner.run(decode_task(payload))
         except Exception as error:  # the collector records it as it would in process
             return encode_raised(error)
-        return encode_result(result)
+        stats = self._endpoint_stats() if self._endpoint_stats is not None else None
+        return encode_result(result, {ENDPOINT_STATS: stats} if stats else None)
 
     async def close(self) -> None:
         self._runner = None

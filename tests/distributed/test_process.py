@@ -14,6 +14,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 
 from palaestra import collect
@@ -70,7 +71,7 @@ def test_two_worker_processes_write_the_rows_a_run_in_process_writes(tmp_path: P
     ran_in = {r["pid"] for r in rows(tmp_path / "there.jsonl")}
     assert len(ran_in) == 2 and os.getpid() not in ran_in  # spread over both workers
     assert {r["pid"] for r in rows(tmp_path / "here.jsonl")} == {os.getpid()}
-    assert there.mean_reward == here.mean_reward
+    assert there.mean_reward == pytest.approx(here.mean_reward)  # (summed in another order)
 
 
 def test_a_worker_killed_mid_run_leaves_exactly_one_row_per_task_and_rollout(
@@ -170,3 +171,28 @@ def test_the_collect_command_runs_on_two_workers(tmp_path: Path) -> None:
     assert pairs(tmp_path / "out.jsonl") == Counter((t, r) for t in range(4) for r in range(2))
     assert len({r["pid"] for r in rows(tmp_path / "out.jsonl")}) == 2
     assert "Traceback" not in done.stderr
+
+
+def test_a_model_pool_s_counts_over_two_workers_add_up_as_one_process_reports_them(
+    tmp_path: Path,
+) -> None:
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 6)
+    common = {"env": ENV, "input": tasks, "repeats": 2, "concurrency": 4}
+    with ScriptedModelServer(weather_script()) as a, ScriptedModelServer(weather_script()) as b:
+        here = collect(**common, model=[a.url, b.url], output=tmp_path / "here.jsonl")  # type: ignore[arg-type]
+        there = collect(
+            **common,  # type: ignore[arg-type]
+            model=[a.url, b.url],
+            output=tmp_path / "there.jsonl",
+            workers=2,
+        )
+        served = len(a.bodies("/v1/responses")) + len(b.bodies("/v1/responses"))
+    assert served == 2 * 2 * 12  # two model calls per rollout, two runs
+    for summary in (here, there):
+        assert [e["url"] for e in summary.endpoints] == [a.url, b.url]
+        assert sum(e["calls"] for e in summary.endpoints) == 24
+        assert sum(e["rollouts"] for e in summary.endpoints) == 12
+    assert {e["workers"] for e in there.endpoints} == {2}
+    aggregate = orjson.loads((tmp_path / "there_aggregate_metrics.json").read_bytes())
+    written = [entry for entry in aggregate if "model_endpoints" in entry]
+    assert written and written[0]["model_endpoints"] == there.endpoints
