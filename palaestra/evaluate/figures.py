@@ -184,6 +184,8 @@ def run_figures(
     tasks = list(run.tasks.values())
     repeats = max((task.attempted for task in tasks), default=0)
     chosen = sorted(set(ks)) if ks is not None else sorted({1, repeats} - {0})
+    if any(k < 1 for k in chosen):
+        raise ValueError(f"every k of pass@k is at least 1, not {chosen[0]}")
     names = [MEAN_REWARD]
     names += [f"pass@{k}" for k in chosen]
     names += [f"pass^{k}" for k in chosen if k > 1]

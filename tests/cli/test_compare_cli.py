@@ -122,3 +122,18 @@ def test_a_malformed_run_is_one_line_naming_the_file_and_line(
     assert done.returncode == 1
     assert done.stderr.strip().startswith(f"error: {broken}:6: not JSON")
     assert "Traceback" not in done.stderr
+
+
+def test_gating_on_a_figure_not_compared_is_one_line_and_exit_1(
+    runs: tuple[Path, Path, str, str], tmp_path: Path
+) -> None:
+    a, b, _, _ = runs
+    done = run_cli(
+        "compare", str(a), str(b), "--fail-if-worse", "0.1", "--metric", "pass@9", cwd=tmp_path
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith("error: cannot gate on 'pass@9'")
+    gated = run_cli(
+        "compare", str(a), str(b), "--fail-if-worse", "0.9", "--metric", "pass@1", cwd=tmp_path
+    )
+    assert gated.returncode == 0 and "gate passed: pass@1" in gated.stdout
