@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import orjson
 import pytest
 
 from palaestra.observe.viewer import open_runs
 from palaestra.observe.viewer.app import viewer_app
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from tests.observe.test_viewer_api import run_b
-from tests.observe.viewer_rows import small_run
+from tests.observe.viewer_rows import scored, small_run, write_run
 
 TOKEN = "browser-token"
 ARTIFACTS = (
@@ -215,3 +216,23 @@ def test_two_runs_are_paired_by_task_and_read_side_by_side(browser: Any, url: st
     assert rewards == ["1", "0"]
     assert all("San Francisco" in c.text for c in columns)
     screenshot(browser, "8_side_by_side")
+
+
+def test_rollouts_a_running_collection_appends_are_offered_and_shown(
+    browser: Any, tmp_path: Path
+) -> None:
+    path = write_run(tmp_path / "live.jsonl", [scored(0, "Oslo", 1.0)])
+    with BackgroundServer(viewer_app(open_runs([path]))) as server:
+        open_view(browser, server.url + "/", "/run/0")
+        assert len(browser.find_elements("css selector", "#rows-table tbody tr")) == 1
+        with open(path, "ab") as out:
+            for task in (1, 2):
+                out.write(orjson.dumps(scored(task, "Lima", 0.0)) + b"\n")
+        browser.execute_script("return window.palaestraPoll()")
+        button = wait_for(browser, "#live-refresh")
+        assert button.text == "2 new rollouts · show"
+        button.click()
+        wait_drawn(browser, "#/run/0")
+        assert len(browser.find_elements("css selector", "#rows-table tbody tr")) == 3
+        assert browser.find_element("css selector", "[data-k=rows] .value").text == "3"
+        screenshot(browser, "9_live_run")

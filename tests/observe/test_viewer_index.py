@@ -135,3 +135,45 @@ def test_a_100000_row_file_is_indexed_once_and_pages_read_only_their_rows(
     assert len(page) == 100
     assert index.read(page[0])["response"]["usage"]["total_tokens"] == 100 + 996
     assert reads == [page[0]]  # filtering and sorting read no row from disk
+
+
+def test_rows_a_running_collection_appends_are_indexed_on_refresh(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "run.jsonl", [scored(0, "Oslo", 1.0), scored(1, "Lima", 0.0)])
+    index = RunIndex(path)
+    assert index.refresh() is False  # nothing new: nothing read again
+    line = orjson.dumps(scored(3, "Rome", 1.0)) + b"\n"
+    with open(path, "ab") as out:
+        out.write(orjson.dumps(scored(2, "Quito", 1.0)) + b"\n" + line[:30])
+    assert index.refresh() is True
+    assert len(index) == 3
+    assert index.summary()["torn"] == [str(path)]
+    with open(path, "ab") as out:
+        out.write(line[30:])  # the writer finished its line
+    assert index.refresh() is True
+    assert [index.read(n)["_ng_task_index"] for n in range(len(index))] == [0, 1, 2, 3]
+    assert index.summary()["torn"] == []
+    assert index.select(Query(text="rome"))[1] == [3]  # a search made before sees new rows
+    failures = tmp_path / "run_failures.jsonl"
+    failures.write_bytes(orjson.dumps(failed(4, FailureKind.TIMEOUT, "slow")) + b"\n")
+    assert index.refresh() is True  # the failures file appeared
+    assert (len(index), index.where(4)["source"], index.generation) == (5, "failures", 0)
+
+
+def test_a_failures_file_rewritten_by_a_resume_is_indexed_again_from_the_start(
+    tmp_path: Path,
+) -> None:
+    path = write_run(
+        tmp_path / "run.jsonl",
+        [scored(0, "Oslo", 1.0)],
+        [failed(1, FailureKind.TIMEOUT, "slow"), failed(2, FailureKind.TOOL_ERROR, "boom")],
+    )
+    index = RunIndex(path)
+    assert len(index) == 3
+    write_run(path, [scored(0, "Oslo", 1.0), scored(1, "Lima", 1.0)], [])
+    (tmp_path / "run_failures.jsonl").write_bytes(
+        orjson.dumps(failed(2, FailureKind.TOOL_ERROR, "boom")) + b"\n"
+    )
+    assert index.refresh() is True
+    assert index.generation == 1
+    assert index.summary()["failed_by_kind"] == {"tool_error": 1}
+    assert [index.read(n)["_ng_task_index"] for n in range(len(index))] == [0, 1, 2]

@@ -104,8 +104,8 @@ class _Api:
         self.runs_ = runs
         self.token = token
         self.vocabulary = LocalVocabulary()
-        self._pairs: list[tuple[int, int, int | None, int | None]] | None = None
-        self._comparison: dict[str, Any] | None = None
+        self._pairs: tuple[Any, list[tuple[int, int, int | None, int | None]]] | None = None
+        self._comparison: tuple[Any, dict[str, Any]] | None = None
         self._lock = threading.Lock()
         self._assets = {
             name: (resources.files(__package__) / "static" / name).read_bytes()
@@ -134,6 +134,8 @@ class _Api:
         return self.runs_[number]
 
     def runs(self, request: Request) -> Response:
+        for run in self.runs_:  # a collection still writing: index what it appended
+            run.index.refresh()
         return _json({"runs": [run.describe() for run in self.runs_]})
 
     def rows(self, request: Request) -> Response:
@@ -143,6 +145,7 @@ class _Api:
         except BadQuery as error:
             return _error(400, str(error))
         index = run.index
+        index.refresh()
         matched, page = index.select(query)
         rows = []
         for n in page:
@@ -241,7 +244,8 @@ class _Api:
         if len(self.runs_) < 2:
             return _error(404, "a comparison needs two runs: palaestra view A.jsonl B.jsonl")
         with self._lock:
-            if self._comparison is None:
+            version = [run.version() for run in self.runs_]
+            if self._comparison is None or self._comparison[0] != version:
                 from palaestra.evaluate import compare_runs
 
                 try:
@@ -250,18 +254,20 @@ class _Api:
                     del body["a"], body["b"]  # the figures of each run: /api/figures
                 except (InputError, ConfigError) as error:
                     body = {"error": f"no comparison: {error}", "differences": []}
-                self._comparison = body
-            return _json(self._comparison)
+                self._comparison = (version, body)
+            return _json(self._comparison[1])
 
     def _paired(self) -> list[tuple[int, int, int | None, int | None]]:
-        if self._pairs is None:
+        version = [run.version() for run in self.runs_]
+        if self._pairs is None or self._pairs[0] != version:
             left = self.runs_[0].index.keys()
             right = self.runs_[1].index.keys()
-            self._pairs = [
+            pairs = [
                 (task, rollout, left.get((task, rollout)), right.get((task, rollout)))
                 for task, rollout in sorted(left.keys() | right.keys())
             ]
-        return self._pairs
+            self._pairs = (version, pairs)
+        return self._pairs[1]
 
 
 def _pair_stats(

@@ -7,19 +7,24 @@ rollout index, reward, failure kind, seconds, tokens, model and tool calls) in f
 A row is read back from disk, by its offset, only when the page asks for it. Filtering and
 sorting run on numpy views of the arrays: a few milliseconds for 100,000 rows.
 
-Rows are numbered in file order: the scored rows first, then the failures.
+Rows are numbered in the order they were indexed: the scored rows, then the failures, then
+what a running collection appended to either since (``refresh``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import re
+import threading
 from array import array
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import orjson
 
@@ -77,8 +82,28 @@ class Query:
     limit: int = 100
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run ``method`` under the index's lock: a numpy view of a column must not be alive
+    while ``refresh`` appends to it (an array with exported buffers cannot grow)."""
+
+    @functools.wraps(method)
+    def locked(self: RunIndex, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
+
+
 class RunIndex:
-    """A run's rows (its rollouts file and failures sidecar) indexed for the viewer."""
+    """A run's rows (its rollouts file and failures sidecar) indexed for the viewer.
+
+    ``refresh`` indexes what a running collection appended since (the page asks every few
+    seconds); a file that shrank or was replaced (a resume moves old failures away) is
+    indexed again from the start, which renumbers the rows.
+    """
 
     def __init__(self, path: Path) -> None:
         """Index ``path`` (a rollouts file) and, when it exists, its failures sidecar.
@@ -88,37 +113,78 @@ class RunIndex:
         self.path = path
         if not path.is_file():
             raise InputError("no such rollouts file", path=str(path))
-        sidecar = failures_path(path)
-        self.files: list[Path | None] = [path, sidecar if sidecar.is_file() else None]
+        self._lock = threading.RLock()
+        self._start()
+        if len(self) == 0 and self.unreadable:
+            where, line, why = self.unreadable[0]
+            raise InputError(f"not a rollouts file ({why})", path=where, line=line)
+
+    def _start(self) -> None:
+        sidecar = failures_path(self.path)
+        self.files: list[Path | None] = [self.path, sidecar if sidecar.is_file() else None]
         self.columns = Columns()
         self.kinds: list[str] = []
         self.unreadable: list[tuple[str, int, str]] = []
         """(file, line, why) of lines that are not rows."""
         self.torn: list[str] = []
         """Files whose last line is incomplete (a run writing, or killed mid-write)."""
+        self.generation = 0
+        """Counts the times the index started over (row numbers changed)."""
         self._search: tuple[str, int, Any] | None = None
+        self._ends = [0, 0]  # bytes indexed of each file: the end of its last complete line
+        self._lines = [0, 0]
+        self._inodes: list[int | None] = [None, None]
         for source, file in enumerate(self.files):
             if file is not None:
                 self._scan(source, file)
-        if len(self) == 0 and self.unreadable:
-            where, line, why = self.unreadable[0]
-            raise InputError(f"not a rollouts file ({why})", path=where, line=line)
 
     def __len__(self) -> int:
         return len(self.columns.offset)
 
+    def refresh(self) -> bool:
+        """Index the lines appended since the last pass; True when the rows changed."""
+        with self._lock:
+            before = len(self)
+            sidecar = failures_path(self.path)
+            if self.files[1] is None and sidecar.is_file():
+                self.files[1] = sidecar
+            stats: list[os.stat_result | None] = []
+            for source, file in enumerate(self.files):
+                try:
+                    stat = os.stat(file) if file is not None else None
+                except FileNotFoundError:
+                    stat = None
+                known = self._inodes[source]
+                gone = file is not None and stat is None and known is not None
+                replaced = stat is not None and known is not None and stat.st_ino != known
+                if gone or replaced or (stat is not None and stat.st_size < self._ends[source]):
+                    generation = self.generation
+                    self._start()
+                    self.generation = generation + 1
+                    return True
+                stats.append(stat)
+            self.torn = []
+            for source, (file, stat) in enumerate(zip(self.files, stats, strict=True)):
+                if file is not None and stat is not None and stat.st_size > self._ends[source]:
+                    self._scan(source, file)
+            return len(self) != before
+
     # --- the pass ---------------------------------------------------------------------------
 
     def _scan(self, source: int, file: Path) -> None:
+        """Index ``file`` from where the last pass ended."""
         columns = self.columns
         kinds = {kind: code for code, kind in enumerate(self.kinds)}
-        offset = 0
+        offset = self._ends[source]
         with open(file, "rb") as stream:
-            for number, line in enumerate(stream, start=1):
+            self._inodes[source] = os.fstat(stream.fileno()).st_ino
+            stream.seek(offset)
+            for number, line in enumerate(stream, start=self._lines[source] + 1):
                 start, offset = offset, offset + len(line)
                 if not line.endswith(b"\n"):
                     self.torn.append(str(file))
                     break
+                self._ends[source], self._lines[source] = offset, number
                 if not line.strip():
                     continue
                 try:
@@ -219,6 +285,7 @@ class RunIndex:
             for name, values in vars(c).items()
         }
 
+    @_locked
     def select(self, query: Query) -> tuple[int, list[int]]:
         """The rows ``query`` matches, sorted: (how many match, the row numbers of its page)."""
         import numpy as np
@@ -254,6 +321,7 @@ class RunIndex:
         page = rows[query.offset : query.offset + query.limit]
         return len(rows), [int(n) for n in page]
 
+    @_locked
     def search(self, text: str) -> npt.NDArray[np.bool_]:
         """Which rows contain ``text`` (ASCII case ignored) anywhere in their JSON line.
 
@@ -291,6 +359,7 @@ class RunIndex:
 
     # --- the summary ------------------------------------------------------------------------
 
+    @_locked
     def summary(self) -> JsonDict:
         """Counts and means of the whole run."""
         import numpy as np
@@ -320,6 +389,7 @@ class RunIndex:
             "torn": list(self.torn),
         }
 
+    @_locked
     def keys(self) -> dict[tuple[int, int], int]:
         """(task, rollout) -> row number, for pairing two runs (a later row wins)."""
         c = self.columns

@@ -5,7 +5,8 @@ file of rows alone (NeMo Gym's, a hand-written one) is a run too.
 
 The headline figures with their confidence intervals (mean reward, pass@k, the verifier's
 metrics) are ``palaestra.evaluate.run_figures``' own, computed on the first request for them
-(a second pass over the run, in the background of the page) and kept: opening stays one pass.
+(a second pass over the run, in the background of the page) and kept until rows are added:
+opening stays one pass.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class Run:
     index: RunIndex
     identity: JsonDict | None
     seconds_to_index: float
-    _figures: Any = field(default=None, repr=False)
+    _figures: tuple[tuple[int, int], Any] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -46,11 +47,16 @@ class Run:
         ``ConfigError`` when ``palaestra.evaluate`` cannot read it (a row without a task
         index, say), which the page shows in place of the intervals."""
         with self._lock:
-            if self._figures is None:
+            version = self.version()
+            if self._figures is None or self._figures[0] != version:
                 from palaestra.evaluate import run_figures
 
-                self._figures = run_figures(self.path)
-            return self._figures
+                self._figures = (version, run_figures(self.path))
+            return self._figures[1]
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever the rows do: (times indexed from the start, rows)."""
+        return self.index.generation, len(self.index)
 
     def describe(self) -> JsonDict:
         summary = self.index.summary()
@@ -62,6 +68,7 @@ class Run:
             "summary": summary,
             "identity": self.identity,
             "seconds_to_index": round(self.seconds_to_index, 3),
+            "generation": self.index.generation,
         }
 
 

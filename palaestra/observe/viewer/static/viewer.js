@@ -465,6 +465,24 @@ async function renderPair(task, rollout) {
     h("div", { class: "pair", id: "pair" }, columns));
 }
 
+// --- a run still being written -------------------------------------------------------------
+
+async function poll() {
+  // a collection still writing its files: say how many rows arrived, redraw when asked
+  if (RUNS === null || document.visibilityState !== "visible") return;
+  let fresh;
+  try { fresh = (await api("/api/runs")).runs; } catch (error) { return; }
+  const changed = fresh.some((run, i) => run.summary.rows !== RUNS[i].summary.rows || run.generation !== RUNS[i].generation);
+  const live = document.getElementById("live");
+  if (!changed) { live.replaceChildren(); return; }
+  const added = fresh.reduce((sum, run, i) => sum + run.summary.rows - RUNS[i].summary.rows, 0);
+  const renumbered = fresh.some((run, i) => run.generation !== RUNS[i].generation);
+  const label = renumbered ? "the files were rewritten" : `${added} new rollout${added === 1 ? "" : "s"}`;
+  live.replaceChildren(h("button", { id: "live-refresh", onclick: () => { RUNS = fresh; live.replaceChildren(); document.body.dataset.ready = ""; route(); } }, label + " · show"));
+}
+window.palaestraPoll = poll;
+setInterval(poll, 5000);
+
 // --- routing ------------------------------------------------------------------------------
 
 async function route() {
