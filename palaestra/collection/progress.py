@@ -142,10 +142,11 @@ def figures_rows(summary: RunSummary, failures_as_zero: bool) -> tuple[list[tupl
         mean = summary.mean_reward
         text = "-" if mean is None else f"{mean:.4f} over the file's scored rollouts"
         return [("mean reward", text)], ""
-    from palaestra.evaluate import run_figures
+    from palaestra.evaluate import load_run, run_figures
 
     try:
-        figures = run_figures(files.output, failures_as_zero=failures_as_zero)
+        run = load_run(files.output, failures=files.failures, details=False)
+        figures = run_figures(run, failures_as_zero=failures_as_zero)
     except (ConfigError, InputError) as error:
         mean = summary.mean_reward
         text = "-" if mean is None else f"{mean:.4f} over the file's scored rollouts"

@@ -5,8 +5,9 @@ A run is what ``palaestra collect`` (or NeMo Gym's collector) leaves behind: the
 line, with ``failure: {kind, reason, masked}``). ``load_run`` reads both into a ``Run``: per
 task (``_ng_task_index``), its ``Rollout`` s and its ``FailedRollout`` s, with what the
 statistics need (reward, verifier metrics, extracted answer) and what a report shows (token
-usage, timings, truncation), never the whole trajectory, so a run of a hundred thousand
-rollouts takes tens of megabytes, not the gigabytes of its file.
+usage, timings, truncation), never the whole trajectory: about 1.1 kB a rollout (110 MB for
+100,000 rollouts whose file holds 475 MB), or 0.6 kB with ``details=False``, which leaves out
+token usage and timings.
 
 A failure record whose rollout (task, repeat) also has a scored row is left out (it was
 retried and scored; ``Run.superseded`` counts them), and two records of one rollout count
@@ -29,6 +30,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 import orjson
 
@@ -49,6 +52,8 @@ from palaestra.rows import (
 )
 from palaestra.types import JsonDict
 
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+"""The usage or timings of a rollout without them: one shared empty mapping."""
 NAN_REWARD = "nan_reward"
 """The failure kind of a rollout row whose reward is ``null`` (not a number)."""
 
@@ -179,9 +184,15 @@ class Run:
 
 
 def load_run(
-    output: str | os.PathLike[str], *, failures: str | os.PathLike[str] | None = None
+    output: str | os.PathLike[str],
+    *,
+    failures: str | os.PathLike[str] | None = None,
+    details: bool = True,
 ) -> Run:
     """Read a run: ``output`` (rollouts JSONL) and its failures file (default: beside it).
+
+    ``details=False`` leaves each rollout's ``usage`` and ``timings`` empty (the figures do
+    not use them): 0.6 kB a rollout instead of 1.1.
 
     A missing ``output`` is a ``ConfigError``; a missing failures file means no failures. A
     bad line is an ``InputError`` naming the file, the line and the field.
@@ -194,7 +205,7 @@ def load_run(
     scored: set[tuple[int, int]] = set()
     nan_rewards: list[FailedRollout] = []
     for line, row in _rows(path):
-        rollout = _rollout(row, path, line)
+        rollout = _rollout(row, path, line, details)
         number = rollout.task
         assert number is not None  # _rollout requires it
         task = tasks.get(number)
@@ -283,7 +294,7 @@ def _agent(row: JsonDict) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _rollout(row: JsonDict, path: Path, line: int) -> Rollout | FailedRollout:
+def _rollout(row: JsonDict, path: Path, line: int, details: bool) -> Rollout | FailedRollout:
     task = _index(row, TASK_INDEX, path, line, required=True)
     assert task is not None
     index = _index(row, ROLLOUT_INDEX, path, line, required=False)
@@ -302,8 +313,8 @@ def _rollout(row: JsonDict, path: Path, line: int) -> Rollout | FailedRollout:
     facts = facts if isinstance(facts, dict) else {}
     answer = row.get("extracted_answer")
     response = row.get(RESPONSE)
-    usage = response.get("usage") if isinstance(response, dict) else None
-    timings = facts.get("timings")
+    usage = response.get("usage") if isinstance(response, dict) and details else None
+    timings = facts.get("timings") if details else None
     return Rollout(
         task=task,
         index=index,
@@ -312,10 +323,10 @@ def _rollout(row: JsonDict, path: Path, line: int) -> Rollout | FailedRollout:
         answer=answer.strip() if isinstance(answer, str) and answer.strip() else None,
         usage={k: usage[k] for k in USAGE_FIELDS if isinstance(usage.get(k), int)}
         if isinstance(usage, dict)
-        else {},
+        else _NOTHING,
         timings={k: float(v) for k, v in timings.items() if isinstance(v, int | float)}
         if isinstance(timings, dict)
-        else {},
+        else _NOTHING,
         truncated=bool(facts.get("truncated")),
         agent=agent,
     )

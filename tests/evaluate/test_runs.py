@@ -90,3 +90,39 @@ def test_importing_palaestra_evaluate_loads_neither_numpy_nor_scipy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_details_false_leaves_out_usage_and_timings_but_not_the_figures_inputs(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "r.jsonl"
+    row = {
+        "_ng_task_index": 0,
+        "_ng_rollout_index": 0,
+        "reward": 0.5,
+        "extracted_answer": " 42 ",
+        "_palaestra": {"timings": {"model": 1.5}, "verifier_fields": ["reward"]},
+        "response": {"usage": {"input_tokens": 10}},
+    }
+    out.write_bytes(orjson.dumps(row) + b"\n")
+    (full,) = load_run(out).rollouts()
+    (light,) = load_run(out, details=False).rollouts()
+    assert (full.usage, full.timings) == ({"input_tokens": 10}, {"model": 1.5})
+    assert (light.usage, light.timings) == ({}, {})
+    assert (light.reward, light.answer) == (full.reward, full.answer) == (0.5, "42")
+
+
+def test_only_keeps_the_rollouts_and_failures_of_one_agent(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "r.jsonl", {0: [1.0, "timeout"], 1: [0.0]})
+    other = {
+        "_ng_task_index": 5,
+        "_ng_rollout_index": 0,
+        "reward": 1.0,
+        "agent_ref": {"type": "responses_api_agents", "name": "other"},
+    }
+    out.write_bytes(out.read_bytes() + orjson.dumps(other) + b"\n")
+    run = load_run(out)
+    assert run.agents() == ["agent", "other"]
+    mine = run.only("agent")
+    assert list(mine.tasks) == [0, 1] and (mine.scored, mine.failed) == (2, 1)
+    assert list(run.only("other").tasks) == [5]
