@@ -5,7 +5,9 @@ A task carries its golden answer in ``golden_response`` (and may carry a wrong o
 assistant text (a string), a list of Responses output items, or a whole Response (a dict with
 ``output``). The ``function_call`` items are run as tool calls in a fresh session, in order,
 before ``verify`` scores the response, so a stateful environment ends in the state the answer
-leaves; their outputs are put in the response as the agent would put them. Without
+leaves; their outputs are put in the response as the agent would put them. A call to a tool
+the environment does not have stays in the response unrun (function_calling scores the calls
+of tools its tasks bring, and never runs them). Without
 ``wrong_response`` the wrong answer is the text "I do not know." with no tool call.
 """
 
@@ -79,9 +81,10 @@ async def _run_calls(
     client: LocalEnvironmentClient, session: str, items: list[JsonDict]
 ) -> list[JsonDict]:
     output: list[JsonDict] = []
+    tools = {tool["name"] for tool in client.tools()}
     for item in items:
         output.append(item)
-        if item.get("type") == "function_call":
+        if item.get("type") == "function_call" and item["name"] in tools:
             arguments = orjson.loads(item["arguments"])
             text = await client.call_tool(session, item["name"], arguments)
             output.append(function_call_output(item["call_id"], text))

@@ -228,7 +228,22 @@ def test_without_golden_answers_the_check_is_skipped_not_passed(tmp_path: Path) 
 
 
 def test_builtin_golden_answers_are_checked(tmp_path: Path) -> None:
-    for name in ("counter", "math", "mcqa"):
+    for name in ("counter", "function_calling", "math", "mcqa", "synonyms"):
         golden = check_environment(name, smoke=None).check("golden answers")
         assert golden.status is Status.PASS, (name, golden.reason)
         assert golden.details == {"tasks": 5}
+
+
+def test_a_golden_call_of_a_tool_the_task_brings_is_scored_not_run(tmp_path: Path) -> None:
+    class CallScorer(Environment):
+        """Rewards a call of erase, which it has no tool for: the task brings it."""
+
+        def verify(self, session: Session, response: JsonDict) -> float:
+            names = [i.get("name") for i in response["output"] if i["type"] == "function_call"]
+            return float(names == ["erase"])
+
+    listed = {"type": "function", "name": "erase", "parameters": {"type": "object"}}
+    calls = [{"type": "function_call", "name": "erase", "arguments": {}}]
+    task = {"responses_create_params": {"input": "x", "tools": [listed]}, "golden_response": calls}
+    golden = check(CallScorer, tasks_file(tmp_path / "t.jsonl", task)).check("golden answers")
+    assert golden.status is Status.PASS, golden.reason
