@@ -172,3 +172,19 @@ def test_a_run_palaestra_evaluate_cannot_read_still_opens_and_says_why(tmp_path:
     assert status == 200
     assert body["figures"] == []
     assert body["error"].startswith("no intervals: ") and "_ng_task_index" in body["error"]
+
+
+def test_a_request_addressed_to_another_host_name_is_refused_on_loopback(
+    server: BackgroundServer,
+) -> None:
+    request = urllib.request.Request(server.url + "/api/runs", headers={"Host": "evil.example"})
+    request.add_header("Authorization", f"Bearer {TOKEN}")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    request = urllib.request.Request(
+        server.url + "/api/runs", headers={"Host": f"localhost:{server.port}"}
+    )
+    request.add_header("Authorization", f"Bearer {TOKEN}")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200

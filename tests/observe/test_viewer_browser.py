@@ -236,3 +236,16 @@ def test_rollouts_a_running_collection_appends_are_offered_and_shown(
         assert len(browser.find_elements("css selector", "#rows-table tbody tr")) == 3
         assert browser.find_element("css selector", "[data-k=rows] .value").text == "3"
         screenshot(browser, "9_live_run")
+
+
+def test_markup_in_a_models_output_is_shown_as_text_never_run(browser: Any, tmp_path: Path) -> None:
+    row = scored(0, "Oslo", 1.0)
+    attack = '<img src=x onerror="document.body.dataset.pwned=1"><b>bold</b>'
+    row["response"]["output"][-1]["content"][0]["text"] = attack
+    row["response"]["output"][1]["name"] = "<script>document.body.dataset.pwned=1</script>"
+    path = write_run(tmp_path / "hostile.jsonl", [row])
+    with BackgroundServer(viewer_app(open_runs([path]))) as server:
+        open_view(browser, server.url + "/", "/rollout/0/0")
+        assert browser.find_element("css selector", ".item.assistant .body").text == attack
+        assert browser.find_elements("css selector", "#main img, #main b, #main script") == []
+        assert browser.execute_script("return document.body.dataset.pwned") is None

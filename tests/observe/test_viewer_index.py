@@ -110,6 +110,8 @@ def test_a_file_that_holds_no_rows_is_one_input_error_naming_its_line(tmp_path: 
         RunIndex(path)
     with pytest.raises(InputError, match="no such rollouts file"):
         RunIndex(tmp_path / "missing.jsonl")
+    with pytest.raises(InputError, match="a directory: name the rollouts file"):
+        RunIndex(tmp_path)
 
 
 def test_a_failures_file_alone_is_a_run_of_failures(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ async def view_async(
     from palaestra.serve.announce import serve_announced
 
     runs = await asyncio.to_thread(open_runs, paths)
-    app = viewer_app(runs, token=token)
+    app = viewer_app(runs, token=token, host=host)
 
     def ready(url: str) -> None:
         page = f"{url}/?token={quote(token, safe='')}" if token else f"{url}/"

@@ -29,6 +29,7 @@ from urllib.parse import quote
 
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -45,8 +46,16 @@ ASSETS = {"viewer.js": "text/javascript", "viewer.css": "text/css"}
 MAX_LIMIT = 1000
 
 
-def viewer_app(runs: list[Run], *, token: str | None = None) -> ASGIApp:
-    """The viewer of ``runs`` (one, or two to compare) as an ASGI app behind the token."""
+LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]", "::1"]
+
+
+def viewer_app(runs: list[Run], *, token: str | None = None, host: str = "127.0.0.1") -> ASGIApp:
+    """The viewer of ``runs`` (one, or two to compare) as an ASGI app behind the token.
+
+    Served on a loopback ``host``, it answers only requests addressed to a loopback name: a
+    web page elsewhere cannot read the rollouts by pointing a DNS name of its own at
+    127.0.0.1 (DNS rebinding), token or not.
+    """
     api = _Api(runs, token)
     app = Starlette(
         routes=[
@@ -61,7 +70,10 @@ def viewer_app(runs: list[Run], *, token: str | None = None) -> ASGIApp:
             Route("/api/comparison", api.comparison),
         ]
     )
-    return TokenInUrl(Guard(app, token=token))
+    guarded = TokenInUrl(Guard(app, token=token))
+    if host in LOOPBACK_NAMES:
+        return TrustedHostMiddleware(guarded, allowed_hosts=LOOPBACK_NAMES, www_redirect=False)
+    return guarded
 
 
 class TokenInUrl:

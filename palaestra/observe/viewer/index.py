@@ -111,6 +111,8 @@ class RunIndex:
         ``InputError`` (one line) when the path is not a readable file.
         """
         self.path = path
+        if path.is_dir():
+            raise InputError("a directory: name the rollouts file (runs/x.jsonl)", path=str(path))
         if not path.is_file():
             raise InputError("no such rollouts file", path=str(path))
         self._lock = threading.RLock()
