@@ -135,7 +135,7 @@ def figures_rows(summary: RunSummary, failures_as_zero: bool) -> tuple[list[tupl
     Measured on 100,000 rollouts of the weather environment (4.75 kB a row, 475 MB): 3.9 to
     5.2 s for the whole table on 2 shared cores, of which 2.2 to 4.0 s is ``orjson.loads`` of
     the lines alone; the figures themselves (25,000 tasks) take about 1 s, half of it loading
-    ``scipy.special``. That is well under 1% of the hours such a run takes to collect.
+    ``scipy.special``: small beside the minutes to hours such a run takes to collect.
     """
     from palaestra.errors import ConfigError, InputError
 
