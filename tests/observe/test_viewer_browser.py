@@ -165,6 +165,12 @@ def test_a_rollout_reads_as_a_conversation_with_its_tool_call_and_verdict(
     assert "model" in timings and "0.800 s" in timings
     assert "150" in browser.find_element("id", "usage").text
     screenshot(browser, "3_conversation_with_tool_call")
+    browser.find_element("id", "tab-raw").click()  # the row as stored, token ids included
+    wait_drawn(browser, "#/raw/0/10")
+    raw = wait_for(browser, "#raw:not(:empty)")
+    assert (
+        '"generation_token_ids": [' in raw.text and '"expected_city": "San Francisco"' in raw.text
+    )
 
 
 def test_simulated_user_turns_are_marked_as_such(browser: Any, url: str) -> None:
