@@ -26,7 +26,7 @@ from palaestra.evaluate.figures import (
     per_task,
     run_figures,
 )
-from palaestra.evaluate.runs import FailedRollout, Rollout, Run, Task, load_run
+from palaestra.evaluate.runs import FailedRollout, Rollout, Run, Task, combine_runs, load_run
 from palaestra.evaluate.stats import (
     Interval,
     TestResult,
@@ -55,6 +55,7 @@ __all__ = [
     "TestResult",
     "analytic_mean",
     "bootstrap_mean",
+    "combine_runs",
     "compare_runs",
     "load_run",
     "majority_vote",

@@ -27,7 +27,7 @@ import hashlib
 import math
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -181,6 +181,26 @@ class Run:
                 tasks[index] = replace(task, rollouts=rollouts, failures=failures)
         unplaced = [f for f in self.unplaced if f.agent == agent]
         return Run(self.output, self.failures_file, tasks, unplaced, self.superseded)
+
+
+def combine_runs(runs: Sequence[Run]) -> Run:
+    """One run of every task of ``runs`` (several environments' runs, say), for overall figures.
+
+    Task indices restart in each run, so the tasks are numbered anew, run after run (the
+    first run's tasks keep theirs); each ``Task.rollouts`` keeps its rollouts as they were.
+    The result's ``output`` is the first run's. Figures of the result weigh every task the
+    same, whichever run it came from.
+    """
+    if not runs:
+        raise ValueError("combine_runs needs at least one run")
+    tasks: dict[int, Task] = {}
+    for run in runs:
+        for task in run.tasks.values():
+            number = len(tasks)
+            tasks[number] = replace(task, index=number)
+    unplaced = [failure for run in runs for failure in run.unplaced]
+    superseded = sum(run.superseded for run in runs)
+    return Run(runs[0].output, runs[0].failures_file, tasks, unplaced, superseded)
 
 
 def load_run(

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from palaestra.errors import ConfigError, InputError
-from palaestra.evaluate import load_run
+from palaestra.evaluate import combine_runs, load_run, run_figures
 from tests.evaluate.synthetic import write_run
 
 
@@ -126,3 +126,13 @@ def test_only_keeps_the_rollouts_and_failures_of_one_agent(tmp_path: Path) -> No
     mine = run.only("agent")
     assert list(mine.tasks) == [0, 1] and (mine.scored, mine.failed) == (2, 1)
     assert list(run.only("other").tasks) == [5]
+
+
+def test_combined_runs_number_their_tasks_anew_and_keep_every_rollout(tmp_path: Path) -> None:
+    one = load_run(write_run(tmp_path / "a.jsonl", {0: [1.0, 1.0], 1: [0.0, "timeout"]}))
+    two = load_run(write_run(tmp_path / "b.jsonl", {0: [0.5, 0.5]}, text="other"))
+    both = combine_runs([one, two])
+    assert list(both.tasks) == [0, 1, 2]
+    assert both.tasks[2].rewards == [0.5, 0.5] and both.tasks[2].identity == two.tasks[0].identity
+    assert (both.scored, both.failed) == (5, 1)
+    assert run_figures(both).figure("mean reward").value == pytest.approx((1.0 + 0.0 + 0.5) / 3)
