@@ -104,8 +104,12 @@ class RemoteEnvironmentClient:
         self._tools = tools or []
         self._retry = retry or RetryPolicy()
         self._auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self._post_headers = {"Content-Type": "application/json", **self._auth}
         self._cookies: dict[str, dict[str, str]] = {}
+        """Each session's cookies, for servers that key sessions by cookie (NeMo Gym's)."""
         self._headers: dict[str, dict[str, str]] = {}
+        """Each session's request headers (a palaestra server's session token among them)."""
+        self._boundaries: dict[str, Boundary] = {}
 
     @classmethod
     async def connect(
@@ -170,10 +174,13 @@ class RemoteEnvironmentClient:
         if status != 200:
             raise _answered(EnvironmentFailure, "seed_session", status, body)
         handle = secrets.token_hex(8)
-        self._cookies[handle] = {}
-        self._remember_cookies(handle, response)
         token = response.headers.get(SESSION_HEADER)
-        self._headers[handle] = {SESSION_HEADER: token} if token else {}
+        if token:  # a palaestra server: the token names the session, no cookie is needed
+            self._headers[handle] = {**self._post_headers, SESSION_HEADER: token}
+        else:  # NeMo Gym's servers key sessions by cookie
+            self._headers[handle] = self._post_headers
+            self._cookies[handle] = {}
+            self._remember_cookies(handle, response)
         return handle
 
     async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
@@ -246,14 +253,18 @@ class RemoteEnvironmentClient:
         session_id: str | None,
         failures: tuple[type[RolloutFailure], type[RolloutFailure]],
     ) -> tuple[int, bytes, HttpAnswer]:
-        headers = {"Content-Type": "application/json", **self._auth}
+        headers = self._post_headers
         if session_id is not None:
-            headers.update(self._headers.get(session_id, {}))
-            cookies = self._cookies.get(session_id, {})
+            headers = self._headers.get(session_id, headers)
+            cookies = self._cookies.get(session_id)
             if cookies:
-                headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+                cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
+                headers = {**headers, "Cookie": cookie}
         url = f"{self.base_url}{route}"
-        boundary = Boundary(*failures, url, overruns=(TimeoutError,))
+        boundary = self._boundaries.get(route)
+        if boundary is None or boundary.failure is not failures[0]:
+            boundary = Boundary(*failures, url, overruns=(TimeoutError,))
+            self._boundaries[route] = boundary
         answer = await self._send(url, orjson.dumps(body), headers, boundary, route)
         if session_id is not None:
             if answer.status == 404 and _is_session_lost(answer.body):

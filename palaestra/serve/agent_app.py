@@ -39,6 +39,7 @@ from palaestra.protocol import (
 from palaestra.serve.env_app import aggregate_endpoint
 from palaestra.serve.guard import BodyTooLarge
 from palaestra.serve.http_json import (
+    HotRoutedApp,
     JSONResponse,
     RequestError,
     error_response,
@@ -75,7 +76,8 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
         await env.aclose()
         await model.aclose()
 
-    return Starlette(
+    return HotRoutedApp(
+        hot={RUN: run},  # a rollout's one request: without Starlette's router
         lifespan=lifespan,
         routes=[
             Route(LIVENESS, health, methods=["GET"]),

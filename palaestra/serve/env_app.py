@@ -32,7 +32,7 @@ import contextlib
 import inspect
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -86,6 +86,8 @@ from palaestra.serve.evaluator import (
 )
 from palaestra.serve.guard import BodyTooLarge
 from palaestra.serve.http_json import (
+    Handler,
+    HotRoutedApp,
     JSONResponse,
     RequestError,
     error_response,
@@ -112,7 +114,16 @@ about 512 KB of JSON. Larger seeds are a 413 naming the limit."""
 RETRY_AFTER_SECONDS = 1
 """What a refused seed is told to wait: sessions free as rollouts finish, within seconds."""
 
-Handler = Callable[[Request], Awaitable[Response]]
+# The session's headers, written by hand (http.cookies costs 10 us a seed): the cookie as
+# Starlette's set_cookie(httponly=True, samesite="lax") writes it, and its deletion.
+_SESSION_HEADER = SESSION_HEADER.encode()
+_COOKIE_PREFIX = f"{SESSION_COOKIE}=".encode()
+_COOKIE_ATTRIBUTES = b"; HttpOnly; Path=/; SameSite=lax"
+_DELETE_COOKIE = (
+    b"set-cookie",
+    f'{SESSION_COOKIE}=""; expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/; '
+    "SameSite=lax".encode(),
+)
 
 
 def environment_app(
@@ -122,7 +133,7 @@ def environment_app(
     dataset: list[JsonDict] | None = None,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     max_task_bytes: int | None = DEFAULT_MAX_TASK_BYTES,
-) -> Starlette:
+) -> HotRoutedApp:
     """An ASGI app serving ``environment``; sessions live in this process and expire.
 
     ``dataset`` is the task list NeMo Evaluator's clients address by index. ``max_sessions``
@@ -136,33 +147,32 @@ def environment_app(
     client = LocalEnvironmentClient(environment)
     signer = SessionSigner(secret or secrets.token_bytes(32))
     caps = SessionCaps(max_sessions, max_task_bytes)
+    # The routes a rollout crosses, answered without Starlette's router (HotRoutedApp).
+    hot: dict[str, Handler] = {
+        SEED_SESSION: _seed(client, signer, tasks, caps),
+        VERIFY: _verify(client, signer, tasks),
+        CLOSE_SESSION: _close(client, signer),
+    }
+    hot.update({tool_route(name): _tool(client, signer, name) for name in environment.tool_specs})
+    if isinstance(environment, StepEnvironment):
+        hot.update({RESET: _reset(client, signer), STEP: _step(client, signer)})
     routes = [
         Route(LIVENESS, _health(client, caps), methods=["GET"]),
         Route(TOOLS, _tools(client), methods=["GET"]),
         Route(HEALTH, _evaluator_health(environment.name, tasks), methods=["GET"]),
         Route(DATASET_SIZE, _dataset_size(tasks), methods=["GET"]),
-        Route(SEED_SESSION, _seed(client, signer, tasks, caps), methods=["POST"]),
-        Route(VERIFY, _verify(client, signer, tasks), methods=["POST"]),
-        Route(CLOSE_SESSION, _close(client, signer), methods=["POST"]),
         Route(AGGREGATE_METRICS, aggregate_endpoint, methods=["POST"]),
         metrics_route(environment_metrics(client, caps)),
     ]
-    routes += [
-        Route(tool_route(name), _tool(client, signer, name), methods=["POST"])
-        for name in environment.tool_specs
-    ]
-    if isinstance(environment, StepEnvironment):
-        routes += [
-            Route(RESET, _reset(client, signer), methods=["POST"]),
-            Route(STEP, _step(client, signer), methods=["POST"]),
-        ]
+    routes += [Route(path, handler, methods=["POST"]) for path, handler in hot.items()]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await client.aclose()  # sessions, the environment's own resources, its worker pool
 
-    app = Starlette(
+    app = HotRoutedApp(
+        hot=hot,
         lifespan=lifespan,
         routes=routes,
         exception_handlers={
@@ -278,8 +288,11 @@ def _seed(
         session_id = await client.seed(task)  # a failure: logged and answered by _on_error
         token = signer.token(session_id)
         response = JSONResponse(answer)
-        response.headers[SESSION_HEADER] = token
-        response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="lax")
+        encoded = token.encode()  # [0-9a-f.]: nothing to quote in a header or a cookie
+        response.raw_headers += [
+            (_SESSION_HEADER, encoded),
+            (b"set-cookie", _COOKIE_PREFIX + encoded + _COOKIE_ATTRIBUTES),
+        ]
         return response
 
     return seed
@@ -389,7 +402,7 @@ def _close(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
             client.sessions.get(session_id)  # a lost session: 404 session_lost
             await client.close(session_id)
         response = JSONResponse({})
-        response.delete_cookie(SESSION_COOKIE)
+        response.raw_headers.append(_DELETE_COOKIE)
         return response
 
     return close

@@ -37,8 +37,12 @@ class Guard:
         if self.token is not None and not _bearer_matches(authorization, self.token):
             await _refuse(send, 401, "missing or wrong bearer token")
             return
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            await _refuse(send, 413, f"request body over {self.max_body} bytes")
+        if declared is not None and declared.isdigit():
+            if int(declared) > self.max_body:
+                await _refuse(send, 413, f"request body over {self.max_body} bytes")
+                return
+            # The server reads exactly the declared length as the body: it is bounded.
+            await self.app(scope, receive, send)
             return
         await self.app(scope, self._bounded(receive, send), send)
 

@@ -7,12 +7,12 @@ wrong or missing field is a 422 whose ``param`` names the field.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -29,6 +29,38 @@ class JSONResponse(Response):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)
+
+    def init_headers(self, headers: Mapping[str, str] | None = None) -> None:
+        if headers is not None or self.status_code < 200 or self.status_code in (204, 304):
+            super().init_headers(headers)
+            return
+        # The usual answer's two headers, without Starlette's general case (per request).
+        self.raw_headers = [
+            (b"content-length", b"%d" % len(self.body)),
+            (b"content-type", b"application/json"),
+        ]
+
+
+class HotRequest(Request):
+    """A request whose body is read without Starlette's stream generator (one message)."""
+
+    _body: bytes
+
+    async def body(self) -> bytes:
+        try:
+            return self._body
+        except AttributeError:
+            pass
+        chunks: list[bytes] = []
+        while True:
+            message = await self._receive()
+            if message["type"] != "http.request":
+                raise ClientDisconnect()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        self._body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return self._body
 
 
 class RequestError(PalaestraError):
@@ -108,7 +140,7 @@ class HotRoutedApp(Starlette):
         if scope["type"] == "http" and scope["method"] == "POST":
             handler = self.hot.get(scope["path"])
             if handler is not None:
-                request = Request(scope, receive)
+                request = HotRequest(scope, receive)
                 try:
                     response = await handler(request)
                 except Exception as exc:

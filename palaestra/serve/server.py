@@ -16,10 +16,19 @@ from palaestra.spec import ServeSpec
 
 
 def serve(spec: ServeSpec) -> None:
-    """Serve ``spec`` until interrupted, on the fastest event loop available."""
+    """Serve ``spec`` until interrupted, on the fastest event loop available.
+
+    A server process makes the collector's process-wide choices (``collection.runtime``):
+    rare young GCs (thousands of live sessions and connections are scanned again and again
+    by each, and the hot path makes no cycles) and the open-files limit lifted to the hard
+    limit (each concurrent session's client holds a connection).
+    """
+    from palaestra.collection.runtime import collector_gc, raise_open_files_limit
     from palaestra.serve.uvicorn_runner import run_on_fast_loop
 
-    run_on_fast_loop(serve_async(spec))
+    raise_open_files_limit()
+    with collector_gc():
+        run_on_fast_loop(serve_async(spec))
 
 
 async def serve_async(spec: ServeSpec) -> None:

