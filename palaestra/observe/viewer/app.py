@@ -37,6 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from palaestra.errors import ConfigError, InputError
 from palaestra.observe.viewer.index import SORTS, ChangedFile, Query, RunIndex
+from palaestra.observe.viewer.pairs import Pairing
 from palaestra.observe.viewer.rollout import preview, rollout_view
 from palaestra.observe.viewer.runs import Run
 from palaestra.observe.viewer.tokens import LocalVocabulary, token_view
@@ -116,9 +117,10 @@ class _Api:
         self.runs_ = runs
         self.token = token
         self.vocabulary = LocalVocabulary()
-        self._pairs: tuple[Any, list[tuple[int, int, int | None, int | None]]] | None = None
+        self._pairs: tuple[Any, Pairing] | None = None
         self._comparison: tuple[Any, dict[str, Any]] | None = None
         self._lock = threading.Lock()
+        self._pairs_lock = threading.Lock()
         self._assets = {
             name: (resources.files(__package__) / "static" / name).read_bytes()
             for name in [*ASSETS, "index.html"]
@@ -210,34 +212,22 @@ class _Api:
             rollout_wanted = _optional_int(request, "rollout")
         except BadQuery as error:
             return _error(400, str(error))
-        sort = request.query_params.get("sort", "task")
-        only = request.query_params.get("only", "")
-        a, b = self.runs_[0].index, self.runs_[1].index
-        pairs = self._paired()
-        lines: list[dict[str, Any]] = []
-        for task, rollout, n_a, n_b in pairs:
-            if task_wanted is not None and task != task_wanted:
-                continue
-            if rollout_wanted is not None and rollout != rollout_wanted:
-                continue
-            left = a.entry(n_a) if n_a is not None else None
-            right = b.entry(n_b) if n_b is not None else None
-            delta = _delta(left, right)
-            if only == "different" and (delta == 0 or (delta is None and _same_kind(left, right))):
-                continue
-            if only == "both" and (left is None or right is None):
-                continue
-            lines.append({"task": task, "rollout": rollout, "a": left, "b": right, "delta": delta})
-        stats = _pair_stats(a, b, pairs)
-        if sort == "delta":
-            lines.sort(key=lambda line: -abs(line["delta"]) if line["delta"] is not None else 1.0)
+        pairing = self._pairing()
+        matched, lines = pairing.select(
+            only=request.query_params.get("only", ""),
+            sort=request.query_params.get("sort", "task"),
+            task=task_wanted,
+            rollout=rollout_wanted,
+            offset=offset,
+            limit=limit,
+        )
         return _json(
             {
-                "total": len(pairs),
-                "stats": stats,
-                "matched": len(lines),
+                "total": len(pairing),
+                "stats": pairing.stats(),
+                "matched": matched,
                 "offset": offset,
-                "pairs": lines[offset : offset + limit],
+                "pairs": lines,
             }
         )
 
@@ -269,59 +259,12 @@ class _Api:
                 self._comparison = (version, body)
             return _json(self._comparison[1])
 
-    def _paired(self) -> list[tuple[int, int, int | None, int | None]]:
-        version = [run.version() for run in self.runs_]
-        if self._pairs is None or self._pairs[0] != version:
-            left = self.runs_[0].index.keys()
-            right = self.runs_[1].index.keys()
-            pairs = [
-                (task, rollout, left.get((task, rollout)), right.get((task, rollout)))
-                for task, rollout in sorted(left.keys() | right.keys())
-            ]
-            self._pairs = (version, pairs)
-        return self._pairs[1]
-
-
-def _pair_stats(
-    a: RunIndex, b: RunIndex, pairs: list[tuple[int, int, int | None, int | None]]
-) -> dict[str, Any]:
-    """How the two runs compare over the pairs both scored (one pass, no row read)."""
-    both = only_a = only_b = a_better = b_better = ties = 0
-    total = 0.0
-    ra, rb = a.columns.reward, b.columns.reward
-    for _, _, n_a, n_b in pairs:
-        if n_a is None or n_b is None:
-            only_a += n_b is None
-            only_b += n_a is None
-            continue
-        both += 1
-        if math.isnan(ra[n_a]) or math.isnan(rb[n_b]):
-            continue
-        delta = rb[n_b] - ra[n_a]
-        total += delta
-        b_better += delta > 0
-        a_better += delta < 0
-        ties += delta == 0
-    scored = a_better + b_better + ties
-    return {
-        "both": both,
-        "only_a": only_a,
-        "only_b": only_b,
-        "a_better": a_better,
-        "b_better": b_better,
-        "ties": ties,
-        "mean_delta": total / scored if scored else None,
-    }
-
-
-def _delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
-    if a is None or b is None or a["reward"] is None or b["reward"] is None:
-        return None
-    return float(b["reward"] - a["reward"])
-
-
-def _same_kind(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
-    return a is not None and b is not None and a["kind"] == b["kind"]
+    def _pairing(self) -> Pairing:
+        with self._pairs_lock:  # not the comparison's lock: that one is held for seconds
+            version = [run.version() for run in self.runs_]
+            if self._pairs is None or self._pairs[0] != version:
+                self._pairs = (version, Pairing(self.runs_[0].index, self.runs_[1].index))
+            return self._pairs[1]
 
 
 def _int_param(request: Request, name: str, default: int) -> int:

@@ -288,6 +288,12 @@ class RunIndex:
         }
 
     @_locked
+    def snapshot(self, *names: str) -> list[npt.NDArray[Any]]:
+        """Copies of the named columns, as they are now."""
+        views = self.arrays()
+        return [views[name].copy() for name in names]
+
+    @_locked
     def select(self, query: Query) -> tuple[int, list[int]]:
         """The rows ``query`` matches, sorted: (how many match, the row numbers of its page)."""
         import numpy as np
