@@ -118,7 +118,7 @@ async def smoke_checks(environment: Environment, tasks: Path, options: SmokeOpti
         model, overrides, owned = _model(options)
     except ConfigError as error:
         await client.aclose()
-        return [Check.failed("smoke run", f"could not start: {error}")]
+        return _not_run(f"could not start: {error}")
     timed = TimedModel(model)
     with tempfile.TemporaryDirectory(prefix="palaestra-test-") as work:
         config = CollectConfig(
@@ -133,7 +133,7 @@ async def smoke_checks(environment: Environment, tasks: Path, options: SmokeOpti
         try:
             summary = await run_collection(BoundAgent(agent, client, timed), config, _Silent())
         except PalaestraError as error:
-            return [Check.failed("smoke run", f"the collection stopped: {error}")]
+            return _not_run(f"the collection stopped: {error}")
         finally:
             cpu = time.process_time() - cpu_started
             wall = time.perf_counter() - started
@@ -144,8 +144,16 @@ async def smoke_checks(environment: Environment, tasks: Path, options: SmokeOpti
     rollouts = summary.done + summary.failed
     return [
         _smoke_check(summary, timed, wall),
-        _sessions_check(sessions, left_open),
+        _sessions_check(sessions, left_open, rollouts),
         _cpu_check(cpu, timed.cpu_seconds, rollouts),
+    ]
+
+
+def _not_run(reason: str) -> list[Check]:
+    return [
+        Check.failed("smoke run", reason),
+        Check.skipped("sessions closed", "the smoke run did not run"),
+        Check.skipped("framework CPU", "the smoke run did not run"),
     ]
 
 
@@ -208,9 +216,11 @@ def _smoke_check(summary: RunSummary, model: TimedModel, wall: float) -> Check:
     return Check.passed(name, text, **details)
 
 
-def _sessions_check(sessions: CountingSessions, left_open: int) -> Check:
+def _sessions_check(sessions: CountingSessions, left_open: int, rollouts: int) -> Check:
     name = "sessions closed"
     counts = {"opened": sessions.opened, "closed": sessions.closed, "left_open": left_open}
+    if rollouts == 0:
+        return Check.skipped(name, "no rollout ran", **counts)
     if sessions.opened == 0:
         return Check.failed(name, "no session was opened", **counts)
     if left_open or sessions.closed != sessions.opened:

@@ -164,3 +164,13 @@ def test_sessions_an_agent_leaves_open_fail_the_sessions_check(
     assert sessions.reason == (
         "2 sessions opened, 0 closed by their rollout, 2 still open when the run ended"
     )
+
+
+def test_a_model_that_cannot_be_built_fails_the_smoke_run_in_one_line(tmp_path: Path) -> None:
+    report = check_environment(
+        Marks, tasks=tasks(tmp_path), smoke=SmokeOptions(model="no_such_backend_or_name")
+    )
+    run, sessions, cpu = report.checks[-3:]
+    assert run.status is Status.FAIL and run.reason.startswith("could not start: ")
+    assert "\n" not in run.reason
+    assert (sessions.status, cpu.status) == (Status.SKIP, Status.SKIP)
