@@ -110,8 +110,10 @@ class ManagedServer:
         finally:
             # Always: the command's first process may be gone while what it started lives on.
             _signal_group(process.pid, signal.SIGKILL)
-        if process.returncode is None:
-            await process.wait()
+        # Bounded: asyncio's wait() also waits for the output pipe to close, which a process
+        # that left the group (its own setsid) could hold open for ever.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), STOP_GRACE)
         if self._reader is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.gather(self._reader, return_exceptions=True), 2)
