@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palaestra.authoring.report import Check
+from palaestra.authoring.report import Check, counted
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment import Environment
 from palaestra.types import JsonDict
@@ -28,7 +28,9 @@ def check_tasks_parse(path: Path | None) -> tuple[Check, list[JsonDict]]:
         return Check.failed(name, "; ".join(problems[:3]), problems=problems), rows
     if not rows:
         return Check.failed(name, f"{path} holds no tasks"), rows
-    return Check.passed(name, f"{len(rows)} tasks in {path.name} parse", tasks=len(rows)), rows
+    return Check.passed(
+        name, f"{counted(len(rows), 'task')} in {path.name} parse", tasks=len(rows)
+    ), rows
 
 
 def check_task_tools(cls: type[Environment], rows: list[JsonDict]) -> Check:
@@ -60,7 +62,7 @@ def check_task_tools(cls: type[Environment], rows: list[JsonDict]) -> Check:
         return Check.passed(name, "the tasks bring their own tools (the environment has none)")
     if not listed:
         return Check.passed(name, "no task lists tools: the environment's are offered")
-    return Check.passed(name, f"every tool the tasks name exists ({listed} mentions)")
+    return Check.passed(name, f"every tool the tasks name exists ({counted(listed, 'mention')})")
 
 
 def _tool_name(entry: object) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import orjson
 
-from palaestra.authoring.report import Check
+from palaestra.authoring.report import Check, counted
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.errors import RolloutFailure, ToolCallRejected
 from palaestra.types import JsonDict, assistant_message, empty_usage, function_call_output
@@ -53,7 +53,7 @@ async def check_golden_answers(client: LocalEnvironmentClient, rows: list[JsonDi
         return Check.failed(name, "; ".join(problems[:3]), problems=problems)
     return Check.passed(
         name,
-        f"verify gives 1 on {len(golden)} golden answers and 0 on wrong ones",
+        f"verify gives 1 on {counted(len(golden), 'golden answer')} and 0 on wrong ones",
         tasks=len(golden),
     )
 

@@ -80,3 +80,8 @@ class EnvironmentReport:
             "ok": self.ok,
             "checks": [check.to_json() for check in self.checks],
         }
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 tool``, ``2 tools``: a count and its noun, for the checks' reasons."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from palaestra.authoring.report import Check
+from palaestra.authoring.report import Check, counted
 from palaestra.environment import Environment
 from palaestra.tools import tool_options
 from palaestra.types import JsonDict
@@ -37,7 +37,7 @@ def check_tool_schemas(cls: type[Environment]) -> Check:
         return Check.passed(name, "no tools of its own", tools=0)
     return Check.passed(
         name,
-        f"{len(cls.tool_specs)} tools, valid JSON Schema objects, names unique",
+        f"{counted(len(cls.tool_specs), 'tool')}, valid JSON Schema objects, names unique",
         tools=len(cls.tool_specs),
     )
 
@@ -66,7 +66,8 @@ def check_tool_docs(cls: type[Environment]) -> Check:
     parameters = sum(len(spec.arguments.model_fields) for spec in cls.tool_specs.values())
     return Check.passed(
         name,
-        f"the environment, {len(cls.tool_specs)} tools and {parameters} parameters described",
+        f"the environment, {counted(len(cls.tool_specs), 'tool')} and "
+        f"{counted(parameters, 'parameter')} described",
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from palaestra.agents.base import BoundAgent
 from palaestra.agents.registry import AGENTS, make_agent
 from palaestra.assembly import AGENT_REF_TYPE, build_model
-from palaestra.authoring.report import Check
+from palaestra.authoring.report import Check, counted
 from palaestra.collection.collector import CollectConfig, RunSummary
 from palaestra.collection.collector import collect as run_collection
 from palaestra.env_client import LocalEnvironmentClient
@@ -207,7 +207,7 @@ def _smoke_check(summary: RunSummary, model: TimedModel, wall: float) -> Check:
         )
     mean = summary.reward_sum / summary.done if summary.done else None
     text = (
-        f"{rollouts} rollouts with {model.name} in {wall:.1f} s: {summary.done} scored"
+        f"{counted(rollouts, 'rollout')} with {model.name} in {wall:.1f} s: {summary.done} scored"
         + (f" (mean reward {mean:.2f})" if mean is not None else "")
         + f", {summary.failed} failed"
     )
@@ -226,12 +226,12 @@ def _sessions_check(sessions: CountingSessions, left_open: int, rollouts: int) -
     if left_open or sessions.closed != sessions.opened:
         return Check.failed(
             name,
-            f"{sessions.opened} sessions opened, {sessions.closed} closed by their rollout, "
-            f"{left_open} still open when the run ended",
+            f"{counted(sessions.opened, 'session')} opened, {sessions.closed} closed by their "
+            f"rollout, {left_open} still open when the run ended",
             **counts,
         )
     return Check.passed(
-        name, f"{sessions.opened} sessions opened, all closed by their rollout", **counts
+        name, f"{counted(sessions.opened, 'session')} opened, all closed by their rollout", **counts
     )
 
 
@@ -249,7 +249,7 @@ def _cpu_check(cpu: float, model_cpu: float, rollouts: int) -> Check:
     return Check.passed(
         name,
         f"{own / rollouts * 1000:.1f} ms of CPU per rollout outside the model "
-        f"(process {cpu:.2f} s, model {model_cpu:.2f} s, {rollouts} rollouts)",
+        f"(process {cpu:.2f} s, model {model_cpu:.2f} s, {counted(rollouts, 'rollout')})",
         **details,
     )
 

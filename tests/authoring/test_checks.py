@@ -96,7 +96,7 @@ def test_a_documented_environment_passes_the_static_checks(tmp_path: Path) -> No
     report = check(Tidy, tasks)
     assert report.ok
     assert report.check("tool schemas").reason == (
-        "1 tools, valid JSON Schema objects, names unique"
+        "1 tool, valid JSON Schema objects, names unique"
     )
     assert report.check("tool docs").status is Status.PASS
 
@@ -176,7 +176,7 @@ def test_golden_answers_run_their_tool_calls_before_verify(tmp_path: Path) -> No
     # "yes" without the three marks is wrong: only the replayed calls make the golden one right
     assert (golden.status, golden.reason) == (
         Status.PASS,
-        "verify gives 1 on 1 golden answers and 0 on wrong ones",
+        "verify gives 1 on 1 golden answer and 0 on wrong ones",
     )
 
 
