@@ -23,6 +23,11 @@ import uvicorn
 
 _T = TypeVar("_T")
 
+LISTEN_BACKLOG = 8192
+"""Connections waiting to be accepted (uvicorn's default: 2048; Linux caps it at
+``net.core.somaxconn``, 4096 by default). Thousands of sessions starting at once each open a
+connection; one dropped from a full backlog waits a 1 s SYN retransmit."""
+
 
 def _fastest(preferred: str, fallback: str) -> str:
     return preferred if importlib.util.find_spec(preferred) is not None else fallback
@@ -58,6 +63,7 @@ def make_server(
         log_level=log_level,
         access_log=False,
         proxy_headers=False,
+        backlog=LISTEN_BACKLOG,
     )
     return uvicorn.Server(config)
 
