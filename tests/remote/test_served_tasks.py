@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -64,7 +65,7 @@ async def test_a_palaestra_server_gives_its_tasks_in_order_and_keeps_no_session(
         assert row["responses_create_params"]["input"] == task["responses_create_params"]["input"]
 
 
-def _app(routes: dict[str, tuple[object, ...]]) -> Starlette:
+def _app(routes: dict[str, tuple[Any, ...]]) -> Starlette:
     """A server answering each route's fixed JSON (and status)."""
 
     def answer(value: object, status: int = 200) -> Callable[[Request], Awaitable[Response]]:
@@ -98,7 +99,7 @@ def _app(routes: dict[str, tuple[object, ...]]) -> Starlette:
     ids=["no-size-route", "bad-size", "empty", "seed-refused", "seed-without-prompt"],
 )
 async def test_a_server_that_cannot_give_its_tasks_is_one_line_naming_the_route(
-    tmp_path: Path, routes: dict[str, tuple[object, ...]], said: str
+    tmp_path: Path, routes: dict[str, tuple[Any, ...]], said: str
 ) -> None:
     with BackgroundServer(_app(routes)) as server, pytest.raises(ConfigError) as raised:
         await served_tasks(server.url, tmp_path / "tasks.jsonl")
