@@ -17,6 +17,7 @@ from palaestra.cli.serve_servers import (
     serve_env_command,
     serve_spec_command,
 )
+from palaestra.cli.tasks import tasks_command
 from palaestra.cli.test_env import test_env_command
 from palaestra.cli.verify import verify_command
 from palaestra.cli.view import view_command
@@ -41,6 +42,7 @@ cli.add_command(serve_group)
 cli.add_command(run_command)
 cli.add_command(status_command)
 cli.add_command(verify_command)
+cli.add_command(tasks_command)
 cli.add_command(test_env_command)
 cli.add_command(view_command)
 
