@@ -51,7 +51,13 @@ def task_at(dataset: list[JsonDict], body: JsonDict) -> tuple[int, JsonDict]:
 
 
 def prompt_of(idx: int, task: JsonDict) -> JsonDict:
-    """The evaluator's view of a task: prompt, expected answer, metadata, messages, system."""
+    """The evaluator's view of a task: prompt, expected answer, metadata, messages, system.
+
+    ``metadata`` is every field of the task but its params (``expected_answer`` too) and its
+    ``idx``: NeMo Evaluator's ``GymSolver`` sends an agent the messages plus the metadata as
+    the row to run, and that row must be the whole task (without ``expected_answer`` a
+    palaestra agent's verify could only fail, which NeMo Evaluator reads as a reward of 0).
+    """
     items = input_items(task["responses_create_params"])
     messages = [
         {"role": str(i.get("role", "user")), "content": _text(i.get("content"))}
@@ -60,9 +66,7 @@ def prompt_of(idx: int, task: JsonDict) -> JsonDict:
     ]
     system = next((m["content"] for m in messages if m["role"] in ("system", "developer")), None)
     prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    metadata = {
-        k: v for k, v in task.items() if k not in ("responses_create_params", "expected_answer")
-    }
+    metadata = {k: v for k, v in task.items() if k != "responses_create_params"}
     return {
         "prompt": prompt,
         "expected_answer": task.get("expected_answer"),

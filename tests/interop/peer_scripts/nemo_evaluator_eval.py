@@ -1,7 +1,9 @@
 """Run NeMo Evaluator 0.3's own eval loop and ``gym://`` client against a palaestra server.
 
 Runs in the nemo-evaluator peer venv, never in palaestra's. ``argv[1]`` is a JSON spec:
-``{"endpoint": url, "answers": {idx: text}, "skip_failed": bool, "solve_seconds": float}``.
+``{"endpoint": url, "answers": {idx: text}, "skip_failed": bool, "solve_seconds": float,
+"data": path}``; with ``data`` (a tasks JSONL, NeMo Evaluator's ``GymDataset``) the problems
+are seeded from that file instead of the server's ``/seed_session``.
 The solver answers each problem with ``answers[idx]`` after ``solve_seconds`` (a model's
 latency: every seed then comes before the verifies, as in a real run) and no model: the
 server's scoring is what is under test. Prints
@@ -16,7 +18,7 @@ import logging
 import sys
 
 from nemo_evaluator.engine.eval_loop import run_evaluation
-from nemo_evaluator.environments.gym import GymEnvironment
+from nemo_evaluator.environments.gym import GymDataset, GymEnvironment
 from nemo_evaluator.solvers.base import SolveResult
 
 
@@ -32,7 +34,8 @@ class Answers:
 
 async def main() -> None:
     spec = json.loads(sys.argv[1])
-    environment = GymEnvironment(spec["endpoint"], protocol="evaluator")
+    dataset = GymDataset(spec["data"]) if spec.get("data") else None
+    environment = GymEnvironment(spec["endpoint"], protocol="evaluator", dataset=dataset)
     try:
         bundle = await run_evaluation(
             environment,
