@@ -181,6 +181,10 @@ class CollectOptions(pydantic.BaseModel):
     workers: int | None = pydantic.Field(default=None, ge=1)
     """Worker processes (``local``: default 1, which runs in this process) or Ray actors
     (``ray``: default the cluster's CPUs) that share the rollouts in flight."""
+    report: bool = False
+    """At the end, write the run's report beside the output (``<out>_report.md`` and
+    ``<out>_report.html``, ``palaestra.evaluate.write_report``). Not part of the run's
+    identity."""
 
 
 class RunSpec(pydantic.BaseModel):

@@ -9,6 +9,7 @@ from palaestra.cli.compare import compare_command
 from palaestra.cli.envs import envs_command
 from palaestra.cli.init import init_command
 from palaestra.cli.plugins import plugins_command
+from palaestra.cli.report import report_command
 from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
 from palaestra.cli.serve_openenv import serve_openenv_command
@@ -34,6 +35,7 @@ cli.add_command(compare_command)
 cli.add_command(envs_command)
 cli.add_command(init_command)
 cli.add_command(plugins_command)
+cli.add_command(report_command)
 serve_group.add_command(serve_env_command)
 serve_group.add_command(serve_agent_command)
 serve_group.add_command(serve_spec_command)

@@ -84,6 +84,12 @@ if TYPE_CHECKING:
     help="Read failed rollouts as reward 0 in the figures shown at the end (default: left out).",
 )
 @click.option(
+    "--report",
+    is_flag=True,
+    help="At the end, write the run's report beside the output: <output>_report.md and a "
+    "self-contained <output>_report.html (as `palaestra report` does).",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(min=1, max=65535),
     help="Serve Prometheus metrics of the run on http://127.0.0.1:PORT/metrics while it runs.",
@@ -130,6 +136,10 @@ def collect_command(**options: Any) -> None:
         summary, elapsed = run_collector(_timed(spec, console))
     reading = spec.collection.failures_as_zero
     Console().print(summary_table(summary, elapsed, failures_as_zero=reading))
+    if spec.collection.report and summary.files is not None:
+        from palaestra.cli.report import show_written
+
+        show_written(summary.files.report_markdown, summary.files.report_html, Console())
     if summary.stopped_reason:
         raise SystemExit(EXIT_STOPPED)
     if summary.done == 0 and summary.failed:
@@ -169,6 +179,7 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
             overwrite=options["overwrite"],
             failures_as_zero=options["failures_as_zero"],
             metrics_port=options["metrics_port"],
+            report=options["report"],
             executor=options["executor"],
             ray_address=options["ray_address"],
             workers=options["workers"],

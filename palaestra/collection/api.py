@@ -95,6 +95,9 @@ class RunFields(TypedDict, total=False):
     failures_as_zero: bool
     """Read failed rollouts as reward 0 in the figures shown at the end (``RunSpec``'s
     ``collection.failures_as_zero``; ``palaestra.evaluate.run_figures``); default: left out."""
+    report: bool
+    """At the end, write the run's report beside the output: ``<out>_report.md`` and
+    ``<out>_report.html`` (``palaestra.evaluate.write_report``)."""
     metrics_port: int
     """Serve the run's Prometheus metrics on ``http://127.0.0.1:PORT/metrics`` while it runs."""
     executor: Literal["local", "ray"]
@@ -185,7 +188,14 @@ async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> R
             run_facts={**parts.facts, "spec": saved.to_json()},
         )
         with run_metrics(options.metrics_port, parts.runner, config):
-            return await run_collection(parts.runner, config, as_progress(progress))
+            summary = await run_collection(parts.runner, config, as_progress(progress))
+    if options.report and summary.files is not None and summary.files.output.is_file():
+        from palaestra.evaluate.report import write_report  # the report: the run's files read back
+
+        await asyncio.to_thread(
+            write_report, summary.files.output, failures_as_zero=options.failures_as_zero
+        )
+    return summary
 
 
 def collect(

@@ -4,7 +4,8 @@ Beside ``rollouts.jsonl`` (one finished rollout per line, completion order) live
 ``rollouts_materialized_inputs.jsonl`` (rows as dispatched, one per (task, rollout)),
 ``rollouts_failures.jsonl`` (rollouts that could not be scored, with kind and reason),
 ``rollouts_aggregate_metrics.json``, ``rollouts_run.json`` (the run's identity, see
-``identity``) and ``rollouts.jsonl.lock`` (held by the one collector writing them).
+``identity``), ``rollouts.jsonl.lock`` (held by the one collector writing them) and, when
+asked for, ``rollouts_report.md`` and ``rollouts_report.html`` (``palaestra report``).
 
 Every rollout and failure row is written with one ``write`` of the whole line, so a killed
 run loses at most the line being written, which resume repairs; a write the disk cannot take
@@ -60,6 +61,16 @@ class RunFiles:
         return self._beside("_run.json")
 
     @property
+    def report_markdown(self) -> Path:
+        """``palaestra report`` (or ``collect --report``): the run's report as markdown."""
+        return self._beside("_report.md")
+
+    @property
+    def report_html(self) -> Path:
+        """The same report as one self-contained HTML page."""
+        return self._beside("_report.html")
+
+    @property
     def lock(self) -> Path:
         return self.output.with_name(self.output.name + ".lock")
 
@@ -67,7 +78,14 @@ class RunFiles:
         return self.output.with_name(self.output.stem + suffix)
 
     def all(self) -> list[Path]:
-        return [self.output, self.materialized_inputs, self.failures, self.aggregate_metrics]
+        return [
+            self.output,
+            self.materialized_inputs,
+            self.failures,
+            self.aggregate_metrics,
+            self.report_markdown,  # so --overwrite leaves no report of the run it replaces
+            self.report_html,
+        ]
 
 
 class OutputError(ConfigError):

@@ -13,7 +13,9 @@
 Modules: ``runs`` (reading a run back: ``load_run`` -> ``Run`` of ``Task`` s), ``estimators``
 (pass@k, pass^k, majority per task), ``stats`` (bootstrap and analytic intervals, paired
 tests; numpy and scipy load when these are called, so ``import palaestra`` stays light),
-``figures`` (``run_figures``), ``compare`` (``compare_runs``).
+``figures`` (``run_figures``), ``compare`` (``compare_runs``), ``report`` (``write_report``:
+a run's report as markdown and self-contained HTML; ``markdown``, ``page`` and ``charts``
+render it).
 """
 
 from palaestra.evaluate.compare import Comparison, Difference, Flip, Gate, compare_runs
@@ -26,6 +28,7 @@ from palaestra.evaluate.figures import (
     per_task,
     run_figures,
 )
+from palaestra.evaluate.report import Report, ReportFiles, build_report, write_report
 from palaestra.evaluate.runs import FailedRollout, Rollout, Run, Task, combine_runs, load_run
 from palaestra.evaluate.stats import (
     Interval,
@@ -48,6 +51,8 @@ __all__ = [
     "Flip",
     "Gate",
     "Interval",
+    "Report",
+    "ReportFiles",
     "Rollout",
     "Run",
     "RunFigures",
@@ -55,6 +60,7 @@ __all__ = [
     "TestResult",
     "analytic_mean",
     "bootstrap_mean",
+    "build_report",
     "combine_runs",
     "compare_runs",
     "load_run",
@@ -69,4 +75,5 @@ __all__ = [
     "sign_test",
     "student_t",
     "wilson",
+    "write_report",
 ]

@@ -1,0 +1,87 @@
+"""``palaestra report RUN``: a run's report as markdown and as a self-contained HTML page.
+
+A thin shell over ``palaestra.evaluate.write_report``: the flags become its arguments; what is
+left here is what the terminal shows (where the files went, the headline figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from palaestra.cli.errors import exit_on_user_error
+
+
+@click.command("report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--markdown",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Where the markdown goes. Default: <run>_report.md beside the run (one RUN).",
+)
+@click.option(
+    "--html",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Where the HTML page goes. Default: <run>_report.html beside the run (one RUN).",
+)
+@click.option(
+    "--failures-as-zero",
+    is_flag=True,
+    help="Read failed rollouts as reward 0 (default: leave them out of the figures).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resampling.")
+@click.option("--title", help="The report's title. Default: the run's path.")
+def report_command(
+    runs: tuple[Path, ...],
+    markdown: Path | None,
+    html: Path | None,
+    failures_as_zero: bool,
+    seed: int,
+    title: str | None,
+) -> None:
+    """Write the report of RUN: figures with intervals, distributions, failures, timing.
+
+    RUN is a rollouts JSONL file (its _failures.jsonl and _aggregate_metrics.json beside it
+    are read too); the report goes beside it as RUN_report.md and RUN_report.html (one page,
+    inline CSS and SVG, no network). Several RUNs make one report with each run's figures and
+    the overall figures of their tasks pooled; they need --markdown and --html.
+
+    Exit status: 0 done; 1 a user error (a missing or malformed run, an unwritable path).
+    """
+    from palaestra.errors import ConfigError
+    from palaestra.evaluate.report import write_report
+
+    console = Console(stderr=True)
+    with exit_on_user_error(console):
+        if len(runs) > 1 and (markdown is None or html is None):
+            raise ConfigError("several runs make one report: give --markdown and --html")
+        written = write_report(
+            list(runs) if len(runs) > 1 else runs[0],
+            markdown=markdown,
+            html=html,
+            failures_as_zero=failures_as_zero,
+            seed=seed,
+            title=title,
+        )
+    show_written(written.markdown, written.html, Console(), headline=written.report.headline())
+
+
+def show_written(
+    markdown: Path, html: Path, console: Console, *, headline: Sequence[str] | None = None
+) -> None:
+    """Where the report went, and its headline: ``headline``, or the markdown's first
+    paragraph (the counts and how the figures read failures)."""
+    if not markdown.is_file():
+        console.print("report: none (the run wrote no rollouts file)", highlight=False)
+        return
+    if headline is None:
+        paragraphs = markdown.read_text(encoding="utf-8").split("\n\n")
+        headline = paragraphs[1:2]
+    for line in headline:
+        console.print(escape(line), highlight=False, soft_wrap=True)
+    console.print(f"report: {escape(str(markdown))}", highlight=False, soft_wrap=True)
+    console.print(f"        {escape(str(html))}", highlight=False, soft_wrap=True)
