@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from palaestra.errors import ConfigError
 from palaestra.remote.env import LIVENESS_ROUTES
 from palaestra.serve.supervisor import _die_with
+from palaestra.spec import ServeSpec
 from palaestra.transport import HttpClient, TransportError
 
 PORT_PLACEHOLDER = "{port}"
@@ -57,6 +58,7 @@ class ManagedServer:
         log_path: Path | None = None,
         ready_timeout: float = READY_TIMEOUT,
         token: str | None = None,
+        echo: bool = False,
     ) -> None:
         if not command.strip():
             raise ConfigError("--env-cmd is empty: give the command that starts the server")
@@ -72,6 +74,7 @@ class ManagedServer:
         self.log_path = log_path
         self.ready_timeout = ready_timeout
         self._auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self._echo = echo
         self.process: asyncio.subprocess.Process | None = None
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._reader: asyncio.Task[None] | None = None
@@ -139,6 +142,8 @@ class ManagedServer:
             async for raw in self.process.stdout:
                 line = raw.decode(errors="replace").rstrip("\n")
                 self.tail.append(line)
+                if self._echo:
+                    print(line, flush=True)
                 if log is not None:
                     log.write(line + "\n")
                     log.flush()
@@ -209,17 +214,50 @@ async def managed_server(
     log_path: Path | None = None,
     ready_timeout: float = READY_TIMEOUT,
     token: str | None = None,
+    echo: bool = False,
 ) -> AsyncIterator[ManagedServer]:
     """``command`` started and healthy for the body of the ``async with``; stopped after it,
-    however it ends (see the module docstring)."""
+    however it ends (see the module docstring). ``echo`` prints its output lines too."""
     server = ManagedServer(
-        command, url=url, log_path=log_path, ready_timeout=ready_timeout, token=token
+        command, url=url, log_path=log_path, ready_timeout=ready_timeout, token=token, echo=echo
     )
     await server.start()
     try:
         yield server
     finally:
         await server.stop()
+
+
+async def serve_command(spec: ServeSpec) -> None:
+    """Serve ``spec.env.cmd`` as an env server of a stack (``{kind: env, cmd: ...}``): start
+    it on ``spec.port`` (a free one for 0), announce its address once it is healthy (the
+    supervisor's ready line), pass its output on, and stop it when this process is asked to
+    stop (SIGTERM, Ctrl-C). A command that exits is this server's exit, with its last lines."""
+    from palaestra.serve.announce import ready_line
+
+    assert spec.env.cmd is not None
+    host = "127.0.0.1" if spec.host in ("0.0.0.0", "::", "") else spec.host
+    url = f"http://{host}:{spec.port or _free_port()}"
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        async with managed_server(spec.env.cmd, url=url, token=spec.token, echo=True) as server:
+            assert server.process is not None
+            print(ready_line(server.url), flush=True)
+            print(f"serving the environment command {server.command} at {server.url}")
+            exited = asyncio.ensure_future(server.process.wait())
+            stopped = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({exited, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            exited.cancel()
+            stopped.cancel()
+            died = server.died()
+            if died is not None:
+                raise ConfigError(died)
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
 
 
 def _free_port() -> int:

@@ -53,6 +53,10 @@ async def _serve_env(spec: ServeSpec) -> None:
     )
     from palaestra.serve.evaluator import load_dataset
 
+    if spec.env.cmd is not None:  # a stack's {kind: env, cmd: ...}: a command's server
+        from palaestra.remote.managed import serve_command
+
+        return await serve_command(spec)
     if spec.env.url is not None:
         raise ConfigError("an env server serves an environment of this process, not a url")
     found = find(spec.env)

@@ -48,6 +48,10 @@ class ServerSpec(pydantic.BaseModel):
     to run inside the agent."""
     args: dict[str, Any] = pydantic.Field(default_factory=dict)
     """The environment's constructor arguments (``--env-arg``)."""
+    cmd: str | None = None
+    """env: instead of ``env``, a shell command that starts an environment server (e.g.
+    ``nel serve``) on ``{port}`` / ``$PORT``; it is stopped with the stack
+    (``palaestra.remote.managed``)."""
     tasks: Path | None = None
     max_sessions: int | None = pydantic.Field(default=None, ge=0)
     """An env server's cap on live sessions (``serve env --max-sessions``; 0 lifts it)."""
@@ -84,7 +88,7 @@ _MODEL_KEYS = frozenset(
     {"model_name", "api", "api_key_env", "max_retries", "request_timeout", "model_options"}
 )
 _KEYS = {
-    "env": frozenset({"env", "args", "tasks", "max_sessions", "max_task_bytes"}),
+    "env": frozenset({"env", "args", "cmd", "tasks", "max_sessions", "max_task_bytes"}),
     "model": _MODEL_KEYS | {"backend", "model_id"},
     "agent": _MODEL_KEYS
     | {"env", "args", "model", "agent", "options", "max_steps", "max_calls_per_turn"},
@@ -116,7 +120,7 @@ class StackConfig(pydantic.BaseModel):
         if server.kind == "env":
             return ServeSpec(
                 kind="env",
-                env=EnvSpec(name=server.env, args=server.args),
+                env=EnvSpec(name=server.env, args=server.args, cmd=server.cmd),
                 tasks=server.tasks,
                 max_sessions=server.max_sessions,
                 max_task_bytes=server.max_task_bytes,
@@ -206,9 +210,15 @@ _OUTSIDE = {
 
 def _check_references(config: StackConfig, path: Path) -> None:
     for name, spec in config.servers.items():
-        if spec.kind == "env" and not spec.env:
+        if spec.kind == "env" and not spec.env and not spec.cmd:
             raise ConfigError(
-                f"{path}: field 'servers.{name}.env': an env server needs an environment name"
+                f"{path}: field 'servers.{name}.env': an env server needs an environment name "
+                f"(or a cmd that starts one)"
+            )
+        if spec.kind == "env" and spec.env and spec.cmd:
+            raise ConfigError(
+                f"{path}: field 'servers.{name}.cmd': an env server serves env or runs cmd, "
+                f"not both"
             )
         for key in sorted(spec.model_fields_set - _KEYS[spec.kind] - {"kind", "port"}):
             takers = " and ".join(f"{kind} servers" for kind, keys in _KEYS.items() if key in keys)

@@ -21,7 +21,9 @@ import orjson
 import pytest
 
 import palaestra
+from palaestra.processes import alive
 from palaestra.types import JsonDict
+from tests.cli.test_run_cli import read_until
 from tests.interop.peer_run import SCRIPTS
 from tests.support.network import free_port
 from tests.support.peers import peer_python
@@ -162,3 +164,54 @@ def test_collect_env_cmd_starts_nel_serve_uses_it_and_stops_it(
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # our own child: reaped by the collector, so no zombie either
+
+
+def test_a_stack_env_entry_runs_nel_serve_for_its_agent_and_stops_it_with_the_stack(
+    tmp_path: Path, model: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``{kind: env, cmd: ...}`` in a ``palaestra run`` stack: the command's server is the
+    stack's env server (collect reads its tasks, its agent runs on it) until the stack stops."""
+    monkeypatch.setenv("PALAESTRA_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("PALAESTRA_SERVER_TOKEN", raising=False)
+    pid_file = tmp_path / "nel.pid"
+    command = f"echo $$ > {pid_file}; exec {' '.join(serve_command('{port}'))}"
+    (tmp_path / "stack.yaml").write_text(
+        "servers:\n"
+        f"  sums_env: {{kind: env, cmd: {orjson.dumps(command).decode()}}}\n"
+        f'  sums_agent: {{kind: agent, env: sums_env, model: "{model.url}"}}\n'
+    )
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "palaestra", "run", "stack.yaml"],
+        cwd=tmp_path,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        read_until(stack, "ready in", timeout=120)
+        head = orjson.loads((tmp_path / ".palaestra" / "stack.json").read_bytes())["head"]
+        with urllib.request.urlopen(f"{head}/servers", timeout=10) as answer:
+            servers = {s["name"]: s["url"] for s in orjson.loads(answer.read())["servers"]}
+        served = palaestra.collect(
+            env_url=servers["sums_env"], model=model.url, output=tmp_path / "env.jsonl"
+        )
+        assert served.done == 4 and rewards(tmp_path / "env.jsonl") == SUMS
+        through_agent = palaestra.collect(
+            agent_url=servers["sums_agent"],
+            input=tmp_path / "env_tasks.jsonl",
+            output=tmp_path / "agent.jsonl",
+        )
+        assert through_agent.done == 4 and rewards(tmp_path / "agent.jsonl") == SUMS
+    finally:
+        stack.send_signal(signal.SIGINT)
+        try:
+            stack.wait(30)
+        except subprocess.TimeoutExpired:
+            stack.kill()
+    assert stack.returncode == 0
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:  # reaped by the stack's env server
+        time.sleep(0.05)
+    assert not alive(pid), "nel serve outlived the stack"
