@@ -95,7 +95,7 @@ from palaestra.serve.http_json import (
     request_error_response,
     require,
 )
-from palaestra.serve.sessions_http import SessionSigner, token_of
+from palaestra.serve.sessions_http import SessionSigner, header_of, token_of
 from palaestra.sessions import Session
 from palaestra.step_env import StepEnvironment
 from palaestra.types import Failure, JsonDict, Verdict
@@ -117,6 +117,7 @@ RETRY_AFTER_SECONDS = 1
 # The session's headers, written by hand (http.cookies costs 10 us a seed): the cookie as
 # Starlette's set_cookie(httponly=True, samesite="lax") writes it, and its deletion.
 _SESSION_HEADER = SESSION_HEADER.encode()
+_FAILURES_HEADER = FAILURES_HEADER.encode()
 _COOKIE_PREFIX = f"{SESSION_COOKIE}=".encode()
 _COOKIE_ATTRIBUTES = b"; HttpOnly; Path=/; SameSite=lax"
 _DELETE_COOKIE = (
@@ -332,7 +333,7 @@ def _verify(
                 if named is not session.task:
                     session_id, task = None, named or task
         verdict = await _score(client, session_id, task, response)
-        as_error = request.headers.get(FAILURES_HEADER) == "error"
+        as_error = header_of(request, _FAILURES_HEADER) == "error"
         if verdict.failure is not None and (evaluator or session_id is None or as_error):
             return JSONResponse(failure_error(verdict.failure), status_code=500)
         if evaluator:

@@ -65,6 +65,7 @@ class HttpProtocol(asyncio.Protocol):
         self.reading = True
         self.closing = False
         self.idle_timer: asyncio.TimerHandle | None = None
+        self.idle_since: float | None = None
         self.default_source: object = None
         self.default_head = b""
         self._url = b""
@@ -121,7 +122,7 @@ class HttpProtocol(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self._url = b""
         self._headers = []
-        self._cancel_idle()
+        self.idle_since = None
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -217,7 +218,9 @@ class HttpProtocol(asyncio.Protocol):
             return
         self._resume_reading()
         if self._parsing is None:  # no request half-read: the connection is idle
-            self.idle_timer = self.loop.call_later(self.keepalive_seconds, self._idle_close)
+            self.idle_since = self.loop.time()
+            if self.idle_timer is None:  # one timer per connection, re-armed when it fires
+                self.idle_timer = self.loop.call_later(self.keepalive_seconds, self._idle_close)
 
     def default_headers(self) -> bytes:
         """uvicorn's default headers (``date``, ``server``), refreshed by it once a second."""
@@ -245,9 +248,21 @@ class HttpProtocol(asyncio.Protocol):
             self.idle_timer = None
 
     def _idle_close(self) -> None:
+        """Close a connection idle for ``keepalive_seconds``; else look again when it may be.
+
+        A timer per answer (set, then cancelled by the next request) cost 2-3 us a request;
+        this one fires at most once per ``keepalive_seconds`` per connection.
+        """
         self.idle_timer = None
-        if self.transport is not None and self.current is None:
+        if self.transport is None or self.idle_since is None or self.current is not None:
+            if self.transport is not None and self.current is None and not self.pending:
+                self.idle_timer = self.loop.call_later(self.keepalive_seconds, self._idle_close)
+            return
+        left = self.idle_since + self.keepalive_seconds - self.loop.time()
+        if left <= 0:
             self.transport.close()
+        else:
+            self.idle_timer = self.loop.call_later(left, self._idle_close)
 
     def _refuse(self, status: int, message: bytes) -> None:
         if self.transport is None:

@@ -43,4 +43,19 @@ class SessionSigner:
 
 def token_of(request: Request) -> str | None:
     """The session token a request carries: the header first, then the cookie."""
-    return request.headers.get(SESSION_HEADER) or request.cookies.get(SESSION_COOKIE)
+    return header_of(request, _SESSION_HEADER) or request.cookies.get(SESSION_COOKIE)
+
+
+def header_of(request: Request, name: bytes) -> str | None:
+    """A header's value, ``name`` lower-case as ASGI servers pass names; the first if repeated.
+
+    A scan of the scope's list: Starlette's ``request.headers`` builds an object per request
+    first, and the hot routes read one or two headers.
+    """
+    for key, value in request.scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+_SESSION_HEADER = SESSION_HEADER.encode()

@@ -265,6 +265,7 @@ class HttpClient:
         self.closing = False
         self._pools: dict[tuple[str, str, int], _OriginPool] = {}
         self._heads: dict[tuple[object, ...], tuple[_OriginPool, bytes]] = {}
+        self._targets: dict[str, tuple[_OriginPool, Target]] = {}
         self._tls = tls
 
     def tls_context(self) -> ssl.SSLContext:
@@ -331,14 +332,14 @@ class HttpClient:
         key = (method, url, *headers.items()) if headers else (method, url)
         found = self._heads.get(key)
         if found is None:
-            target = parse_target(url)
-            pool = self._pools.get(target.origin)
-            if pool is None:
-                proxy = self.proxies.route(target.scheme, target.host, target.port)
-                target = dataclasses.replace(target, proxy=proxy)
-                pool = self._pools[target.origin] = _OriginPool(target, self)
-            if pool.target.proxy is not None:
-                target = dataclasses.replace(target, proxy=pool.target.proxy)
+            # A session's requests (a remote env's token header) miss the head cache; their
+            # URL's pool and target are kept apart, so only the head is framed again.
+            routed = self._targets.get(url)
+            if routed is None:
+                routed = self._target_of(url)
+                if len(self._targets) < _HEADS_KEPT:
+                    self._targets[url] = routed
+            pool, target = routed
             head = frame_head(method, target, headers or {})
             found = (pool, head)
             # Per-session headers (cookies) must not grow it forever; once it is full, new
@@ -347,6 +348,17 @@ class HttpClient:
                 self._heads[key] = found
         return found
 
+    def _target_of(self, url: str) -> tuple[_OriginPool, Target]:
+        target = parse_target(url)
+        pool = self._pools.get(target.origin)
+        if pool is None:
+            proxy = self.proxies.route(target.scheme, target.host, target.port)
+            target = dataclasses.replace(target, proxy=proxy)
+            pool = self._pools[target.origin] = _OriginPool(target, self)
+        if pool.target.proxy is not None:
+            target = dataclasses.replace(target, proxy=pool.target.proxy)
+        return pool, target
+
     async def aclose(self) -> None:
         """Close every idle connection; requests still running close theirs when they end."""
         self.closing = True
@@ -354,4 +366,5 @@ class HttpClient:
             pool.close()
         self._pools.clear()
         self._heads.clear()
+        self._targets.clear()
         await asyncio.sleep(0)  # let the transports run their close callbacks
