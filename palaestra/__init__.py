@@ -1,9 +1,10 @@
 """palaestra: build RL environments for LLMs and collect verified rollouts from them.
 
 The public names live here; everything else is an implementation detail. ``collect`` (and
-``collect_async``, ``run_spec``, ``RunSummary``), the run specification (``RunSpec`` and its
-parts) and the row types load on first use, so ``import palaestra`` stays light for code that
-only defines an environment.
+``collect_async``, ``run_spec``, ``RunSummary``), ``eval`` (environments + model + repeats ->
+runs and a report with intervals; ``eval_async``, ``Evaluation``), the run specification
+(``RunSpec`` and its parts) and the row types load on first use, so ``import palaestra`` stays
+light for code that only defines an environment.
 """
 
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from palaestra.types import Failure, FailureKind, JsonDict, Verdict, input_items
 if TYPE_CHECKING:
     from palaestra.collection.api import collect, collect_async, run_spec
     from palaestra.collection.collector import RunSummary
+    from palaestra.evaluate.evaluation import Evaluation, eval, eval_async
     from palaestra.rows import AggregateFile, FailureRow, RolloutRow, TaskRow
     from palaestra.spec import (
         AgentSpec,
@@ -45,6 +47,9 @@ _LAZY = {
     "collect_async": "palaestra.collection.api",
     "run_spec": "palaestra.collection.api",
     "RunSummary": "palaestra.collection.collector",
+    "eval": "palaestra.evaluate.evaluation",
+    "eval_async": "palaestra.evaluate.evaluation",
+    "Evaluation": "palaestra.evaluate.evaluation",
     "AgentSpec": "palaestra.spec",
     "CollectOptions": "palaestra.spec",
     "EnvSpec": "palaestra.spec",
@@ -69,6 +74,7 @@ __all__ = [
     "EnvSpec",
     "Environment",
     "EnvironmentClient",
+    "Evaluation",
     "Failure",
     "FailureKind",
     "FailureRow",
@@ -95,6 +101,8 @@ __all__ = [
     "Verdict",
     "collect",
     "collect_async",
+    "eval",
+    "eval_async",
     "input_items",
     "output_text",
     "run_spec",

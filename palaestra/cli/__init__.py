@@ -7,6 +7,7 @@ import click
 from palaestra.cli.collect import collect_command
 from palaestra.cli.compare import compare_command
 from palaestra.cli.envs import envs_command
+from palaestra.cli.eval import eval_command
 from palaestra.cli.init import init_command
 from palaestra.cli.plugins import plugins_command
 from palaestra.cli.report import report_command
@@ -33,6 +34,7 @@ def cli() -> None:
 cli.add_command(collect_command)
 cli.add_command(compare_command)
 cli.add_command(envs_command)
+cli.add_command(eval_command)
 cli.add_command(init_command)
 cli.add_command(plugins_command)
 cli.add_command(report_command)

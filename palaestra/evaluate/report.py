@@ -29,7 +29,7 @@ import math
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
@@ -194,6 +194,9 @@ def build_report(
     if len(loaded) > 1:
         pooled = combine_runs([run for _, run in loaded])
         overall = run_figures(pooled, failures_as_zero=failures_as_zero, metrics=False, seed=seed)
+        common = set.intersection(*({f.name for f in run.figures.figures} for run in reports))
+        # majority@k only where every environment reports answers (else its tasks would be 0s)
+        overall = replace(overall, figures=[f for f in overall.figures if f.name in common])
     if title is None:
         title = f"palaestra report: {reports[0].name}" if len(reports) == 1 else "palaestra eval"
     return Report(title, reports, overall, failures_as_zero, list(notes))

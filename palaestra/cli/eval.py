@@ -1,0 +1,194 @@
+"""``palaestra eval``: environments + model + repeats -> a run each, then one report.
+
+A thin shell over ``palaestra.eval`` (``palaestra.evaluate.evaluation``): the flags become its
+arguments; what is left here is how a terminal shows it (a progress bar per environment, the
+figures of each and overall with their intervals, where the report went) and the exit status.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from palaestra.cli.errors import EXIT_NOTHING_SCORED, EXIT_STOPPED, exit_on_user_error
+from palaestra.cli.options import agent_flags, agent_spec, model_flags
+from palaestra.cli.options import model_config as model_config_of
+
+if TYPE_CHECKING:
+    from palaestra.evaluate.evaluation import Evaluation
+    from palaestra.evaluate.figures import RunFigures
+
+
+@click.command("eval")
+@click.option(
+    "--env",
+    "envs",
+    multiple=True,
+    required=True,
+    help="An environment to evaluate (repeatable): a name (see `palaestra envs`), "
+    "./file.py[:Class] or module:Class.",
+)
+@model_flags()
+@agent_flags
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Rollouts per task: pass@k and pass^k for k up to this.",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("runs/eval"),
+    show_default=True,
+    help="Where each environment's run (<env>.jsonl and its sidecars) and report.md / "
+    "report.html go.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    help="Rollouts in flight at once, per environment (they run one after the other). "
+    "Default: 16, or 1 for the local model.",
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N tasks of each.")
+@click.option(
+    "--num-tasks",
+    type=click.IntRange(min=1),
+    help="Generate N tasks with each environment's generator instead of its example tasks.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the task generator.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue an interrupted evaluation: every environment's run continues where it "
+    "stopped (finished rollouts are kept); refused unless it is the same evaluation.",
+)
+@click.option("--overwrite", is_flag=True, help="Delete an earlier evaluation's runs first.")
+@click.option(
+    "--failures-as-zero",
+    is_flag=True,
+    help="Read failed rollouts as reward 0 in the figures (default: left out).",
+)
+@click.option("--temperature", type=float, help="Override the tasks' temperature.")
+@click.option("--top-p", type=float, help="Override the tasks' top_p.")
+@click.option(
+    "--max-output-tokens", type=click.IntRange(min=1), help="Override the tasks' max_output_tokens."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the evaluation's figures as JSON.")
+def eval_command(**options: Any) -> None:
+    """Evaluate a model on environments: collect each, then a report with intervals.
+
+    Each environment is one `palaestra collect` run into OUTPUT_DIR/<env>.jsonl, one after
+    the other; then OUTPUT_DIR/report.md and report.html show each environment's figures and
+    the overall ones (every environment's tasks pooled, each task weighing the same), each
+    with n, failures and a 95% interval.
+
+    Exit status: 0 done; 1 a user error (nothing ran); 3 stopped early, resumable (a service
+    unreachable, the API key rejected, disk full); 4 nothing this invocation attempted was
+    scored; 130 Ctrl-C; 143 SIGTERM (both resumable with --resume).
+    """
+    import orjson
+
+    from palaestra.collection.progress import RichProgress
+    from palaestra.collection.runtime import run_collector
+    from palaestra.evaluate.evaluation import plan, run_plan
+
+    console = Console(stderr=True)
+    sampling = {
+        field: options[field]
+        for field in ("temperature", "top_p", "max_output_tokens")
+        if options[field] is not None
+    }
+    with exit_on_user_error(console):
+        planned = plan(
+            list(options["envs"]),
+            output_dir=options["output_dir"],
+            model=model_config_of(options, sampling=sampling),
+            agent=agent_spec(options),
+            repeats=options["repeats"],
+            concurrency=options["concurrency"],
+            limit=options["limit"],
+            num_tasks=options["num_tasks"],
+            seed=options["seed"],
+            resume=options["resume"],
+            overwrite=options["overwrite"],
+            failures_as_zero=options["failures_as_zero"],
+        )
+
+        def progress_for(name: str) -> RichProgress:
+            console.print(f"[bold]{escape(name)}[/]", highlight=False)
+            return RichProgress(console)
+
+        started = time.perf_counter()
+        result = run_collector(run_plan(planned, progress_for))
+        elapsed = time.perf_counter() - started
+    if options["as_json"]:
+        click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        show(result, Console(), elapsed)
+    if result.stopped_reason:
+        console.print(
+            f"[red]stopped:[/] {escape(result.stopped_reason)}; run the same command with "
+            "--resume to continue",
+            highlight=False,
+        )
+        raise SystemExit(EXIT_STOPPED)
+    if result.nothing_scored:
+        console.print(
+            "[red]nothing was scored:[/] every rollout of this evaluation failed (see the "
+            "report's failures)",
+            highlight=False,
+        )
+        raise SystemExit(EXIT_NOTHING_SCORED)
+
+
+def show(result: Evaluation, console: Console, elapsed: float) -> None:
+    """Each environment's reward figures and the overall ones, with intervals, and the report."""
+    rows: list[tuple[str, RunFigures]] = [
+        (env.name, env.figures) for env in result.environments if env.figures is not None
+    ]
+    if len(rows) > 1 and result.overall is not None:
+        rows.append(("overall", result.overall))
+    names = list(
+        dict.fromkeys(
+            figure.name
+            for _, figures in rows
+            for figure in figures.figures
+            if figure.reading != "scored rollouts only"
+        )
+    )
+    table = Table(title="palaestra eval", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("environment", "tasks", "rollouts", "failed", *names):
+        table.add_column(column, justify="left" if column == "environment" else "right")
+    for name, figures in rows:
+        known = {figure.name: figure for figure in figures.figures}
+        cells = [escape(name), str(figures.tasks), str(figures.scored + figures.failed)]
+        cells.append(str(figures.failed))
+        for figure_name in names:
+            figure = known.get(figure_name)
+            if figure is None or figure.value is None:
+                cells.append("-")
+            elif figure.interval is None:
+                cells.append(f"{figure.value:.3f}")
+            else:
+                interval = figure.interval
+                cells.append(f"{figure.value:.3f} [{interval.low:.3f}, {interval.high:.3f}]")
+        table.add_row(*cells, style="bold" if name == "overall" else None)
+    console.print(table)
+    reading = "failures read as 0" if result.failures_as_zero else "failures left out"
+    legend = f"[95% interval] over tasks; {reading}"
+    if len(rows) > 2:
+        legend += "; overall: every environment's tasks pooled, each task weighing the same"
+    console.print(legend, style="dim", highlight=False)
+    console.print(f"{elapsed:.1f} s", style="dim", highlight=False)
+    if result.report is not None:
+        console.print(f"report: {escape(str(result.report.markdown))}", highlight=False)
+        console.print(f"        {escape(str(result.report.html))}", highlight=False)
