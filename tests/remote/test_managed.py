@@ -8,6 +8,7 @@ after the run, whether it finished, failed, or was stopped by Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -206,4 +207,22 @@ async def test_a_server_that_dies_during_the_run_says_so(tmp_path: Path) -> None
             await asyncio.sleep(0.05)
         death = server.died()
     assert death is not None and "exited with code -9" in death
+    assert_all_gone(tmp_path)
+
+
+def test_a_server_that_dies_mid_run_ends_the_run_as_stopped_and_the_summary_says_why(
+    tmp_path: Path,
+) -> None:
+    write_tasks(tmp_path, n=1)
+
+    def die_then_answer(params: dict[str, object]) -> dict[str, object]:
+        server_pid, _ = pids(tmp_path)
+        os.kill(server_pid, signal.SIGKILL)  # while the rollout waits on the model
+        return text_response("done")
+
+    with ScriptedModelServer(die_then_answer) as model:
+        done = collect(tmp_path, model.url)
+        out, err = done.communicate(timeout=120)
+    assert done.returncode == 3, err  # stopped early
+    assert "exited with code -9" in out + err
     assert_all_gone(tmp_path)
