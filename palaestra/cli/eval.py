@@ -177,14 +177,14 @@ def show(result: Evaluation, console: Console, elapsed: float) -> None:
             if figure is None or figure.value is None:
                 cells.append("-")
             elif figure.interval is None:
-                cells.append(f"{figure.value:.3f}")
+                cells.append(f"{figure.value:.3f} [-]")  # one task: no interval
             else:
                 interval = figure.interval
                 cells.append(f"{figure.value:.3f} [{interval.low:.3f}, {interval.high:.3f}]")
         table.add_row(*cells, style="bold" if name == "overall" else None)
     console.print(table)
     reading = "failures read as 0" if result.failures_as_zero else "failures left out"
-    legend = f"[95% interval] over tasks; {reading}"
+    legend = f"[95% interval] over tasks ([-]: one task, no interval); {reading}"
     if len(rows) > 2:
         legend += "; overall: every environment's tasks pooled, each task weighing the same"
     console.print(legend, style="dim", highlight=False)

@@ -1,0 +1,70 @@
+"""``palaestra report`` and ``collect --report`` as a user runs them: real processes, mcqa
+against a scripted model over real HTTP (task 0 answered wrong, task 1 a 400)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_collect_cli import run_cli
+from tests.cli.test_compare_cli import answer
+from tests.support.scripted_model import ScriptedModelServer
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A run made with ``collect --report`` (its directory) and what collect printed."""
+    where = tmp_path_factory.mktemp("reported")
+    with ScriptedModelServer(lambda params: answer(params, worse=True)) as server:
+        args = ["--env", "mcqa", "--model", server.url, "--repeats", "2", "--report"]
+        done = run_cli("collect", *args, "--output", "run.jsonl", cwd=where)
+    assert done.returncode == 0, done.stderr
+    return where, done.stdout
+
+
+def test_collect_report_writes_the_report_and_says_where(collected: tuple[Path, str]) -> None:
+    where, stdout = collected
+    assert "report: run_report.md" in stdout and "run_report.html" in stdout
+    assert "5 tasks, 10 rollouts: 8 scored, 2 failed (2 masked)." in stdout
+    markdown = (where / "run_report.md").read_text()
+    assert "| mean reward | 0.7500 | [0.3006, 0.9544] | wilson | 4 | 8 | 2 (excluded) |" in markdown
+    assert "too long" in markdown and (where / "run_report.html").is_file()
+
+
+def test_report_prints_the_headline_and_rewrites_the_files(
+    collected: tuple[Path, str], tmp_path: Path
+) -> None:
+    where, _ = collected
+    done = run_cli(
+        "report",
+        str(where / "run.jsonl"),
+        "--failures-as-zero",
+        "--markdown",
+        "zero.md",
+        "--html",
+        "zero.html",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "mean reward  0.6000 [" in done.stdout and "2 failed (as 0)" in done.stdout
+    assert "report: zero.md" in done.stdout
+    assert "read as reward 0" in (tmp_path / "zero.md").read_text()
+    assert "<svg" in (tmp_path / "zero.html").read_text()
+
+
+def test_report_mistakes_are_one_line(collected: tuple[Path, str], tmp_path: Path) -> None:
+    where, _ = collected
+    missing = run_cli("report", "nope.jsonl", cwd=tmp_path)
+    assert missing.returncode == 1
+    assert (
+        missing.stderr.strip()
+        == "error: no run at nope.jsonl: not a file (pass the rollouts JSONL)"
+    )
+    run = str(where / "run.jsonl")
+    several = run_cli("report", run, run, cwd=tmp_path)
+    assert several.returncode == 1
+    assert "several runs make one report: give --markdown and --html" in several.stderr
+    both = run_cli("report", run, run, "--markdown", "b.md", "--html", "b.html", cwd=tmp_path)
+    assert both.returncode == 0, both.stderr
+    assert "overall: mean reward" in both.stdout
