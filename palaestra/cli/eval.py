@@ -151,37 +151,32 @@ def eval_command(**options: Any) -> None:
 
 
 def show(result: Evaluation, console: Console, elapsed: float) -> None:
-    """Each environment's reward figures and the overall ones, with intervals, and the report."""
+    """Each environment's reward figures and the overall ones, with intervals, and the report.
+
+    One line a figure (``Figure.describe``: value [95% interval] n=tasks/rollouts, failed),
+    environment after environment, so the table stays narrow whatever the figures.
+    """
     rows: list[tuple[str, RunFigures]] = [
         (env.name, env.figures) for env in result.environments if env.figures is not None
     ]
     if len(rows) > 1 and result.overall is not None:
         rows.append(("overall", result.overall))
-    names = list(
-        dict.fromkeys(
-            figure.name
-            for _, figures in rows
-            for figure in figures.figures
-            if figure.reading != "scored rollouts only"
-        )
-    )
     table = Table(title="palaestra eval", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("environment", "tasks", "rollouts", "failed", *names):
-        table.add_column(column, justify="left" if column == "environment" else "right")
+    for column in ("environment", "figure", "value [95% interval]  n, failures"):
+        table.add_column(column, no_wrap=column != "value [95% interval]  n, failures")
     for name, figures in rows:
-        known = {figure.name: figure for figure in figures.figures}
-        cells = [escape(name), str(figures.tasks), str(figures.scored + figures.failed)]
-        cells.append(str(figures.failed))
-        for figure_name in names:
-            figure = known.get(figure_name)
-            if figure is None or figure.value is None:
-                cells.append("-")
-            elif figure.interval is None:
-                cells.append(f"{figure.value:.3f} [-]")  # one task: no interval
-            else:
-                interval = figure.interval
-                cells.append(f"{figure.value:.3f} [{interval.low:.3f}, {interval.high:.3f}]")
-        table.add_row(*cells, style="bold" if name == "overall" else None)
+        shown = [f for f in figures.figures if f.reading != "scored rollouts only"]
+        for number, figure in enumerate(shown):
+            text = figure.describe(3)
+            if figure.value is not None and figure.interval is None:
+                text = text.replace("  n=", " [-]  n=", 1)  # one task: no interval
+            table.add_row(
+                escape(name) if number == 0 else "",
+                escape(figure.name),
+                escape(text),
+                style="bold" if name == "overall" else None,
+                end_section=number == len(shown) - 1,
+            )
     console.print(table)
     reading = "failures read as 0" if result.failures_as_zero else "failures left out"
     legend = f"[95% interval] over tasks ([-]: one task, no interval); {reading}"

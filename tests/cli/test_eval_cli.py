@@ -26,10 +26,12 @@ def test_eval_prints_each_environment_and_overall_with_intervals(tmp_path: Path)
         args = ["--env", "mcqa", "--env", "weather", "--model", server.url, "--repeats", "2"]
         done = run_cli("eval", *args, "--output-dir", "ev", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.strip()}
-    assert "0.750 [0.301, 0.954]" in lines["mcqa"]  # mean reward, Wilson over 4 tasks
-    assert lines["weather"].split()[1:4] == ["5", "10", "0"]  # tasks, rollouts, failed
-    assert lines["overall"].split()[1:5] == ["10", "20", "2", "0.889"]
+    lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    mcqa = "mcqa mean reward 0.750 [0.301, 0.954] n=4 tasks/8 rollouts, 2 failed (excluded)"
+    assert mcqa in lines  # Wilson's interval over the 4 scored tasks
+    assert "pass^2 1.000 [0.566, 1.000] n=5 tasks/10 rollouts" in lines  # weather's
+    overall = "overall mean reward 0.889 [0.565, 0.980] n=9 tasks/18 rollouts, 2 failed (excluded)"
+    assert overall in lines
     assert "overall: every environment's tasks pooled" in done.stdout
     assert "report: ev/report.md" in done.stdout
     assert (tmp_path / "ev" / "report.html").is_file()
