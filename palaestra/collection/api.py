@@ -254,7 +254,7 @@ async def _managed(spec: RunSpec, progress: Progress | ProgressCallback | None) 
     async with managed_server(env.cmd, url=env.url, log_path=log, token=env.token) as server:
         served = spec.model_copy(update={"env": env.model_copy(update={"url": server.url})})
         summary = await _run(served, progress)
-        died = server.died()
+        died = await server.gone()
         if died is not None:  # the run could not finish: resumable once the server runs
             summary.stopped_reason = "; ".join(filter(None, (summary.stopped_reason, died)))
         return summary

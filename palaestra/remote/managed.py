@@ -99,6 +99,23 @@ class ManagedServer:
             return None
         return self._death(f"exited with code {self.process.returncode}")
 
+    async def gone(self) -> str | None:
+        """``died()``, asked once the run is over: a server that no longer answers is given a
+        moment for its exit to be seen (a rollout can see the connection drop before this
+        process sees the child exit); one liveness request when it still answers."""
+        if self.process is None or self.died() is not None:
+            return self.died()
+        http = HttpClient()
+        try:
+            if await self._healthy(http):
+                return None
+        finally:
+            await http.aclose()
+        deadline = time.monotonic() + 2.0
+        while self.process.returncode is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return self.died()
+
     async def stop(self) -> None:
         """SIGTERM to the process group, SIGKILL to what is left of it after the grace."""
         process = self.process
