@@ -125,7 +125,7 @@ def test_nel_eval_run_on_a_gym_url_scores_a_palaestra_server(tmp_path: Path, hos
                 "out",
             ],
             cwd=tmp_path,
-            env=peer_env(),
+            env={**peer_env(), "XDG_DATA_HOME": str(tmp_path / "data")},  # NEL's run records
             capture_output=True,
             text=True,
             timeout=180,
