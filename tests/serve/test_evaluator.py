@@ -7,7 +7,7 @@ import aiohttp
 from palaestra.envs.mcqa.environment import MultipleChoice
 from palaestra.registry import find_environment
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.evaluator import load_dataset
+from palaestra.serve.evaluator import load_dataset, prompt_of
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import JsonDict, Verdict
 
@@ -95,3 +95,15 @@ async def test_an_evaluator_verify_that_cannot_be_scored_is_an_error_status_not_
     assert "reward" not in answer
     assert answer["error"]["type"] == "verifier_error"
     assert "broken verifier" in answer["failure"]["reason"]
+
+
+def test_a_seed_answers_the_whole_task_as_metadata_so_a_gym_solver_row_is_complete() -> None:
+    """NeMo Evaluator's GymSolver sends an agent ``messages`` + ``metadata`` as the row to
+    run: without ``expected_answer`` there, the agent could only fail the rollout."""
+    dataset = load_dataset(find_environment("mcqa").example_tasks)
+    seed = prompt_of(2, dataset[2])
+    assert seed["metadata"] == {
+        "idx": 2,
+        **{k: v for k, v in dataset[2].items() if k != "responses_create_params"},
+    }
+    assert seed["metadata"]["expected_answer"] == seed["expected_answer"]
