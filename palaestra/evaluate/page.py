@@ -26,7 +26,8 @@ table { border-collapse: collapse; margin: .6em 0; }
 th, td { padding: .25em .7em; border-bottom: 1px solid #e4e8eb; text-align: right;
          vertical-align: top; }
 th { background: #f3f5f7; } th:first-child, td:first-child, th.text { text-align: left; }
-td.reasons { text-align: left; max-width: 48em; word-break: break-word; }
+td { white-space: nowrap; }
+td.reasons { text-align: left; max-width: 48em; word-break: break-word; white-space: normal; }
 .note { color: #57606a; } .overall td { font-weight: 600; }
 svg { max-width: 100%; height: auto; display: block; margin: .5em 0; }
 svg .bar { fill: #4c78a8; } svg .dot { fill: #d1495b; }
