@@ -7,8 +7,13 @@
    stack (env, model proxy, agent). (NeMo Gym 0.4: 20-24 s.)
 3. ``agent-throughput``: ``palaestra collect`` of the weather tasks against an instant scripted
    model, in process vs through ``palaestra serve agent`` (--agent-url), in one run.
+4. ``--served``: CPU per rollout of the served stacks (env + agent, env + model + agent), summed
+   over every process exactly as ``run.py`` measures it, with ``--baseline DIR`` (a checkout of
+   an older commit) run interleaved with this tree so the two see the same machine load; and
+   the session capacity table (``capacity.py``). ``--write`` puts both into serving.md.
 
-Run from the repository root: ``.venv/bin/python benchmarks/serving.py [--write]``.
+Run from the repository root: ``.venv/bin/python benchmarks/serving.py [--write]``, or
+``.venv/bin/python benchmarks/serving.py --served --baseline /tmp/old-checkout --write``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import asyncio
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +35,7 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tests.support.scripted_model import (
     ScriptedModelServer,
     text_response,
@@ -180,10 +187,133 @@ def instant_weather(params: dict[str, object]) -> dict[str, object]:
     return tool_call_response("get_weather", '{"city": "Oslo"}')
 
 
+def served_cpu(tree: Path, spec: str, rollouts: int, root: Path) -> dict[str, float]:
+    """Steady CPU ms per rollout of one served stack run from ``tree``, as run.py measures it."""
+    import run as suite
+    from procs import read_stat
+
+    environment = {**os.environ, "PYTHONPATH": str(tree)}
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(tree)  # the stack's processes import palaestra from tree
+    try:
+        with suite.mock_model() as mock:
+            stack = suite.PalaestraStack.start(root / "stack", spec.replace("MOCK", mock.url))
+            try:
+                pids = {s["name"]: s["pid"] for s in stack.servers}
+                before = {name: read_stat(pid).cpu for name, pid in pids.items()}
+                tasks = suite.write_tasks(root / "tasks.jsonl", rollouts)
+                out = root / "out.jsonl"
+                row = suite.measured_run(
+                    "served",
+                    suite.served_collect(stack.url("agent"), tasks, out),
+                    rollouts,
+                    mock,
+                    stack_roots=stack.pids(),
+                    cwd=root,  # not the repository: `-m palaestra` must import from tree
+                    env=environment,
+                    output=out,
+                    timeout=600,
+                )
+                split = {
+                    name: (read_stat(pid).cpu - before[name]) / rollouts * 1000
+                    for name, pid in pids.items()
+                }
+            finally:
+                stack.stop()
+    finally:
+        if previous is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = previous
+    if "error" in row or not row["steady"]:
+        raise RuntimeError(f"served run from {tree} failed: {row.get('error')}")
+    return {"steady": row["steady"]["cpu_ms_per_rollout"], **split}
+
+
+STACKS = {
+    "env + agent": """servers:
+  env: {kind: env, env: weather}
+  agent: {kind: agent, env: env, model: "MOCK", model_name: mock-weather}
+""",
+    "env + model + agent": """servers:
+  env: {kind: env, env: weather}
+  model: {kind: model, backend: "MOCK", model_name: mock-weather}
+  agent: {kind: agent, env: env, model: model}
+""",
+}
+
+
+def bench_served(baseline: Path | None, rollouts: int, tries: int) -> list[str]:
+    """Served CPU per rollout, this tree and ``baseline`` interleaved, ``tries`` each."""
+    trees = {"this tree": Path(__file__).resolve().parents[1]}
+    if baseline is not None:
+        trees = {"baseline": baseline.resolve(), **trees}
+    figures: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for attempt in range(tries):
+        for label, spec in STACKS.items():
+            for name, tree in trees.items():
+                with tempfile.TemporaryDirectory() as root:
+                    result = served_cpu(tree, spec, rollouts, Path(root))
+                figures.setdefault((label, name), []).append(result)
+                print(f"try {attempt + 1} {label} {name}: {result}", file=sys.stderr, flush=True)
+    lines = [
+        "| stack | tree | steady CPU ms per rollout (each try) | median | env | model | agent |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for (label, name), results in figures.items():
+        steady = [r["steady"] for r in results]
+
+        def median_of(key: str, results: list[dict[str, float]] = results) -> str:
+            values = [r[key] for r in results if key in r]
+            return f"{statistics.median(values):.3f}" if values else "—"
+
+        lines.append(
+            f"| {label} | {name} | {', '.join(f'{x:.3f}' for x in steady)} | "
+            f"{statistics.median(steady):.3f} | {median_of('env')} | {median_of('model')} | "
+            f"{median_of('agent')} |"
+        )
+    return lines
+
+
+def served_report(baseline: Path | None, rollouts: int, tries: int) -> str:
+    import capacity
+
+    served = bench_served(baseline, rollouts, tries)
+    sessions = capacity.table(capacity.measure_all())
+    return (
+        f"## Served path: CPU per rollout\n\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end. "
+        f"`.venv/bin/python benchmarks/serving.py --served --rollouts {rollouts} --tries "
+        f"{tries}{' --baseline DIR' if baseline else ''}`: the weather task against the "
+        "instant mock model (`mock_model.py`, not counted), `palaestra collect --agent-url` at "
+        "concurrency 32; CPU summed over every process of the stack and the collector, in the "
+        "window from 10% to 90% of the rollouts done (run.py's *steady* figure). The env, model "
+        "and agent columns are each server's own CPU over the whole run, per rollout (the "
+        "collector's is the rest). Runs of the two trees alternate, so both see the same "
+        "load from other jobs.\n\n"
+        + "\n".join(served)
+        + "\n\n## Session capacity (one env server process, a 1 s tool)\n\n"
+        + "\n".join(sessions)
+        + "\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--served", action="store_true", help="served CPU and capacity only")
+    parser.add_argument("--baseline", type=Path, help="an older checkout, run interleaved")
+    parser.add_argument("--rollouts", type=int, default=3000)
+    parser.add_argument("--tries", type=int, default=3)
     options = parser.parse_args()
+    if options.served:
+        section = served_report(options.baseline, options.rollouts, options.tries)
+        print(section)
+        if options.write:
+            path = Path(__file__).with_name("results") / "serving.md"
+            kept = path.read_text().split("\n## Served path: CPU per rollout", 1)[0]
+            path.write_text(kept.rstrip("\n") + "\n\n" + section)
+        return
     with ScriptedModelServer(instant_weather) as model:
         lines = [bench_env_cpu(), bench_stack_ready(model.url), *bench_agent_throughput(model.url)]
     header = (

@@ -153,9 +153,6 @@ class HttpProtocol(asyncio.Protocol):
             "state": self.app_state.copy(),
         }
         exchange = Exchange(self, scope, parser.should_keep_alive())
-        for name, value in self._headers:
-            if name == b"expect" and value.lower() == b"100-continue":
-                exchange.expects_continue = True
         self._parsing = exchange
         if self.current is None:
             self._start(exchange)
@@ -303,7 +300,7 @@ class Exchange:
         self.done = False  # the whole request body has arrived
         self.lost = False  # the client went away
         self.waiter: asyncio.Future[None] | None = None
-        self.expects_continue = False
+        self.expects_continue: bool | None = None  # looked up only if the body is awaited
         self.whole_body_sent = False
         self.started = False
         self.finished = False
@@ -345,10 +342,10 @@ class Exchange:
                 await self._wait()
             return _DISCONNECT
         while not (self.body or self.done or self.lost):
-            if self.expects_continue:
+            if self.expects_continue is None:  # the client waits for a go before the body
                 self.expects_continue = False
                 transport = self.protocol.transport
-                if transport is not None:
+                if transport is not None and _expects_continue(self.scope["headers"]):
                     transport.write(_CONTINUE)
             self.protocol._resume_reading()
             await self._wait()
@@ -372,7 +369,7 @@ class Exchange:
                 raise RuntimeError("the answer has started already")
             self.started = True
             self.status = message["status"]
-            self.headers = list(message.get("headers", ()))
+            self.headers = message.get("headers", ())  # read once, when the head is written
             return
         if kind != "http.response.body":
             raise RuntimeError(f"unexpected ASGI message {kind!r}")
@@ -420,7 +417,7 @@ class Exchange:
             elif lowered == b"connection" and value.lower() == b"close":
                 self.keep_alive = False
                 continue  # added below, once
-            lines.append(b"%s: %s\r\n" % (name, value))
+            lines += (name, b": ", value, b"\r\n")
         if not framed and status not in _NO_BODY_STATUSES:
             if length is None:
                 self.chunked = True
@@ -452,6 +449,10 @@ class Exchange:
 
 _SENT: list[tuple[bytes, bytes]] = []
 """``Exchange.headers`` once the head is written (compared by identity, never filled)."""
+
+
+def _expects_continue(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(name == b"expect" and value.lower() == b"100-continue" for name, value in headers)
 
 
 def _chunk(body: bytes, more: bool) -> bytes:
