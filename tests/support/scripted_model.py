@@ -193,6 +193,7 @@ class ScriptedModelServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._startup_error: BaseException | None = None
+        self._transports: set[asyncio.BaseTransport] = set()
 
     @property
     def url(self) -> str:
@@ -230,7 +231,8 @@ class ScriptedModelServer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        if self._loop is not None and self._stop is not None:
+        # A second exit (a test stopped the server itself mid-run) has nothing left to stop.
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread is not None:
             self._thread.join(timeout=10)
@@ -246,7 +248,22 @@ class ScriptedModelServer:
             self._startup_error = exc
             self._ready.set()
         finally:
-            loop.close()
+            try:
+                loop.run_until_complete(self._drop_connections())
+            finally:
+                loop.close()
+
+    async def _drop_connections(self) -> None:
+        """Close every connection left, as a killed process would: one accepted as the server
+        stopped would otherwise stay open in the closed loop, and its client hang."""
+        loop = asyncio.get_running_loop()
+        for transport in list(getattr(loop, "_transports", {}).values()):
+            transport.abort()
+        pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await asyncio.sleep(0)  # the aborted transports close their sockets on the next turn
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
@@ -269,6 +286,10 @@ class ScriptedModelServer:
             self._ready.set()
             await self._stop.wait()
         finally:
+            # Drop the connections still open (a call in progress), as a killed process would:
+            # left to the closed loop, the client would wait out its read timeout.
+            for transport in self._transports:
+                transport.abort()
             await runner.cleanup()
 
     @web.middleware
@@ -278,6 +299,8 @@ class ScriptedModelServer:
         with self._lock:
             self._in_flight += 1
             self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
+        if request.transport is not None:
+            self._transports.add(request.transport)
         try:
             expected = f"Bearer {self.api_key}"
             if self.api_key is not None and request.headers.get("Authorization") != expected:

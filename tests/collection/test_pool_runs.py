@@ -1,0 +1,109 @@
+"""A run over a pool of model endpoints: one is stopped mid-run and nothing is lost; the rows,
+the summary and the aggregate file say where the calls went; a resume may change the replicas.
+
+Every endpoint is a real scripted OpenAI-compatible server; the stopped one is really stopped
+(its in-flight call cut, later connections refused).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+
+import palaestra
+from palaestra.errors import ConfigError
+from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
+from palaestra.types import JsonDict
+from tests.cli.test_collect_cli import rows, weather_script
+from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
+
+RESPONSES = "/v1/responses"
+
+
+def city_tasks(path: Path, count: int) -> Path:
+    lines = [
+        orjson.dumps({"responses_create_params": {"input": f"Weather in city {index}?"}})
+        for index in range(count)
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_an_endpoint_stopped_mid_run_loses_no_rollout_and_the_counts_add_up(
+    tmp_path: Path,
+) -> None:
+    weather = weather_script()
+    cut = threading.Event()
+
+    def dying(params: JsonDict) -> JsonDict | ScriptedFault:
+        answered = "function_call_output" in str(params["input"])
+        if answered and not cut.is_set():  # a rollout's second call: held until the stop
+            cut.set()
+            return ScriptedFault(status=200, body=text_response("late"), delay=30)
+        return weather(params)
+
+    tasks = city_tasks(tmp_path / "tasks.jsonl", 6)
+    output = tmp_path / "runs" / "pool.jsonl"
+    with ScriptedModelServer(weather) as alive, ScriptedModelServer(dying) as doomed:
+
+        def stop_the_doomed_one() -> None:
+            cut.wait(30)
+            doomed.__exit__(None, None, None)
+
+        killer = threading.Thread(target=stop_the_doomed_one)
+        killer.start()
+        summary = palaestra.collect(
+            env="weather",
+            model=[doomed.url, alive.url],
+            input=tasks,
+            output=output,
+            repeats=2,
+            concurrency=4,
+        )
+        killer.join()
+        alive_calls = len(alive.bodies(RESPONSES))
+    assert cut.is_set()
+
+    scored = rows(output)
+    pairs = sorted((row[TASK_INDEX], row[ROLLOUT_INDEX]) for row in scored)
+    assert pairs == [(task, rollout) for task in range(6) for rollout in range(2)]
+    assert not summary.failures and summary.stopped_reason is None
+    moved = [row["_palaestra"] for row in scored if row["_palaestra"].get("endpoint_moves")]
+    assert {"endpoints": [doomed.url, alive.url], "endpoint_moves": 1}.items() <= moved[0].items()
+    assert all(len(row["_palaestra"]["endpoints"]) in (1, 2) for row in scored)
+
+    by_url = {entry["url"]: entry for entry in summary.endpoints}
+    assert set(by_url) == {doomed.url, alive.url}
+    assert by_url[doomed.url]["removed"] == 1 and not by_url[doomed.url]["healthy"]
+    assert by_url[alive.url]["calls"] == alive_calls and by_url[alive.url]["failures"] == 0
+    calls = sum(entry["calls"] for entry in summary.endpoints)
+    retries = sum(entry["retries"] for entry in summary.endpoints)
+    failures = sum(entry["failures"] for entry in summary.endpoints)
+    assert failures == retries >= 1  # every failed call was retried, and the retry answered
+    assert calls - retries == sum(row["_palaestra"]["model_calls"] for row in scored)
+    [entry] = orjson.loads((tmp_path / "runs" / "pool_aggregate_metrics.json").read_bytes())
+    assert entry["model_endpoints"] == summary.endpoints
+    assert entry["key_metrics"]["mean/reward"] == 1.0  # the NeMo Gym entry is whole beside it
+
+
+def test_a_resume_may_change_the_replicas_of_a_pool_but_not_leave_it(tmp_path: Path) -> None:
+    tasks = city_tasks(tmp_path / "tasks.jsonl", 2)
+    output = tmp_path / "out.jsonl"
+    with (
+        ScriptedModelServer(weather_script()) as a,
+        ScriptedModelServer(weather_script()) as b,
+        ScriptedModelServer(weather_script()) as c,
+    ):
+        first = palaestra.collect(env="weather", model=[a.url, b.url], input=tasks, output=output)
+        more = palaestra.collect(
+            env="weather", model=[a.url, b.url, c.url], input=tasks, output=output, resume=True
+        )
+        with pytest.raises(ConfigError, match="model.url"):
+            palaestra.collect(env="weather", model=a.url, input=tasks, output=output, resume=True)
+    assert (first.done, more.skipped, more.done) == (2, 2, 0)
+    recorded = orjson.loads((tmp_path / "out_run.json").read_bytes())
+    assert recorded["model"]["urls"] == [a.url, b.url, c.url]
+    assert recorded["spec"]["model"]["urls"] == [a.url, b.url, c.url]
