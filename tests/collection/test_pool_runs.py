@@ -101,7 +101,7 @@ def test_a_resume_may_change_the_replicas_of_a_pool_but_not_leave_it(tmp_path: P
         more = palaestra.collect(
             env="weather", model=[a.url, b.url, c.url], input=tasks, output=output, resume=True
         )
-        with pytest.raises(ConfigError, match="model.url"):
+        with pytest.raises(ConfigError, match=r"model\.url"):
             palaestra.collect(env="weather", model=a.url, input=tasks, output=output, resume=True)
     assert (first.done, more.skipped, more.done) == (2, 2, 0)
     recorded = orjson.loads((tmp_path / "out_run.json").read_bytes())
