@@ -407,17 +407,25 @@ class Exchange:
             self.protocol.default_headers(),
         ]
         framed = False
+        written = 0
         for name, value in headers:
             lowered = name.lower()
-            if b"\r" in value or b"\n" in value or b"\r" in name or b"\n" in name:
-                raise RuntimeError(f"invalid header {name!r}: a line break")
-            if lowered == b"content-length" or lowered == b"transfer-encoding":
-                framed = True
-                self.chunked = lowered == b"transfer-encoding" and b"chunked" in value.lower()
-            elif lowered == b"connection" and value.lower() == b"close":
-                self.keep_alive = False
-                continue  # added below, once
+            if lowered in _FRAMING:
+                if lowered == b"connection":
+                    if value.lower() == b"close":
+                        self.keep_alive = False
+                        continue  # added below, once
+                else:
+                    framed = True
+                    self.chunked = lowered == b"transfer-encoding" and b"chunked" in value.lower()
             lines += (name, b": ", value, b"\r\n")
+            written += 1
+        if written:
+            # A line break inside a name or value would inject a header: checked once over
+            # the app's lines (each ends with the one CRLF added here), not per header.
+            block = b"".join(lines[2:])
+            if block.count(b"\n") != written or block.count(b"\r") != written:
+                raise RuntimeError("invalid header: a line break in a name or value")
         if not framed and status not in _NO_BODY_STATUSES:
             if length is None:
                 self.chunked = True
@@ -447,6 +455,7 @@ class Exchange:
             transport.close()
 
 
+_FRAMING = frozenset({b"content-length", b"transfer-encoding", b"connection"})
 _SENT: list[tuple[bytes, bytes]] = []
 """``Exchange.headers`` once the head is written (compared by identity, never filled)."""
 

@@ -206,3 +206,22 @@ async def test_an_idle_connection_closes_after_the_keepalive_timeout_and_a_busy_
     await asyncio.sleep(0.12)
     assert transport.closed
     assert len(transport.writes) == 4
+
+
+async def test_a_header_with_a_line_break_never_reaches_the_wire() -> None:
+    async def injected(scope: Any, receive: Any, send: Any) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"x-fine", b"1"), (b"x-name", b"a\r\nset-cookie: evil=1")],
+            }
+        )
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    protocol, transport = _connection()
+    protocol.app = injected
+    protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    await _settle()
+    assert not any(b"evil" in written for written in transport.writes)
+    assert transport.closed
