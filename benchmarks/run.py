@@ -21,6 +21,8 @@ It writes ``benchmarks/RESULTS.md`` (tables, with the machine, date, versions an
 5. verification — math-verify throughput in one process and through the worker pool.
 6. capacity — concurrent sessions one env server process holds with a 1 s tool
    (``capacity.py``): success rate and P50/P99 latency at 1,000 to 8,000 sessions.
+7. pool — a pool of mock model endpoints (uneven speeds, a prefix cache, one dies mid-run):
+   sticky least-loaded routing against NeMo Gym-style hashing and round-robin (``pool.py``).
 
 CPU is read from /proc for every process of each stack (NeMo Gym's Ray cluster included);
 "steady" figures come from the window between 10% and 90% of the rollouts done, "whole"
@@ -742,6 +744,26 @@ def phase_capacity() -> Json:
     return results
 
 
+def phase_pool(quick: bool) -> Json:
+    """Routing over a pool of model endpoints (``pool.py``), the same tasks for each routing."""
+    import pool
+
+    results: Json = pool.measure(200 if quick else 400)
+    for run in results["runs"]:
+        log(f"pool {run['routing']}: {run['rollouts_per_s']:.1f} rollouts/s, {run['lost']} lost")
+    return results
+
+
+def pool_targets(results: Json) -> list[tuple[str, str, bool | None]]:
+    """Sticky least-loaded ≥ 1.3x hashing, nothing lost when an endpoint dies (issue 15 §1)."""
+    found = results.get("pool") or {}
+    if not found.get("runs"):
+        return []
+    import pool
+
+    return [pool.target(found)]
+
+
 def served_and_capacity_targets(results: Json) -> list[tuple[str, str, bool | None]]:
     """The served path's CPU per rollout and the session capacity (issue 15 §3)."""
     found: list[tuple[str, str, bool | None]] = []
@@ -869,6 +891,7 @@ def targets(results: Json) -> list[tuple[str, str, bool | None]]:
             )
         )
     found.extend(served_and_capacity_targets(results))
+    found.extend(pool_targets(results))
     return found
 
 
@@ -1062,6 +1085,26 @@ def markdown(results: Json, command: str) -> str:
             "",
             *capacity.table(capacity_results),
         ]
+    pool_results = results.get("pool")
+    if pool_results and pool_results.get("runs"):
+        import pool
+
+        out += [
+            "",
+            "## 7. Model endpoint pool (sticky least-loaded vs hashing vs round-robin)",
+            "",
+            f"{pool_results['rollouts']:,} weather rollouts of four model calls each, "
+            f"{pool_results['concurrency']} in flight, through the collector and "
+            f"`palaestra.models.pool.ModelPool` over {len(pool_results['speeds'])} mock "
+            f"endpoints (`benchmarks/pool.py`) of relative speeds "
+            f"{', '.join(f'{s:g}x' for s in pool_results['speeds'])} with a prefix cache and "
+            f"{pool_results['slots']} slots each; one dies after "
+            f"{pool_results['dies_at']:.0%} of the calls. Fresh endpoints and the same tasks "
+            "for each routing; all three take a dead endpoint out and retry its calls "
+            "elsewhere alike.",
+            "",
+            *pool.table(pool_results),
+        ]
     out += ["", "## How it was measured", "", *METHOD]
     nemo = tp.get("startup", {}).get("nemo_gym", {})
     for note in nemo.get("notes") or []:
@@ -1106,7 +1149,7 @@ METHOD = [
 # --- main ------------------------------------------------------------------------------------
 
 
-PHASES = ("throughput", "concurrency", "memory", "verify", "capacity")
+PHASES = ("throughput", "concurrency", "memory", "verify", "capacity", "pool")
 
 
 def main() -> None:
@@ -1143,6 +1186,7 @@ def main() -> None:
         "memory": lambda root: phase_memory(plan, root),
         "verify": lambda root: phase_verify(plan),
         "capacity": lambda root: phase_capacity(),
+        "pool": lambda root: phase_pool(args.quick),
     }
     with tempfile.TemporaryDirectory(prefix="palaestra-bench-") as tmp:
         root = Path(tmp)
