@@ -24,6 +24,7 @@ from palaestra.agents.base import Agent
 from palaestra.collection.tasks import task_problem
 from palaestra.env_client import EnvironmentClient
 from palaestra.errors import ServiceUnreachable
+from palaestra.models.affinity import rollout_scope
 from palaestra.models.base import Model
 from palaestra.observe.metrics_counts import ObservedAgent
 from palaestra.observe.metrics_http import agent_metrics, metrics_route
@@ -59,12 +60,15 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
     async def run(request: Request) -> Response:
         task = await json_object(request)
         _check_task(task)
-        return JSONResponse(run_answer(task, await agent.run(task, env, model)))
+        with rollout_scope():  # one rollout: a model pool keeps its calls on one endpoint
+            result = await agent.run(task, env, model)
+        return JSONResponse(run_answer(task, result))
 
     async def responses(request: Request) -> Response:
         params = await json_object(request)
         _check_task({"responses_create_params": params})
-        result = await agent.run({"responses_create_params": params}, env, model)
+        with rollout_scope():
+            result = await agent.run({"responses_create_params": params}, env, model)
         if result.response is None:
             failure = result.failure or Failure(FailureKind.INTERNAL_ERROR, "no response")
             return error_response(502, failure.reason, kind=str(failure.kind))
