@@ -57,11 +57,13 @@ class ServerSpec(pydantic.BaseModel):
     """An env server's cap on live sessions (``serve env --max-sessions``; 0 lifts it)."""
     max_task_bytes: int | None = pydantic.Field(default=None, ge=0)
     """An env server's cap on a seeded task's size (``serve env --max-task-bytes``)."""
-    backend: str = "local"
-    """model: what to serve: ``local``, a URL, a ``palaestra_models.yaml`` name, a backend."""
+    backend: str | list[str] = "local"
+    """model: what to serve: ``local``, a URL, a ``palaestra_models.yaml`` name, a backend;
+    or a list of base URLs of one model's replicas (a pool, ``palaestra.models.pool``)."""
     model_id: str | None = None
-    model: str | None = None
-    """agent: a model server of the stack, or ``local``, a URL or a configured name."""
+    model: str | list[str] | None = None
+    """agent: a model server of the stack, or ``local``, a URL or a configured name; or a list
+    of base URLs of one model's replicas (a pool)."""
     model_name: str | None = None
     api: Literal["auto", "responses", "chat"] | None = None
     api_key_env: str | None = None
@@ -130,7 +132,7 @@ class StackConfig(pydantic.BaseModel):
             model = _model(server, server.backend, None, environ)
             return ServeSpec(kind="model", model=model, model_id=server.model_id, **where)
         env_url = urls.get(server.env or "")
-        model_url = urls.get(server.model or "")
+        model_url = urls.get(server.model or "") if not isinstance(server.model, list) else None
         env = EnvSpec(url=env_url) if env_url else EnvSpec(name=server.env, args=server.args)
         if model_url:
             key = "PALAESTRA_SERVER_TOKEN" if token else None
@@ -182,7 +184,7 @@ def apply_override(raw: object, override: str) -> dict[str, Any]:
 
 
 def _model(
-    server: ServerSpec, spec: str, key_env: str | None, environ: Mapping[str, str]
+    server: ServerSpec, spec: str | list[str], key_env: str | None, environ: Mapping[str, str]
 ) -> ModelConfig:
     """The model a server serves or calls; its key from ``key_env``, else the entry's
     ``api_key_env``, else ``OPENAI_API_KEY`` when it is set."""
@@ -223,12 +225,17 @@ def _check_references(config: StackConfig, path: Path) -> None:
         for key in sorted(spec.model_fields_set - _KEYS[spec.kind] - {"kind", "port"}):
             takers = " and ".join(f"{kind} servers" for kind, keys in _KEYS.items() if key in keys)
             raise ConfigError(f"{path}: field 'servers.{name}.{key}': only {takers} take it")
+        if spec.kind == "model" and isinstance(spec.backend, list):
+            _check_pool(spec.backend, f"{path}: field 'servers.{name}.backend'")
         if spec.kind != "agent":
             continue
         if not spec.env:
             raise ConfigError(f"{path}: field 'servers.{name}.env': an agent needs an env")
         _check_agent(spec, f"{path}: field 'servers.{name}.agent'")
         for field, value in (("env", spec.env), ("model", spec.model)):
+            if isinstance(value, list):  # a pool: the base URLs of one model's replicas
+                _check_pool(value, f"{path}: field 'servers.{name}.{field}'")
+                continue
             target = config.servers.get(value or "")
             if target is not None and target.kind != field:
                 raise ConfigError(
@@ -241,6 +248,14 @@ def _check_references(config: StackConfig, path: Path) -> None:
                     f"server of this stack ({_could_mean(config, field, value)}), nor "
                     f"{_OUTSIDE[field]}"
                 )
+
+
+def _check_pool(urls: list[str], where: str) -> None:
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"{where}: a list names the base URLs of one model's replicas, not {url!r}"
+            )
 
 
 def _check_agent(spec: ServerSpec, where: str) -> None:

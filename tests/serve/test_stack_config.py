@@ -113,3 +113,20 @@ servers:
             load_stack(path, [override])
         assert f"{path}: field 'servers." in str(refused.value)
         assert complaint in str(refused.value), str(refused.value)
+
+
+def test_a_stack_may_name_a_pool_of_model_endpoints(tmp_path: Path) -> None:
+    path = tmp_path / "stack.yaml"
+    urls = ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
+    path.write_text(
+        "servers:\n"
+        "  env: {kind: env, env: weather}\n"
+        f"  agent: {{kind: agent, env: env, model: [{urls[0]}, {urls[1]}]}}\n"
+        f"  proxy: {{kind: model, backend: [{urls[0]}, {urls[1]}]}}\n"
+    )
+    config = load_stack(path)
+    agent = config.serve_spec("agent", {"env": "http://127.0.0.1:3"}, token=None, environ={})
+    proxy = config.serve_spec("proxy", {}, token=None, environ={})
+    assert agent.model.urls == urls and proxy.model.urls == urls
+    with pytest.raises(ConfigError, match=r"field 'servers.agent.model': a list names the base"):
+        load_stack(path, ["servers.agent.model=[local, http://127.0.0.1:1/v1]"])
