@@ -159,7 +159,7 @@ def model_flags(default: str | None = "local") -> Callable[[F], F]:
             "model_spec",
             multiple=True,
             default=(default,) if default is not None else (),
-            show_default=default,
+            show_default=default is not None,
             help="'local' (embedded SmolLM2), an OpenAI-compatible base URL "
             "(http://host:8000/v1), a name from --model-config, or a model backend's name. "
             "Repeat it with the base URLs of several replicas of one model: a load-aware pool "
