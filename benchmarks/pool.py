@@ -314,7 +314,7 @@ def measure(rollouts: int = 400) -> Json:
 def table(results: Json) -> list[str]:
     """The markdown rows of ``measure``'s results."""
     lines = [
-        "| routing | rollouts/s | sticky is | cache hits | rollouts moved | lost | failed | "
+        "| routing | rollouts/s | sticky vs this | cache hits | rollouts moved | lost | failed | "
         "calls per endpoint (speed) |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
