@@ -62,13 +62,16 @@ def test_the_rows_palaestra_writes_are_nemo_gym_s_own(tmp_path: Path) -> None:
         for city in ("Paris", "Rome", "Oslo")
     ]
     (tmp_path / "tasks.jsonl").write_bytes(b"".join(orjson.dumps(t) + b"\n" for t in tasks))
-    with ScriptedModelServer(script) as model:
+    # Two endpoints (a pool): the aggregate then carries their counts beside NeMo Gym's fields.
+    with ScriptedModelServer(script) as model, ScriptedModelServer(script) as replica:
         done = run_cli(
             "collect",
             "--env",
             "weather",
             "--model",
             model.url,
+            "--model",
+            replica.url,
             "--input",
             "tasks.jsonl",
             "--output",
@@ -99,6 +102,7 @@ def test_the_rows_palaestra_writes_are_nemo_gym_s_own(tmp_path: Path) -> None:
     assert out["problems"] == []
     assert out["resume"] == {"to_run": 2, "done": 4}  # the failures are retried by NeMo Gym
     [ours] = out["our_aggregate"]
+    assert [e["url"] for e in ours["model_endpoints"]] == [model.url, replica.url]
     theirs = out["their_agent_metrics"]
     names = {"reward", "called_tool", "input_tokens", "output_tokens", "total_tokens"}
     assert {
