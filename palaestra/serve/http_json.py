@@ -7,6 +7,7 @@ wrong or missing field is a 422 whose ``param`` names the field.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -132,9 +133,9 @@ class HotRoutedApp(Starlette):
     (other methods, other routes, the lifespan) is Starlette's.
     """
 
-    def __init__(self, *, hot: dict[str, Handler], **kwargs: Any) -> None:
+    def __init__(self, *, hot: Mapping[str, Handler], **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.hot = hot
+        self.hot = dict(hot)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -147,7 +148,9 @@ class HotRoutedApp(Starlette):
                     on_error = self._handler_of(exc)
                     if on_error is None:
                         raise
-                    response = await on_error(request, exc)
+                    response = on_error(request, exc)  # Starlette takes both kinds
+                    if inspect.isawaitable(response):
+                        response = await response
                 await send(
                     {
                         "type": "http.response.start",

@@ -24,6 +24,7 @@ from palaestra.models.chat_format import (
 )
 from palaestra.observe.metrics_http import metrics_route, model_metrics
 from palaestra.serve.http_json import (
+    HotRoutedApp,
     JSONResponse,
     RequestError,
     error_response,
@@ -102,4 +103,6 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         InputError: _on_error,
         ModelError: _on_error,
     }
-    return Starlette(routes=routes, exception_handlers=handlers)
+    # A model call is the stack's hot request: answered without Starlette's router.
+    hot = {"/v1/responses": responses, "/v1/chat/completions": chat_completions}
+    return HotRoutedApp(hot=hot, routes=routes, exception_handlers=handlers)
