@@ -23,6 +23,7 @@ imported here.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import secrets
 from http.cookies import SimpleCookie
@@ -110,6 +111,10 @@ class RemoteEnvironmentClient:
         self._headers: dict[str, dict[str, str]] = {}
         """Each session's request headers (a palaestra server's session token among them)."""
         self._boundaries: dict[str, Boundary] = {}
+        # Local session handles: a random prefix and a counter (a getrandom call per seed
+        # otherwise); they never leave this client.
+        self._handle_prefix = secrets.token_hex(4)
+        self._handles = itertools.count(1)
 
     @classmethod
     async def connect(
@@ -173,7 +178,7 @@ class RemoteEnvironmentClient:
         status, body, response = await self._post(SEED_SESSION, task, None, _SEED)
         if status != 200:
             raise _answered(EnvironmentFailure, "seed_session", status, body)
-        handle = secrets.token_hex(8)
+        handle = f"{self._handle_prefix}{next(self._handles):x}"
         token = response.headers.get(SESSION_HEADER)
         if token:  # a palaestra server: the token names the session, no cookie is needed
             self._headers[handle] = {**self._post_headers, SESSION_HEADER: token}
