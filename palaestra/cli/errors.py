@@ -4,7 +4,8 @@ Exit codes of the commands: 0 done; 1 a user error (bad flag, input or output pa
 output locked by another collector, a resume of another run, the API key rejected before
 anything ran); 2 click's usage errors; 3 a run stopped early, resumable (a service
 unreachable, the key rejected mid-run, disk full); 4 nothing this invocation attempted was
-scored; 130 interrupted by Ctrl-C; 143 terminated by SIGTERM.
+scored; 5 `compare --fail-if-worse`: the second run may be worse by more than the margin;
+130 interrupted by Ctrl-C; 143 terminated by SIGTERM.
 """
 
 from __future__ import annotations
