@@ -23,40 +23,52 @@ from palaestra.transport.errors import (
 class HttpAnswer:
     """A whole HTTP answer; ``headers`` has lower-case names (a repeated header keeps the last).
 
-    Answers read off a connection keep the raw header pairs llhttp reported and decode them
+    Answers read off a connection keep the raw bytes of their head and parse its header lines
     only when asked: a model call reads the body, and the headers only when something failed.
+    (llhttp checked the head's syntax as it arrived; asking it for each header instead costs
+    a Python call per header line of every answer.)
     """
 
-    __slots__ = ("_headers", "_raw_headers", "body", "status")
+    __slots__ = ("_head", "_headers", "_raw_headers", "body", "status")
 
     def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self.status = status
         self.body = body
         self._headers: dict[str, str] | None = headers
-        self._raw_headers: list[tuple[bytes, bytes]] = []
+        self._raw_headers: list[tuple[bytes, bytes]] | None = []
+        self._head = b""
 
     @classmethod
-    def parsed(cls, status: int, raw_headers: list[tuple[bytes, bytes]], body: bytes) -> HttpAnswer:
+    def parsed(cls, status: int, head: bytes, body: bytes) -> HttpAnswer:
+        """An answer read off the wire: ``head`` is what arrived up to its end (1xx included)."""
         answer = cls.__new__(cls)
-        answer.status, answer.body = status, body
-        answer._headers, answer._raw_headers = None, raw_headers
+        answer.status, answer.body, answer._head = status, body, head
+        answer._headers, answer._raw_headers = None, None
         return answer
+
+    @property
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        """The header lines as received (names in their own case), in order."""
+        if self._raw_headers is None:
+            self._raw_headers = header_lines(self._head)
+        return self._raw_headers
 
     @property
     def headers(self) -> dict[str, str]:
         if self._headers is None:
-            self._headers = _decoded(self._raw_headers)
+            self._headers = _decoded(self.raw_headers)
         return self._headers
 
     def header_values(self, name: str) -> list[str]:
         """Every value of a header that may repeat (``Set-Cookie``), in the order received."""
         wanted = name.lower()
-        if not self._raw_headers:
+        raw = self.raw_headers
+        if not raw:
             value = (self._headers or {}).get(wanted)
             return [] if value is None else [value]
         return [
             value.decode("latin-1")
-            for raw_name, value in self._raw_headers
+            for raw_name, value in raw
             if raw_name.decode("latin-1").lower() == wanted
         ]
 
@@ -75,6 +87,27 @@ def _decoded(raw_headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
     return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw_headers}
 
 
+def header_lines(head: bytes) -> list[tuple[bytes, bytes]]:
+    """The header lines of the last head in ``head`` that is not an interim (1xx) one.
+
+    ``head`` starts at an answer's status line and reaches at least the end of its head;
+    llhttp has checked its syntax (CRLF line ends, no folded lines). Interim answers before
+    it (``100 Continue``) are skipped. Values lose the whitespace around them (RFC 9110 5.5).
+    """
+    start = 0
+    while True:
+        end = head.find(b"\r\n\r\n", start)
+        lines = head[start : len(head) if end < 0 else end].split(b"\r\n")
+        if end >= 0 and lines[0][9:10] == b"1":  # "HTTP/1.1 1xx": the real answer follows
+            start = end + 4
+            continue
+        pairs: list[tuple[bytes, bytes]] = []
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            pairs.append((name, value.strip(b" \t")))
+        return pairs
+
+
 _DETACHED = httptools.HttpResponseParser(object())
 """What a closed connection parses with: it refers to no protocol and is never fed."""
 
@@ -90,7 +123,8 @@ class Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[HttpAnswer] | None = None
         self._deadline: asyncio.TimerHandle | None = None
-        self._raw_headers: list[tuple[bytes, bytes]] = []
+        self._deadline_at = 0.0
+        self._head: list[bytes] = []
         self._chunks: list[bytes] = []
         self._headers_done = False
         self._received = False
@@ -110,9 +144,17 @@ class Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or self.closed:
             raise ConnectionLost("the connection was closed before the request was sent")
-        waiter: asyncio.Future[HttpAnswer] = self.loop.create_future()
+        loop = self.loop
+        waiter: asyncio.Future[HttpAnswer] = loop.create_future()
         self._waiter = waiter
-        self._deadline = self.loop.call_later(read_timeout, self._expire)
+        # One deadline timer per connection, armed only when none would fire by this
+        # request's deadline (a timer set and cancelled per request cost 1.5-2 us); one that
+        # fires before this request's deadline is re-armed for the rest.
+        deadline = self._deadline_at = loop.time() + read_timeout
+        if self._deadline is None or self._deadline.when() > deadline:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = loop.call_at(deadline, self._expire)
         transport.write(request)
         try:
             return await waiter
@@ -124,9 +166,6 @@ class Connection(asyncio.Protocol):
         finally:
             self.exchanges += 1
             self._waiter = None
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
 
     @property
     def answered_nothing(self) -> bool:
@@ -135,10 +174,11 @@ class Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.reusable = False
+        if self.loop.is_closed():  # opened under an earlier asyncio.run: nothing can run
+            self.closed, self._transport, self._deadline = True, None, None
+            return
+        self._cancel_deadline()
         if self._transport is not None and not self.closed:
-            if self.loop.is_closed():  # opened under an earlier asyncio.run: nothing can run
-                self.closed, self._transport = True, None
-                return
             self._transport.close()
 
     # --- asyncio.Protocol ----------------------------------------------------------------
@@ -151,6 +191,8 @@ class Connection(asyncio.Protocol):
             self.close()  # bytes nobody asked for would corrupt the next answer's parse
             return
         self._received = True
+        if not self._headers_done:
+            self._head.append(data)  # parsed only if the headers are asked for (HttpAnswer)
         self._answer_bytes += len(data)
         if self._answer_bytes > self._max_answer_bytes:
             cap = f"max_answer_bytes, {self._max_answer_bytes:,} bytes"
@@ -170,6 +212,7 @@ class Connection(asyncio.Protocol):
         self.closed = True
         self.reusable = False
         self._transport = None
+        self._cancel_deadline()
         try:
             if self._waiter is None or self._waiter.done():
                 return
@@ -187,10 +230,7 @@ class Connection(asyncio.Protocol):
     # --- httptools callbacks -------------------------------------------------------------
 
     # httptools calls only the callbacks a protocol defines, each a Python call per answer
-    # (per header for on_header): there are as few as the protocol needs.
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._raw_headers.append((name, value))
+    # (on_header would be one per header line): there are as few as the protocol needs.
 
     def on_headers_complete(self) -> None:
         self._headers_done = True
@@ -202,7 +242,7 @@ class Connection(asyncio.Protocol):
         # From here on a close ends no answer: it would cut the next one.
         if 100 <= self._parser.get_status_code() < 200:
             # An interim answer (100 Continue, 103 Early Hints); the real one follows.
-            self._raw_headers, self._chunks, self._headers_done = [], [], False
+            self._chunks, self._headers_done = [], False  # its head stays: header_lines skips it
             return
         if not self._parser.should_keep_alive():
             self.reusable = False
@@ -211,7 +251,7 @@ class Connection(asyncio.Protocol):
     # --- internals -----------------------------------------------------------------------
 
     def _ends_at_close(self) -> bool:
-        headers = _decoded(self._raw_headers)
+        headers = _decoded(header_lines(b"".join(self._head)))
         return "content-length" not in headers and "chunked" not in headers.get(
             "transfer-encoding", ""
         )
@@ -223,16 +263,31 @@ class Connection(asyncio.Protocol):
         else:
             body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
             status = self._parser.get_status_code()
-            waiter.set_result(HttpAnswer.parsed(status, self._raw_headers, body))
-        self._raw_headers, self._chunks, self._headers_done = [], [], False
+            head = self._head
+            waiter.set_result(
+                HttpAnswer.parsed(status, head[0] if len(head) == 1 else b"".join(head), body)
+            )
+        self._head, self._chunks, self._headers_done = [], [], False
 
     def _fail(self, error: Exception) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
 
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
     def _expire(self) -> None:
         self._deadline = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # no request waits: the next one arms a timer of its own
+        left = self._deadline_at - self.loop.time()
+        if left > 0:  # set for an earlier request: this one's deadline is later
+            self._deadline = self.loop.call_at(self._deadline_at, self._expire)
+            return
         self._fail(
             ReadTimeout(f"no whole answer within the read timeout ({self._read_timeout:g} s)")
         )

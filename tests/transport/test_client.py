@@ -352,6 +352,32 @@ async def test_every_value_of_a_repeated_header_is_kept_in_order(
     assert got.header_values("x-missing") == []
 
 
+async def test_header_values_lose_the_whitespace_around_them(
+    servers: Servers, client: HttpClient
+) -> None:
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Spaced:   padded value \r\nX-Empty:\r\n\r\nok"
+    server = await servers.start(answer_always(raw))
+    got = await client.request("GET", server.url())
+    assert got.body == b"ok"
+    assert got.headers == {"content-length": "2", "x-spaced": "padded value", "x-empty": ""}
+    assert got.raw_headers[1] == (b"X-Spaced", b"padded value")
+
+
+async def test_the_headers_of_an_answer_split_over_reads_are_whole(
+    servers: Servers, client: HttpClient
+) -> None:
+    async def handle(peer: Peer) -> None:
+        while await peer.read_request() is not None:
+            for piece in (b"HTTP/1.1 200 OK\r\nX-A", b": one\r\nContent-Le", b"ngth: 2\r\n\r\nok"):
+                peer.send(piece)
+                await peer.writer.drain()
+                await asyncio.sleep(0.01)
+
+    server = await servers.start(handle)
+    got = await client.request("GET", server.url())
+    assert (got.body, got.headers) == (b"ok", {"x-a": "one", "content-length": "2"})
+
+
 async def test_a_closed_connection_is_freed_without_the_cycle_collector(
     servers: Servers, client: HttpClient
 ) -> None:
@@ -487,6 +513,40 @@ async def test_a_read_timeout_raises_and_closes_that_connection(
     assert 0.09 <= loop.time() - started < 0.5
     await server.peers[0].wait_hung_up()
     assert (await client.request("GET", server.url(), read_timeout=1.0)).body == b"c1r1"
+
+
+async def test_a_later_request_with_a_shorter_read_timeout_still_times_out(
+    servers: Servers, client: HttpClient
+) -> None:
+    # The connection's deadline timer was armed for the first request's 60 s.
+    async def handle(peer: Peer) -> None:
+        await peer.read_request()
+        peer.send(answer(b"first"))
+        await never_answer(peer)
+
+    server = await servers.start(handle)
+    assert (await client.request("GET", server.url(), read_timeout=60.0)).body == b"first"
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(2.0):  # a guard: a 60 s timer would trip this one
+            await client.request("GET", server.url(), read_timeout=0.1)
+
+
+async def test_a_request_is_not_timed_out_by_an_earlier_requests_shorter_deadline(
+    servers: Servers, client: HttpClient
+) -> None:
+    async def handle(peer: Peer) -> None:
+        await peer.read_request()
+        peer.send(answer(b"first"))
+        await peer.read_request()
+        await asyncio.sleep(0.3)  # past the first request's deadline, within the second's
+        peer.send(answer(b"second"))
+        await never_answer(peer)
+
+    server = await servers.start(handle)
+    assert (await client.request("GET", server.url(), read_timeout=0.1)).body == b"first"
+    got = await client.request("GET", server.url(), read_timeout=5.0)
+    assert got.body == b"second"
+    assert len(server.peers) == 1
 
 
 async def test_a_cancelled_request_closes_its_connection(
