@@ -15,7 +15,7 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from palaestra.errors import PalaestraError
 from palaestra.protocol import error_body
@@ -136,21 +136,17 @@ class HotRoutedApp(Starlette):
     def __init__(self, *, hot: Mapping[str, Handler], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.hot = dict(hot)
+        self._direct = {path: DirectRoute(self, handler) for path, handler in self.hot.items()}
+
+    def direct_route(self, scope: Scope) -> DirectRoute | None:
+        """The hot route palaestra's HTTP protocol may call with the whole body, if any."""
+        return self._direct.get(scope["path"]) if scope["method"] == "POST" else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
             handler = self.hot.get(scope["path"])
             if handler is not None:
-                request = HotRequest(scope, receive)
-                try:
-                    response = await handler(request)
-                except Exception as exc:
-                    on_error = self._handler_of(exc)
-                    if on_error is None:
-                        raise
-                    response = on_error(request, exc)  # Starlette takes both kinds
-                    if inspect.isawaitable(response):
-                        response = await response
+                response = await self.respond(handler, HotRequest(scope, receive))
                 await send(
                     {
                         "type": "http.response.start",
@@ -162,9 +158,53 @@ class HotRoutedApp(Starlette):
                 return
         await super().__call__(scope, receive, send)
 
+    async def respond(self, handler: Handler, request: Request) -> Response:
+        """The handler's answer; what it raises goes to the app's exception handlers."""
+        try:
+            return await handler(request)
+        except Exception as exc:
+            on_error = self._handler_of(exc)
+            if on_error is None:
+                raise
+            response = on_error(request, exc)  # Starlette takes both kinds
+            if inspect.isawaitable(response):
+                response = await response
+            return response  # type: ignore[no-any-return]
+
     def _handler_of(self, exc: Exception) -> Any:
         for kind in type(exc).__mro__:
             found = self.exception_handlers.get(kind)
             if found is not None:
                 return found
         return None
+
+
+class DirectRoute:
+    """A hot route as palaestra's HTTP protocol calls it: the whole body in, the answer out.
+
+    No ASGI messages (``receive``, two ``send``) and no dispatch through the app: the
+    request's handler and its exception handlers are the same as on the ASGI path.
+    """
+
+    __slots__ = ("app", "handler")
+
+    def __init__(self, app: HotRoutedApp, handler: Handler) -> None:
+        self.app, self.handler = app, handler
+
+    async def answer(
+        self, scope: Scope, body: bytes
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        request = HotRequest(scope, _no_more)
+        request._body = body
+        response = await self.app.respond(self.handler, request)
+        content = response.body
+        return (
+            response.status_code,
+            response.raw_headers,
+            bytes(content) if type(content) is not bytes else content,
+        )
+
+
+async def _no_more() -> Message:
+    """A direct request's ``receive``: its body was read whole, only the end is left."""
+    return {"type": "http.disconnect"}

@@ -51,6 +51,8 @@ class HttpProtocol(asyncio.Protocol):
         if not config.loaded:
             config.load()
         self.app = config.loaded_app
+        # An app's hot routes it answers from the whole body, without ASGI (see _start).
+        self.direct_route: Any = getattr(self.app, "direct_route", None)
         self.loop = _loop or asyncio.get_running_loop()
         self.server_state = server_state
         self.app_state = app_state
@@ -153,6 +155,8 @@ class HttpProtocol(asyncio.Protocol):
             "state": self.app_state.copy(),
         }
         exchange = Exchange(self, scope, parser.should_keep_alive())
+        if self.direct_route is not None and scope["method"] == "POST":
+            exchange.route = self.direct_route(scope)
         self._parsing = exchange
         if self.current is None:
             self._start(exchange)
@@ -175,15 +179,52 @@ class HttpProtocol(asyncio.Protocol):
 
     def _start(self, exchange: Exchange) -> None:
         self.current = exchange
+        if exchange.route is not None:
+            # A direct route is called once its whole body is here (``Exchange.complete``).
+            if exchange.done:
+                self._launch(exchange)
+            else:
+                self._resume_reading()
+            return
         task = self.loop.create_task(self._run(exchange))
-        tasks = self.server_state.tasks
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
+        self.server_state.tasks.add(task)  # uvicorn waits for them at shutdown
+
+    def _launch(self, exchange: Exchange) -> None:
+        """Answer a direct route: its handler gets the whole body and returns the answer.
+
+        What the ASGI path costs per request and this one does not: the ``receive`` and two
+        ``send`` calls with their messages, and the app's middleware and dispatch (the
+        ``Guard`` has checked the request's token and declared length in ``direct_route``).
+        """
+        exchange.launched = True
+        task = self.loop.create_task(self._run_direct(exchange))
+        self.server_state.tasks.add(task)
+
+    async def _run_direct(self, exchange: Exchange) -> None:
+        try:
+            chunks = exchange.body
+            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            status, headers, content = await exchange.route.answer(exchange.scope, body)
+            exchange.answer(status, headers, content)
+        except asyncio.CancelledError:
+            exchange.abort()
+            self.server_state.tasks.discard(asyncio.current_task())
+            raise
+        except Exception as exc:
+            logger.error("Exception in ASGI application", exc_info=exc)
+            if exchange.started:
+                exchange.abort()
+            else:
+                exchange.fail()
+        # Dropped here, not by a done callback (one more loop turn per request).
+        self.server_state.tasks.discard(asyncio.current_task())
+        self._finished(exchange)
 
     async def _run(self, exchange: Exchange) -> None:
         try:
             await self.app(exchange.scope, exchange.receive, exchange.send)
         except asyncio.CancelledError:
+            self.server_state.tasks.discard(asyncio.current_task())
             exchange.abort()
             raise
         except Exception as exc:
@@ -200,6 +241,7 @@ class HttpProtocol(asyncio.Protocol):
                 else:
                     logger.error("ASGI app returned without answering")
                     exchange.fail()
+        self.server_state.tasks.discard(asyncio.current_task())
         self._finished(exchange)
 
     def _finished(self, exchange: Exchange) -> None:
@@ -282,8 +324,10 @@ class Exchange:
         "head_only",
         "headers",
         "keep_alive",
+        "launched",
         "lost",
         "protocol",
+        "route",
         "scope",
         "started",
         "status",
@@ -308,18 +352,25 @@ class Exchange:
         self.head_only = scope["method"] == "HEAD"
         self.status = 200
         self.headers: list[tuple[bytes, bytes]] = []
+        self.route: Any = None  # a direct route (``HttpProtocol._launch``), else ASGI
+        self.launched = False
 
     # --- from the protocol ---------------------------------------------------------------
 
     def take(self, body: bytes) -> None:
         self.body.append(body)
         self.buffered += len(body)
-        if self.buffered > _READ_PAUSE_BYTES:
+        # A direct route's body is read whole (its declared length is bounded by the Guard).
+        if self.buffered > _READ_PAUSE_BYTES and self.route is None:
             self.protocol._pause_reading()
         self._wake()
 
     def complete(self) -> None:
         self.done = True
+        if self.route is not None:
+            if self.protocol.current is self and not self.launched:
+                self.protocol._launch(self)
+            return
         self._wake()
 
     def disconnect(self) -> None:
@@ -397,6 +448,19 @@ class Exchange:
         if not more:
             self.finished = True
             self._wake()
+
+    def answer(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        """A direct route's whole answer, in one write."""
+        self.started = self.finished = True
+        transport = self.protocol.transport
+        if transport is None or self.lost:
+            return  # the client went away
+        self.status, self.headers = status, headers
+        head = self._head(len(body))
+        if status in _NO_BODY_STATUSES:
+            transport.write(head)
+        else:
+            transport.write(head + (_chunk(body, False) if self.chunked else body))
 
     def _head(self, length: int | None) -> bytes:
         """The status line and headers; a length or chunking added when the app set neither."""
