@@ -66,7 +66,13 @@ from palaestra.protocol import (
     verdict_from_answer,
 )
 from palaestra.step_env import StepResult
-from palaestra.transport import ConnectFailed, HttpAnswer, HttpClient, TransportError
+from palaestra.transport import (
+    ConnectFailed,
+    FramedHeaders,
+    HttpAnswer,
+    HttpClient,
+    TransportError,
+)
 from palaestra.types import JsonDict, Verdict
 
 __all__ = ["RemoteEnvironmentClient", "verdict_from_answer"]
@@ -108,8 +114,8 @@ class RemoteEnvironmentClient:
         self._post_headers = {"Content-Type": "application/json", **self._auth}
         self._cookies: dict[str, dict[str, str]] = {}
         """Each session's cookies, for servers that key sessions by cookie (NeMo Gym's)."""
-        self._headers: dict[str, dict[str, str]] = {}
-        """Each session's request headers (a palaestra server's session token among them)."""
+        self._headers: dict[str, dict[str, str] | FramedHeaders] = {}
+        """Each session's request headers (a palaestra server's token, framed once)."""
         self._boundaries: dict[str, Boundary] = {}
         # Local session handles: a random prefix and a counter (a getrandom call per seed
         # otherwise); they never leave this client.
@@ -179,9 +185,10 @@ class RemoteEnvironmentClient:
         if status != 200:
             raise _answered(EnvironmentFailure, "seed_session", status, body)
         handle = f"{self._handle_prefix}{next(self._handles):x}"
-        token = response.headers.get(SESSION_HEADER)
+        token = response.header(SESSION_HEADER)
         if token:  # a palaestra server: the token names the session, no cookie is needed
-            self._headers[handle] = {**self._post_headers, SESSION_HEADER: token}
+            # Framed once: llhttp let no line break through, so it frames as it is.
+            self._headers[handle] = FramedHeaders({**self._post_headers, SESSION_HEADER: token})
         else:  # NeMo Gym's servers key sessions by cookie
             self._headers[handle] = self._post_headers
             self._cookies[handle] = {}
@@ -258,13 +265,13 @@ class RemoteEnvironmentClient:
         session_id: str | None,
         failures: tuple[type[RolloutFailure], type[RolloutFailure]],
     ) -> tuple[int, bytes, HttpAnswer]:
-        headers = self._post_headers
+        headers: dict[str, str] | FramedHeaders = self._post_headers
         if session_id is not None:
             headers = self._headers.get(session_id, headers)
             cookies = self._cookies.get(session_id)
-            if cookies:
+            if cookies:  # NeMo Gym's servers: the session's headers are a plain dict
                 cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
-                headers = {**headers, "Cookie": cookie}
+                headers = {**self._post_headers, "Cookie": cookie}
         url = f"{self.base_url}{route}"
         boundary = self._boundaries.get(route)
         if boundary is None or boundary.failure is not failures[0]:
@@ -281,7 +288,7 @@ class RemoteEnvironmentClient:
         self,
         url: str,
         data: bytes,
-        headers: dict[str, str],
+        headers: dict[str, str] | FramedHeaders,
         boundary: Boundary,
         route: str,
     ) -> HttpAnswer:

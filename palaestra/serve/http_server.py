@@ -186,7 +186,7 @@ class HttpProtocol(asyncio.Protocol):
             else:
                 self._resume_reading()
             return
-        task = self.loop.create_task(self._run(exchange))
+        task = exchange.task = self.loop.create_task(self._run(exchange))
         self.server_state.tasks.add(task)  # uvicorn waits for them at shutdown
 
     def _launch(self, exchange: Exchange) -> None:
@@ -197,7 +197,7 @@ class HttpProtocol(asyncio.Protocol):
         ``Guard`` has checked the request's token and declared length in ``direct_route``).
         """
         exchange.launched = True
-        task = self.loop.create_task(self._run_direct(exchange))
+        task = exchange.task = self.loop.create_task(self._run_direct(exchange))
         self.server_state.tasks.add(task)
 
     async def _run_direct(self, exchange: Exchange) -> None:
@@ -208,7 +208,7 @@ class HttpProtocol(asyncio.Protocol):
             exchange.answer(status, headers, content)
         except asyncio.CancelledError:
             exchange.abort()
-            self.server_state.tasks.discard(asyncio.current_task())
+            self.server_state.tasks.discard(exchange.task)
             raise
         except Exception as exc:
             logger.error("Exception in ASGI application", exc_info=exc)
@@ -217,14 +217,14 @@ class HttpProtocol(asyncio.Protocol):
             else:
                 exchange.fail()
         # Dropped here, not by a done callback (one more loop turn per request).
-        self.server_state.tasks.discard(asyncio.current_task())
+        self.server_state.tasks.discard(exchange.task)
         self._finished(exchange)
 
     async def _run(self, exchange: Exchange) -> None:
         try:
             await self.app(exchange.scope, exchange.receive, exchange.send)
         except asyncio.CancelledError:
-            self.server_state.tasks.discard(asyncio.current_task())
+            self.server_state.tasks.discard(exchange.task)
             exchange.abort()
             raise
         except Exception as exc:
@@ -241,7 +241,7 @@ class HttpProtocol(asyncio.Protocol):
                 else:
                     logger.error("ASGI app returned without answering")
                     exchange.fail()
-        self.server_state.tasks.discard(asyncio.current_task())
+        self.server_state.tasks.discard(exchange.task)
         self._finished(exchange)
 
     def _finished(self, exchange: Exchange) -> None:
@@ -331,6 +331,7 @@ class Exchange:
         "scope",
         "started",
         "status",
+        "task",
         "waiter",
         "whole_body_sent",
     )
@@ -353,6 +354,7 @@ class Exchange:
         self.status = 200
         self.headers: list[tuple[bytes, bytes]] = []
         self.route: Any = None  # a direct route (``HttpProtocol._launch``), else ASGI
+        self.task: asyncio.Task[None] | None = None
         self.launched = False
 
     # --- from the protocol ---------------------------------------------------------------

@@ -1,6 +1,6 @@
 """A lean HTTP/1.1 client for model calls: keep-alive pools over asyncio and llhttp."""
 
-from palaestra.transport.client import HttpClient
+from palaestra.transport.client import FramedHeaders, HttpClient
 from palaestra.transport.connection import HttpAnswer
 from palaestra.transport.errors import (
     AnswerTooLarge,
@@ -20,6 +20,7 @@ __all__ = [
     "ConnectFailed",
     "ConnectTimeout",
     "ConnectionLost",
+    "FramedHeaders",
     "HttpAnswer",
     "HttpClient",
     "InvalidUrl",

@@ -59,6 +59,16 @@ class HttpAnswer:
             self._headers = _decoded(self.raw_headers)
         return self._headers
 
+    def header(self, name: str) -> str | None:
+        """One header's value (the last if it repeats), without building ``headers``."""
+        if self._headers is not None:
+            return self._headers.get(name.lower())
+        wanted, found = name.lower().encode("latin-1"), None
+        for raw_name, value in self.raw_headers:
+            if raw_name.lower() == wanted:
+                found = value
+        return None if found is None else found.decode("latin-1")
+
     def header_values(self, name: str) -> list[str]:
         """Every value of a header that may repeat (``Set-Cookie``), in the order received."""
         wanted = name.lower()

@@ -22,6 +22,7 @@ import pytest
 from palaestra.transport import (
     ConnectFailed,
     ConnectionLost,
+    FramedHeaders,
     HttpAnswer,
     HttpClient,
     InvalidUrl,
@@ -205,6 +206,40 @@ async def test_the_callers_user_agent_and_accept_replace_the_defaults_in_any_cas
     await client.request("GET", server.url(), headers={"user-agent": "me", "ACCEPT": "text/x"})
     _, headers, _ = parse_request(server.requests[0])  # refuses a header sent twice
     assert (headers["user-agent"], headers["accept"]) == ("me", "text/x")
+
+
+async def test_headers_framed_once_go_as_given_to_every_url(
+    servers: Servers, client: HttpClient
+) -> None:
+    server = await servers.start(answer_always(answer(b"ok", "X-Token: one", "x-token: two")))
+    framed = FramedHeaders({"X-Session": "s1.abc", "accept": "application/json"})
+    for path in ("/seed", "/tool", "/seed"):
+        got = await client.request("POST", server.url(path), body=b"{}", headers=framed)
+        assert got.header("X-TOKEN") == "two"  # the last of a repeated header, as .headers
+        assert got.header("x-missing") is None
+    sent = [parse_request(raw) for raw in server.requests]
+    assert [line for line, _, _ in sent] == [
+        "POST /seed HTTP/1.1",
+        "POST /tool HTTP/1.1",
+        "POST /seed HTTP/1.1",
+    ]
+    for _, headers, body in sent:
+        assert headers["x-session"] == "s1.abc"
+        assert headers["accept"] == "application/json"
+        assert headers["host"] == f"127.0.0.1:{server.port}"
+        assert (headers["content-length"], body) == ("2", b"{}")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X-Bad": "a\r\nX-Injected: 1"}, {"Content-Length": "3"}, {"Host": "elsewhere"}],
+    ids=["line-break", "content-length", "host"],
+)
+def test_headers_that_would_frame_the_request_otherwise_are_refused_when_framed(
+    headers: dict[str, str],
+) -> None:
+    with pytest.raises(ValueError):
+        FramedHeaders(headers)
 
 
 @pytest.mark.parametrize("pause", [0.0, 0.05], ids=["with-the-answer", "while-idle"])
