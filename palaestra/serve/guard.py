@@ -29,9 +29,9 @@ class Guard:
         """The app's direct route for a request this guard lets through as it is, else None.
 
         palaestra's HTTP protocol reads a direct route's body whole before calling it, so
-        only a request with an allowed token and a declared length within ``max_body`` (and
-        no ``Expect: 100-continue``) goes direct; any other goes through ``__call__``, which
-        refuses it or bounds its body as it is read.
+        only a request with an allowed token and a declared length within ``max_body`` goes
+        direct; any other goes through ``__call__``, which refuses it or bounds its body as it
+        is read.
         """
         if self._direct is None:
             return None
@@ -41,8 +41,6 @@ class Guard:
                 declared = value
             elif name == b"authorization":
                 authorization = value.decode("latin-1")
-            elif name == b"expect":
-                return None
         if declared is None or not declared.isdigit() or int(declared) > self.max_body:
             return None
         if self.token is not None and not _bearer_matches(authorization, self.token):

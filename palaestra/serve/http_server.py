@@ -184,6 +184,8 @@ class HttpProtocol(asyncio.Protocol):
             if exchange.done:
                 self._launch(exchange)
             else:
+                if self.transport is not None and _expects_continue(exchange.scope["headers"]):
+                    self.transport.write(_CONTINUE)  # the client waits for it to send the body
                 self._resume_reading()
             return
         task = exchange.task = self.loop.create_task(self._run(exchange))

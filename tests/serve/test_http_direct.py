@@ -129,6 +129,18 @@ def test_a_body_arriving_in_pieces_reaches_a_direct_handler_whole(
     assert answer.endswith(b"/echo 900 " + b"x" * 20)
 
 
+def test_expect_100_continue_on_a_direct_route_gets_the_interim_answer_first(
+    server: BackgroundServer,
+) -> None:
+    with socket.create_connection((server.host, server.port), timeout=10) as raw:
+        raw.sendall(_post("/echo", b"", _length(b"late"), b"Expect: 100-continue"))
+        assert raw.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"  # before any body
+        raw.sendall(b"late")
+        answer = b"".join(iter(lambda: raw.recv(65536), b""))
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert answer.endswith(b"/echo 4 late")
+
+
 def test_a_direct_handlers_request_error_goes_to_the_apps_exception_handler(
     server: BackgroundServer,
 ) -> None:
