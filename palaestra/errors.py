@@ -44,6 +44,9 @@ named with their module)::
     ├── SessionClosed                  palaestra.sandbox: a sandbox session was closed
     ├── Overran                        palaestra.boundary: env code overran (never escapes)
     ├── RequestError                   palaestra.serve: a request a server refuses (an answer)
+    ├── GoldenError                    palaestra.authoring: a golden answer of no known shape
+    ├── BadQuery                       palaestra.observe.viewer: a query parameter (a 400)
+    ├── ChangedFile                    palaestra.observe.viewer: a run rewritten after indexing
     └── BodyTooLarge                   palaestra.serve: a request body over the server's cap
 
 The transport's errors (``palaestra.transport.TransportError``, also ``TimeoutError`` for its

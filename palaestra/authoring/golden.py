@@ -17,7 +17,7 @@ import orjson
 
 from palaestra.authoring.report import Check, counted
 from palaestra.env_client import LocalEnvironmentClient
-from palaestra.errors import RolloutFailure, ToolCallRejected
+from palaestra.errors import PalaestraError, RolloutFailure, ToolCallRejected
 from palaestra.types import JsonDict, assistant_message, empty_usage, function_call_output
 
 GOLDEN = "golden_response"
@@ -25,7 +25,7 @@ WRONG = "wrong_response"
 DEFAULT_WRONG = "I do not know."
 
 
-class GoldenError(ValueError):
+class GoldenError(PalaestraError, ValueError):
     """A golden or wrong answer that is not one of the accepted shapes."""
 
 

@@ -35,7 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from palaestra.errors import ConfigError, InputError
+from palaestra.errors import ConfigError, InputError, PalaestraError
 from palaestra.observe.viewer.index import SORTS, ChangedFile, Query, RunIndex
 from palaestra.observe.viewer.pairs import Pairing
 from palaestra.observe.viewer.rollout import preview, rollout_view
@@ -108,7 +108,7 @@ def _error(status: int, message: str) -> Response:
     return _json({"error": message}, status)
 
 
-class BadQuery(ValueError):
+class BadQuery(PalaestraError, ValueError):
     """A query parameter the API cannot read (a 400 naming it)."""
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import orjson
 
-from palaestra.errors import InputError
+from palaestra.errors import InputError, PalaestraError
 from palaestra.rows import FACTS, FAILURE, RESPONSE, REWARD, ROLLOUT_INDEX, TASK_INDEX
 from palaestra.types import JsonDict
 
@@ -404,7 +404,7 @@ class RunIndex:
         return {(t, r): n for n, (t, r) in enumerate(zip(c.task, c.rollout, strict=True))}
 
 
-class ChangedFile(Exception):
+class ChangedFile(PalaestraError):
     """A row's bytes are not a row any more: the file was rewritten after it was indexed."""
 
 
