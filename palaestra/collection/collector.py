@@ -114,6 +114,9 @@ class RunSummary:
     endpoints: list[JsonDict] = field(default_factory=list)
     """Per model endpoint of a pool, this invocation's counts (``ModelPool.endpoint_stats``:
     url, healthy, calls, failures, retries, latency); empty for one endpoint."""
+    metrics: RunMetrics | None = None
+    """The aggregate of the whole output file as the collector kept it (per task: rollouts,
+    passes, reward sum, failures): the end-of-run figures come from it, not from a re-read."""
 
     @property
     def scored(self) -> int:
@@ -186,6 +189,7 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
         summary.skipped = len(done_pairs)
         metrics = RunMetrics.read(files.output, files.failures)  # what a resumed run has already
         summary.before_done, summary.before_reward_sum = metrics.scored()
+        summary.metrics = metrics
         run = _Run(runner, config, summary, progress, files, metrics)
         progress.start(summary)
         try:

@@ -42,6 +42,7 @@ from palaestra.rows import (
     RESPONSE,
     REWARD,
     REWARD_COMPONENTS,
+    ROLLOUT_INDEX,
     TASK_INDEX,
     AgentRef,
     AggregateEntry,
@@ -326,6 +327,10 @@ class RunMetrics:
     def __init__(self) -> None:
         self.agents: dict[bytes, AgentAggregate] = {}
         self.failure_kinds: Counter[str] = Counter()
+        self.failed_by_task: Counter[int] = Counter()
+        """Failed rollouts per task (those with a task and rollout index): the end-of-run
+        figures read them as 0 with ``--failures-as-zero``. Only failed tasks take room."""
+        self.masked = 0
         self._rows = 0
 
     @classmethod
@@ -354,7 +359,29 @@ class RunMetrics:
         agent.add(row)
 
     def add_failure(self, row: JsonDict) -> None:
-        self.failure_kinds[row[FAILURE]["kind"]] += 1
+        failure = row[FAILURE]
+        self.failure_kinds[failure["kind"]] += 1
+        if failure.get("masked", True):
+            self.masked += 1
+        task = row.get(TASK_INDEX)
+        if type(task) is int and row.get(ROLLOUT_INDEX) is not None:
+            self.failed_by_task[task] += 1
+
+    def task_counts(self) -> Iterator[tuple[int, int, int, float]]:
+        """(task, scored rollouts, passed, reward sum) of every scored task, by task index,
+        over every agent (a task two agents ran counts once, their rollouts together)."""
+        tables = [agent.tasks for agent in self.agents.values()]
+        if len(tables) == 1:
+            yield from tables[0]
+            return
+        merged: dict[int, list[float]] = {}
+        for task, count, passed, total in heapq.merge(*tables):
+            spot = merged.setdefault(task, [0, 0, 0.0])
+            spot[0] += count
+            spot[1] += passed
+            spot[2] += total
+        for task, (rollouts, passes, reward_sum) in sorted(merged.items()):
+            yield task, int(rollouts), int(passes), reward_sum
 
     def scored(self) -> tuple[int, float]:
         """(rollouts, sum of their rewards) over every agent: the file's mean reward."""
