@@ -150,7 +150,7 @@ def figures_rows(summary: RunSummary, failures_as_zero: bool) -> tuple[list[tupl
 
         metrics = summary.metrics
         figures = running_figures(
-            metrics.task_counts(),
+            metrics.task_counts,
             metrics.failed_by_task,
             failed=sum(metrics.failure_kinds.values()),
             masked=metrics.masked,

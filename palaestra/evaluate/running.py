@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from palaestra.evaluate.estimators import pass_at_k, pass_hat_k
 from palaestra.evaluate.figures import AS_ZERO, EXCLUDED, MEAN_REWARD, Figure
@@ -29,7 +29,7 @@ TaskCounts = tuple[int, int, int, float]
 
 
 def running_figures(
-    tasks: Iterable[TaskCounts],
+    tasks: Callable[[], Iterable[TaskCounts]],
     failed_by_task: Mapping[int, int],
     *,
     failed: int,
@@ -39,27 +39,36 @@ def running_figures(
 ) -> list[Figure]:
     """Mean reward, pass@1, pass@k and pass^k (k = the most rollouts a task has, when > 1).
 
+    ``tasks`` gives a fresh pass over the per-task counts each time it is called (each figure
+    is one pass, so nothing per task is held but the figure's values, 8 bytes a task).
     ``failed_by_task`` counts each task's failed rollouts (read as reward 0 when
     ``failures_as_zero``, else left out: a task whose rollouts all failed is then left out);
     ``failed`` and ``masked`` are the run's failed rollouts, as every figure reports them.
     """
-    seen: set[int] = set()
-    counts: list[tuple[int, int, float, int]] = []  # (scored, passed, reward sum, failed)
-    for task, scored, passed, total in tasks:
-        seen.add(task)
-        counts.append((scored, passed, total, failed_by_task.get(task, 0)))
-    counts.extend((0, 0, 0.0, n) for task, n in failed_by_task.items() if task not in seen)
+
+    def counts() -> Iterator[tuple[int, int, float, int]]:
+        """(scored, passed, reward sum, failed) of every task, failed-only tasks last."""
+        scored_failing: set[int] = set()  # as small as the tasks with failures
+        for task, scored, passed, total in tasks():
+            bad = failed_by_task.get(task, 0)
+            if bad:
+                scored_failing.add(task)
+            yield scored, passed, total, bad
+        for task, bad in failed_by_task.items():
+            if task not in scored_failing:
+                yield 0, 0, 0.0, bad
+
     reading = AS_ZERO if failures_as_zero else EXCLUDED
-    k = max((scored + (bad if failures_as_zero else 0) for scored, _, _, bad in counts), default=0)
+    k = max((s + (bad if failures_as_zero else 0) for s, _, _, bad in counts()), default=0)
     figures = [
-        _figure(MEAN_REWARD, _values(counts, failures_as_zero, None), failed, masked, reading,
+        _figure(MEAN_REWARD, _values(counts(), failures_as_zero, None), failed, masked, reading,
                 confidence),
-        _figure("pass@1", _values(counts, failures_as_zero, (1, pass_at_k)), failed, masked,
+        _figure("pass@1", _values(counts(), failures_as_zero, (1, pass_at_k)), failed, masked,
                 reading, confidence),
     ]  # fmt: skip
     if k > 1:
         for name, estimator in ((f"pass@{k}", pass_at_k), (f"pass^{k}", pass_hat_k)):
-            values = _values(counts, failures_as_zero, (k, estimator))
+            values = _values(counts(), failures_as_zero, (k, estimator))
             figures.append(_figure(name, values, failed, masked, reading, confidence))
     return figures
 
@@ -68,7 +77,9 @@ _Estimator = tuple[int, object]
 
 
 def _values(
-    counts: list[tuple[int, int, float, int]], failures_as_zero: bool, estimator: _Estimator | None
+    counts: Iterable[tuple[int, int, float, int]],
+    failures_as_zero: bool,
+    estimator: _Estimator | None,
 ) -> tuple[array[float], int, int]:
     """Per-task values of one figure, the rollouts behind them, and the tasks left out."""
     values: array[float] = array("d")

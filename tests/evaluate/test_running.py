@@ -50,7 +50,7 @@ def test_the_running_figures_equal_the_figures_of_the_files_read_back(
     output = _write_run(tmp_path, tasks=60, repeats=repeats, seed=repeats)
     metrics = RunMetrics.read(output, tmp_path / "run_failures.jsonl")
     quick = running_figures(
-        metrics.task_counts(),
+        metrics.task_counts,
         metrics.failed_by_task,
         failed=sum(metrics.failure_kinds.values()),
         masked=metrics.masked,
