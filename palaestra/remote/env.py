@@ -357,7 +357,7 @@ def _answered(failure: type[RolloutFailure], what: str, status: int, body: bytes
         parsed = None
     carried = failure_from_fields(parsed) if isinstance(parsed, dict) else None
     if carried is None:
-        return failure(f"{what} answered {status}: {_excerpt(body)}")
+        return failure(f"{what} answered {status}: {body_excerpt(body)}")
     error = failure(f"{what} answered {status}: {carried.reason}")
     error.kind = carried.kind  # a timeout on the server is a timeout here
     return error
@@ -394,8 +394,9 @@ def _error_message(body: bytes) -> str:
     try:
         return error_of(orjson.loads(body))[1]
     except orjson.JSONDecodeError:
-        return _excerpt(body)
+        return body_excerpt(body)
 
 
-def _excerpt(body: bytes) -> str:
+def body_excerpt(body: bytes) -> str:
+    """The start of an answer's body, for a one-line error."""
     return body[:300].decode(errors="replace")

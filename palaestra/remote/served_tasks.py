@@ -26,6 +26,7 @@ from palaestra.boundary import describe
 from palaestra.collection.files import writing
 from palaestra.errors import ConfigError
 from palaestra.protocol import CLOSE_SESSION, DATASET_SIZE, SEED_SESSION, SESSION_HEADER
+from palaestra.remote.env import body_excerpt
 from palaestra.transport import HttpAnswer, HttpClient, TransportError
 from palaestra.types import JsonDict
 
@@ -106,7 +107,8 @@ async def _size(client: HttpClient, base: str, auth: dict[str, str]) -> int:
         )
     size = _json(answer, f"{base}{DATASET_SIZE}").get("size")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise ConfigError(f"{base}{DATASET_SIZE} answered no usable 'size': {_excerpt(answer)}")
+        excerpt = body_excerpt(answer.body)
+        raise ConfigError(f"{base}{DATASET_SIZE} answered no usable 'size': {excerpt}")
     return size
 
 
@@ -147,22 +149,18 @@ async def _seed(client: HttpClient, base: str, auth: dict[str, str], idx: int) -
     if not isinstance(seed.get("prompt"), str) and not seed.get("messages"):
         raise ConfigError(
             f"{base}{SEED_SESSION} {{idx: {idx}}} answered no 'prompt' or 'messages': "
-            f"{_excerpt(answer)}"
+            f"{body_excerpt(answer.body)}"
         )
     return task_row(seed)
 
 
 def _json(answer: HttpAnswer, what: str) -> JsonDict:
     if answer.status != 200:
-        raise ConfigError(f"{what} answered {answer.status}: {_excerpt(answer)}")
+        raise ConfigError(f"{what} answered {answer.status}: {body_excerpt(answer.body)}")
     try:
         value = orjson.loads(answer.body)
     except orjson.JSONDecodeError:
         value = None
     if not isinstance(value, dict):
-        raise ConfigError(f"{what} answered no JSON object: {_excerpt(answer)}")
+        raise ConfigError(f"{what} answered no JSON object: {body_excerpt(answer.body)}")
     return value
-
-
-def _excerpt(answer: HttpAnswer) -> str:
-    return answer.body[:200].decode(errors="replace")

@@ -213,11 +213,7 @@ class HttpProtocol(asyncio.Protocol):
             self.server_state.tasks.discard(exchange.task)
             raise
         except Exception as exc:
-            logger.error("Exception in ASGI application", exc_info=exc)
-            if exchange.started:
-                exchange.abort()
-            else:
-                exchange.fail()
+            _app_failed(exchange, exc)
         # Dropped here, not by a done callback (one more loop turn per request).
         self.server_state.tasks.discard(exchange.task)
         self._finished(exchange)
@@ -230,11 +226,7 @@ class HttpProtocol(asyncio.Protocol):
             exchange.abort()
             raise
         except Exception as exc:
-            logger.error("Exception in ASGI application", exc_info=exc)
-            if exchange.started:
-                exchange.abort()
-            else:
-                exchange.fail()
+            _app_failed(exchange, exc)
         else:
             if not exchange.finished:
                 if exchange.started:
@@ -559,3 +551,12 @@ class _Detached:
 
 
 _DETACHED: Any = _Detached()
+
+
+def _app_failed(exchange: Exchange, exc: Exception) -> None:
+    """An app (or a direct route) raised: a 500 if nothing was sent yet, else cut the answer."""
+    logger.error("Exception in ASGI application", exc_info=exc)
+    if exchange.started:
+        exchange.abort()
+    else:
+        exchange.fail()
