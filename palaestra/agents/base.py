@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from palaestra.env_client import EnvironmentClient
-from palaestra.models.affinity import ROLLOUT_SCOPE, RolloutScope
+from palaestra.models.affinity import rollout_scope
 from palaestra.models.base import Model
 from palaestra.types import Failure, JsonDict, Verdict
 
@@ -79,12 +79,8 @@ class BoundAgent:
         await self.model.check()
 
     async def run(self, task: JsonDict) -> AgentResult:
-        scope = RolloutScope()
-        token = ROLLOUT_SCOPE.set(scope)
-        try:
+        with rollout_scope() as scope:
             result = await self.agent.run(task, self.env, self.model)
-        finally:
-            ROLLOUT_SCOPE.reset(token)
         if scope.urls is not None:
             result.endpoints = scope.urls
         return result
