@@ -107,6 +107,14 @@ FAILURES_HEADER: Final = "x-palaestra-failures"
 with an error status instead of NeMo Gym's 200 row (which carries a placeholder ``reward`` its
 agents require). For clients that read only ``reward``, such as verifiers' NeMo Gym taskset."""
 
+CLOSE_HEADER: Final = "x-palaestra-close"
+"""Sent as ``x-palaestra-close: 1`` with a ``/verify`` in a token session: the server closes
+the session once it has answered, so the rollout needs no ``/close_session`` of its own (one
+HTTP exchange of five fewer per served rollout). A server that did close says so with
+``x-palaestra-closed: 1`` on its 200; without that header (a NeMo Gym server, an older
+palaestra, an error answer) the client closes as before."""
+CLOSED_HEADER: Final = "x-palaestra-closed"
+
 # --- errors -----------------------------------------------------------------------------------
 
 SESSION_LOST: Final = "session_lost"

@@ -46,7 +46,9 @@ from palaestra.errors import (
 )
 from palaestra.models.http import RetryPolicy
 from palaestra.protocol import (
+    CLOSE_HEADER,
     CLOSE_SESSION,
+    CLOSED_HEADER,
     HEALTH,
     LIVENESS,
     RESENDABLE_ROUTES,
@@ -116,6 +118,8 @@ class RemoteEnvironmentClient:
         """Each session's cookies, for servers that key sessions by cookie (NeMo Gym's)."""
         self._headers: dict[str, dict[str, str] | FramedHeaders] = {}
         """Each session's request headers (a palaestra server's token, framed once)."""
+        self._closing: dict[str, FramedHeaders] = {}
+        """A token session's verify headers, asking the server to close it after the verify."""
         self._boundaries: dict[str, Boundary] = {}
         # Local session handles: a random prefix and a counter (a getrandom call per seed
         # otherwise); they never leave this client.
@@ -188,7 +192,9 @@ class RemoteEnvironmentClient:
         token = response.header(SESSION_HEADER)
         if token:  # a palaestra server: the token names the session, no cookie is needed
             # Framed once: llhttp let no line break through, so it frames as it is.
-            self._headers[handle] = FramedHeaders({**self._post_headers, SESSION_HEADER: token})
+            headers = {**self._post_headers, SESSION_HEADER: token}
+            self._headers[handle] = FramedHeaders(headers)
+            self._closing[handle] = FramedHeaders({**headers, CLOSE_HEADER: "1"})
         else:  # NeMo Gym's servers key sessions by cookie
             self._headers[handle] = self._post_headers
             self._cookies[handle] = {}
@@ -206,9 +212,15 @@ class RemoteEnvironmentClient:
         raise _answered(ToolFailure, f"tool '{name}'", status, body)
 
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
-        status, body, _ = await self._post(
-            VERIFY, {**task, "response": response}, session_id, _VERIFY
+        status, body, answer = await self._post(
+            VERIFY,
+            {**task, "response": response},
+            session_id,
+            _VERIFY,
+            self._closing.get(session_id),
         )
+        if answer.header(CLOSED_HEADER):  # the server closed the session: no close to send
+            self._forget(session_id)
         if status != 200:
             raise _answered(VerifierFailure, "verify", status, body)
         try:
@@ -246,15 +258,22 @@ class RemoteEnvironmentClient:
         return answer
 
     async def close(self, session_id: str) -> None:
+        if session_id not in self._headers:
+            return  # closed by the server after its verify (or not a session of this client)
         try:
             await self._post(CLOSE_SESSION, {}, session_id, _ENV)
         finally:
-            self._cookies.pop(session_id, None)
-            self._headers.pop(session_id, None)
+            self._forget(session_id)
+
+    def _forget(self, session_id: str) -> None:
+        self._cookies.pop(session_id, None)
+        self._headers.pop(session_id, None)
+        self._closing.pop(session_id, None)
 
     async def aclose(self) -> None:
         self._cookies.clear()
         self._headers.clear()
+        self._closing.clear()
         if self._owns_http:
             await self._http.aclose()
 
@@ -264,9 +283,12 @@ class RemoteEnvironmentClient:
         body: JsonDict,
         session_id: str | None,
         failures: tuple[type[RolloutFailure], type[RolloutFailure]],
+        session_headers: FramedHeaders | None = None,
     ) -> tuple[int, bytes, HttpAnswer]:
         headers: dict[str, str] | FramedHeaders = self._post_headers
-        if session_id is not None:
+        if session_headers is not None:
+            headers = session_headers
+        elif session_id is not None:
             headers = self._headers.get(session_id, headers)
             cookies = self._cookies.get(session_id)
             if cookies:  # NeMo Gym's servers: the session's headers are a plain dict

@@ -48,7 +48,9 @@ from palaestra.observe.metrics_http import environment_metrics, metrics_route
 from palaestra.protocol import (
     AGENT_REF,
     AGGREGATE_METRICS,
+    CLOSE_HEADER,
     CLOSE_SESSION,
+    CLOSED_HEADER,
     DATASET_SIZE,
     FAILURES_HEADER,
     HEALTH,
@@ -118,6 +120,8 @@ RETRY_AFTER_SECONDS = 1
 # Starlette's set_cookie(httponly=True, samesite="lax") writes it, and its deletion.
 _SESSION_HEADER = SESSION_HEADER.encode()
 _FAILURES_HEADER = FAILURES_HEADER.encode()
+_CLOSE_HEADER = CLOSE_HEADER.encode()
+_CLOSED = (CLOSED_HEADER.encode(), b"1")
 _COOKIE_PREFIX = f"{SESSION_COOKIE}=".encode()
 _COOKIE_ATTRIBUTES = b"; HttpOnly; Path=/; SameSite=lax"
 _DELETE_COOKIE = (
@@ -338,8 +342,14 @@ def _verify(
             return JSONResponse(failure_error(verdict.failure), status_code=500)
         if evaluator:
             return JSONResponse(evaluator_answer(body, verdict_fields(verdict)))
+        closing = session_id is not None and header_of(request, _CLOSE_HEADER) == "1"
+        if closing:
+            verdict = await _close_after(client, session_id, verdict)
         # In a session, a failure is the answer an agent passes on as its rollout row.
-        return JSONResponse(verify_answer(body, verdict))
+        answer = JSONResponse(verify_answer(body, verdict))
+        if closing:
+            answer.raw_headers.append(_CLOSED)
+        return answer
 
     return verify
 
@@ -359,6 +369,21 @@ async def _score(
     except RolloutFailure as failure:
         _log_failure(VERIFY, failure)
         return Verdict(failure=Failure(failure.kind, failure.reason))
+
+
+async def _close_after(
+    client: LocalEnvironmentClient, session_id: str | None, verdict: Verdict
+) -> Verdict:
+    """Close the session a verify ran in, as its client asked; a failure of the environment's
+    close fails the rollout, as the same failure would from ``/close_session``."""
+    assert session_id is not None
+    try:
+        await client.close(session_id)
+    except RolloutFailure as failure:
+        _log_failure(CLOSE_SESSION, failure)
+        if verdict.failure is None:
+            return Verdict(failure=Failure(failure.kind, failure.reason))
+    return verdict
 
 
 def _log_failure(where: str, failure: RolloutFailure) -> None:

@@ -133,8 +133,27 @@ async def test_a_server_that_stays_down_is_unreachable_for_every_call() -> None:
             await remote.seed(TASK)
         with pytest.raises(EnvironmentUnreachable):  # a tool call was sent nowhere: not run
             await remote.call_tool("s", "increment", {"amount": 1})
+    finally:
+        await remote.aclose()
+
+
+async def test_a_session_whose_server_went_down_is_unreachable_for_its_close(
+    served: RestartableServer,
+) -> None:
+    remote = await RemoteEnvironmentClient.connect(served.url, retry=FAST)
+    try:
+        session = await remote.seed(TASK)
+        served.stop()
         with pytest.raises(EnvironmentUnreachable):
-            await remote.close("s")
+            await remote.close(session)
+    finally:
+        await remote.aclose()
+
+
+async def test_closing_a_handle_this_client_never_seeded_sends_nothing() -> None:
+    remote = RemoteEnvironmentClient(f"http://127.0.0.1:{free_port()}", retry=FAST)
+    try:
+        await remote.close("never-seeded")  # no server at all: a request would have failed
     finally:
         await remote.aclose()
 

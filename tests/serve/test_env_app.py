@@ -119,6 +119,62 @@ async def test_remote_client_drives_a_cookie_only_nemo_gym_style_server() -> Non
             await remote.aclose()
 
 
+async def test_a_verify_asked_to_close_its_session_closes_it_and_the_client_sends_no_close(
+    counter_server: BackgroundServer,
+) -> None:
+    sessions = counter_server._server.config.app.state.client.sessions
+    task: JsonDict = {"responses_create_params": {"input": "x"}, "target_value": 3}
+    remote = await RemoteEnvironmentClient.connect(counter_server.url)
+    try:
+        session = await remote.seed(task)
+        await remote.call_tool(session, "increment", {"amount": 3})
+        assert len(sessions) == 1
+        verdict = await remote.verify(session, task, {"output": []})
+        assert verdict.reward == 1.0
+        assert len(sessions) == 0  # closed by the verify itself
+        # A /close_session now would be a 404 session_lost (raised): none is sent.
+        await remote.close(session)
+    finally:
+        await remote.aclose()
+
+
+async def test_a_server_that_does_not_say_it_closed_the_session_still_gets_a_close() -> None:
+    closed: list[str] = []
+    with BackgroundServer(cookie_resources_app(closed)) as server:
+        remote = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            task: JsonDict = {"responses_create_params": {"input": "x"}, "target_value": 3}
+            session = await remote.seed(task)
+            await remote.verify(session, task, {"output": []})
+            assert closed == []
+            await remote.close(session)
+        finally:
+            await remote.aclose()
+    assert len(closed) == 1
+
+
+class CounterWithBrokenClose(Counter):
+    def close(self, session: Session) -> None:
+        raise OSError("the close has a bug")
+
+
+async def test_a_close_that_fails_after_its_verify_fails_the_rollout_as_a_close_would() -> None:
+    row = counter_tasks()[0]
+    with BackgroundServer(environment_app(CounterWithBrokenClose())) as server:
+        remote = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            result = await ToolCallingAgent().run(row, remote, stepper(row))
+        finally:
+            await remote.aclose()
+        assert len(server._server.config.app.state.client.sessions) == 0
+    # The verify's answer carries the close's failure (how a failure in a session is
+    # answered), which the collector records as the rollout's failure: never a score.
+    assert result.failure is None and result.verdict is not None
+    failure = result.verdict.failure
+    assert failure is not None and failure.kind is FailureKind.ENV_ERROR
+    assert "the close has a bug" in failure.reason
+
+
 async def test_protocol_errors_are_clear(counter_server: BackgroundServer) -> None:
     async with aiohttp.ClientSession(base_url=counter_server.url) as http:
         async with http.post("/seed_session", data=b"{nope") as bad:

@@ -15,7 +15,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 
-def cookie_resources_app() -> Starlette:
+def cookie_resources_app(closed: list[str] | None = None) -> Starlette:
+    """``closed``, when given, gets each session a ``/close_session`` ends (the route exists
+    then, as on newer NeMo Gym servers); it ignores palaestra's own headers, as NeMo Gym does."""
     counters: dict[str, int] = {}
 
     def session_of(request: Request) -> str:
@@ -42,11 +44,19 @@ def cookie_resources_app() -> Starlette:
         reward = 1.0 if value == body["target_value"] else 0.0
         return JSONResponse({**body, "reward": reward, "final_value": value})
 
-    return Starlette(
-        routes=[
-            Route("/", lambda r: JSONResponse({"status": "ok"}), methods=["GET"]),
-            Route("/seed_session", seed, methods=["POST"]),
-            Route("/increment", increment, methods=["POST"]),
-            Route("/verify", verify, methods=["POST"]),
-        ]
-    )
+    async def close(request: Request) -> Response:
+        session = session_of(request)
+        counters.pop(session, None)
+        assert closed is not None
+        closed.append(session)
+        return JSONResponse({})
+
+    routes = [
+        Route("/", lambda r: JSONResponse({"status": "ok"}), methods=["GET"]),
+        Route("/seed_session", seed, methods=["POST"]),
+        Route("/increment", increment, methods=["POST"]),
+        Route("/verify", verify, methods=["POST"]),
+    ]
+    if closed is not None:
+        routes.append(Route("/close_session", close, methods=["POST"]))
+    return Starlette(routes=routes)
