@@ -153,6 +153,9 @@ class RolloutObserver(Protocol):
     def rollout_started(self) -> None: ...
     def rollout_finished(self, result: AgentResult, reward: float) -> None: ...
     def rollout_failed(self, kind: str, result: AgentResult | None) -> None: ...
+    def rollout_abandoned(self) -> None:
+        """A started rollout ended with no record: the run stopped under it (the key
+        rejected, the workers lost, Ctrl-C, a full disk); a resume runs it again."""
 
 
 class Progress(Protocol):
@@ -322,31 +325,46 @@ class _Run:
             overrides=self.config.overrides,
         )
         self.inputs.write(encode(dispatched))
-        if self.observer is not None:
-            self.observer.rollout_started()
+        observer = self.observer
+        if observer is None:
+            await self._attempt(dispatched, job)
+            return
+        observer.rollout_started()
+        try:
+            recorded = await self._attempt(dispatched, job)
+        except BaseException:  # cancelled, or its record could not be written (disk full)
+            observer.rollout_abandoned()
+            raise
+        if not recorded:
+            observer.rollout_abandoned()
+
+    async def _attempt(self, dispatched: JsonDict, job: Job) -> bool:
+        """Run one dispatched task and record how it ended; False when the run stopped under
+        it with nothing recorded (a resume runs it again)."""
         try:
             result = await self.runner.run(dispatched)
         except ModelAuthError as error:  # every rollout would fail alike: write nothing
             self.stop(error.reason)
-            return
+            return False
         except RunStopped as error:  # the runner cannot go on (its workers keep dying)
             self.stop(error.reason)
-            return
+            return False
         except ServiceUnreachable as error:
             self._record_failure(dispatched, Failure(error.kind, error.reason), None, job)
             self.unreachable_streak += 1
             if self.unreachable_streak >= UNREACHABLE_STOP:
                 self.stop(f"{_service(error)} is unreachable: {error.reason}")
-            return
+            return True
         except RolloutFailure as error:  # a runner that raises its failure, not returns it
             self._record_failure(dispatched, Failure(error.kind, error.reason), None, job)
-            return
+            return True
         except Exception as error:  # a bug in one rollout must not end the run
             reason = f"{type(error).__name__}: {error}"
             self._record_failure(dispatched, Failure(FailureKind.INTERNAL_ERROR, reason), None, job)
-            return
+            return True
         self.unreachable_streak = 0
         self._record_result(dispatched, result, job)
+        return True
 
     def _record_result(self, dispatched: JsonDict, result: AgentResult, job: Job) -> None:
         failure = result.failure or (result.verdict.failure if result.verdict else None)

@@ -73,6 +73,11 @@ def rollout_families(counts: RolloutCounts) -> Source:
         for kind, count in sorted(dict(counts.failed).items()):
             failed.add_metric([kind], count)
         yield failed
+        yield CounterMetricFamily(
+            f"{P}rollouts_abandoned",
+            "Rollouts started that the run stopped under, with no record (a resume reruns them).",
+            value=counts.abandoned,
+        )
         yield GaugeMetricFamily(
             f"{P}rollouts_in_flight", "Rollouts started and not ended.", value=counts.in_flight
         )

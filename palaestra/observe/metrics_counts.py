@@ -68,21 +68,23 @@ class RolloutCounts:
     """What happened to the rollouts of one process so far.
 
     ``failed`` counts by failure kind every failure record (an invalid task line too, which
-    never started). ``in_flight`` is started minus ended. The histograms hold the phases of
-    every rollout that produced a result, scored or failed.
+    never started). ``abandoned`` counts the started rollouts the run stopped under with no
+    record (a resume runs them again). ``in_flight`` is started minus ended. The histograms
+    hold the phases of every rollout that produced a result, scored or failed.
     """
 
     def __init__(self) -> None:
         self.started = 0
         self.finished = 0
         self.ended_failed = 0
+        self.abandoned = 0
         self.failed: dict[str, int] = {}
         self.reward_sum = 0.0
         self.phases: dict[str, PhaseHistogram] = {phase: PhaseHistogram() for phase in PHASES}
 
     @property
     def in_flight(self) -> int:
-        return self.started - self.finished - self.ended_failed
+        return self.started - self.finished - self.ended_failed - self.abandoned
 
     @property
     def mean_reward(self) -> float | None:
@@ -102,6 +104,9 @@ class RolloutCounts:
             self.ended_failed += 1
         if result is not None:
             self._time(result.timings)
+
+    def rollout_abandoned(self) -> None:
+        self.abandoned += 1
 
     def _time(self, timings: Mapping[str, float]) -> None:
         phases = self.phases

@@ -31,7 +31,9 @@ from palaestra.errors import (
     EnvironmentUnreachable,
     ModelAuthError,
     ModelError,
+    RunStopped,
 )
+from palaestra.observe.metrics_counts import RolloutCounts
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.collection.test_collector import Quiet, read_jsonl
 
@@ -371,3 +373,25 @@ def _text(summary: RunSummary) -> str:
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(summary_table(summary, 1.0))
     return console.export_text()
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [ModelAuthError("the endpoint rejected the API key (401)"), RunStopped("workers keep dying")],
+)
+async def test_a_run_stopped_under_its_rollouts_leaves_none_counted_in_flight(
+    tmp_path: Path, stop: Exception
+) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", numbered(6))
+
+    def stopping(task: JsonDict) -> AgentResult:
+        if task["n"] >= 2:
+            raise stop
+        return scored(1.0)
+
+    counts = RolloutCounts()
+    summary = await run(tmp_path, Scripted(stopping), observer=counts)
+    assert summary.stopped_reason is not None
+    assert counts.started >= 3 and counts.finished == 2
+    assert counts.in_flight == 0  # the stopped rollouts ended, with no record
+    assert counts.abandoned == counts.started - 2 and counts.failed == {}
