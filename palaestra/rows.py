@@ -78,6 +78,12 @@ class RunFacts(TypedDict, total=False):
     """Why the agent stopped before the model finished (``"max_steps"``)."""
     verifier_fields: list[str]
     """The fields the verifier returned: the aggregate averages these, not the task's own."""
+    endpoints: list[str]
+    """The endpoints of a model pool the rollout's calls went to, in order."""
+    endpoint_moves: int
+    """Times the rollout moved to another endpoint of the pool after a failure (absent: 0)."""
+    worker_reruns: int
+    """Times the rollout was started again because its worker died (absent: 0)."""
 
 
 class SourceRef(TypedDict, total=False):

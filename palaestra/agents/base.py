@@ -31,6 +31,9 @@ class AgentResult:
     endpoints: list[str] | None = None
     """The model endpoints of a pool the rollout's calls went to, in order (more than one:
     it moved after a failure); None when the model is not a pool. Set by ``BoundAgent``."""
+    worker_reruns: int = 0
+    """Times the rollout was started again because the worker running it died (``--workers``,
+    ``--executor ray``); the row says so when it is not 0. Set by the dispatcher."""
 
     def add_time(self, phase: str, started: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - started

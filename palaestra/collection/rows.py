@@ -121,4 +121,6 @@ def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
         facts["endpoints"] = result.endpoints
         if len(result.endpoints) > 1:
             facts["endpoint_moves"] = len(result.endpoints) - 1
+    if result.worker_reruns:
+        facts["worker_reruns"] = result.worker_reruns
     return facts

@@ -159,7 +159,9 @@ class Dispatcher:
             stats = message.pop(ENDPOINT_STATS, None)
             if stats is not None:
                 self._stats[worker] = stats
-            return result_of(message)
+            result = result_of(message)
+            result.worker_reruns = deaths
+            return result
 
     def endpoint_stats(self) -> list[JsonDict]:
         """The workers' model pool counts added up per endpoint (``endpoints.merged``); none

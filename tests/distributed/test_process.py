@@ -101,6 +101,29 @@ def test_a_worker_killed_mid_run_leaves_exactly_one_row_per_task_and_rollout(
     assert dispatched == expected  # rerun on another worker, not dispatched again
 
 
+def test_a_rollout_rerun_after_its_worker_died_says_so_in_its_row(tmp_path: Path) -> None:
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 6)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    killer = Killer(pids)
+    with ScriptedModelServer(weather_script()) as server:
+        killer.start()
+        collect(
+            env=ENV, env_args={"delay": 0.3, "pids": str(pids)}, model=server.url,
+            input=tasks, output=tmp_path / "out.jsonl", concurrency=6, workers=2,
+        )  # fmt: skip
+        killer.done.set()
+    assert killer.killed
+    lost = {
+        orjson.loads(line)["n"]
+        for line in (pids / f"{killer.killed}.jsonl").read_bytes().splitlines()
+    }
+    reruns = {r["n"]: r["_palaestra"].get("worker_reruns") for r in rows(tmp_path / "out.jsonl")}
+    assert lost and all(reruns[n] == 1 for n in lost)  # in flight on the killed worker
+    assert set(reruns.values()) <= {None, 1}  # absent from the rows that ran once
+    assert None in reruns.values()
+
+
 def test_a_task_that_kills_its_worker_every_time_is_a_worker_crash_and_the_others_finish(
     tmp_path: Path,
 ) -> None:
