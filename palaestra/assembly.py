@@ -159,16 +159,21 @@ async def open_runner(
             return
         env, default = await open_environment(spec.env, found, threads=threads)
         stack.push_async_callback(env.aclose)
-        name = spec.agent.name or default
         agent = build_agent(spec.agent, default)
         model = build_model(spec.model)
         stack.push_async_callback(model.aclose)
-        facts = {
-            "env": _env_facts(spec.env, found),
-            "agent": {"name": name, "options": agent_options(name, spec.agent.options)},
-            "model": model_facts(spec.model),
-        }
+        facts = bound_facts(spec, found, spec.agent.name or default)
         yield Runner(BoundAgent(agent, env, model), f"{env.name}_{agent.name}", facts)
+
+
+def bound_facts(spec: RunSpec, found: FoundEnvironment | None, agent: str) -> JsonDict:
+    """The identity facts of a run of the agent named ``agent`` bound here (``Runner.facts``);
+    ``palaestra.distributed`` works them out before its workers start."""
+    return {
+        "env": _env_facts(spec.env, found),
+        "agent": {"name": agent, "options": agent_options(agent, spec.agent.options)},
+        "model": model_facts(spec.model),
+    }
 
 
 async def _remote_agent(spec: AgentSpec, stack: contextlib.AsyncExitStack) -> RemoteAgent:

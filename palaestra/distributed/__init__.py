@@ -18,7 +18,6 @@ executors, nor Ray.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -27,7 +26,6 @@ from palaestra.errors import ConfigError
 
 if TYPE_CHECKING:
     from palaestra.assembly import FoundEnvironment
-    from palaestra.distributed.dispatch import Dispatcher, Worker
     from palaestra.spec import RunSpec
 
 __all__ = ["distributed", "open_executor"]
@@ -43,54 +41,20 @@ def distributed(spec: RunSpec) -> bool:
 async def open_executor(
     spec: RunSpec, found: FoundEnvironment | None, *, threads: int
 ) -> AsyncIterator[Runner]:
-    """The runner of ``spec`` over its workers, started (each checked its model); stopped on
-    exit. ``threads`` is the rollouts in flight of the whole run: each worker gets its share
-    (and no more workers start than rollouts can be in flight)."""
-    del found  # each worker finds the environment itself
+    """The runner of ``spec`` over its workers, stopped on exit. Its workers start when the
+    collector checks it (``Executor.check``: after the output is locked and a resume found to
+    be the same run). ``threads`` is the rollouts in flight of the whole run: each worker gets
+    its share (and no more workers start than rollouts can be in flight)."""
     if spec.agent.url is not None:
         raise ConfigError(
             "--agent-url runs the agents on their server: --workers and --executor ray spread "
             "agents run here; run more agent servers instead"
         )
-    options = spec.collection
-    with contextlib.ExitStack() as stack:
-        if options.executor == "ray":
-            from palaestra.distributed.cluster import connected
+    from palaestra.distributed.executor import Executor, describe
 
-            cpus = stack.enter_context(connected(options.ray_address))
-            count = min(options.workers or cpus, threads)
-            dispatcher = _ray_dispatcher(spec, count, threads, cpus)
-        else:
-            count = min(options.workers or 1, threads)
-            dispatcher = _process_dispatcher(spec, count, threads)
-        try:
-            await dispatcher.start()
-            yield Runner(dispatcher, dispatcher.label, dispatcher.facts)
-        finally:
-            await dispatcher.aclose()
-
-
-def _process_dispatcher(spec: RunSpec, count: int, threads: int) -> Dispatcher:
-    from palaestra.distributed.dispatch import Dispatcher
-    from palaestra.distributed.process import ProcessWorker
-
-    share = math.ceil(threads / count)
-
-    def worker(index: int) -> Worker:
-        return ProcessWorker(index, spec, share)
-
-    return Dispatcher(worker, count)
-
-
-def _ray_dispatcher(spec: RunSpec, count: int, threads: int, cpus: int) -> Dispatcher:
-    from palaestra.distributed.cluster import RayWorker, actor_class
-    from palaestra.distributed.dispatch import Dispatcher
-
-    share = math.ceil(threads / count)
-    actor = actor_class()
-    num_cpus = min(1.0, cpus / count)  # so every worker fits the cluster, however many
-
-    def worker(index: int) -> Worker:
-        return RayWorker(index, actor, spec, share, num_cpus)
-
-    return Dispatcher(worker, count)
+    label, facts = await describe(spec, found)
+    executor = Executor(spec, threads, label, facts)
+    try:
+        yield Runner(executor, label, facts)
+    finally:
+        await executor.aclose()

@@ -6,6 +6,7 @@ task number, notes which process ran each rollout, and can be slowed down or mad
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,7 +19,10 @@ import orjson
 import pytest
 
 from palaestra import collect
+from palaestra.collection.lock import OutputLock
+from palaestra.distributed.process import ProcessWorker
 from palaestra.errors import ConfigError
+from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.distributed.envs import Numbered, numbered_tasks
 from tests.support.scripted_model import ScriptedModelServer
@@ -165,6 +169,35 @@ def test_a_resume_may_change_the_number_of_workers(tmp_path: Path) -> None:
         first = collect(**common, model=server.url, workers=2, limit=2)  # type: ignore[arg-type]
         more = collect(**common, model=server.url, resume=True, limit=2)  # type: ignore[arg-type]
     assert (first.done, more.done, more.skipped, more.stopped_reason) == (2, 0, 2, None)
+
+
+@pytest.mark.parametrize("refusal", ["not resumed", "another run", "locked"])
+def test_a_refused_run_starts_no_worker_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusal: str
+) -> None:
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 2)
+    output = tmp_path / "out.jsonl"
+    started: list[str] = []
+    real_start = ProcessWorker.start
+
+    async def start(worker: ProcessWorker) -> JsonDict:
+        started.append(worker.name)
+        return await real_start(worker)
+
+    monkeypatch.setattr(ProcessWorker, "start", start)
+    common = {"env": ENV, "input": tasks, "output": output}
+    with ScriptedModelServer(weather_script()) as server:
+        collect(**common, model=server.url, workers=1)  # type: ignore[arg-type]
+        again = {
+            "resume": refusal != "not resumed",
+            "repeats": 2 if refusal == "another run" else 1,
+        }
+        with contextlib.ExitStack() as stack:
+            if refusal == "locked":
+                stack.enter_context(OutputLock.acquire(tmp_path / "out.jsonl.lock", output))
+            with pytest.raises(ConfigError):
+                collect(**common, **again, model=server.url, workers=2)  # type: ignore[arg-type]
+    assert started == []
 
 
 def test_an_environment_object_workers_cannot_receive_is_one_clear_line(tmp_path: Path) -> None:
