@@ -102,6 +102,13 @@ SESSION_COOKIE: Final = "palaestra_session"
 SESSION_HEADER: Final = "x-palaestra-session"
 """The same token as a header, for clients that keep no cookies (palaestra's)."""
 
+ROLLOUT_HEADER: Final = "x-palaestra-rollout"
+"""Sent by palaestra's model clients on every call made inside a rollout: a short random id
+naming it, so a model server over a pool keeps the rollout's calls on one endpoint."""
+ROLLOUT_COOKIE: Final = "palaestra_rollout"
+"""The same id as a cookie, which a pooled model server sets for clients that send no header:
+NeMo Gym's agents send a model server's cookies back on the rollout's next call."""
+
 FAILURES_HEADER: Final = "x-palaestra-failures"
 """Sent as ``x-palaestra-failures: error`` to ``/verify``: a failure in a session is answered
 with an error status instead of NeMo Gym's 200 row (which carries a placeholder ``reward`` its

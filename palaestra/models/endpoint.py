@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from palaestra.errors import ConfigError, ModelError, ModelUnreachable
+from palaestra.models.affinity import ROLLOUT_SCOPE
 from palaestra.models.backends import backend_options, read_api_key
 from palaestra.models.base import ModelStats
 from palaestra.models.http import (
     AUTH_STATUSES,
     RetryPolicy,
+    RolloutHeaders,
     Timeouts,
     auth_error,
     post_json,
@@ -24,7 +26,8 @@ from palaestra.models.http import (
     scrub_exception,
 )
 from palaestra.models.tokens import TokenOptions
-from palaestra.transport import HttpClient, TransportError
+from palaestra.protocol import ROLLOUT_HEADER
+from palaestra.transport import FramedHeaders, HttpClient, TransportError
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
@@ -59,6 +62,7 @@ class RemoteEndpoint:
         api_key = read_api_key(config)
         # The key lives only in this header map, which is never logged or put in a message.
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._framed: FramedHeaders | None = None
         self._http = http
         self._owns_http = http is None
         self._lookup: asyncio.Future[str] | None = None
@@ -74,15 +78,26 @@ class RemoteEndpoint:
         return self._http
 
     async def post(self, route: str, body: JsonDict) -> JsonDict:
+        """A model call; inside a rollout it names the rollout (``ROLLOUT_HEADER``), so a
+        model server over a pool keeps the rollout's calls on one endpoint."""
+        scope = ROLLOUT_SCOPE.get()
         return await post_json(
             self.http(),
             self.url(route),
             body,
-            headers=self._headers,
+            headers=self._headers if scope is None else self._rollout_headers(scope.key),
             timeouts=self.timeouts,
             retry=self.retry,
             stats=self.stats,
         )
+
+    def _rollout_headers(self, key: str) -> RolloutHeaders:
+        framed = self._framed
+        if framed is None:  # framed on first use: a bad header fails the call, as it did
+            framed = self._framed = FramedHeaders(
+                {**self._headers, "Content-Type": "application/json"}
+            )
+        return RolloutHeaders(framed, ROLLOUT_HEADER, key)
 
     async def post_to(self, url: str, body: JsonDict) -> JsonDict:
         """POST to a URL outside the base (vLLM's ``/tokenize`` lives at the server root), with

@@ -27,6 +27,7 @@ from palaestra.models.base import ModelStats
 from palaestra.transport import (
     AnswerTooLarge,
     ConnectFailed,
+    FramedHeaders,
     HttpClient,
     InvalidUrl,
     TlsFailed,
@@ -101,6 +102,22 @@ class Timeouts:
 
     connect: float = 10.0
     read: float = 600.0
+
+
+class RolloutHeaders(FramedHeaders):
+    """A model call's framed headers plus the line naming its rollout (``ROLLOUT_HEADER``).
+
+    Framed from the endpoint's own headers, framed once: a per-rollout header in a plain map
+    would miss the HTTP client's cache of request heads on every rollout and frame them again
+    (2.2 µs a call against 0.4 µs, measured); appending one line costs 0.4 µs. ``key`` is a
+    rollout key (``affinity.valid_key``), which holds no character that could break the head.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, base: FramedHeaders, name: str, key: str) -> None:  # no super(): framed
+        self.items = {**base.items, name: key}
+        self.block = b"%s%s: %s\r\n" % (base.block, name.encode(), key.encode())
 
 
 def _secrets(headers: Mapping[str, str]) -> list[str]:
@@ -204,7 +221,7 @@ async def _attempts(
     url: str,
     data: bytes | None,
     *,
-    headers: Mapping[str, str],
+    headers: Mapping[str, str] | FramedHeaders,
     timeouts: Timeouts,
     retry: RetryPolicy,
     stats: ModelStats,
@@ -269,7 +286,7 @@ async def request_json(
     url: str,
     body: JsonDict | None = None,
     *,
-    headers: Mapping[str, str],
+    headers: Mapping[str, str] | FramedHeaders,
     timeouts: Timeouts,
     retry: RetryPolicy,
     stats: ModelStats,
@@ -278,12 +295,19 @@ async def request_json(
 
     Counts the request in ``stats.requests``, each retry in ``stats.retries`` and a final
     failure in ``stats.failures`` (a context-length error is an answer, not a failure).
+    Framed ``headers`` are sent as they are: they must hold the Content-Type.
     """
     try:
         data = orjson.dumps(body) if body is not None else None
     except orjson.JSONEncodeError as exc:
         raise ModelError(f"{method} {url}: the request body is not JSON: {exc}") from None
-    send_headers = {**headers, "Content-Type": "application/json"} if data else dict(headers)
+    send_headers: Mapping[str, str] | FramedHeaders
+    if isinstance(headers, FramedHeaders):
+        send_headers, headers = headers, headers.items
+    elif data:
+        send_headers = {**headers, "Content-Type": "application/json"}
+    else:
+        send_headers = dict(headers)
     stats.requests += 1
     try:
         return await _attempts(
@@ -308,7 +332,7 @@ async def post_json(
     url: str,
     body: JsonDict,
     *,
-    headers: Mapping[str, str],
+    headers: Mapping[str, str] | FramedHeaders,
     timeouts: Timeouts,
     retry: RetryPolicy,
     stats: ModelStats,

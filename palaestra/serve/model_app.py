@@ -3,6 +3,11 @@
 Routes: ``GET /`` (liveness), ``GET /v1/models``, ``POST /v1/responses`` and
 ``POST /v1/chat/completions``. A model with a native ``chat`` method (the local model) answers
 chat requests directly; any other model answers them through the Responses conversion.
+
+Over a pool of endpoints the server keeps each rollout's calls on one endpoint when the client
+names the rollout: palaestra's clients send ``ROLLOUT_HEADER``; a client that sends none gets
+``ROLLOUT_COOKIE`` set on every answer, which NeMo Gym's agents send back on the rollout's next
+model call. A client that does neither (a bare OpenAI client) is routed least-loaded per call.
 """
 
 from __future__ import annotations
@@ -17,12 +22,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from palaestra.errors import InputError, ModelAuthError, ModelError, ModelTimeout
+from palaestra.models.affinity import ROLLOUT_SCOPE, KeyedScopes, RolloutScope, valid_key
 from palaestra.models.base import Model
 from palaestra.models.chat_format import (
     chat_request_to_responses_params,
     response_to_chat_completion,
 )
+from palaestra.models.pool import ModelPool
 from palaestra.observe.metrics_http import metrics_route, model_metrics
+from palaestra.protocol import ROLLOUT_COOKIE, ROLLOUT_HEADER
 from palaestra.serve.http_json import (
     HotRoutedApp,
     JSONResponse,
@@ -61,11 +69,39 @@ def _on_error(request: Request, exc: Exception) -> Response:
     return error_response(500, f"{type(exc).__name__}: {exc}")
 
 
+async def _as_chat(response: Awaitable[JsonDict]) -> JsonDict:
+    return response_to_chat_completion(await response)
+
+
 def model_app(model: Model, *, model_id: str) -> Starlette:
     """An ASGI app answering OpenAI Responses and Chat Completions requests with ``model``."""
     created = int(time.time())
     native_chat = _native_chat(model)
     served: dict[str, int] = {}  # requests received by route, for /metrics
+    # Only a pool routes by rollout; over one model a named rollout is only passed on.
+    pooled = KeyedScopes() if isinstance(model, ModelPool) else None
+
+    async def in_rollout(request: Request, call: Awaitable[JsonDict]) -> Response:
+        """``call``'s answer, made in the scope of the rollout the request names (if any)."""
+        key = valid_key(request.headers.get(ROLLOUT_HEADER))
+        cookie = None
+        if key is None and pooled is not None:
+            key = valid_key(request.cookies.get(ROLLOUT_COOKIE)) or RolloutScope().key
+            cookie = key
+        if key is None:
+            return JSONResponse(await call)
+        # Set here, not with ``with scope``: two calls of one rollout may overlap, and the
+        # scope object keeps only one token.
+        token = ROLLOUT_SCOPE.set(pooled.scope(key) if pooled is not None else RolloutScope(key))
+        try:
+            answer = JSONResponse(await call)
+        finally:
+            ROLLOUT_SCOPE.reset(token)
+        if cookie is not None:  # on every answer: NeMo Gym's agent keeps only the last ones
+            answer.raw_headers.append(
+                (b"set-cookie", b"%s=%s; Path=/" % (ROLLOUT_COOKIE.encode(), cookie.encode()))
+            )
+        return answer
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -79,7 +115,7 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         body = await json_object(request)
         require(body, "input", (str, list), "a string or a list of input items")
         _refuse_stream(body)
-        return JSONResponse(await model.respond(body))
+        return await in_rollout(request, model.respond(body))
 
     async def chat_completions(request: Request) -> Response:
         served["chat_completions"] = served.get("chat_completions", 0) + 1
@@ -87,9 +123,10 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         require(body, "messages", list, "a list of chat messages")
         _refuse_stream(body)
         if native_chat is not None:
-            return JSONResponse(await native_chat(body))
-        response = await model.respond(chat_request_to_responses_params(body))
-        return JSONResponse(response_to_chat_completion(response))
+            return await in_rollout(request, native_chat(body))
+        return await in_rollout(
+            request, _as_chat(model.respond(chat_request_to_responses_params(body)))
+        )
 
     routes = [
         Route("/", health, methods=["GET"]),

@@ -1,0 +1,62 @@
+"""A remote model's calls name the rollout they belong to, so a pooled model server can tell."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from palaestra.models.affinity import rollout_scope
+from palaestra.models.openai_responses import OpenAIResponsesModel
+from palaestra.protocol import ROLLOUT_HEADER
+from palaestra.serve.http_json import JSONResponse
+from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.spec import ModelConfig
+from tests.support.scripted_model import text_response
+
+
+class Recorder:
+    """A model server that answers every call the same and keeps each call's headers."""
+
+    def __init__(self) -> None:
+        self.headers: list[dict[str, str]] = []
+
+    def app(self) -> Starlette:
+        async def responses(request: Request) -> Response:
+            self.headers.append(dict(request.headers))
+            return JSONResponse(text_response("ok"))
+
+        return Starlette(routes=[Route("/v1/responses", responses, methods=["POST"])])
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[Recorder, str]]:
+    recorder = Recorder()
+    with BackgroundServer(recorder.app()) as server:
+        yield recorder, f"{server.url}/v1"
+
+
+async def test_a_model_call_names_its_rollout_only_inside_one(
+    recorder: tuple[Recorder, str],
+) -> None:
+    seen, url = recorder
+    model = OpenAIResponsesModel(ModelConfig(url=url, model="m", api_key="sk-secret"))
+    try:
+        await model.respond({"input": "outside"})
+        for _ in range(2):
+            with rollout_scope():
+                await model.respond({"input": "one"})
+                await model.respond({"input": "two"})
+    finally:
+        await model.aclose()
+    keys = [headers.get(ROLLOUT_HEADER) for headers in seen.headers]
+    assert keys[0] is None  # no rollout, no header
+    assert keys[1] is not None and keys[1] == keys[2]  # one rollout, one key
+    assert keys[3] is not None and keys[3] == keys[4] and keys[3] != keys[1]
+    for headers in seen.headers:  # the framed headers keep the key and the content type
+        assert headers["authorization"] == "Bearer sk-secret"
+        assert headers["content-type"] == "application/json"
