@@ -284,6 +284,10 @@ def run_answer(task: JsonDict, result: AgentResult) -> JsonDict:
     }
     if result.truncated:
         facts["truncated"] = result.truncated
+    if result.endpoints is not None:  # a model pool's endpoints, in order: the row's own keys
+        facts["endpoints"] = result.endpoints
+        if len(result.endpoints) > 1:
+            facts["endpoint_moves"] = len(result.endpoints) - 1
     if failure is None and result.verdict is not None:
         return {**task, RESPONSE: result.response, **result.verdict.to_fields(), FACTS: facts}
     failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
@@ -305,6 +309,9 @@ def run_result(status: int, body: JsonDict, task: JsonDict) -> AgentResult:
         timings=dict(facts.get("timings", {})),
         truncated=facts.get("truncated") or None,
     )
+    endpoints = facts.get("endpoints")
+    if isinstance(endpoints, list) and endpoints:
+        result.endpoints = [str(url) for url in endpoints]
     failure = failure_from_fields(body)
     if failure is None and 200 <= status < 300 and REWARD in body:
         try:

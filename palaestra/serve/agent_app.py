@@ -60,8 +60,10 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
     async def run(request: Request) -> Response:
         task = await json_object(request)
         _check_task(task)
-        with rollout_scope():  # one rollout: a model pool keeps its calls on one endpoint
+        with rollout_scope() as scope:  # one rollout: a model pool keeps it on one endpoint
             result = await agent.run(task, env, model)
+        if scope.urls is not None:  # where the calls went: the row says so, as in process
+            result.endpoints = scope.urls
         return JSONResponse(run_answer(task, result))
 
     async def responses(request: Request) -> Response:
