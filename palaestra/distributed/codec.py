@@ -45,7 +45,7 @@ def decode_task(payload: bytes) -> JsonDict:
 
 def encode_result(result: AgentResult, extra: JsonDict | None = None) -> bytes:
     """``result`` as it crosses to the collector, checked as the collector would check it;
-    ``extra`` (the worker's model pool counts) rides along beside it."""
+    ``extra`` (the worker's counters) rides along beside it."""
     verdict = result.verdict
     if result.failure is None and verdict is not None and verdict.failure is None:
         try:
@@ -62,19 +62,20 @@ def encode_result(result: AgentResult, extra: JsonDict | None = None) -> bytes:
     except TypeError as error:
         failure = result.failure or (verdict.failure if verdict is not None else None)
         if failure is not None:  # the collector keeps such a failure without its trajectory
-            return encode_raised(_raisable(failure.kind, failure.reason))
+            return encode_raised(_raisable(failure.kind, failure.reason), extra)
         reason = f"the rollout's row cannot be written: {type(error).__name__}: {error}"
-        return encode_raised(RolloutFailure(reason))
+        return encode_raised(RolloutFailure(reason), extra)
 
 
-def encode_raised(error: BaseException) -> bytes:
-    """An exception the runner raised instead of returning a result."""
+def encode_raised(error: BaseException, extra: JsonDict | None = None) -> bytes:
+    """An exception the runner raised instead of returning a result (``extra`` beside it)."""
     if isinstance(error, RolloutFailure):
         cls = type(error)
         raised = {"class": f"{cls.__module__}:{cls.__qualname__}", "kind": str(error.kind)}
-        return orjson.dumps({"raised": {**raised, "reason": error.reason}})
+        return orjson.dumps({"raised": {**raised, "reason": error.reason}, **(extra or {})})
     reason = f"{type(error).__name__}: {error}"
-    return orjson.dumps({"raised": {"kind": str(FailureKind.INTERNAL_ERROR), "reason": reason}})
+    failure = {"kind": str(FailureKind.INTERNAL_ERROR), "reason": reason}
+    return orjson.dumps({"raised": failure, **(extra or {})})
 
 
 def decode_result(payload: bytes) -> AgentResult:

@@ -29,8 +29,8 @@ import orjson
 
 from palaestra.agents.base import AgentResult
 from palaestra.distributed.codec import decode_error, encode_task, result_of
-from palaestra.distributed.endpoints import merged
-from palaestra.distributed.worker import ENDPOINT_STATS
+from palaestra.distributed.endpoints import added_up, merged, settled
+from palaestra.distributed.worker import COUNTS
 from palaestra.errors import ConfigError, PalaestraError, RunStopped, WorkerCrash
 from palaestra.types import JsonDict
 
@@ -100,8 +100,8 @@ class Dispatcher:
         self.replaced = 0
         self._waiters: list[asyncio.Future[None]] = []
         self._replacing: set[asyncio.Task[None]] = set()
-        self._stats: dict[Worker, list[JsonDict]] = {}
-        """The last model pool counts each worker sent (by worker), a dead one's kept."""
+        self._counts: dict[Worker, JsonDict] = {}
+        """The last counters each worker sent (``COUNTS``), a dead one's kept (``settled``)."""
 
     async def start(self) -> None:
         """Start every worker; the first that cannot start fails the whole (its error)."""
@@ -156,9 +156,9 @@ class Dispatcher:
                 self._wake()
             self._progressed()
             message = orjson.loads(reply)
-            stats = message.pop(ENDPOINT_STATS, None)
-            if stats is not None:
-                self._stats[worker] = stats
+            counts = message.pop(COUNTS, None)
+            if counts is not None:
+                self._counts[worker] = counts
             result = result_of(message)
             result.worker_reruns = deaths
             return result
@@ -166,7 +166,13 @@ class Dispatcher:
     def endpoint_stats(self) -> list[JsonDict]:
         """The workers' model pool counts added up per endpoint (``endpoints.merged``); none
         when the model is not a pool."""
-        return merged(self._stats.values())
+        reports = list(self._counts.values())
+        return merged(report["endpoints"] for report in reports if report.get("pool"))
+
+    def worker_counts(self) -> JsonDict:
+        """The workers' model and environment counters added up (``endpoints.added_up``);
+        read by the ``/metrics`` thread at scrape time."""
+        return added_up(list(self._counts.values()))
 
     async def aclose(self) -> None:
         for replacing in list(self._replacing):
@@ -240,6 +246,8 @@ class Dispatcher:
             return  # another rollout of the same worker already reported it
         dead, slot.worker = slot.worker, None
         slot.generation += 1
+        if dead in self._counts:  # its counters stay counted, its gauges (live sessions) go
+            self._counts[dead] = settled(self._counts[dead])
         _log.warning("%s died: %s", dead.name, reason)
         self._count_loss(f"{dead.name} died: {reason}")
         if self.stopped is None:

@@ -1,4 +1,5 @@
-"""A model pool's per-endpoint counts, added up over the workers that each hold a pool.
+"""The workers' counters added up: a model pool's per-endpoint counts, and (``added_up``) the
+model and environment counters the collector's ``/metrics`` serves.
 
 With workers, each worker has its own pool over the same endpoints (``palaestra.models.pool``)
 and sends its cumulative counts with each result; the dispatcher keeps the last counts of each
@@ -7,6 +8,11 @@ per URL for the run's summary and aggregate file, as one process's pool would re
 counts are summed, ``healthy`` holds when every worker finds the endpoint healthy,
 ``latency_mean`` is weighted by ``latency_count``, and the latency percentiles are the largest
 of the workers' own (an upper bound: percentiles cannot be added up).
+
+Each worker sends its counters since it started (``metrics_counts.runner_counts``), so a
+replacement starts from zero and the dead worker's last counts stay in the sum: a counter never
+goes down. A dead worker's gauges (live sessions, stuck threads, endpoint health) are dropped
+(``settled``): they went with it.
 """
 
 from __future__ import annotations
@@ -55,3 +61,38 @@ def _merge(entries: list[JsonDict]) -> JsonDict:
     ordered = {key: total[key] for key in entries[0]}
     ordered["workers"] = len(entries)
     return ordered
+
+
+def added_up(reports: list[JsonDict]) -> JsonDict:
+    """The workers' ``runner_counts`` as one process's: endpoints ``merged``, the tool calls
+    and errors, sessions and stuck threads summed; a family no worker reported is absent."""
+    total: JsonDict = {}
+    endpoints = [report["endpoints"] for report in reports if "endpoints" in report]
+    if endpoints:
+        total["endpoints"] = merged(endpoints)
+    counted = [report for report in reports if "tools" in report]
+    if counted:
+        tools: dict[str, int] = {}
+        errors: dict[tuple[str, str], int] = {}
+        for report in counted:
+            for tool, count in report["tools"].items():
+                tools[tool] = tools.get(tool, 0) + count
+            for tool, kind, count in report["tool_errors"]:
+                errors[tool, kind] = errors.get((tool, kind), 0) + count
+        total["tools"] = tools
+        total["tool_errors"] = [[tool, kind, count] for (tool, kind), count in errors.items()]
+        for key in _SESSION_COUNTS:
+            total[key] = sum(report.get(key, 0) for report in counted)
+    return total
+
+
+def settled(report: JsonDict) -> JsonDict:
+    """A dead worker's last counts: its counters kept, its gauges zero (health unknown)."""
+    kept = {**report, **{key: 0 for key in _GAUGES if key in report}}
+    if "endpoints" in report:
+        kept["endpoints"] = [{**entry, "healthy": None} for entry in report["endpoints"]]
+    return kept
+
+
+_SESSION_COUNTS = ("sessions_live", "sessions_expired", "stuck_threads")
+_GAUGES = ("sessions_live", "stuck_threads")

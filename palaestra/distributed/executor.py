@@ -74,6 +74,10 @@ class Executor:
     def endpoint_stats(self) -> list[JsonDict]:
         return self.dispatcher.endpoint_stats() if self.dispatcher is not None else []
 
+    def worker_counts(self) -> JsonDict:
+        """The workers' model and environment counters added up (none before they start)."""
+        return self.dispatcher.worker_counts() if self.dispatcher is not None else {}
+
     async def aclose(self) -> None:
         try:
             if self.dispatcher is not None:

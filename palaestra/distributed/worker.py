@@ -10,15 +10,18 @@ collector decides how many are in flight here.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from palaestra.distributed.codec import decode_task, encode_error, encode_raised, encode_result
+from palaestra.observe.metrics_counts import runner_counts
 from palaestra.types import JsonDict
 
-ENDPOINT_STATS = "endpoint_stats"
-"""Beside a result: the worker's model pool counts so far (``palaestra.models.pool``), sent
-only when the model is a pool; a few µs per result for a handful of endpoints."""
+COUNTS = "counts"
+"""Beside each result: the worker's model and environment counters so far
+(``metrics_counts.runner_counts``), for the run summary's model pool counts and the
+collector's ``/metrics``. With every result, so the sums are exact when the run ends: 1.8 µs a
+result here and 0.7 µs to decode in the collector (one endpoint, one tool), about 1% of the
+0.22 ms CPU a ``--workers 2`` rollout costs against an instant model."""
 
 if TYPE_CHECKING:
     from palaestra.agents.base import RolloutRunner
@@ -32,7 +35,6 @@ class WorkerRuntime:
         self.spec, self.threads = spec, threads
         self._stack = contextlib.AsyncExitStack()
         self._runner: RolloutRunner | None = None
-        self._endpoint_stats: Callable[[], list[JsonDict]] | None = None
 
     async def start(self) -> JsonDict:
         """Open the parts and check the model; ``{"label", "facts"}`` of the run, or
@@ -49,18 +51,17 @@ class WorkerRuntime:
             await self.close()
             return {"error": encode_error(error)}
         self._runner = parts.runner
-        self._endpoint_stats = getattr(parts.runner, "endpoint_stats", None)
         return {"label": parts.label, "facts": parts.facts}
 
     async def run(self, payload: bytes) -> bytes:
         """One dispatched task (its orjson bytes) to its encoded result; never raises."""
         assert self._runner is not None, "start the worker first"
+        runner = self._runner
         try:
-            result = await self._runner.run(decode_task(payload))
+            result = await runner.run(decode_task(payload))
         except Exception as error:  # the collector records it as it would in process
-            return encode_raised(error)
-        stats = self._endpoint_stats() if self._endpoint_stats is not None else None
-        return encode_result(result, {ENDPOINT_STATS: stats} if stats else None)
+            return encode_raised(error, {COUNTS: runner_counts(runner)})
+        return encode_result(result, {COUNTS: runner_counts(runner)})
 
     async def close(self) -> None:
         self._runner = None

@@ -24,6 +24,7 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
+from palaestra.observe.metrics_counts import endpoint_stats
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
@@ -107,101 +108,114 @@ def model_families(model: Model) -> Source:
     """Model calls, retries and errors per endpoint (each endpoint of a pool when it has one)."""
 
     def families() -> Iterator[Metric]:
-        calls = CounterMetricFamily(
-            f"{P}model_calls", "Requests sent to the model endpoint.", labels=["endpoint"]
-        )
-        retries = CounterMetricFamily(
-            f"{P}model_retries", "Retries spent on the model endpoint.", labels=["endpoint"]
-        )
-        errors = CounterMetricFamily(
-            f"{P}model_errors",
-            "Model requests that failed once their retries were spent.",
-            labels=["endpoint"],
-        )
-        healthy = GaugeMetricFamily(
-            f"{P}model_endpoint_healthy",
-            "1 while the pool sends requests to the endpoint, 0 while it is set aside.",
-            labels=["endpoint"],
-        )
-        for entry in endpoint_stats(model):
-            label = [str(entry["url"])]
-            calls.add_metric(label, _number(entry.get("calls")))
-            retries.add_metric(label, _number(entry.get("retries")))
-            errors.add_metric(label, _number(entry.get("failures")))
-            if "healthy" in entry:
-                healthy.add_metric(label, 1.0 if entry["healthy"] else 0.0)
-        yield from (calls, retries, errors)
-        if healthy.samples:
-            yield healthy
+        yield from endpoint_families(endpoint_stats(model))
 
     return families
 
 
-def endpoint_stats(model: Model) -> list[JsonDict]:
-    """One dict per endpoint (url, calls, retries, failures[, healthy]).
-
-    A model with several endpoints (``palaestra.models.pool``) lists them itself
-    (``endpoint_stats()``); any other model is one endpoint with its ``ModelStats``.
-    """
-    listed: Any = getattr(model, "endpoint_stats", None)
-    if callable(listed):
-        entries = listed()
-        return [dict(entry) for entry in entries if isinstance(entry, dict) and "url" in entry]
-    stats = model.stats
-    return [
-        {
-            "url": _endpoint_of(model),
-            "calls": stats.requests,
-            "retries": stats.retries,
-            "failures": stats.failures,
-        }
-    ]
-
-
-def _endpoint_of(model: Model) -> str:
-    for owner in (model, getattr(model, "endpoint", None)):
-        url = getattr(owner, "base_url", None)
-        if isinstance(url, str):
-            return url
-    return model.name
+def endpoint_families(entries: Iterable[JsonDict]) -> Iterator[Metric]:
+    """The model families of ``endpoint_stats`` entries (url, calls, retries, failures[,
+    healthy]): one process's, or the workers' added up."""
+    calls = CounterMetricFamily(
+        f"{P}model_calls", "Requests sent to the model endpoint.", labels=["endpoint"]
+    )
+    retries = CounterMetricFamily(
+        f"{P}model_retries", "Retries spent on the model endpoint.", labels=["endpoint"]
+    )
+    errors = CounterMetricFamily(
+        f"{P}model_errors",
+        "Model requests that failed once their retries were spent.",
+        labels=["endpoint"],
+    )
+    healthy = GaugeMetricFamily(
+        f"{P}model_endpoint_healthy",
+        "1 while the pool sends requests to the endpoint, 0 while it is set aside.",
+        labels=["endpoint"],
+    )
+    for entry in entries:
+        label = [str(entry["url"])]
+        calls.add_metric(label, _number(entry.get("calls")))
+        retries.add_metric(label, _number(entry.get("retries")))
+        errors.add_metric(label, _number(entry.get("failures")))
+        if entry.get("healthy") is not None:
+            healthy.add_metric(label, 1.0 if entry["healthy"] else 0.0)
+    yield from (calls, retries, errors)
+    if healthy.samples:
+        yield healthy
 
 
 def environment_families(client: LocalEnvironmentClient) -> Source:
     """Tool calls and errors per tool, sessions, stuck threads and the worker pool."""
 
     def families() -> Iterator[Metric]:
-        calls = CounterMetricFamily(
-            f"{P}tool_calls", "Tool calls received, per tool.", labels=["tool"]
-        )
-        for name, count in sorted(dict(client.tool_calls).items()):
-            calls.add_metric([name], count)
-        yield calls
-        errors = CounterMetricFamily(
-            f"{P}tool_errors",
-            "Tool calls that raised, per tool and kind (rejected arguments or tool, "
-            "tool_error, timeout).",
-            labels=["tool", "kind"],
-        )
-        for (name, kind), count in sorted(dict(client.tool_errors).items()):
-            errors.add_metric([name, kind], count)
-        yield errors
-        yield GaugeMetricFamily(
-            f"{P}sessions_live", "Sessions open now.", value=len(client.sessions)
-        )
-        yield CounterMetricFamily(
-            f"{P}sessions_expired",
-            "Sessions dropped after their time to live.",
-            value=getattr(client.sessions, "expired", 0),
-        )
-        yield GaugeMetricFamily(
-            f"{P}stuck_threads",
-            "Worker threads still running environment code abandoned at its time limit.",
-            value=client.stuck_threads,
+        yield from tool_families(
+            dict(client.tool_calls),
+            dict(client.tool_errors),
+            live=len(client.sessions),
+            expired=getattr(client.sessions, "expired", 0),
+            stuck=client.stuck_threads,
         )
         pool = client._pool  # started by the environment's first run_in_pool, or never
         if pool is not None:
             yield from pool_families(pool)()
         yield from sandbox_families(client.environment)()
+
+    return families
+
+
+def tool_families(
+    calls: dict[str, int],
+    errors: dict[tuple[str, str], int],
+    *,
+    live: int,
+    expired: int,
+    stuck: int,
+) -> Iterator[Metric]:
+    """Tool calls per tool, tool errors per tool and kind, sessions and stuck threads: one
+    environment client's, or the workers' added up."""
+    called = CounterMetricFamily(
+        f"{P}tool_calls", "Tool calls received, per tool.", labels=["tool"]
+    )
+    for name, count in sorted(calls.items()):
+        called.add_metric([name], count)
+    yield called
+    failed = CounterMetricFamily(
+        f"{P}tool_errors",
+        "Tool calls that raised, per tool and kind (rejected arguments or tool, "
+        "tool_error, timeout).",
+        labels=["tool", "kind"],
+    )
+    for (name, kind), count in sorted(errors.items()):
+        failed.add_metric([name, kind], count)
+    yield failed
+    yield GaugeMetricFamily(f"{P}sessions_live", "Sessions open now.", value=live)
+    yield CounterMetricFamily(
+        f"{P}sessions_expired", "Sessions dropped after their time to live.", value=expired
+    )
+    yield GaugeMetricFamily(
+        f"{P}stuck_threads",
+        "Worker threads still running environment code abandoned at its time limit.",
+        value=stuck,
+    )
+
+
+def worker_families(counts: Callable[[], JsonDict]) -> Source:
+    """The model and environment counters of a run's workers (``--workers``, Ray), added up
+    by the dispatcher (``Dispatcher.worker_counts``) from what each sent last."""
+
+    def families() -> Iterator[Metric]:
+        total = counts()
+        if "endpoints" in total:
+            yield from endpoint_families(total["endpoints"])
+        if "tools" in total:
+            errors = {(str(t), str(k)): int(n) for t, k, n in total["tool_errors"]}
+            yield from tool_families(
+                total["tools"],
+                errors,
+                live=total["sessions_live"],
+                expired=total["sessions_expired"],
+                stuck=total["stuck_threads"],
+            )
 
     return families
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_left
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from palaestra.types import FailureKind, JsonDict
 
@@ -140,6 +140,61 @@ class ObservedAgent:
             reward = result.verdict.reward if result.verdict is not None else 0.0
             counts.rollout_finished(result, float(reward))
         return result
+
+
+def endpoint_stats(model: Model) -> list[JsonDict]:
+    """One dict per endpoint (url, calls, retries, failures[, healthy]).
+
+    A model with several endpoints (``palaestra.models.pool``) lists them itself
+    (``endpoint_stats()``); any other model is one endpoint with its ``ModelStats``.
+    """
+    listed: Any = getattr(model, "endpoint_stats", None)
+    if callable(listed):
+        entries = listed()
+        return [dict(entry) for entry in entries if isinstance(entry, dict) and "url" in entry]
+    stats = model.stats
+    return [
+        {
+            "url": _endpoint_of(model),
+            "calls": stats.requests,
+            "retries": stats.retries,
+            "failures": stats.failures,
+        }
+    ]
+
+
+def _endpoint_of(model: Model) -> str:
+    for owner in (model, getattr(model, "endpoint", None)):
+        url = getattr(owner, "base_url", None)
+        if isinstance(url, str):
+            return url
+    return model.name
+
+
+def runner_counts(runner: object) -> JsonDict:
+    """The counters of a runner's model and environment run here (a ``BoundAgent``'s), as
+    plain JSON: what a worker sends the collector with each result, so the collector's
+    ``/metrics`` serves the calls made in its workers (``palaestra.distributed``).
+
+    ``endpoints``: ``endpoint_stats`` of the model (``pool``: whether it is a model pool, whose
+    entries are the run summary's too); ``tools``, ``tool_errors`` (``[tool, kind, count]``)
+    and the session counts of an environment run in this process. About 1 µs for one tool
+    and one endpoint, 1.8 µs with its encoding.
+    """
+    counts: JsonDict = {}
+    model: Any = getattr(runner, "model", None)
+    if model is not None:
+        counts["endpoints"] = endpoint_stats(model)
+        counts["pool"] = callable(getattr(model, "endpoint_stats", None))
+    env: Any = getattr(runner, "env", None)
+    tool_calls = getattr(env, "tool_calls", None)
+    if tool_calls is not None:  # a LocalEnvironmentClient; a served one counts on its server
+        counts["tools"] = dict(tool_calls)
+        counts["tool_errors"] = [[tool, kind, n] for (tool, kind), n in env.tool_errors.items()]
+        counts["sessions_live"] = len(env.sessions)
+        counts["sessions_expired"] = getattr(env.sessions, "expired", 0)
+        counts["stuck_threads"] = env.stuck_threads
+    return counts
 
 
 def _kind_of(error: BaseException) -> str:

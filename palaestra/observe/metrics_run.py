@@ -28,7 +28,8 @@ _log = logging.getLogger("palaestra.collect")
 
 
 def runner_sources(runner: RolloutRunner, counts: RolloutCounts) -> list[Source]:
-    """A collector's sources: its rollouts, and the model and environment it runs here."""
+    """A collector's sources: its rollouts, and the model and environment it runs here (or
+    in its workers)."""
     from palaestra.observe import metrics
 
     found = [metrics.rollout_families(counts)]
@@ -38,6 +39,9 @@ def runner_sources(runner: RolloutRunner, counts: RolloutCounts) -> list[Source]
     env = getattr(runner, "env", None)
     if env is not None:
         found += local_sources(env)
+    workers = getattr(runner, "worker_counts", None)
+    if callable(workers):  # rollouts run in workers: their model and environment counters
+        found.append(metrics.worker_families(workers))
     return found
 
 

@@ -19,13 +19,23 @@ import orjson
 import pytest
 
 from palaestra import collect
+from palaestra.collection.collector import RunSummary
 from palaestra.collection.lock import OutputLock
 from palaestra.distributed.process import ProcessWorker
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.distributed.envs import Numbered, numbered_tasks
-from tests.support.scripted_model import ScriptedModelServer
+from tests.observe.test_metrics_run import (
+    Samples,
+    by_label,
+    failing_weather,
+    function_call_items,
+    scrape,
+    tasks_file,
+)
+from tests.support.network import free_port
+from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, fail_first
 
 ROOT = Path(__file__).parents[2]
 ENV = "tests.distributed.envs:Numbered"
@@ -252,3 +262,35 @@ def test_a_model_pool_s_counts_over_two_workers_add_up_as_one_process_reports_th
     aggregate = orjson.loads((tmp_path / "there_aggregate_metrics.json").read_bytes())
     written = [entry for entry in aggregate if "model_endpoints" in entry]
     assert written and written[0]["model_endpoints"] == there.endpoints
+
+
+def test_metrics_of_a_run_on_two_workers_count_the_model_and_tool_calls_made_in_them(
+    tmp_path: Path,
+) -> None:
+    tasks = tasks_file(tmp_path / "tasks.jsonl", ["Paris", "FAIL", "Oslo", "Rome", "Lima"])
+    port = free_port()
+    scrapes: list[Samples] = []
+
+    def on_progress(summary: RunSummary) -> None:  # on the run's loop: the server is a thread
+        scrapes.append(scrape(f"http://127.0.0.1:{port}/metrics"))
+
+    script = fail_first(1, ScriptedFault(status=500), failing_weather())
+    with ScriptedModelServer(script) as server:
+        summary = collect(
+            env="weather", model=server.url, input=tasks, output=tmp_path / "out.jsonl",
+            repeats=2, concurrency=4, workers=2, metrics_port=port, progress=on_progress,
+        )  # fmt: skip
+        seen = len(server.bodies("/v1/responses"))
+    last = scrapes[-1]  # at the last rollout's record
+    assert (summary.done, summary.failed) == (8, 2)
+    calls = by_label(last, "palaestra_model_calls_total", "endpoint")
+    retries = by_label(last, "palaestra_model_retries_total", "endpoint")
+    errors = by_label(last, "palaestra_model_errors_total", "endpoint")
+    assert calls[server.url] + retries[server.url] == seen  # what the model saw, over 2 workers
+    assert (retries, errors) == ({server.url: 1}, {server.url: 2})
+    tools = by_label(last, "palaestra_tool_calls_total", "tool")
+    assert tools == dict(function_call_items(tmp_path / "out.jsonl")) == {"get_weather": 8}
+    assert last["palaestra_sessions_live", ()] == 0
+    assert last["palaestra_rollouts_in_flight", ()] == 0
+    made = [s.get(("palaestra_tool_calls_total", (("tool", "get_weather"),)), 0) for s in scrapes]
+    assert made == sorted(made)  # counters never go back
