@@ -38,6 +38,9 @@ Api = Literal["auto", "responses", "chat"]
 DEFAULT_CONFIG_PATH = Path("palaestra_models.yaml")
 _SECRET = "api_key"
 
+_URL_SCHEMES = ("http://", "https://", "http+unix://")
+"""A model's base URL: over TCP, or a Unix socket (how a stack's agents reach its model servers)."""
+
 
 def _checked_api(api: Any, where: str) -> Api:
     if api not in get_args(Api):
@@ -64,7 +67,7 @@ def _validated(fields: Mapping[str, Any], where: str) -> ModelConfig:
     if config.backend == "openai":
         urls: list[str | None] = [*config.urls] or [config.url]
         for url in urls:
-            if not (url or "").startswith(("http://", "https://")):
+            if not (url or "").startswith(_URL_SCHEMES):
                 field = (
                     "'urls' must be http(s) URLs" if config.urls else "'url' must be an http(s) URL"
                 )
@@ -159,7 +162,7 @@ def model_config(
         spec = spec[0]
     if not isinstance(spec, str):
         spec, base = _pool(list(spec))
-    elif spec.startswith(("http://", "https://")):
+    elif spec.startswith(_URL_SCHEMES):
         base = _validated({"url": spec}, f"model {spec}")
     else:
         base = _named(spec, config_path)
@@ -184,7 +187,7 @@ def _pool(specs: list[str]) -> tuple[str, ModelConfig]:
     if not specs or not all(isinstance(spec, str) for spec in specs):
         raise ConfigError(f"model: expected a name, a URL or a list of URLs, not {specs!r}")
     for spec in specs:
-        if not spec.startswith(("http://", "https://")):
+        if not spec.startswith(_URL_SCHEMES):
             raise ConfigError(
                 f"model '{spec}': several models must all be http(s) base URLs (the endpoints "
                 "of one model); name a pool of them as one entry with 'urls' in the model config"

@@ -12,12 +12,13 @@ import errno
 import os
 import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from palaestra.errors import ConfigError
-from palaestra.serve.uvicorn_runner import make_server
+from palaestra.serve.uvicorn_runner import LISTEN_BACKLOG, make_server
 
 READY_PREFIX = "PALAESTRA_READY "
 
@@ -44,14 +45,23 @@ async def serve_announced(
     on_ready: Callable[[str], None],
     stop: asyncio.Event | None = None,
     ws: str = "none",
+    unix_socket: Path | None = None,
 ) -> None:
     """Serve ``app`` until stopped; call ``on_ready(url)`` once it accepts connections.
 
     Setting ``stop`` shuts the server down gracefully, as a signal would. An address that
     cannot be bound (a busy port, an unknown host) is a one-line ``ConfigError`` naming it.
+    ``unix_socket``: the same app on a Unix socket too (removed when the server stops).
     """
     display_host = f"[{host}]" if ":" in host else host
     sock = listen(host, port)
+    sockets = [sock]
+    if unix_socket is not None:
+        try:
+            sockets.append(listen_unix(unix_socket))
+        except BaseException:
+            sock.close()
+            raise
     bound = sock.getsockname()[1]
     server = make_server(app, host=host, port=bound, ws=ws)
 
@@ -65,10 +75,25 @@ async def serve_announced(
 
     watcher = asyncio.create_task(announce())
     try:
-        await server.serve(sockets=[sock])
+        await server.serve(sockets=sockets)
     finally:
         watcher.cancel()
+        for each in sockets:
+            each.close()
+        if unix_socket is not None:
+            unix_socket.unlink(missing_ok=True)
+
+
+def listen_unix(path: Path) -> socket.socket:
+    """A listening Unix socket at ``path`` (its directory decides who may connect)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as error:
         sock.close()
+        raise ConfigError(f"cannot listen on {path}: {error.strerror or error}") from None
+    return sock
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -118,11 +118,18 @@ async def serve_guarded(app: Any, spec: ServeSpec, *, label: str, path: str = ""
     """Serve behind the token/body-size guard; announce the address for humans and supervisors."""
     from palaestra.serve.announce import ready_line, serve_announced
     from palaestra.serve.guard import Guard
+    from palaestra.transport import unix_url
+
+    unix = {"unix": unix_url(str(spec.unix_socket))} if spec.unix_socket else {}
 
     def on_ready(url: str) -> None:
         print(f"serving {label} on {url}{path}", file=sys.stderr, flush=True)
-        print(ready_line(url), flush=True)
+        print(ready_line(url, **unix), flush=True)
 
     await serve_announced(
-        Guard(app, token=spec.token), host=spec.host, port=spec.port, on_ready=on_ready
+        Guard(app, token=spec.token),
+        host=spec.host,
+        port=spec.port,
+        on_ready=on_ready,
+        unix_socket=spec.unix_socket,
     )

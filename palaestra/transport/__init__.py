@@ -1,6 +1,6 @@
 """A lean HTTP/1.1 client for model calls: keep-alive pools over asyncio and llhttp."""
 
-from palaestra.transport.client import FramedHeaders, HttpClient
+from palaestra.transport.client import UNIX_SCHEME, FramedHeaders, HttpClient, unix_url
 from palaestra.transport.connection import HttpAnswer
 from palaestra.transport.errors import (
     AnswerTooLarge,
@@ -16,6 +16,7 @@ from palaestra.transport.errors import (
 from palaestra.transport.proxy import Proxies
 
 __all__ = [
+    "UNIX_SCHEME",
     "AnswerTooLarge",
     "ConnectFailed",
     "ConnectTimeout",
@@ -29,4 +30,5 @@ __all__ = [
     "ReadTimeout",
     "TlsFailed",
     "TransportError",
+    "unix_url",
 ]

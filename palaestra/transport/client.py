@@ -17,6 +17,9 @@ by llhttp on a pooled connection; measured numbers are in ``benchmarks/results/t
 - HTTP proxies (``proxy.py``): absolute-form requests for http URLs, a CONNECT tunnel with
   TLS inside for https URLs; by default from the environment, read when the client is built.
 - Answers larger than ``max_answer_bytes`` (64 MiB) are cut off with ``AnswerTooLarge``.
+- ``http+unix://`` URLs (``unix_url``) reach a server on a Unix socket, as the servers of
+  one ``palaestra run`` stack reach each other: no TCP stack on either side, 9% less CPU per
+  served rollout than loopback TCP (``benchmarks/results/serving.md``).
 - No redirects, no cookies, no compression: model endpoints need none of them.
 """
 
@@ -27,6 +30,7 @@ import collections
 import dataclasses
 import functools
 import ssl
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -47,6 +51,8 @@ from palaestra.transport.proxy import Proxies, ProxyEndpoint
 from palaestra.transport.resolver import Resolver
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+UNIX_SCHEME = "http+unix"
+"""HTTP over a Unix socket: ``http+unix://<the socket's path, percent-encoded>/<path>``."""
 _HEADS_KEPT = 1024
 _IDEMPOTENT_METHODS = frozenset({"GET", "PUT", "DELETE", "OPTIONS"})  # RFC 9110, 9.2.2
 
@@ -74,12 +80,21 @@ class Target:
     @property
     def shown(self) -> str:
         """The server as messages name it, with the proxy in between if there is one."""
+        if self.scheme == UNIX_SCHEME:
+            return f"unix:{self.host}"
         if self.proxy is None:
             return self.host_header
         return f"{self.host_header} through proxy {self.proxy.shown}"
 
 
+def unix_url(socket_path: str) -> str:
+    """The base URL of a server listening on the Unix socket at ``socket_path``."""
+    return f"{UNIX_SCHEME}://{urllib.parse.quote(socket_path, safe='')}"
+
+
 def parse_target(url: str) -> Target:
+    if url.startswith(UNIX_SCHEME + "://"):
+        return _unix_target(url)
     try:
         parsed = httptools.parse_url(url.encode())
     except (httptools.HttpParserInvalidURLError, UnicodeEncodeError):
@@ -99,6 +114,15 @@ def parse_target(url: str) -> Target:
     shown = f"[{host}]" if ":" in host else host
     host_header = shown if port == _DEFAULT_PORTS[scheme] else f"{shown}:{port}"
     return Target(scheme, host, port, path, host_header)
+
+
+def _unix_target(url: str) -> Target:
+    """A socket path in place of host and port; the Host header says ``localhost``."""
+    quoted, slash, rest = url[len(UNIX_SCHEME) + 3 :].partition("/")
+    socket_path = urllib.parse.unquote(quoted)
+    if not socket_path.startswith("/"):
+        raise InvalidUrl(f"not an {UNIX_SCHEME} URL with an absolute socket path: {url!r}")
+    return Target(UNIX_SCHEME, socket_path, 0, slash + rest or "/", "localhost")
 
 
 _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
@@ -221,13 +245,16 @@ class _OriginPool:
         """A connection to the server (or its proxy), its addresses raced as ``dial`` says."""
         target, client = self.target, self._client
         loop = asyncio.get_running_loop()
+        factory = functools.partial(Connection, loop, client.max_answer_bytes)
+        if target.scheme == UNIX_SCHEME:
+            _, connection = await loop.create_unix_connection(factory, target.host)
+            return connection
         tls = client.tls_context() if target.scheme == "https" else None
         proxy = target.proxy
         host, port = (target.host, target.port) if proxy is None else (proxy.host, proxy.port)
         addresses = await client.resolver.addresses(host, port)
         if proxy is not None and tls is not None:
             return await self._tunnel(loop, addresses, proxy, tls)
-        factory = functools.partial(Connection, loop, client.max_answer_bytes)
         _, connection = await first_to_connect(
             addresses,
             lambda address: loop.create_connection(
@@ -390,7 +417,11 @@ class HttpClient:
         target = parse_target(url)
         pool = self._pools.get(target.origin)
         if pool is None:
-            proxy = self.proxies.route(target.scheme, target.host, target.port)
+            proxy = (
+                None
+                if target.scheme == UNIX_SCHEME
+                else self.proxies.route(target.scheme, target.host, target.port)
+            )
             target = dataclasses.replace(target, proxy=proxy)
             pool = self._pools[target.origin] = _OriginPool(target, self)
         if pool.target.proxy is not None:

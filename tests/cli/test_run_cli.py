@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from palaestra.transport import unix_url
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import PALAESTRA as PALAESTRA  # re-exported: other tests use it
 from tests.cli.test_collect_cli import rows, run_cli, weather_script
@@ -79,6 +80,16 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         with urllib.request.urlopen(f"{state['head']}/servers") as answer:
             servers = {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
         assert all(s["status"] == "ready" for s in servers.values())
+        # The env server also listens on a Unix socket in a directory only this user enters;
+        # the stack's agent is pointed there (the agent itself is reached over TCP).
+        sockets = Path(servers["weather_env"]["unix_socket"]).parent
+        assert Path(servers["weather_env"]["unix_socket"]).is_socket()
+        assert sockets.stat().st_mode & 0o777 == 0o700
+        assert servers["weather_agent"]["unix_socket"] is None
+        agent_spec = orjson.loads(
+            (tmp_path / servers["weather_agent"]["log"]).with_suffix(".spec.json").read_bytes()
+        )
+        assert agent_spec["env"]["url"] == unix_url(servers["weather_env"]["unix_socket"])
 
         (tmp_path / "t.jsonl").write_text('{"responses_create_params": {"input": "Rome?"}}\n' * 3)
         through_agent = run_cli(
@@ -128,7 +139,9 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         assert after.returncode == 3, after.stderr  # stopped: the environment is unreachable
         assert "the environment server is unreachable" in after.stderr + after.stdout, after.stdout
         assert len(failures) == 3
-        assert all(servers["weather_env"]["url"] in f["failure"]["reason"] for f in failures)
+        # The agent reaches its stack's env server on the env's Unix socket.
+        socket_path = servers["weather_env"]["unix_socket"]
+        assert all(socket_path in f["failure"]["reason"] for f in failures)
 
         stack.send_signal(signal.SIGINT)
         read_until(stack, "stack stopped")
@@ -141,6 +154,7 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
             os.kill(server["pid"], 0)
     assert not list(state_dir.glob("*.json"))
     assert not (tmp_path / ".palaestra" / "stack.json").exists()
+    assert not sockets.exists()
 
 
 def test_a_server_that_cannot_start_is_named_with_its_last_lines(tmp_path: Path) -> None:

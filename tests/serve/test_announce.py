@@ -1,0 +1,53 @@
+"""Serving with a ready announcement, on a TCP port and a Unix socket at once."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from palaestra import ToolCallingAgent
+from palaestra.envs.counter.environment import Counter
+from palaestra.errors import ConfigError
+from palaestra.remote.env import RemoteEnvironmentClient
+from palaestra.serve.announce import listen_unix, serve_announced
+from palaestra.serve.env_app import environment_app
+from palaestra.transport import unix_url
+from tests.envs.test_counter import stepper, tasks
+
+
+async def test_an_env_server_on_a_unix_socket_runs_rollouts_there_and_removes_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "env.sock"
+    app = environment_app(Counter())
+    ready: list[str] = []
+    stop = asyncio.Event()
+    serving = asyncio.create_task(
+        serve_announced(
+            app, host="127.0.0.1", port=0, on_ready=ready.append, stop=stop, unix_socket=path
+        )
+    )
+    while not ready:
+        await asyncio.sleep(0.01)
+    assert path.is_socket() and ready[0].startswith("http://127.0.0.1:")
+    remote = await RemoteEnvironmentClient.connect(unix_url(str(path)))
+    try:
+        rows = tasks()
+        results = [await ToolCallingAgent().run(row, remote, stepper(row)) for row in rows]
+    finally:
+        await remote.aclose()
+    assert [r.verdict.reward if r.verdict else None for r in results] == [1.0] * len(rows)
+    assert len(app.state.client.sessions) == 0  # every session closed
+    stop.set()
+    await serving
+    assert not path.exists()
+
+
+def test_a_unix_socket_that_cannot_be_bound_is_one_config_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    where = tmp_path / "no-such-dir" / "env.sock"
+    with pytest.raises(ConfigError, match=f"cannot listen on {where}"):
+        listen_unix(where)
