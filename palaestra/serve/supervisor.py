@@ -8,7 +8,7 @@ death can be reported with them.
 
 Env and model servers also listen on a Unix socket in a directory only this user can enter
 (made when the stack starts, removed when it stops), and the stack's agents reach them there:
-9% less CPU per served rollout than loopback TCP (``benchmarks/results/serving.md``). The TCP
+12% less CPU per served rollout than loopback TCP (``benchmarks/results/serving.md``). The TCP
 address stays what everyone else uses.
 
 The servers die with the supervisor, however it ends: each child asks the kernel for SIGKILL

@@ -18,7 +18,7 @@ by llhttp on a pooled connection; measured numbers are in ``benchmarks/results/t
   TLS inside for https URLs; by default from the environment, read when the client is built.
 - Answers larger than ``max_answer_bytes`` (64 MiB) are cut off with ``AnswerTooLarge``.
 - ``http+unix://`` URLs (``unix_url``) reach a server on a Unix socket, as the servers of
-  one ``palaestra run`` stack reach each other: no TCP stack on either side, 9% less CPU per
+  one ``palaestra run`` stack reach each other: no TCP stack on either side, 12% less CPU per
   served rollout than loopback TCP (``benchmarks/results/serving.md``).
 - No redirects, no cookies, no compression: model endpoints need none of them.
 """
