@@ -38,7 +38,6 @@ import orjson
 from palaestra.errors import ConfigError
 from palaestra.serve.announce import parse_ready_line
 from palaestra.serve.stack_config import ServerSpec, StackConfig
-from palaestra.transport import unix_url
 from palaestra.types import JsonDict
 
 TAIL_LINES = 20
@@ -62,7 +61,10 @@ class Child:
     process: asyncio.subprocess.Process | None = None
     url: str | None = None
     unix_socket: Path | None = None
-    """Where the stack's agents reach it (env and model servers), else None."""
+    """The Unix socket it is asked to listen on too (env and model servers), else None."""
+    unix_url: str | None = None
+    """Where the stack's agents reach it: the socket its ready line announced (a server that
+    runs someone else's command, ``cmd:``, announces none and is reached over TCP)."""
     status: str = "pending"
     exit_code: int | None = None
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
@@ -88,7 +90,7 @@ class Child:
             "name": self.name,
             "kind": self.spec.kind,
             "url": self.url,
-            "unix_socket": str(self.unix_socket) if self.unix_socket else None,
+            "unix_socket": str(self.unix_socket) if self.unix_url else None,
             "status": self.status,
             "exit_code": self.exit_code,
             "pid": self.process.pid if self.process else None,
@@ -191,6 +193,7 @@ class Supervisor:
                 facts = parse_ready_line(line)
                 if facts is not None and child.url is None:
                     child.url = str(facts["url"])
+                    child.unix_url = str(facts["unix"]) if facts.get("unix") else None
                     child.ready.set()
                 else:
                     child.tail.append(line)
@@ -227,11 +230,7 @@ class Supervisor:
 
     def _argv(self, child: Child) -> list[str]:
         """Write the server's ``ServeSpec`` beside its log; the command that serves it."""
-        urls = {
-            c.name: unix_url(str(c.unix_socket)) if c.unix_socket else c.url
-            for c in self.children.values()
-            if c.url is not None
-        }
+        urls = {c.name: c.unix_url or c.url for c in self.children.values() if c.url is not None}
         spec = self.config.serve_spec(child.name, urls, token=self.token, environ=os.environ)
         spec = spec.model_copy(update={"unix_socket": child.unix_socket})
         spec_path = child.log_path.with_suffix(".spec.json")

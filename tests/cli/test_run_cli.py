@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -327,3 +328,48 @@ def test_a_stack_server_on_a_busy_port_is_named_in_one_line(tmp_path: Path) -> N
     assert "Traceback" not in done.stderr
     log = (tmp_path / ".palaestra" / "logs" / "stack" / "counter_env.log").read_text()
     assert "Traceback" not in log  # before: the server's log tail was a raw traceback
+
+
+def test_an_env_server_run_as_a_command_is_reached_over_tcp_by_the_stacks_agent(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    # A `cmd:` server is someone else's: it announces no Unix socket, so the agent gets its URL.
+    command = f"{sys.executable} -m palaestra serve env weather --port {{port}}"
+    (tmp_path / "stack.yaml").write_text(f"""
+servers:
+  outside_env: {{kind: env, cmd: "{command}"}}
+  weather_agent: {{kind: agent, env: outside_env, model: "{model.url}"}}
+""")
+    stack = subprocess.Popen(
+        [*PALAESTRA, "run", "stack.yaml"],
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        read_until(stack, "ready in")
+        state = orjson.loads((tmp_path / ".palaestra" / "stack.json").read_bytes())
+        import urllib.request
+
+        with urllib.request.urlopen(f"{state['head']}/servers") as answer:
+            servers = {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
+        assert servers["outside_env"]["unix_socket"] is None
+        agent_spec = orjson.loads(
+            (tmp_path / servers["weather_agent"]["log"]).with_suffix(".spec.json").read_bytes()
+        )
+        assert agent_spec["env"]["url"] == servers["outside_env"]["url"]
+        (tmp_path / "t.jsonl").write_text('{"responses_create_params": {"input": "Rome?"}}\n')
+        done = run_cli(
+            "collect",
+            *("--agent-url", servers["weather_agent"]["url"]),
+            *("--input", "t.jsonl", "--output", "a.jsonl"),
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        assert [r["reward"] for r in rows(tmp_path / "a.jsonl")] == [1.0]
+        stack.send_signal(signal.SIGINT)
+        read_until(stack, "stack stopped")
+    finally:
+        if stack.poll() is None:
+            stack.kill()
