@@ -49,10 +49,13 @@ def model() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-def start_stack(tmp_path: Path, model_url: str) -> subprocess.Popen[str]:
+def start_stack(
+    tmp_path: Path, model_url: str, env_entry: str = "{kind: env, env: weather}"
+) -> subprocess.Popen[str]:
+    """``palaestra run`` of a stack: ``weather_env`` (``env_entry``) and an agent on it."""
     (tmp_path / "stack.yaml").write_text(f"""
 servers:
-  weather_env: {{kind: env, env: weather}}
+  weather_env: {env_entry}
   weather_agent: {{kind: agent, env: weather_env, model: "{model_url}"}}
 """)
     return subprocess.Popen(
@@ -63,6 +66,20 @@ servers:
         stderr=subprocess.PIPE,
         env={**os.environ, "COLUMNS": "200"},
     )
+
+
+def head_servers(head: str) -> dict[str, JsonDict]:
+    """The stack's servers by name, as its head lists them."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{head}/servers") as answer:
+        return {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
+
+
+def spec_of(cwd: Path, server: JsonDict) -> JsonDict:
+    """The ``ServeSpec`` the supervisor wrote beside the server's log."""
+    spec: JsonDict = orjson.loads((cwd / server["log"]).with_suffix(".spec.json").read_bytes())
+    return spec
 
 
 def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
@@ -76,10 +93,7 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         assert "weather_env" in status.stdout and "weather_agent" in status.stdout
         state = orjson.loads((state_dir / f"{stack.pid}.json").read_bytes())
         assert orjson.loads((tmp_path / ".palaestra" / "stack.json").read_bytes()) == state
-        import urllib.request
-
-        with urllib.request.urlopen(f"{state['head']}/servers") as answer:
-            servers = {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
+        servers = head_servers(state["head"])
         assert all(s["status"] == "ready" for s in servers.values())
         # The env server also listens on a Unix socket in a directory only this user enters;
         # the stack's agent is pointed there (the agent itself is reached over TCP).
@@ -87,10 +101,8 @@ def test_stack_serves_collects_reports_a_death_and_stops_cleanly(
         assert Path(servers["weather_env"]["unix_socket"]).is_socket()
         assert sockets.stat().st_mode & 0o777 == 0o700
         assert servers["weather_agent"]["unix_socket"] is None
-        agent_spec = orjson.loads(
-            (tmp_path / servers["weather_agent"]["log"]).with_suffix(".spec.json").read_bytes()
-        )
-        assert agent_spec["env"]["url"] == unix_url(servers["weather_env"]["unix_socket"])
+        env_url = spec_of(tmp_path, servers["weather_agent"])["env"]["url"]
+        assert env_url == unix_url(servers["weather_env"]["unix_socket"])
 
         (tmp_path / "t.jsonl").write_text('{"responses_create_params": {"input": "Rome?"}}\n' * 3)
         through_agent = run_cli(
@@ -208,10 +220,7 @@ def wait_until_gone(pids: list[int], seconds: float = 15) -> list[int]:
 def servers_of(status: subprocess.CompletedProcess[str], state_dir: Path) -> dict[str, JsonDict]:
     assert status.returncode == 0, status.stderr
     (record,) = [orjson.loads(p.read_bytes()) for p in state_dir.glob("*.json")]
-    import urllib.request
-
-    with urllib.request.urlopen(f"{record['head']}/servers") as answer:
-        return {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
+    return head_servers(record["head"])
 
 
 def test_kill_9_of_the_supervisor_takes_its_servers_with_it_and_status_works_from_anywhere(
@@ -335,30 +344,14 @@ def test_an_env_server_run_as_a_command_is_reached_over_tcp_by_the_stacks_agent(
 ) -> None:
     # A `cmd:` server is someone else's: it announces no Unix socket, so the agent gets its URL.
     command = f"{sys.executable} -m palaestra serve env weather --port {{port}}"
-    (tmp_path / "stack.yaml").write_text(f"""
-servers:
-  outside_env: {{kind: env, cmd: "{command}"}}
-  weather_agent: {{kind: agent, env: outside_env, model: "{model.url}"}}
-""")
-    stack = subprocess.Popen(
-        [*PALAESTRA, "run", "stack.yaml"],
-        cwd=tmp_path,
-        text=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    stack = start_stack(tmp_path, model.url, f'{{kind: env, cmd: "{command}"}}')
     try:
         read_until(stack, "ready in")
         state = orjson.loads((tmp_path / ".palaestra" / "stack.json").read_bytes())
-        import urllib.request
-
-        with urllib.request.urlopen(f"{state['head']}/servers") as answer:
-            servers = {s["name"]: s for s in orjson.loads(answer.read())["servers"]}
-        assert servers["outside_env"]["unix_socket"] is None
-        agent_spec = orjson.loads(
-            (tmp_path / servers["weather_agent"]["log"]).with_suffix(".spec.json").read_bytes()
-        )
-        assert agent_spec["env"]["url"] == servers["outside_env"]["url"]
+        servers = head_servers(state["head"])
+        assert servers["weather_env"]["unix_socket"] is None
+        agent_spec = spec_of(tmp_path, servers["weather_agent"])
+        assert agent_spec["env"]["url"] == servers["weather_env"]["url"]
         (tmp_path / "t.jsonl").write_text('{"responses_create_params": {"input": "Rome?"}}\n')
         done = run_cli(
             "collect",
