@@ -18,7 +18,7 @@ from palaestra import collect
 from palaestra.errors import ConfigError
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.distributed.envs import numbered_tasks
-from tests.distributed.test_process import ENV, Killer, pairs, same_fields
+from tests.distributed.test_process import ENV, collect_killing_a_worker, pairs, same_fields
 from tests.support.scripted_model import ScriptedModelServer
 
 ROOT = Path(__file__).parents[2]
@@ -74,20 +74,11 @@ def test_a_run_on_ray_writes_the_rows_a_run_in_process_writes(tmp_path: Path) ->
 def test_a_ray_worker_killed_mid_run_leaves_exactly_one_row_per_task_and_rollout(
     tmp_path: Path,
 ) -> None:
-    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 6)
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    killer = Killer(pids)
-    with ScriptedModelServer(weather_script()) as server:
-        killer.start()
-        summary = collect(
-            env=ENV, env_args={"delay": 0.5, "pids": str(pids)}, model=server.url,
-            input=tasks, output=tmp_path / "out.jsonl", repeats=2, concurrency=6,
-            executor="ray",
-        )  # fmt: skip
-        killer.done.set()
-    assert killer.killed
-    assert killer.killed not in {r["pid"] for r in rows(tmp_path / "out.jsonl")}
+    summary, _, killed = collect_killing_a_worker(
+        tmp_path, 6, 0.5, repeats=2, concurrency=6, executor="ray"
+    )
+    assert killed
+    assert killed not in {r["pid"] for r in rows(tmp_path / "out.jsonl")}
     assert pairs(tmp_path / "out.jsonl") == Counter((t, r) for t in range(6) for r in range(2))
     assert rows(tmp_path / "out_failures.jsonl") == []
     assert (summary.done, summary.stopped_reason) == (12, None)

@@ -69,6 +69,25 @@ class Killer(threading.Thread):
                 return
 
 
+def collect_killing_a_worker(
+    tmp_path: Path, count: int, delay: float, **options: object
+) -> tuple[RunSummary, Path, int]:
+    """``collect`` of ``count`` numbered tasks (each rollout ``delay`` s) into ``out.jsonl``,
+    the first worker to note a rollout SIGKILLed; the summary, the notes and the killed pid."""
+    tasks = numbered_tasks(tmp_path / "tasks.jsonl", count)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    killer = Killer(pids)
+    with ScriptedModelServer(weather_script()) as server:
+        killer.start()
+        summary = collect(
+            env=ENV, env_args={"delay": delay, "pids": str(pids)}, model=server.url,
+            input=tasks, output=tmp_path / "out.jsonl", **options,  # type: ignore[arg-type]
+        )  # fmt: skip
+        killer.done.set()
+    return summary, pids, killer.killed
+
+
 def test_two_worker_processes_write_the_rows_a_run_in_process_writes(tmp_path: Path) -> None:
     tasks = numbered_tasks(tmp_path / "tasks.jsonl", 6)
     common = {"env": ENV, "input": tasks, "repeats": 2, "concurrency": 4}
@@ -91,19 +110,11 @@ def test_two_worker_processes_write_the_rows_a_run_in_process_writes(tmp_path: P
 def test_a_worker_killed_mid_run_leaves_exactly_one_row_per_task_and_rollout(
     tmp_path: Path,
 ) -> None:
-    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 8)
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    killer = Killer(pids)
-    with ScriptedModelServer(weather_script()) as server:
-        killer.start()
-        summary = collect(
-            env=ENV, env_args={"delay": 0.3, "pids": str(pids)}, model=server.url,
-            input=tasks, output=tmp_path / "out.jsonl", repeats=2, concurrency=8, workers=2,
-        )  # fmt: skip
-        killer.done.set()
-    assert killer.killed  # a worker died with rollouts in flight (each sleeps 0.3 s)
-    assert killer.killed not in {r["pid"] for r in rows(tmp_path / "out.jsonl")}
+    summary, _, killed = collect_killing_a_worker(
+        tmp_path, 8, 0.3, repeats=2, concurrency=8, workers=2
+    )
+    assert killed  # a worker died with rollouts in flight (each sleeps 0.3 s)
+    assert killed not in {r["pid"] for r in rows(tmp_path / "out.jsonl")}
     expected = Counter((t, r) for t in range(8) for r in range(2))
     assert pairs(tmp_path / "out.jsonl") == expected
     assert rows(tmp_path / "out_failures.jsonl") == []
@@ -116,22 +127,10 @@ def test_a_worker_killed_mid_run_leaves_exactly_one_row_per_task_and_rollout(
 
 
 def test_a_rollout_rerun_after_its_worker_died_says_so_in_its_row(tmp_path: Path) -> None:
-    tasks = numbered_tasks(tmp_path / "tasks.jsonl", 6)
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    killer = Killer(pids)
-    with ScriptedModelServer(weather_script()) as server:
-        killer.start()
-        collect(
-            env=ENV, env_args={"delay": 0.3, "pids": str(pids)}, model=server.url,
-            input=tasks, output=tmp_path / "out.jsonl", concurrency=6, workers=2,
-        )  # fmt: skip
-        killer.done.set()
-    assert killer.killed
-    lost = {
-        orjson.loads(line)["n"]
-        for line in (pids / f"{killer.killed}.jsonl").read_bytes().splitlines()
-    }
+    _, pids, killed = collect_killing_a_worker(tmp_path, 6, 0.3, concurrency=6, workers=2)
+    assert killed
+    notes = (pids / f"{killed}.jsonl").read_bytes().splitlines()
+    lost = {orjson.loads(line)["n"] for line in notes}
     reruns = {r["n"]: r["_palaestra"].get("worker_reruns") for r in rows(tmp_path / "out.jsonl")}
     assert lost and all(reruns[n] == 1 for n in lost)  # in flight on the killed worker
     assert set(reruns.values()) <= {None, 1}  # absent from the rows that ran once
