@@ -18,7 +18,6 @@ from palaestra.models.base import ModelStats
 from palaestra.models.http import (
     AUTH_STATUSES,
     RetryPolicy,
-    RolloutHeaders,
     Timeouts,
     auth_error,
     post_json,
@@ -91,13 +90,16 @@ class RemoteEndpoint:
             stats=self.stats,
         )
 
-    def _rollout_headers(self, key: str) -> RolloutHeaders:
+    def _rollout_headers(self, key: str) -> FramedHeaders:
+        """The endpoint's headers, framed once, and the rollout's (``key`` is a valid key:
+        ``affinity.valid_key``); a per-rollout header in a plain map would miss the HTTP
+        client's cache of request heads on every rollout."""
         framed = self._framed
         if framed is None:  # framed on first use: a bad header fails the call, as it did
             framed = self._framed = FramedHeaders(
                 {**self._headers, "Content-Type": "application/json"}
             )
-        return RolloutHeaders(framed, ROLLOUT_HEADER, key)
+        return framed.adding(ROLLOUT_HEADER, key)
 
     async def post_to(self, url: str, body: JsonDict) -> JsonDict:
         """POST to a URL outside the base (vLLM's ``/tokenize`` lives at the server root), with

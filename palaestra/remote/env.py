@@ -118,8 +118,6 @@ class RemoteEnvironmentClient:
         """Each session's cookies, for servers that key sessions by cookie (NeMo Gym's)."""
         self._headers: dict[str, dict[str, str] | FramedHeaders] = {}
         """Each session's request headers (a palaestra server's token, framed once)."""
-        self._closing: dict[str, FramedHeaders] = {}
-        """A token session's verify headers, asking the server to close it after the verify."""
         self._boundaries: dict[str, Boundary] = {}
         # Local session handles: a random prefix and a counter (a getrandom call per seed
         # otherwise); they never leave this client.
@@ -192,9 +190,7 @@ class RemoteEnvironmentClient:
         token = response.header(SESSION_HEADER)
         if token:  # a palaestra server: the token names the session, no cookie is needed
             # Framed once: llhttp let no line break through, so it frames as it is.
-            headers = {**self._post_headers, SESSION_HEADER: token}
-            self._headers[handle] = FramedHeaders(headers)
-            self._closing[handle] = FramedHeaders({**headers, CLOSE_HEADER: "1"})
+            self._headers[handle] = FramedHeaders({**self._post_headers, SESSION_HEADER: token})
         else:  # NeMo Gym's servers key sessions by cookie
             self._headers[handle] = self._post_headers
             self._cookies[handle] = {}
@@ -217,7 +213,7 @@ class RemoteEnvironmentClient:
             {**task, "response": response},
             session_id,
             _VERIFY,
-            self._closing.get(session_id),
+            self._closing_headers(session_id),
         )
         if answer.header(CLOSED_HEADER):  # the server closed the session: no close to send
             self._forget(session_id)
@@ -265,15 +261,19 @@ class RemoteEnvironmentClient:
         finally:
             self._forget(session_id)
 
+    def _closing_headers(self, session_id: str) -> FramedHeaders | None:
+        """A token session's headers asking a palaestra server to close it after the verify
+        (``CLOSE_HEADER``); None for a cookie session (NeMo Gym's servers)."""
+        headers = self._headers.get(session_id)
+        return headers.adding(CLOSE_HEADER, "1") if isinstance(headers, FramedHeaders) else None
+
     def _forget(self, session_id: str) -> None:
         self._cookies.pop(session_id, None)
         self._headers.pop(session_id, None)
-        self._closing.pop(session_id, None)
 
     async def aclose(self) -> None:
         self._cookies.clear()
         self._headers.clear()
-        self._closing.clear()
         if self._owns_http:
             await self._http.aclose()
 

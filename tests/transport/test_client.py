@@ -242,6 +242,20 @@ def test_headers_that_would_frame_the_request_otherwise_are_refused_when_framed(
         FramedHeaders(headers)
 
 
+def test_a_header_added_to_framed_headers_frames_as_the_whole_map_would() -> None:
+    base = FramedHeaders({"X-Session": "s1.abc", "Accept": "application/json"})
+    added = base.adding("x-palaestra-close", "1")
+    whole = FramedHeaders({"X-Session": "s1.abc", "Accept": "application/json"})
+    assert sorted(added.block.split(b"\r\n")) == sorted(
+        (whole.block + b"x-palaestra-close: 1\r\n").split(b"\r\n")
+    )
+    assert added.items == {**base.items, "x-palaestra-close": "1"}
+    assert b"x-palaestra-close" not in base.block  # the base is left as it was
+    for name, value in (("X-Bad", "a\r\nX-Injected: 1"), ("Host", "x"), ("user-agent", "me")):
+        with pytest.raises(ValueError):
+            base.adding(name, value)
+
+
 @pytest.mark.parametrize("pause", [0.0, 0.05], ids=["with-the-answer", "while-idle"])
 async def test_an_answer_nobody_asked_for_retires_the_connection(
     servers: Servers, client: HttpClient, pause: float
