@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import select
@@ -31,7 +32,7 @@ import signal
 import sys
 import tempfile
 import traceback
-from typing import IO, Any
+from typing import Any
 
 _PR_SET_DUMPABLE = 4
 _REPLY_KEYS = ("stdout", "stderr", "value", "error")
@@ -48,15 +49,14 @@ def _on_alarm(_signum: int, _frame: object) -> None:
 
 
 def run_cell(
-    code: str, namespace: dict[str, Any], timeout: float, captures: list[IO[bytes]], cap: int
+    code: str, namespace: dict[str, Any], timeout: float, captures: list[int], cap: int
 ) -> dict[str, Any]:
     for capture in captures:
-        capture.seek(0)
-        capture.truncate()
+        os.ftruncate(capture, 0)
     reply: dict[str, Any] = {"value": None, "error": None, "timed_out": False}
     saved = [os.dup(1), os.dup(2)]
-    os.dup2(captures[0].fileno(), 1)
-    os.dup2(captures[1].fileno(), 2)
+    os.dup2(captures[0], 1)
+    os.dup2(captures[1], 2)
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -91,11 +91,31 @@ def run_cell(
             with contextlib.suppress(Exception):
                 stream.flush()
     for name, capture in zip(("stdout", "stderr"), captures, strict=True):
-        size = capture.seek(0, os.SEEK_END)
-        capture.seek(0)
-        reply[name] = capture.read(cap).decode(errors="replace")
-        reply[name + "_truncated"] = size > cap
+        reply[name] = _head(capture, cap).decode(errors="replace")
+        reply[name + "_truncated"] = os.fstat(capture).st_size > cap
     return reply
+
+
+def capture_file() -> int:
+    """A file for a cell's output: appended to, read and emptied by position only. A child
+    the cell forks shares its offset and may move it (a fork bomb's children finish the cell
+    in their parent's place); an offset-free file gives the next cell none of its bytes."""
+    with tempfile.TemporaryFile(buffering=0) as file:
+        fd = os.dup(file.fileno())
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_APPEND)
+    return fd
+
+
+def _head(fd: int, cap: int) -> bytes:
+    """The first ``cap`` bytes of the file ``fd``."""
+    data = b""
+    while len(data) < cap:
+        chunk = os.pread(fd, cap - len(data), len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 def _close_all(fds: tuple[int, ...]) -> None:
@@ -132,7 +152,7 @@ def serve_cells(requests: int, replies: int) -> None:
     # A process the cell forks must not keep the worker's pipes: it could take the next
     # request in the worker's place.
     os.register_at_fork(after_in_child=lambda: _close_all((requests, replies)))
-    captures: list[IO[bytes]] = [tempfile.TemporaryFile() for _ in range(2)]  # noqa: SIM115
+    captures = [capture_file() for _ in range(2)]
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     lines = Lines(requests)
     while True:

@@ -106,6 +106,27 @@ async def test_output_a_cell_could_not_write_never_reaches_the_next_cell(sandbox
         assert after.stdout == "42\n"
 
 
+async def test_a_child_moving_the_shared_output_offset_spoils_no_later_cell(
+    sandbox: Sandbox,
+) -> None:
+    async with await sandbox.session() as python:
+        # A child a cell forks shares the cell's output file, and its offset: a fork bomb's
+        # children finishing the cell in their parent's place moved it, and the next cell's
+        # output began with 4,096 bytes of the cell before (seen about once in 30 sessions).
+        await python.run(
+            "import os, time\n"
+            "if os.fork() == 0:\n"
+            "    end = time.monotonic() + 1.5\n"
+            "    while time.monotonic() < end:\n"
+            "        os.lseek(1, 4096, os.SEEK_SET)\n"
+            "    os._exit(0)"
+        )
+        for _ in range(20):
+            flood = await python.run("print('x' * 10_000)")
+            assert flood.stdout == "x" * 10_000 + "\n"
+            assert (await python.run("6 * 7")).stdout == ""
+
+
 async def test_a_session_left_open_is_killed_when_its_event_loop_ends(runs_dir: Path) -> None:
     sandbox = Sandbox(isolation="bubblewrap", root_dir=runs_dir)
 
