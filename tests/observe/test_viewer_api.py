@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,7 +59,7 @@ def test_every_route_refuses_a_request_without_the_token(server: BackgroundServe
 def test_the_token_in_the_url_opens_the_page_and_its_assets_carry_it(
     server: BackgroundServer,
 ) -> None:
-    quoted = urllib.request.quote(TOKEN, safe="")
+    quoted = urllib.parse.quote(TOKEN, safe="")
     status, html = get(server, f"/?token={quoted}", token=None)
     assert status == 200
     assert f'src="static/viewer.js?token={quoted}"' in html

@@ -9,7 +9,7 @@ import pytest
 
 from palaestra.errors import InputError
 from palaestra.observe.viewer.index import Query, RunIndex
-from palaestra.types import FailureKind
+from palaestra.types import FailureKind, JsonDict
 from tests.observe.viewer_rows import big_run, failed, scored, small_run, write_run
 
 
@@ -131,7 +131,12 @@ def test_a_100000_row_file_is_indexed_once_and_pages_read_only_their_rows(
     assert index.summary()["failed"] == 2000
     reads: list[int] = []
     real_read = RunIndex.read
-    monkeypatch.setattr(RunIndex, "read", lambda self, n: reads.append(n) or real_read(self, n))
+
+    def counted_read(self: RunIndex, n: int) -> JsonDict:
+        reads.append(n)
+        return real_read(self, n)
+
+    monkeypatch.setattr(RunIndex, "read", counted_read)
     matched, page = index.select(Query(sort="tokens", descending=True, kind="scored", limit=100))
     assert matched == 98_000
     assert len(page) == 100

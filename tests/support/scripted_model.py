@@ -193,7 +193,7 @@ class ScriptedModelServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._startup_error: BaseException | None = None
-        self._transports: set[asyncio.BaseTransport] = set()
+        self._transports: set[asyncio.Transport] = set()
 
     @property
     def url(self) -> str:
