@@ -26,7 +26,7 @@ from palaestra.models.http import (
 )
 from palaestra.models.tokens import TokenOptions
 from palaestra.protocol import ROLLOUT_HEADER
-from palaestra.transport import FramedHeaders, HttpClient, TransportError
+from palaestra.transport import FramedHeaders, HttpClient, TransportError, shown_url
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
@@ -68,6 +68,10 @@ class RemoteEndpoint:
 
     def url(self, route: str) -> str:
         return f"{self.base_url}/{route.lstrip('/')}"
+
+    def shown(self, route: str) -> str:
+        """The URL of ``route`` as a message names it (a Unix socket as ``unix:<path>``)."""
+        return shown_url(self.url(route))
 
     def http(self) -> HttpClient:
         # No connection cap: the collector bounds concurrency, and a cap here would only
@@ -152,7 +156,7 @@ class RemoteEndpoint:
         model_id = first.get("id") if isinstance(first, dict) else None
         if isinstance(model_id, str) and model_id:
             return model_id
-        raise ModelError(f"GET {url} lists no model; name the model explicitly")
+        raise ModelError(f"GET {shown_url(url)} lists no model; name the model explicitly")
 
     async def check(self) -> None:
         """Any HTTP answer from ``GET /models`` proves the server is there, except a 401/403:
@@ -165,9 +169,11 @@ class RemoteEndpoint:
             )
         except (TransportError, OSError, TimeoutError) as exc:
             detail = str(exc) or type(exc).__name__
-            raise ModelUnreachable(f"cannot reach the model at {url}: {detail}") from None
+            raise ModelUnreachable(
+                f"cannot reach the model at {shown_url(url)}: {detail}"
+            ) from None
         if answer.status in AUTH_STATUSES:
-            error = auth_error(f"GET {url}", answer.status, answer.body)
+            error = auth_error(f"GET {shown_url(url)}", answer.status, answer.body)
             scrub_exception(error, self._headers)
             raise error
 

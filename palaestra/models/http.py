@@ -32,6 +32,7 @@ from palaestra.transport import (
     InvalidUrl,
     TlsFailed,
     TransportError,
+    shown_url,
 )
 from palaestra.types import JsonDict
 
@@ -189,14 +190,20 @@ def _status_error(where: str, status: int, raw: bytes) -> ModelError:
     )
 
 
-def _parse_object(where: str, status: int, raw: bytes) -> JsonDict:
+def _parse_object(method: str, url: str, status: int, raw: bytes) -> JsonDict:
     try:
         answer = orjson.loads(raw)
     except orjson.JSONDecodeError:
         answer = None
     if not isinstance(answer, dict):
+        where = _where(method, url)
         raise ModelError(f"model answered invalid JSON ({where}, HTTP {status}): {_excerpt(raw)}")
     return answer
+
+
+def _where(method: str, url: str) -> str:
+    """The request as a message names it. Built only when a message is: not per request."""
+    return f"{method} {shown_url(url)}"
 
 
 async def _attempts(
@@ -210,7 +217,6 @@ async def _attempts(
     retry: RetryPolicy,
     stats: ModelStats,
 ) -> JsonDict:
-    where = f"{method} {url}"
     unreachable_every_time = True
     last_failure = ""
     last_error: type[ModelError] = ModelError
@@ -228,11 +234,11 @@ async def _attempts(
                 idempotent=True,  # a model call may run twice: resent once on a dead connection
             )
         except InvalidUrl as exc:
-            raise ModelUnreachable(f"{where}: invalid URL ({exc})") from None
+            raise ModelUnreachable(f"{_where(method, url)}: invalid URL ({exc})") from None
         except TlsFailed as exc:  # a bad certificate does not heal on retry
-            raise ModelError(f"{where}: TLS error: {exc}") from None
+            raise ModelError(f"{_where(method, url)}: TLS error: {exc}") from None
         except AnswerTooLarge as exc:  # the same request would be answered as large again
-            raise ModelError(f"{where}: {exc}") from None
+            raise ModelError(f"{_where(method, url)}: {exc}") from None
         except ConnectFailed as exc:  # refused, DNS failure, no route: nothing was sent
             last_failure, last_error, last_kind = str(exc), ModelUnreachable, "connect"
         except TimeoutError:
@@ -246,9 +252,9 @@ async def _attempts(
         else:
             status, raw = answer.status, answer.body
             if 200 <= status < 300:
-                return _parse_object(where, status, raw)
+                return _parse_object(method, url, status, raw)
             if status not in _RETRYABLE_STATUSES:
-                raise _status_error(where, status, raw)
+                raise _status_error(_where(method, url), status, raw)
             retry_after = _retry_after(answer.headers.get("retry-after"))
             unreachable_every_time = False
             last_failure, last_error = f"HTTP {status}: {_excerpt(raw)}", ModelError
@@ -259,6 +265,7 @@ async def _attempts(
     if last_error is ModelUnreachable and not unreachable_every_time:
         last_error = ModelError
     attempts = retry.max_retries + 1
+    where = _where(method, url)
     error = last_error(f"{where} failed after {attempts} attempt(s); last: {last_failure}")
     error.transient = last_kind
     raise error
@@ -284,7 +291,7 @@ async def request_json(
     try:
         data = orjson.dumps(body) if body is not None else None
     except orjson.JSONEncodeError as exc:
-        raise ModelError(f"{method} {url}: the request body is not JSON: {exc}") from None
+        raise ModelError(f"{_where(method, url)}: the request body is not JSON: {exc}") from None
     send_headers: Mapping[str, str] | FramedHeaders
     if isinstance(headers, FramedHeaders):
         send_headers, headers = headers, headers.items

@@ -47,7 +47,7 @@ async def respond_with_chat(
         return response
     except ModelError as exc:
         endpoint.stats.failures += 1
-        raise ModelError(f"POST {endpoint.url('chat/completions')}: {exc}") from None
+        raise ModelError(f"POST {endpoint.shown('chat/completions')}: {exc}") from None
 
 
 class OpenAIChatModel(RemoteModel):

@@ -37,7 +37,7 @@ def _unusable(endpoint: RemoteEndpoint, answer: JsonDict) -> JsonDict:
     if isinstance(output, list) and status == "incomplete":
         return answer  # cut off before any output, or a relayed context-length answer
     endpoint.stats.failures += 1
-    url = endpoint.url("responses")
+    url = endpoint.shown("responses")
     if not isinstance(output, list):
         raise ModelError(f"POST {url} answered a JSON object without an 'output' list")
     error = _described(answer.get("error"))

@@ -36,6 +36,7 @@ from palaestra.models.endpoint import RemoteModel
 from palaestra.models.http import ContextLengthExceeded
 from palaestra.models.tokens import COMPLETION_CAPTURE_PARAMS, captured_tokens, token_history
 from palaestra.models.tool_formats import tool_format
+from palaestra.transport import shown_url
 from palaestra.types import JsonDict, input_items
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class _Closing:
 def _tokens(answer: JsonDict, url: str) -> list[int]:
     tokens = answer.get("tokens")
     if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
-        raise ModelError(f"POST {url} answered no 'tokens' list")
+        raise ModelError(f"POST {shown_url(url)} answered no 'tokens' list")
     return tokens
 
 
@@ -114,8 +115,9 @@ class ServerTemplate:
         base = closing.base
         if full[: len(base)] != base:
             raise ModelError(
-                f"POST {self.url}: the chat template renders earlier turns differently once "
-                "new messages follow, so token_mode cannot extend a rollout with it"
+                f"POST {shown_url(self.url)}: the chat template renders earlier turns "
+                "differently once new messages follow, so token_mode cannot extend a rollout "
+                "with it"
             )
         return glue(generated, closing.closing) + full[len(base) :], closing
 
@@ -139,8 +141,8 @@ class ServerTemplate:
         start = _find_last(base, reply)
         if start < 0:
             raise ModelError(
-                f"POST {self.url}: the chat template does not render an assistant reply as its "
-                "own tokens, so token_mode cannot tell where a turn closes"
+                f"POST {shown_url(self.url)}: the chat template does not render an assistant "
+                "reply as its own tokens, so token_mode cannot tell where a turn closes"
             )
         closing = base[start + len(reply) :]
         strings = answer.get("token_strs")
@@ -213,7 +215,7 @@ class OpenAITokenModel(RemoteModel):
             return self._response(answer, params, prompt, closing)
         except ModelError as exc:
             self.endpoint.stats.failures += 1
-            raise ModelError(f"POST {self.endpoint.url('completions')}: {exc}") from None
+            raise ModelError(f"POST {self.endpoint.shown('completions')}: {exc}") from None
 
     def _response(
         self, answer: JsonDict, params: JsonDict, prompt: list[int], closing: _Closing

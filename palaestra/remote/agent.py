@@ -21,7 +21,7 @@ from palaestra.errors import (
     ModelUnreachable,
 )
 from palaestra.protocol import LIVENESS, RUN, agent_identity_of, failure_from_fields, run_result
-from palaestra.transport import HttpClient, TransportError
+from palaestra.transport import HttpClient, TransportError, shown_url
 from palaestra.types import Failure, FailureKind, JsonDict
 
 _CONNECT_SECONDS = 10.0
@@ -32,6 +32,7 @@ class RemoteAgent:
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 3600.0) -> None:
         self.url = url.rstrip("/")
+        self._shown = shown_url(self.url)  # as messages name it (a Unix socket as unix:<path>)
         self.name = "remote"
         self.environment: str | None = None
         """The environment the server's agent runs against, as its ``GET /`` names it."""
@@ -45,7 +46,7 @@ class RemoteAgent:
         self._boundary = Boundary(
             ModelUnreachable,
             AgentServerTimeout,
-            f"agent server {self.url}",
+            f"agent server {self._shown}",
             overruns=(TimeoutError,),
         )
 
@@ -60,16 +61,16 @@ class RemoteAgent:
             )
         except (TransportError, TimeoutError) as error:
             raise ModelUnreachable(
-                f"cannot reach agent server {self.url}: {describe(error)}"
+                f"cannot reach agent server {self._shown}: {describe(error)}"
             ) from None
         if alive.status != 200:
-            raise ConfigError(f"agent server {self.url} answered {alive.status}")
+            raise ConfigError(f"agent server {self._shown} answered {alive.status}")
         try:
             info = orjson.loads(alive.body)
         except orjson.JSONDecodeError:
             info = None
         if not isinstance(info, dict):
-            raise ConfigError(f"agent server {self.url} did not answer a JSON object on GET /")
+            raise ConfigError(f"agent server {self._shown} did not answer a JSON object on GET /")
         self.name, self.environment = agent_identity_of(info)
 
     async def run(self, task: JsonDict) -> AgentResult:
@@ -98,7 +99,7 @@ class RemoteAgent:
                 )
             )
         if status == 503:
-            _raise_unreachable(self.url, body)
+            _raise_unreachable(self._shown, body)
         return run_result(status, body, task)
 
     async def aclose(self) -> None:

@@ -1,6 +1,12 @@
 """A lean HTTP/1.1 client for model calls: keep-alive pools over asyncio and llhttp."""
 
-from palaestra.transport.client import UNIX_SCHEME, FramedHeaders, HttpClient, unix_url
+from palaestra.transport.client import (
+    UNIX_SCHEME,
+    FramedHeaders,
+    HttpClient,
+    shown_url,
+    unix_url,
+)
 from palaestra.transport.connection import HttpAnswer
 from palaestra.transport.errors import (
     AnswerTooLarge,
@@ -30,5 +36,6 @@ __all__ = [
     "ReadTimeout",
     "TlsFailed",
     "TransportError",
+    "shown_url",
     "unix_url",
 ]

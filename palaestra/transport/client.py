@@ -92,6 +92,16 @@ def unix_url(socket_path: str) -> str:
     return f"{UNIX_SCHEME}://{urllib.parse.quote(socket_path, safe='')}"
 
 
+def shown_url(url: str) -> str:
+    """``url`` as a message names it: an ``http+unix`` URL in the transport's ``shown`` form,
+    ``unix:<socket path>`` plus its route (its percent-encoding is for parsers, not readers);
+    any other URL as it is."""
+    if not url.startswith(UNIX_SCHEME + "://"):
+        return url
+    socket_path, route = _unix_parts(url)
+    return f"unix:{socket_path}{route}"
+
+
 def parse_target(url: str) -> Target:
     if url.startswith(UNIX_SCHEME + "://"):
         return _unix_target(url)
@@ -118,11 +128,16 @@ def parse_target(url: str) -> Target:
 
 def _unix_target(url: str) -> Target:
     """A socket path in place of host and port; the Host header says ``localhost``."""
-    quoted, slash, rest = url[len(UNIX_SCHEME) + 3 :].partition("/")
-    socket_path = urllib.parse.unquote(quoted)
+    socket_path, route = _unix_parts(url)
     if not socket_path.startswith("/"):
         raise InvalidUrl(f"not an {UNIX_SCHEME} URL with an absolute socket path: {url!r}")
-    return Target(UNIX_SCHEME, socket_path, 0, slash + rest or "/", "localhost")
+    return Target(UNIX_SCHEME, socket_path, 0, route or "/", "localhost")
+
+
+def _unix_parts(url: str) -> tuple[str, str]:
+    """An ``http+unix`` URL's socket path (decoded) and its route (``""`` or from ``/`` on)."""
+    quoted, slash, rest = url[len(UNIX_SCHEME) + 3 :].partition("/")
+    return urllib.parse.unquote(quoted), slash + rest
 
 
 _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
@@ -10,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from palaestra.errors import ModelError, ModelUnreachable
 from palaestra.models.affinity import rollout_scope
 from palaestra.models.openai_responses import OpenAIResponsesModel
 from palaestra.protocol import ROLLOUT_HEADER
@@ -17,6 +20,7 @@ from palaestra.serve.http_json import JSONResponse
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.spec import ModelConfig
 from tests.support.scripted_model import text_response
+from tests.transport.raw_server import Servers, answer, answer_always
 
 
 class Recorder:
@@ -60,3 +64,22 @@ async def test_a_model_call_names_its_rollout_only_inside_one(
     for headers in seen.headers:  # the framed headers keep the key and the content type
         assert headers["authorization"] == "Bearer sk-secret"
         assert headers["content-type"] == "application/json"
+
+
+async def test_a_model_on_a_unix_socket_is_named_by_its_socket_path_when_it_fails(
+    tmp_path: Path,
+) -> None:
+    servers = Servers()
+    socket_path = tmp_path / "model.sock"
+    server = await servers.start(answer_always(answer(b"{}")), unix=socket_path)
+    model = OpenAIResponsesModel(ModelConfig(url=server.url("/v1"), model="m", max_retries=0))
+    where = re.escape(str(socket_path))
+    try:
+        with pytest.raises(ModelError, match=f"^POST unix:{where}/v1/responses answered"):
+            await model.respond({"input": "hi"})
+        await server.close()  # nobody listens any more
+        with pytest.raises(ModelUnreachable, match=f"^cannot reach the model at unix:{where}"):
+            await model.endpoint.check()
+    finally:
+        await model.aclose()
+        await server.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -33,8 +34,10 @@ from tests.support.scripted_model import (
     fail_first,
     text_response,
 )
+from tests.transport.raw_server import Servers, answer, answer_always
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
+ONE_RETRY = RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.01)
 SECRET = "sk-test-very-secret-key"
 
 
@@ -302,3 +305,28 @@ async def test_a_body_that_is_not_json_fails_before_sending(session: HttpClient)
                 stats=ModelStats(),
             )
         assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("answered", "said"),
+    [
+        (answer(b"down", status="500 Internal Server Error"), "failed after 2 attempt(s)"),
+        (answer(b"no such model", status="404 Not Found"), "answered HTTP 404"),
+        (answer(b"[]"), "model answered invalid JSON"),
+    ],
+    ids=["retried", "refused", "not-an-object"],
+)
+async def test_a_model_on_a_unix_socket_is_named_by_its_socket_path_in_errors(
+    session: HttpClient, tmp_path: Path, answered: bytes, said: str
+) -> None:
+    servers = Servers()
+    socket_path = tmp_path / "model.sock"
+    server = await servers.start(answer_always(answered), unix=socket_path)
+    try:
+        with pytest.raises(ModelError) as caught:
+            await post(session, server.url("/v1"), ModelStats(), retry=ONE_RETRY)
+    finally:
+        await server.close()
+    assert f"POST unix:{socket_path}/v1/responses" in str(caught.value)
+    assert said in str(caught.value)
+    assert "%2F" not in str(caught.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
@@ -11,11 +12,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from palaestra.agents.base import AgentResult
-from palaestra.errors import EnvironmentUnreachable, ModelUnreachable
+from palaestra.errors import ConfigError, EnvironmentUnreachable, ModelUnreachable
 from palaestra.remote.agent import RemoteAgent
 from palaestra.serve.http_json import JSONResponse
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import FailureKind, JsonDict
+from tests.transport.raw_server import Servers, answer, answer_always
 
 TASK: JsonDict = {"responses_create_params": {"input": "x"}}
 
@@ -106,3 +108,19 @@ async def test_an_agent_server_that_cannot_reach_its_environment_stops_the_calle
     server.body = {"error": {"message": "overloaded"}}  # a 503 without a failure: this rollout's
     result = await _run(url)
     assert result.failure is not None and "503: overloaded" in result.failure.reason
+
+
+async def test_an_agent_server_on_a_unix_socket_is_named_by_its_socket_path(
+    tmp_path: Path,
+) -> None:
+    servers = Servers()
+    socket_path = tmp_path / "agent.sock"
+    server = await servers.start(answer_always(answer(b"", status="500 Oops")), unix=socket_path)
+    agent = RemoteAgent(server.url(""))
+    try:
+        with pytest.raises(ConfigError) as caught:
+            await agent.check()
+    finally:
+        await agent.aclose()
+        await server.close()
+    assert str(caught.value) == f"agent server unix:{socket_path} answered 500"

@@ -1,4 +1,4 @@
-"""Scripted raw HTTP servers on 127.0.0.1 for the transport tests.
+"""Scripted raw HTTP servers on 127.0.0.1 (or a Unix socket) for the transport tests.
 
 A server's handler is called once per accepted connection with a ``Peer`` (the server's side
 of that connection) and writes exactly the bytes the test wants, so the tests can count
@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from palaestra.transport import unix_url
 from palaestra.transport.resolver import Resolver
 
 Handler = Callable[["Peer"], Awaitable[None]]
@@ -62,14 +63,23 @@ class Server:
         self.peers: list[Peer] = []
         self.errors: list[BaseException] = []
         self.port = 0
+        self.socket_path: Path | None = None
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    async def start(self, tls: ssl.SSLContext | None = None, port: int = 0) -> None:
+    async def start(
+        self, tls: ssl.SSLContext | None = None, port: int = 0, unix: Path | None = None
+    ) -> None:
+        if unix is not None:  # a Unix socket in place of a port
+            self._server = await asyncio.start_unix_server(self._accept, str(unix))
+            self.socket_path = unix
+            return
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", port, ssl=tls)
         self.port = self._server.sockets[0].getsockname()[1]
 
     def url(self, path: str = "/", scheme: str = "http") -> str:
+        if self.socket_path is not None:
+            return unix_url(str(self.socket_path)) + path
         return f"{scheme}://127.0.0.1:{self.port}{path}"
 
     @property
@@ -108,10 +118,14 @@ class Servers:
         self.started: list[Server] = []
 
     async def start(
-        self, handler: Handler, tls: ssl.SSLContext | None = None, port: int = 0
+        self,
+        handler: Handler,
+        tls: ssl.SSLContext | None = None,
+        port: int = 0,
+        unix: Path | None = None,
     ) -> Server:
         server = Server(handler)
-        await server.start(tls, port)
+        await server.start(tls, port, unix)
         self.started.append(server)
         return server
 

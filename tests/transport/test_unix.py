@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.transport import ConnectFailed, HttpClient, InvalidUrl, unix_url
+from palaestra.transport import ConnectFailed, HttpClient, InvalidUrl, shown_url, unix_url
 from palaestra.transport.client import parse_target
 
 
@@ -63,3 +63,10 @@ async def test_a_socket_nobody_listens_on_is_a_connect_failure_naming_it(tmp_pat
             await client.request("GET", unix_url(str(tmp_path / "none.sock")) + "/")
     finally:
         await client.aclose()
+
+
+def test_a_unix_url_is_shown_as_its_socket_path_and_route() -> None:
+    base = unix_url("/tmp/a dir/env.sock")
+    assert shown_url(base) == "unix:/tmp/a dir/env.sock"
+    assert shown_url(base + "/seed_session?x=1") == "unix:/tmp/a dir/env.sock/seed_session?x=1"
+    assert shown_url("http://127.0.0.1:8000/v1/responses") == "http://127.0.0.1:8000/v1/responses"
