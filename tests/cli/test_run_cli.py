@@ -226,6 +226,7 @@ def servers_of(status: subprocess.CompletedProcess[str], state_dir: Path) -> dic
 def test_kill_9_of_the_supervisor_takes_its_servers_with_it_and_status_works_from_anywhere(
     tmp_path: Path, state_dir: Path
 ) -> None:
+    """...and the next stack to start removes the socket directory the killed one left."""
     here, elsewhere = tmp_path / "stack", tmp_path / "elsewhere"
     here.mkdir()
     elsewhere.mkdir()
@@ -240,13 +241,25 @@ def test_kill_9_of_the_supervisor_takes_its_servers_with_it_and_status_works_fro
         status = run_cli("status", cwd=elsewhere)  # before: "no stack is running here"
         assert "one" in status.stdout and "two" in status.stdout, status.stderr
         assert str(here / "stack.yaml") in status.stdout.replace("\n", "")
-        pids = [int(s["pid"]) for s in servers_of(status, state_dir).values()]
+        servers = servers_of(status, state_dir)
+        pids = [int(s["pid"]) for s in servers.values()]
+        sockets = Path(servers["one"]["unix_socket"]).parent
         stack.kill()  # SIGKILL: no cleanup of its own
         stack.wait(10)
         assert wait_until_gone(pids) == []  # before: both servers kept running
         after = run_cli("status", cwd=elsewhere)
         assert after.returncode == 1 and "no stack is running" in after.stderr
         assert not list(state_dir.glob("*.json"))  # the dead supervisor's record is removed
+        assert sockets.is_dir()  # only a stack that starts later can remove it
+        stack = subprocess.Popen(
+            [*PALAESTRA, "run", "stack.yaml"], cwd=here, text=True, stderr=subprocess.PIPE
+        )
+        read_until(stack, "ready in")
+        assert not sockets.exists()  # before: left in /tmp for good
+        (record,) = [orjson.loads(p.read_bytes()) for p in state_dir.glob("*.json")]
+        assert Path(head_servers(record["head"])["one"]["unix_socket"]).is_socket()
+        stack.send_signal(signal.SIGINT)
+        assert stack.wait(20) == 0
     finally:
         if stack.poll() is None:
             stack.kill()
