@@ -122,6 +122,16 @@ HTTP exchange of five fewer per served rollout). A server that did close says so
 palaestra, an error answer) the client closes as before."""
 CLOSED_HEADER: Final = "x-palaestra-closed"
 
+SEED_HEADER: Final = "x-palaestra-seed"
+"""Sent as ``x-palaestra-seed: <n>`` with a session route's ``POST`` (a tool, ``/verify``,
+``/reset``, ``/step``) in place of a ``/seed_session`` of its own: the body's first ``n`` bytes
+are the task to seed a session with, the rest is the route's own body, which runs in the new
+session. The answer is the route's, carrying the new session's token (``x-palaestra-session``
+and the cookie); an answer without the token is the seed's refusal or failure, as
+``/seed_session`` would have answered it, and the route did not run. A palaestra server says it
+takes this header in its ``GET /tools`` answer (``seed_with_first_call``); palaestra's env client
+then sends no seed of its own (one HTTP exchange fewer per served rollout)."""
+
 # --- errors -----------------------------------------------------------------------------------
 
 SESSION_LOST: Final = "session_lost"
@@ -367,7 +377,12 @@ def step_from_answer(answer: JsonDict) -> StepResult:
 
 
 def tools_answer(tools: list[JsonDict], default_agent: str) -> JsonDict:
-    return {"tools": tools, "default_agent": default_agent}
+    return {"tools": tools, "default_agent": default_agent, "seed_with_first_call": True}
+
+
+def seeds_with_first_call(answer: Any) -> bool:
+    """Whether a ``/tools`` answer says its server takes ``SEED_HEADER``."""
+    return isinstance(answer, dict) and answer.get("seed_with_first_call") is True
 
 
 def tools_of(answer: Any) -> tuple[list[JsonDict], str]:

@@ -53,6 +53,7 @@ from palaestra.protocol import (
     LIVENESS,
     RESENDABLE_ROUTES,
     RESET,
+    SEED_HEADER,
     SEED_SESSION,
     SESSION_HEADER,
     SESSION_LOST,
@@ -62,6 +63,7 @@ from palaestra.protocol import (
     error_of,
     failure_from_fields,
     observation_of,
+    seeds_with_first_call,
     step_from_answer,
     tool_route,
     tools_of,
@@ -85,6 +87,10 @@ _CONNECT_SECONDS = 10.0
 _ANSWER_SECONDS = 300.0
 _BUSY_STATUSES = frozenset({502, 503, 504})
 """Answers to a seed that are retried: the server (or a proxy before it) had no room."""
+_REFUSED_STATUSES = frozenset({503})
+"""Answers to a call seeding its session that are retried: the server's own refusal (a proxy's
+502 or 504 may hide a call that ran)."""
+_NONE: frozenset[int] = frozenset()
 
 
 class RemoteEnvironmentClient:
@@ -103,6 +109,7 @@ class RemoteEnvironmentClient:
         tools: list[JsonDict] | None = None,
         token: str | None = None,
         retry: RetryPolicy | None = None,
+        seed_with_first_call: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.name = name
@@ -119,6 +126,13 @@ class RemoteEnvironmentClient:
         self._headers: dict[str, dict[str, str] | FramedHeaders] = {}
         """Each session's request headers (a palaestra server's token, framed once)."""
         self._boundaries: dict[str, Boundary] = {}
+        self._seeds_along = False
+        """Whether seeds go with each session's first call (the server said it takes them)."""
+        self._may_seed_along = seed_with_first_call
+        self._unsent: dict[str, bytes] = {}
+        """The task of each session not seeded yet, to go with its first call."""
+        self._seeding: dict[str, asyncio.Event] = {}
+        """Sessions whose first call is on its way (set when it has answered)."""
         # Local session handles: a random prefix and a counter (a getrandom call per seed
         # otherwise); they never leave this client.
         self._handle_prefix = secrets.token_hex(4)
@@ -132,9 +146,21 @@ class RemoteEnvironmentClient:
         http: HttpClient | None = None,
         token: str | None = None,
         retry: RetryPolicy | None = None,
+        seed_with_first_call: bool = True,
     ) -> RemoteEnvironmentClient:
-        """Check the server is up and learn its tools (a NeMo Gym server lists none)."""
-        client = cls(base_url, http=http, token=token, retry=retry)
+        """Check the server is up and learn its tools (a NeMo Gym server lists none).
+
+        A palaestra server takes each session's seed with its first call (``SEED_HEADER``):
+        ``seed`` then sends nothing, and what the seed would have raised is raised by that
+        call. ``seed_with_first_call=False`` seeds on ``seed``, as with any other server.
+        """
+        client = cls(
+            base_url,
+            http=http,
+            token=token,
+            retry=retry,
+            seed_with_first_call=seed_with_first_call,
+        )
         try:
             await client._learn_tools()
         except Exception as error:
@@ -152,9 +178,11 @@ class RemoteEnvironmentClient:
         if listed.status != 200:
             return
         try:
-            self._tools, self.default_agent = tools_of(orjson.loads(listed.body))
+            answer = orjson.loads(listed.body)
+            self._tools, self.default_agent = tools_of(answer)
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise ConfigError(f"{self.base_url}/tools answered an unusable body: {error}") from None
+        self._seeds_along = self._may_seed_along and seeds_with_first_call(answer)
 
     async def _check_alive(self) -> None:
         """A liveness route answers below 400: ``GET /`` (palaestra, NeMo Gym), else
@@ -183,14 +211,16 @@ class RemoteEnvironmentClient:
         return self._tools
 
     async def seed(self, task: JsonDict) -> str:
+        handle = f"{self._handle_prefix}{next(self._handles):x}"
+        if self._seeds_along:  # seeded by the session's first call
+            self._unsent[handle] = orjson.dumps(task)
+            return handle
         status, body, response = await self._post(SEED_SESSION, task, None, _SEED)
         if status != 200:
             raise _answered(EnvironmentFailure, "seed_session", status, body)
-        handle = f"{self._handle_prefix}{next(self._handles):x}"
         token = response.header(SESSION_HEADER)
         if token:  # a palaestra server: the token names the session, no cookie is needed
-            # Framed once: llhttp let no line break through, so it frames as it is.
-            self._headers[handle] = FramedHeaders({**self._post_headers, SESSION_HEADER: token})
+            self._keep_token(handle, token)
         else:  # NeMo Gym's servers key sessions by cookie
             self._headers[handle] = self._post_headers
             self._cookies[handle] = {}
@@ -254,8 +284,13 @@ class RemoteEnvironmentClient:
         return answer
 
     async def close(self, session_id: str) -> None:
+        if session_id in self._seeding:  # its first call is seeding it: close what it seeds
+            await self._seeding[session_id].wait()
         if session_id not in self._headers:
-            return  # closed by the server after its verify (or not a session of this client)
+            # Closed by the server after its verify, never seeded on it (no call was made), or
+            # not a session of this client.
+            self._unsent.pop(session_id, None)
+            return
         try:
             await self._post(CLOSE_SESSION, {}, session_id, _ENV)
         finally:
@@ -267,13 +302,20 @@ class RemoteEnvironmentClient:
         headers = self._headers.get(session_id)
         return headers.adding(CLOSE_HEADER, "1") if isinstance(headers, FramedHeaders) else None
 
+    def _keep_token(self, handle: str, token: str) -> None:
+        """A palaestra server's session: the token names it, no cookie is needed. Framed
+        once: llhttp let no line break through, so it frames as it is."""
+        self._headers[handle] = FramedHeaders({**self._post_headers, SESSION_HEADER: token})
+
     def _forget(self, session_id: str) -> None:
         self._cookies.pop(session_id, None)
         self._headers.pop(session_id, None)
+        self._unsent.pop(session_id, None)
 
     async def aclose(self) -> None:
         self._cookies.clear()
         self._headers.clear()
+        self._unsent.clear()
         if self._owns_http:
             await self._http.aclose()
 
@@ -285,6 +327,12 @@ class RemoteEnvironmentClient:
         failures: tuple[type[RolloutFailure], type[RolloutFailure]],
         session_headers: FramedHeaders | None = None,
     ) -> tuple[int, bytes, HttpAnswer]:
+        if session_id is not None and self._unsent:
+            unsent = self._unsent.pop(session_id, None)
+            if unsent is not None:
+                return await self._post_seeding(route, body, session_id, failures, unsent)
+        if session_id in self._seeding:  # another call of the session is seeding it
+            await self._seeding[session_id].wait()
         headers: dict[str, str] | FramedHeaders = self._post_headers
         if session_headers is not None:
             headers = session_headers
@@ -295,16 +343,50 @@ class RemoteEnvironmentClient:
                 cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
                 headers = {**self._post_headers, "Cookie": cookie}
         url = f"{self.base_url}{route}"
-        boundary = self._boundaries.get(route)
-        if boundary is None or boundary.failure is not failures[0]:
-            boundary = Boundary(*failures, url, overruns=(TimeoutError,))
-            self._boundaries[route] = boundary
+        boundary = self._boundary(route, url, failures)
         answer = await self._send(url, orjson.dumps(body), headers, boundary, route)
         if session_id is not None:
             if answer.status == 404 and _is_session_lost(answer.body):
                 raise SessionLost(f"{url}: {_error_message(answer.body)}")
             self._remember_cookies(session_id, answer)
         return answer.status, answer.body, answer
+
+    async def _post_seeding(
+        self,
+        route: str,
+        body: JsonDict,
+        session_id: str,
+        failures: tuple[type[RolloutFailure], type[RolloutFailure]],
+        task: bytes,
+    ) -> tuple[int, bytes, HttpAnswer]:
+        """The session's first call, which seeds it (``SEED_HEADER``): the answer's token is
+        the session's from then on; an answer without one is the seed's failure."""
+        headers = {**self._post_headers, SEED_HEADER: str(len(task))}
+        if route == VERIFY:  # as for any token session: the server closes it after scoring
+            headers[CLOSE_HEADER] = "1"
+        url = f"{self.base_url}{route}"
+        seeding = self._seeding[session_id] = asyncio.Event()
+        try:
+            boundary = self._boundary(route, url, failures)
+            data = task + orjson.dumps(body)
+            answer = await self._send(url, data, headers, boundary, route, seeding=True)
+            token = answer.header(SESSION_HEADER)
+            if not token:
+                raise _answered(EnvironmentFailure, "seed_session", answer.status, answer.body)
+            self._keep_token(session_id, token)
+        finally:
+            del self._seeding[session_id]
+            seeding.set()
+        return answer.status, answer.body, answer
+
+    def _boundary(
+        self, route: str, url: str, failures: tuple[type[RolloutFailure], type[RolloutFailure]]
+    ) -> Boundary:
+        boundary = self._boundaries.get(route)
+        if boundary is None or boundary.failure is not failures[0]:
+            boundary = Boundary(*failures, url, overruns=(TimeoutError,))
+            self._boundaries[route] = boundary
+        return boundary
 
     async def _send(
         self,
@@ -313,9 +395,14 @@ class RemoteEnvironmentClient:
         headers: dict[str, str] | FramedHeaders,
         boundary: Boundary,
         route: str,
+        *,
+        seeding: bool = False,
     ) -> HttpAnswer:
         """One POST with the retry budget (see the module docstring for what is retried)."""
         seed = route == SEED_SESSION
+        # A seed turned away is sent again; a call seeding its session only when the server
+        # itself refused the seed (a 503 without the session's token: the call never ran).
+        busy = _BUSY_STATUSES if seed else _REFUSED_STATUSES if seeding else _NONE
         attempt = 0
         while True:
             retry_after: float | None = None
@@ -336,7 +423,7 @@ class RemoteEnvironmentClient:
                     raise
                 last: str | HttpAnswer = describe(error)
             else:
-                if not (seed and answer.status in _BUSY_STATUSES):
+                if answer.status not in busy or answer.header(SESSION_HEADER):
                     return answer
                 retry_after = _seconds(answer.headers.get("retry-after"))
                 last = answer

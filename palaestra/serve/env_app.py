@@ -57,6 +57,7 @@ from palaestra.protocol import (
     LIVENESS,
     RESERVED_ROUTES,
     RESET,
+    SEED_HEADER,
     SEED_SESSION,
     SERVER_BUSY,
     SESSION_COOKIE,
@@ -89,6 +90,7 @@ from palaestra.serve.evaluator import (
 from palaestra.serve.guard import BodyTooLarge
 from palaestra.serve.http_json import (
     Handler,
+    HotRequest,
     HotRoutedApp,
     JSONResponse,
     RequestError,
@@ -121,6 +123,8 @@ RETRY_AFTER_SECONDS = 1
 _SESSION_HEADER = SESSION_HEADER.encode()
 _FAILURES_HEADER = FAILURES_HEADER.encode()
 _CLOSE_HEADER = CLOSE_HEADER.encode()
+_SEED_HEADER = SEED_HEADER.encode()
+_SESSION_HEADERS = (_SESSION_HEADER, b"set-cookie")
 _CLOSED = (CLOSED_HEADER.encode(), b"1")
 _COOKIE_PREFIX = f"{SESSION_COOKIE}=".encode()
 _COOKIE_ATTRIBUTES = b"; HttpOnly; Path=/; SameSite=lax"
@@ -153,14 +157,19 @@ def environment_app(
     signer = SessionSigner(secret or secrets.token_bytes(32))
     caps = SessionCaps(max_sessions, max_task_bytes)
     # The routes a rollout crosses, answered without Starlette's router (HotRoutedApp).
-    hot: dict[str, Handler] = {
-        SEED_SESSION: _seed(client, signer, tasks, caps),
-        VERIFY: _verify(client, signer, tasks),
-        CLOSE_SESSION: _close(client, signer),
-    }
-    hot.update({tool_route(name): _tool(client, signer, name) for name in environment.tool_specs})
+    seed = _seed(client, signer, tasks, caps)
+    # A session route may seed its session first (SEED_HEADER): one exchange instead of two.
+    session_routes: dict[str, Handler] = {VERIFY: _verify(client, signer, tasks)}
+    session_routes.update(
+        {tool_route(name): _tool(client, signer, name) for name in environment.tool_specs}
+    )
     if isinstance(environment, StepEnvironment):
-        hot.update({RESET: _reset(client, signer), STEP: _step(client, signer)})
+        session_routes.update({RESET: _reset(client, signer), STEP: _step(client, signer)})
+    hot: dict[str, Handler] = {
+        SEED_SESSION: seed,
+        CLOSE_SESSION: _close(client, signer),
+        **{path: _seeding(seed, handler, lambda: app) for path, handler in session_routes.items()},
+    }
     routes = [
         Route(LIVENESS, _health(client, caps), methods=["GET"]),
         Route(TOOLS, _tools(client), methods=["GET"]),
@@ -301,6 +310,45 @@ def _seed(
         return response
 
     return seed
+
+
+def _seeding(seed: Handler, handler: Handler, app: Callable[[], HotRoutedApp]) -> Handler:
+    """``handler``, which first seeds a session from the body's head when the request carries
+    ``SEED_HEADER`` (see ``palaestra.protocol``), and then runs in that session."""
+
+    async def route(request: Request) -> Response:
+        size = header_of(request, _SEED_HEADER)
+        if size is None:
+            return await handler(request)
+        body = await request.body()
+        if not size.isdigit() or int(size) > len(body):
+            raise RequestError(
+                400, f"{SEED_HEADER} must be a byte count within the body", param=SEED_HEADER
+            )
+        respond = app().respond  # what a part raises is answered as its own route would
+        seeded = await respond(seed, _part(request, SEED_SESSION, body[: int(size)]))
+        session = next((h for h in seeded.raw_headers if h[0] == _SESSION_HEADER), None)
+        if session is None:  # refused or failed: the seed's answer, and the route never ran
+            return seeded
+        answer = await respond(handler, _part(request, None, body[int(size) :], session))
+        answer.raw_headers += [h for h in seeded.raw_headers if h[0] in _SESSION_HEADERS]
+        return answer
+
+    return route
+
+
+def _part(
+    request: Request, path: str | None, body: bytes, header: tuple[bytes, bytes] | None = None
+) -> HotRequest:
+    """One part of a seeding request, as if it had come on its own."""
+    scope = dict(request.scope)
+    if path is not None:
+        scope["path"] = path
+    if header is not None:
+        scope["headers"] = [header, *scope["headers"]]
+    part = HotRequest(scope, request.receive)
+    part._body = body
+    return part
 
 
 def _tool(client: LocalEnvironmentClient, signer: SessionSigner, name: str) -> Handler:

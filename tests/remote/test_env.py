@@ -5,18 +5,26 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from palaestra import ToolCallingAgent
 from palaestra.envs.counter.environment import Counter
-from palaestra.errors import EnvironmentFailure, EnvironmentUnreachable, SessionLost, ToolFailure
+from palaestra.errors import (
+    EnvironmentFailure,
+    EnvironmentUnreachable,
+    ModelError,
+    SessionLost,
+    ToolFailure,
+)
 from palaestra.models.http import RetryPolicy
 from palaestra.remote.env import RemoteEnvironmentClient, verdict_from_answer
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.sessions import Session
 from palaestra.tools import tool
+from palaestra.transport import HttpAnswer, HttpClient
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 from tests.support.network import free_port
@@ -143,6 +151,7 @@ async def test_a_session_whose_server_went_down_is_unreachable_for_its_close(
     remote = await RemoteEnvironmentClient.connect(served.url, retry=FAST)
     try:
         session = await remote.seed(TASK)
+        assert await remote.call_tool(session, "increment", {"amount": 1}) == "1"  # seeds it
         served.stop()
         with pytest.raises(EnvironmentUnreachable):
             await remote.close(session)
@@ -215,3 +224,129 @@ async def test_a_tool_that_timed_out_on_the_server_is_a_timeout_here_too() -> No
             await remote.aclose()
     assert caught.value.kind is FailureKind.TIMEOUT  # before: tool_error, the kind was lost
     assert "timed out after 0.2s" in caught.value.reason
+
+
+class CountingHttp(HttpClient):
+    """An HTTP client that notes the route of every POST it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.posts: list[str] = []
+
+    async def request(self, method: str, url: str, **options: Any) -> HttpAnswer:
+        if method == "POST":
+            self.posts.append(url.rsplit("/", 1)[1])
+        return await super().request(method, url, **options)
+
+
+def counting_to(target: int) -> FakeModel:
+    def script(params: JsonDict) -> JsonDict:
+        if outputs_so_far(params):
+            return say("done")
+        return response(call("increment", f'{{"amount": {target}}}', "c0"))
+
+    return FakeModel(script)
+
+
+async def test_a_palaestra_server_is_seeded_by_the_first_call_one_exchange_fewer(
+    served: RestartableServer,
+) -> None:
+    http = CountingHttp()
+    remote = await RemoteEnvironmentClient.connect(served.url, http=http)
+    try:
+        result = await ToolCallingAgent().run(TASK, remote, counting_to(3))
+        assert result.verdict is not None and result.verdict.reward == 1.0
+        # Before: seed_session, increment, verify. The verify closed the session.
+        assert http.posts == ["increment", "verify"]
+        assert len(served.app.state.client.sessions) == 0
+        answered = await ToolCallingAgent().run(TASK, remote, FakeModel(lambda _: say("3")))
+        assert answered.verdict is not None and http.posts[2:] == ["verify"]  # seed and verify
+        step_by_step = await RemoteEnvironmentClient.connect(
+            served.url, http=http, seed_with_first_call=False
+        )
+        await step_by_step.close(await step_by_step.seed(TASK))
+        assert http.posts[3:] == ["seed_session", "close_session"]
+        await step_by_step.aclose()
+    finally:
+        await remote.aclose()
+        await http.aclose()
+
+
+async def test_a_rollout_that_never_reaches_the_environment_costs_it_no_request(
+    served: RestartableServer,
+) -> None:
+    def failing(params: JsonDict) -> JsonDict:
+        raise ModelError("the model is down")
+
+    http = CountingHttp()
+    remote = await RemoteEnvironmentClient.connect(served.url, http=http)
+    try:
+        result = await ToolCallingAgent().run(TASK, remote, FakeModel(failing))
+    finally:
+        await remote.aclose()
+        await http.aclose()
+    assert result.failure is not None and result.failure.kind is FailureKind.MODEL_ERROR
+    assert http.posts == []  # before: a seed and its close
+
+
+async def test_a_seed_refused_with_the_first_call_fails_it_as_the_seed_would_and_runs_nothing() -> (
+    None
+):
+    class Refusing(Counter):
+        def seed(self, task: JsonDict) -> JsonDict:
+            raise ValueError("no such task")
+
+    with BackgroundServer(environment_app(Refusing())) as server:
+        remote = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            session = await remote.seed(TASK)
+            with pytest.raises(EnvironmentFailure, match="seed_session answered 500") as caught:
+                await remote.call_tool(session, "increment", {"amount": 1})
+            assert "no such task" in caught.value.reason
+            await remote.close(session)  # nothing was seeded: nothing to close
+            result = await ToolCallingAgent().run(TASK, remote, counting_to(3))
+        finally:
+            await remote.aclose()
+        assert len(server._server.config.app.state.client.sessions) == 0
+    assert result.verdict is None and result.failure is not None
+    assert result.failure.kind is FailureKind.ENV_ERROR and "no such task" in result.failure.reason
+
+
+async def test_a_full_server_is_waited_for_by_a_call_that_seeds_its_session() -> None:
+    server = RestartableServer(max_sessions=1)
+    server.start()
+    caps = server.app.state.caps
+    remote = await RemoteEnvironmentClient.connect(server.url, retry=PATIENT)
+    try:
+        first = await remote.seed(TASK)
+        assert await remote.call_tool(first, "increment", {"amount": 1}) == "1"
+        second = await remote.seed(TASK)
+        called = asyncio.create_task(remote.call_tool(second, "increment", {"amount": 2}))
+        while caps.refused == 0:  # the call's seed met the cap: 503, the tool did not run
+            await asyncio.sleep(0.01)
+        await remote.close(first)
+        assert await called == "2"  # the seed and the call, sent again once there was room
+        assert (await remote.verify(second, TASK, {"output": []})).metrics["final_value"] == 2
+        assert len(server.app.state.client.sessions) == 0
+    finally:
+        await remote.aclose()
+        server.stop()
+
+
+async def test_concurrent_first_calls_of_one_session_seed_it_once(
+    served: RestartableServer,
+) -> None:
+    remote = await RemoteEnvironmentClient.connect(served.url)
+    try:
+        session = await remote.seed(TASK)
+        values = await asyncio.gather(
+            *(remote.call_tool(session, "increment", {"amount": 1}) for _ in range(3))
+        )
+        assert sorted(values) == ["1", "2", "3"]  # one session: before, a 401 for the others
+        assert len(served.app.state.client.sessions) == 1
+        closing = asyncio.create_task(remote.close(await remote.seed(TASK)))
+        await remote.close(session)
+        await closing
+        assert len(served.app.state.client.sessions) == 0
+    finally:
+        await remote.aclose()

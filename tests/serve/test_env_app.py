@@ -427,3 +427,41 @@ async def test_aggregate_metrics_counts_failed_rows_and_never_averages_them() ->
     assert metrics["agent_metrics"]["mean/reward"] == 1.0
     assert metrics["key_metrics"]["failures"] == 2
     assert metrics["failures_by_kind"] == {"internal_error": 1, "timeout": 1}
+
+
+async def test_a_call_carrying_its_seed_runs_in_the_session_it_seeds() -> None:
+    task = orjson.dumps({"responses_create_params": {"input": "x"}, "target_value": 3})
+    app = environment_app(Counter(), max_task_bytes=1000)
+    sessions = app.state.client.sessions
+    with BackgroundServer(app) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            tools = await (await http.get("/tools")).json()
+            assert tools["seed_with_first_call"] is True
+
+            async def post(route: str, body: bytes, seed: str) -> aiohttp.ClientResponse:
+                headers = {"x-palaestra-seed": seed, "Content-Type": "application/json"}
+                return await http.post(route, data=body, headers=headers)
+
+            called = await post("/increment", task + b'{"amount": 3}', str(len(task)))
+            assert called.status == 200 and await called.json() == 3
+            token = called.headers["x-palaestra-session"]
+            assert token in called.headers["set-cookie"] and len(sessions) == 1
+            body = {"target_value": 3, "response": {"output": []}}
+            verified = await http.post("/verify", json=body, headers={"x-palaestra-session": token})
+            assert (await verified.json())["reward"] == 1.0  # the session the call seeded
+
+            # Bad counts, and a seed the server refuses: the seed's answer, no session, no call.
+            for seed in ("x", str(len(task) + 20), "-1"):
+                refused = await post("/increment", task + b"{}", seed)
+                assert refused.status == 400 and "x-palaestra-session" not in refused.headers
+            big = orjson.dumps({"responses_create_params": {"input": "x" * 2000}})
+            too_big = await post("/increment", big + b"{}", str(len(big)))
+            assert too_big.status == 413 and "max_task_bytes" in await too_big.text()
+            assert "x-palaestra-session" not in too_big.headers
+            assert len(sessions) == 1
+
+            # A verify seeding its session and asked to close it: all three in one exchange.
+            closing = {"x-palaestra-seed": str(len(task)), "x-palaestra-close": "1"}
+            at_once = await http.post("/verify", data=task + orjson.dumps(body), headers=closing)
+            assert (await at_once.json())["reward"] == 0.0  # a fresh counter: 0, not 3
+            assert at_once.headers["x-palaestra-closed"] == "1" and len(sessions) == 1
