@@ -76,6 +76,7 @@ from palaestra.transport import (
     HttpAnswer,
     HttpClient,
     TransportError,
+    shown_url,
 )
 from palaestra.types import JsonDict, Verdict
 
@@ -112,6 +113,8 @@ class RemoteEnvironmentClient:
         seed_with_first_call: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._shown = shown_url(self.base_url)
+        """The server as messages name it (a Unix socket as ``unix:/path``)."""
         self.name = name
         self.default_agent = "tool_calling"
         """The agent the served environment asks for (a NeMo Gym server: tool_calling)."""
@@ -167,7 +170,7 @@ class RemoteEnvironmentClient:
             await client.aclose()
             if isinstance(error, TransportError | TimeoutError):
                 raise ConfigError(
-                    f"cannot reach environment server {base_url}: {describe(error)}"
+                    f"cannot reach environment server {shown_url(base_url)}: {describe(error)}"
                 ) from None
             raise
         return client
@@ -181,7 +184,7 @@ class RemoteEnvironmentClient:
             answer = orjson.loads(listed.body)
             self._tools, self.default_agent = tools_of(answer)
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
-            raise ConfigError(f"{self.base_url}/tools answered an unusable body: {error}") from None
+            raise ConfigError(f"{self._shown}/tools answered an unusable body: {error}") from None
         self._seeds_along = self._may_seed_along and seeds_with_first_call(answer)
 
     async def _check_alive(self) -> None:
@@ -196,7 +199,7 @@ class RemoteEnvironmentClient:
             answered.append(f"GET {route}: {alive.status}")
             if alive.status not in (404, 405):
                 break
-        raise ConfigError(f"environment server {self.base_url} answered {', '.join(answered)}")
+        raise ConfigError(f"environment server {self._shown} answered {', '.join(answered)}")
 
     async def _get(self, route: str) -> HttpAnswer:
         return await self._http.request(
@@ -272,7 +275,7 @@ class RemoteEnvironmentClient:
     async def _post_ok(self, route: str, body: JsonDict, session_id: str) -> JsonDict:
         status, raw, _ = await self._post(route, body, session_id, _ENV)
         if status == 404:
-            raise EnvironmentFailure(f"{self.base_url} has no {route}: not a turn-based env")
+            raise EnvironmentFailure(f"{self._shown} has no {route}: not a turn-based env")
         if status != 200:
             raise _answered(EnvironmentFailure, route, status, raw)
         try:
@@ -347,7 +350,7 @@ class RemoteEnvironmentClient:
         answer = await self._send(url, orjson.dumps(body), headers, boundary, route)
         if session_id is not None:
             if answer.status == 404 and _is_session_lost(answer.body):
-                raise SessionLost(f"{url}: {_error_message(answer.body)}")
+                raise SessionLost(f"{shown_url(url)}: {_error_message(answer.body)}")
             self._remember_cookies(session_id, answer)
         return answer.status, answer.body, answer
 
@@ -384,7 +387,7 @@ class RemoteEnvironmentClient:
     ) -> Boundary:
         boundary = self._boundaries.get(route)
         if boundary is None or boundary.failure is not failures[0]:
-            boundary = Boundary(*failures, url, overruns=(TimeoutError,))
+            boundary = Boundary(*failures, shown_url(url), overruns=(TimeoutError,))
             self._boundaries[route] = boundary
         return boundary
 
@@ -434,8 +437,8 @@ class RemoteEnvironmentClient:
         if isinstance(last, HttpAnswer):
             return last  # the caller names the status and what the server said
         raise EnvironmentUnreachable(
-            f"environment server unreachable: {url} failed after {attempt + 1} attempt(s); "
-            f"last: {last}"
+            f"environment server unreachable: {shown_url(url)} failed after {attempt + 1} "
+            f"attempt(s); last: {last}"
         )
 
     def _remember_cookies(self, session_id: str, response: HttpAnswer) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from palaestra.serve.env_app import environment_app
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.sessions import Session
 from palaestra.tools import tool
-from palaestra.transport import HttpAnswer, HttpClient
+from palaestra.transport import HttpAnswer, HttpClient, unix_url
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 from tests.support.network import free_port
@@ -296,7 +297,8 @@ async def test_a_seed_refused_with_the_first_call_fails_it_as_the_seed_would_and
         def seed(self, task: JsonDict) -> JsonDict:
             raise ValueError("no such task")
 
-    with BackgroundServer(environment_app(Refusing())) as server:
+    app = environment_app(Refusing())
+    with BackgroundServer(app) as server:
         remote = await RemoteEnvironmentClient.connect(server.url)
         try:
             session = await remote.seed(TASK)
@@ -307,7 +309,7 @@ async def test_a_seed_refused_with_the_first_call_fails_it_as_the_seed_would_and
             result = await ToolCallingAgent().run(TASK, remote, counting_to(3))
         finally:
             await remote.aclose()
-        assert len(server._server.config.app.state.client.sessions) == 0
+    assert len(app.state.client.sessions) == 0
     assert result.verdict is None and result.failure is not None
     assert result.failure.kind is FailureKind.ENV_ERROR and "no such task" in result.failure.reason
 
@@ -350,3 +352,14 @@ async def test_concurrent_first_calls_of_one_session_seed_it_once(
         assert len(served.app.state.client.sessions) == 0
     finally:
         await remote.aclose()
+
+
+async def test_a_server_on_a_unix_socket_is_named_by_its_path_in_failures(tmp_path: Path) -> None:
+    socket = tmp_path / "env.sock"  # nothing listens there
+    remote = RemoteEnvironmentClient(unix_url(str(socket)), retry=FAST)
+    try:
+        with pytest.raises(EnvironmentUnreachable) as caught:
+            await remote.seed(TASK)
+    finally:
+        await remote.aclose()
+    assert f"unix:{socket}/seed_session failed" in caught.value.reason  # before: %2F-encoded
