@@ -17,6 +17,7 @@ from palaestra.errors import (
     EnvironmentUnreachable,
     ModelError,
     SessionLost,
+    ToolCallRejected,
     ToolFailure,
 )
 from palaestra.models.http import RetryPolicy
@@ -363,3 +364,19 @@ async def test_a_server_on_a_unix_socket_is_named_by_its_path_in_failures(tmp_pa
     finally:
         await remote.aclose()
     assert f"unix:{socket}/seed_session failed" in caught.value.reason  # before: %2F-encoded
+
+
+async def test_a_first_call_the_tool_refuses_still_seeds_the_session_it_names(
+    served: RestartableServer,
+) -> None:
+    remote = await RemoteEnvironmentClient.connect(served.url)
+    try:
+        session = await remote.seed(TASK)
+        with pytest.raises(ToolCallRejected):  # the model's mistake: told to it, not fatal
+            await remote.call_tool(session, "increment", {"amount": "three"})
+        assert await remote.call_tool(session, "increment", {"amount": 2}) == "2"
+        assert len(served.app.state.client.sessions) == 1  # the same session throughout
+        await remote.close(session)
+        assert len(served.app.state.client.sessions) == 0
+    finally:
+        await remote.aclose()
