@@ -156,15 +156,16 @@ def environment_app(
     client = LocalEnvironmentClient(environment)
     signer = SessionSigner(secret or secrets.token_bytes(32))
     caps = SessionCaps(max_sessions, max_task_bytes)
-    # The routes a rollout crosses, answered without Starlette's router (HotRoutedApp).
     seed = _seed(client, signer, tasks, caps)
-    # A session route may seed its session first (SEED_HEADER): one exchange instead of two.
     session_routes: dict[str, Handler] = {VERIFY: _verify(client, signer, tasks)}
     session_routes.update(
         {tool_route(name): _tool(client, signer, name) for name in environment.tool_specs}
     )
     if isinstance(environment, StepEnvironment):
         session_routes.update({RESET: _reset(client, signer), STEP: _step(client, signer)})
+    # The routes a rollout crosses, answered without Starlette's router (HotRoutedApp). A
+    # session route may seed its session first (SEED_HEADER): one exchange instead of two;
+    # the app, made below, answers what each part raises as that part's own route would.
     hot: dict[str, Handler] = {
         SEED_SESSION: seed,
         CLOSE_SESSION: _close(client, signer),
@@ -321,16 +322,17 @@ def _seeding(seed: Handler, handler: Handler, app: Callable[[], HotRoutedApp]) -
         if size is None:
             return await handler(request)
         body = await request.body()
-        if not size.isdigit() or int(size) > len(body):
+        cut = int(size) if size.isdigit() else -1
+        if not 0 <= cut <= len(body):
             raise RequestError(
                 400, f"{SEED_HEADER} must be a byte count within the body", param=SEED_HEADER
             )
-        respond = app().respond  # what a part raises is answered as its own route would
-        seeded = await respond(seed, _part(request, SEED_SESSION, body[: int(size)]))
+        respond = app().respond
+        seeded = await respond(seed, _part(request, SEED_SESSION, body[:cut]))
         session = next((h for h in seeded.raw_headers if h[0] == _SESSION_HEADER), None)
         if session is None:  # refused or failed: the seed's answer, and the route never ran
             return seeded
-        answer = await respond(handler, _part(request, None, body[int(size) :], session))
+        answer = await respond(handler, _part(request, None, body[cut:], session))
         answer.raw_headers += [h for h in seeded.raw_headers if h[0] in _SESSION_HEADERS]
         return answer
 
