@@ -5,13 +5,15 @@ session keeps its own cookies (NeMo Gym keys sessions by a cookie), sent by hand
 concurrent rollouts sharing one connection pool never see each other's cookies.
 
 What is retried, within the ``RetryPolicy`` budget (the model clients' backoff): a call whose
-connection could not be made (nothing was sent, so nothing can run twice), and a seed the server
+connection could not be made (nothing was sent, so nothing can run twice); a seed the server
 turned away as busy (502/503/504, honouring ``Retry-After``) or whose connection dropped (a
-second seed only costs a session that expires). Nothing else: a tool may have side effects, and
-running it twice would change the rollout. A server still unreachable after the budget is an
-``EnvironmentUnreachable`` (the collector stops the run, resumable). A session the server no
-longer knows (restarted, expired, forged token: a 404 of type ``session_lost``) is a
-``SessionLost`` failure, never a fresh session scored as if it were the rollout's.
+second seed only costs a session that expires); a palaestra server's 503 to a call that carries
+its session's seed (``SEED_HEADER``: the seed was refused, the call never ran). Nothing else: a
+tool may have side effects, and running it twice would change the rollout. A server still
+unreachable after the budget is an ``EnvironmentUnreachable`` (the collector stops the run,
+resumable). A session the server no longer knows (restarted, expired, forged token: a 404 of
+type ``session_lost``) is a ``SessionLost`` failure, never a fresh session scored as if it were
+the rollout's.
 
 What a call raised is mapped once, by a ``Boundary`` per call (``palaestra.boundary``): a
 transport timeout is the call's timeout failure, any other transport error its failure. A
