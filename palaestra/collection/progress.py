@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from palaestra.collection.collector import RunSummary
+from palaestra.transport import shown_url
 from palaestra.types import JsonDict
 
 
@@ -204,7 +205,11 @@ def endpoints_table(endpoints: list[JsonDict]) -> Table:
     for key in keys:
         table.add_column(key.replace("_", " "), justify="left" if key == "url" else "right")
     for endpoint in endpoints:
-        table.add_row(*(escape(_cell(endpoint.get(key))) for key in keys))
+        # The url as messages name it; the summary file keeps the one rows name.
+        shown = (
+            {**endpoint, "url": shown_url(str(endpoint["url"]))} if "url" in endpoint else endpoint
+        )
+        table.add_row(*(escape(_cell(shown.get(key))) for key in keys))
     return table
 
 

@@ -219,7 +219,9 @@ class RemoteModel:
         self.keep_token_ids: bool = options.get("keep_token_ids", False)
         self.tokens = TokenOptions.of(options)
         self.endpoint = RemoteEndpoint(config, http=http)
-        self.name: str = config.model or self.endpoint.base_url
+        # A name only shown (run summaries, a model server's id): nothing compares it with a
+        # URL, so a Unix socket is named as readers read it, not percent-encoded.
+        self.name: str = config.model or shown_url(self.endpoint.base_url)
         self.stats: ModelStats = self.endpoint.stats
 
     async def respond(self, params: JsonDict) -> JsonDict:

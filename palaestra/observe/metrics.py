@@ -25,6 +25,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from palaestra.observe.metrics_counts import endpoint_stats
+from palaestra.transport import shown_url
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
@@ -133,7 +134,9 @@ def endpoint_families(entries: Iterable[JsonDict]) -> Iterator[Metric]:
         labels=["endpoint"],
     )
     for entry in entries:
-        label = [str(entry["url"])]
+        # Shown, not the entry's ``url`` itself: that stays the key the workers' counts are
+        # added up by and a pool row's ``_palaestra.endpoints`` names; a label is only read.
+        label = [shown_url(str(entry["url"]))]
         calls.add_metric(label, _number(entry.get("calls")))
         retries.add_metric(label, _number(entry.get("retries")))
         errors.add_metric(label, _number(entry.get("failures")))

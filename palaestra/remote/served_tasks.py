@@ -27,7 +27,7 @@ from palaestra.collection.files import writing
 from palaestra.errors import ConfigError
 from palaestra.protocol import CLOSE_SESSION, DATASET_SIZE, SEED_SESSION, SESSION_HEADER
 from palaestra.remote.env import body_excerpt
-from palaestra.transport import HttpAnswer, HttpClient, TransportError
+from palaestra.transport import HttpAnswer, HttpClient, TransportError, shown_url
 from palaestra.types import JsonDict
 
 IN_FLIGHT = 16
@@ -77,12 +77,16 @@ async def served_tasks(
         size = await _size(client, base, auth)
         rows = await _rows(client, base, auth, size, in_flight)
     except (TransportError, TimeoutError) as error:
-        raise ConfigError(f"cannot read the tasks of {base}: {describe(error)}") from None
+        raise ConfigError(
+            f"cannot read the tasks of {shown_url(base)}: {describe(error)}"
+        ) from None
     finally:
         if http is None:
             await client.aclose()
     if not rows:
-        raise ConfigError(f"{base}{DATASET_SIZE} says the server holds no tasks: pass --input")
+        raise ConfigError(
+            f"{shown_url(base + DATASET_SIZE)} says the server holds no tasks: pass --input"
+        )
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         with writing(path):
@@ -102,13 +106,13 @@ async def _size(client: HttpClient, base: str, auth: dict[str, str]) -> int:
     )
     if answer.status == 404:
         raise ConfigError(
-            f"{base} serves no {DATASET_SIZE} (not a NeMo Evaluator benchmark server): "
+            f"{shown_url(base)} serves no {DATASET_SIZE} (not a NeMo Evaluator benchmark server): "
             f"pass --input with its tasks"
         )
-    size = _json(answer, f"{base}{DATASET_SIZE}").get("size")
+    size = _json(answer, shown_url(base + DATASET_SIZE)).get("size")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         excerpt = body_excerpt(answer.body)
-        raise ConfigError(f"{base}{DATASET_SIZE} answered no usable 'size': {excerpt}")
+        raise ConfigError(f"{shown_url(base + DATASET_SIZE)} answered no usable 'size': {excerpt}")
     return size
 
 
@@ -135,7 +139,8 @@ async def _seed(client: HttpClient, base: str, auth: dict[str, str], idx: int) -
         connect_timeout=10.0,
         read_timeout=_SECONDS,
     )
-    seed = _json(answer, f"{base}{SEED_SESSION} {{idx: {idx}}}")
+    what = f"{shown_url(base + SEED_SESSION)} {{idx: {idx}}}"
+    seed = _json(answer, what)
     session = answer.headers.get(SESSION_HEADER.lower())
     if session:
         await client.request(
@@ -147,10 +152,7 @@ async def _seed(client: HttpClient, base: str, auth: dict[str, str], idx: int) -
             read_timeout=_SECONDS,
         )
     if not isinstance(seed.get("prompt"), str) and not seed.get("messages"):
-        raise ConfigError(
-            f"{base}{SEED_SESSION} {{idx: {idx}}} answered no 'prompt' or 'messages': "
-            f"{body_excerpt(answer.body)}"
-        )
+        raise ConfigError(f"{what} answered no 'prompt' or 'messages': {body_excerpt(answer.body)}")
     return task_row(seed)
 
 

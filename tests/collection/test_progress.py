@@ -12,6 +12,7 @@ from palaestra.collection.collector import RunSummary
 from palaestra.collection.files import RunFiles
 from palaestra.collection.progress import RichProgress, summary_table
 from palaestra.evaluate import run_figures
+from palaestra.transport import unix_url
 from tests.evaluate.synthetic import write_run
 
 
@@ -78,6 +79,16 @@ def test_the_summary_lists_the_endpoints_of_a_pool_but_not_a_single_one(tmp_path
     text = summary_text(summary)
     assert "model endpoints" in text
     assert "http://b:2/v1" in text and "latency p50" in text
+
+
+def test_a_pools_endpoint_on_a_unix_socket_is_listed_by_its_socket_path(tmp_path: Path) -> None:
+    summary = RunSummary(done=1, files=RunFiles(write_run(tmp_path / "r.jsonl", {0: [1.0]})))
+    urls = [unix_url(f"/run/s/{name}.sock") + "/v1" for name in ("a", "b")]
+    summary.endpoints = [{"url": url, "calls": 1, "failures": 0} for url in urls]
+    text = summary_text(summary)
+    assert "unix:/run/s/a.sock/v1" in text and "unix:/run/s/b.sock/v1" in text
+    assert "%2F" not in text
+    assert [entry["url"] for entry in summary.endpoints] == urls  # the summary's own unchanged
 
 
 def test_a_summary_whose_output_cannot_be_read_says_so_instead_of_failing(tmp_path: Path) -> None:

@@ -83,3 +83,18 @@ async def test_a_model_on_a_unix_socket_is_named_by_its_socket_path_when_it_fail
     finally:
         await model.aclose()
         await server.close()
+
+
+async def test_a_model_on_a_unix_socket_without_a_model_name_is_named_by_its_socket_path(
+    tmp_path: Path,
+) -> None:
+    servers = Servers()
+    socket_path = tmp_path / "model.sock"
+    server = await servers.start(answer_always(answer(b"{}")), unix=socket_path)
+    model = OpenAIResponsesModel(ModelConfig(url=server.url("/v1"), max_retries=0))
+    try:
+        assert model.name == f"unix:{socket_path}/v1"
+        assert model.endpoint.base_url == server.url("/v1")  # what it calls is unchanged
+    finally:
+        await model.aclose()
+        await server.close()

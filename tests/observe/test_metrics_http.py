@@ -20,8 +20,10 @@ from prometheus_client import generate_latest
 import palaestra
 from palaestra import LocalEnvironmentClient, ToolCallingAgent, tool
 from palaestra.envs.weather.environment import Weather
+from palaestra.models import build_model
+from palaestra.models.affinity import rollout_scope
 from palaestra.models.openai_responses import OpenAIResponsesModel
-from palaestra.observe.metrics import registry_of
+from palaestra.observe.metrics import Source, model_families, registry_of
 from palaestra.observe.metrics_run import local_sources
 from palaestra.serve.agent_app import agent_app
 from palaestra.serve.env_app import environment_app
@@ -29,6 +31,7 @@ from palaestra.serve.guard import Guard
 from palaestra.serve.head_app import head_app
 from palaestra.serve.model_app import model_app
 from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.spec import ModelConfig
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.observe.test_metrics_run import (
@@ -45,8 +48,15 @@ from tests.support.scripted_model import (
     text_response,
     tool_call_response,
 )
+from tests.transport.raw_server import Peer, Servers
+from tests.transport.raw_server import answer as raw_answer
 
 TOKEN = "metrics-secret"
+
+
+def scraped(source: Source) -> Samples:
+    """The samples ``source`` gives, as a scrape would read them."""
+    return parse(generate_latest(registry_of([source])).decode())
 
 
 def get(url: str, token: str | None = TOKEN) -> Samples:
@@ -336,3 +346,40 @@ def test_a_tool_named_metrics_still_answers_its_post_beside_the_get() -> None:
             assert orjson.loads(answer.read()) == "wind 3 m/s"
         samples = get(f"{env.url}/metrics", None)
     assert by_label(samples, "palaestra_tool_calls_total", "tool") == {"metrics": 1}
+
+
+async def answer_ok(peer: Peer) -> None:
+    """A raw model server's handler: every call answered with one assistant message."""
+    while await peer.read_request() is not None:
+        peer.send(raw_answer(orjson.dumps(text_response("ok")), "Content-Type: application/json"))
+
+
+async def test_a_model_on_a_unix_socket_is_labelled_by_its_socket_path_and_a_pool_row_by_its_url(
+    tmp_path: Path,
+) -> None:
+    servers = Servers()
+    paths = [tmp_path / "a.sock", tmp_path / "b.sock"]
+    started = [await servers.start(answer_ok, unix=p) for p in paths]
+    one = OpenAIResponsesModel(ModelConfig(url=started[0].url("/v1"), model="m"))
+    pool = build_model(
+        ModelConfig(urls=[s.url("/v1") for s in started], model="m", api="responses")
+    )
+    try:
+        await one.respond({"input": "hi"})
+        with rollout_scope() as scope:
+            await pool.respond({"input": "hi"})
+        labels = [
+            by_label(scraped(model_families(model)), "palaestra_model_calls_total", "endpoint")
+            for model in (one, pool)
+        ]
+    finally:
+        await one.aclose()
+        await pool.aclose()
+        for server in started:
+            await server.close()
+    assert labels[0] == {f"unix:{paths[0]}/v1": 1}
+    assert sorted(labels[1]) == [f"unix:{p}/v1" for p in paths] and sum(labels[1].values()) == 1
+    # The pool's own url stays the one a row's ``_palaestra.endpoints`` names: the key the
+    # workers' counts are added up by, compared as it is.
+    stats = {entry["url"]: entry["calls"] for entry in pool.endpoint_stats()}  # type: ignore[attr-defined]
+    assert scope.urls is not None and stats[scope.urls[0]] == 1

@@ -20,6 +20,8 @@ from palaestra.remote.served_tasks import served_tasks, task_row
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.evaluator import load_dataset
 from palaestra.serve.uvicorn_runner import BackgroundServer
+from palaestra.transport import unix_url
+from tests.transport.raw_server import Handler, Peer, Servers, answer, parse_request
 
 
 def test_a_seed_with_messages_becomes_a_row_with_those_messages_and_its_answer() -> None:
@@ -112,3 +114,56 @@ async def test_an_unreachable_server_is_one_line(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"cannot read the tasks of http://127\.0\.0\.1:"):
         await served_tasks(f"http://127.0.0.1:{free_port()}", tmp_path / "tasks.jsonl")
+
+
+def _routed(answers: dict[str, bytes]) -> Handler:
+    """A raw server's handler answering each request path with its fixed bytes (else 404)."""
+
+    async def handle(peer: Peer) -> None:
+        while (raw := await peer.read_request()) is not None:
+            path = parse_request(raw)[0].split(" ")[1]
+            peer.send(answers.get(path, answer(b"{}", status="404 Not Found")))
+
+    return handle
+
+
+@pytest.mark.parametrize(
+    ("answers", "said"),
+    [
+        ({}, "{base} serves no /dataset_size"),
+        ({"/dataset_size": answer(b'{"size": 0}')}, "{base}/dataset_size says the server holds"),
+        (
+            {
+                "/dataset_size": answer(b'{"size": 1}'),
+                "/seed_session": answer(b'{"detail": "no"}', status="400 Bad Request"),
+            },
+            "{base}/seed_session {{idx: 0}} answered 400",
+        ),
+        (
+            {"/dataset_size": answer(b'{"size": 1}'), "/seed_session": answer(b"{}")},
+            "{base}/seed_session {{idx: 0}} answered no 'prompt' or 'messages'",
+        ),
+    ],
+    ids=["no-size-route", "empty", "seed-refused", "seed-without-prompt"],
+)
+async def test_a_server_on_a_unix_socket_is_named_by_its_socket_path(
+    tmp_path: Path, answers: dict[str, bytes], said: str
+) -> None:
+    servers = Servers()
+    socket_path = tmp_path / "bench.sock"
+    server = await servers.start(_routed(answers), unix=socket_path)
+    try:
+        with pytest.raises(ConfigError) as raised:
+            await served_tasks(server.url(""), tmp_path / "tasks.jsonl")
+    finally:
+        await server.close()
+    assert said.format(base=f"unix:{socket_path}") in str(raised.value)
+    assert "%2F" not in str(raised.value) and server.errors == []
+
+
+async def test_an_unreachable_unix_socket_is_named_by_its_path(tmp_path: Path) -> None:
+    socket_path = tmp_path / "none.sock"
+    with pytest.raises(ConfigError) as raised:
+        await served_tasks(unix_url(str(socket_path)), tmp_path / "tasks.jsonl")
+    assert str(raised.value).startswith(f"cannot read the tasks of unix:{socket_path}: ")
+    assert "%2F" not in str(raised.value)
