@@ -102,6 +102,9 @@ class RolloutFailure(PalaestraError):
     """Raised inside a rollout; the collector records it as a failure of ``kind``."""
 
     kind: FailureKind = FailureKind.INTERNAL_ERROR
+    worker_reruns: int = 0
+    """Times the rollout was started again because its worker died (``palaestra.distributed``
+    sets it on the failure it raises); its failure record says so, as a row would."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason

@@ -350,13 +350,15 @@ class _Run:
             self.stop(error.reason)
             return False
         except ServiceUnreachable as error:
-            self._record_failure(dispatched, Failure(error.kind, error.reason), None, job)
+            failure = Failure(error.kind, error.reason)
+            self._record_failure(dispatched, failure, None, job, error.worker_reruns)
             self.unreachable_streak += 1
             if self.unreachable_streak >= UNREACHABLE_STOP:
                 self.stop(f"{_service(error)} is unreachable: {error.reason}")
             return True
         except RolloutFailure as error:  # a runner that raises its failure, not returns it
-            self._record_failure(dispatched, Failure(error.kind, error.reason), None, job)
+            failure = Failure(error.kind, error.reason)
+            self._record_failure(dispatched, failure, None, job, error.worker_reruns)
             return True
         except Exception as error:  # a bug in one rollout must not end the run
             reason = f"{type(error).__name__}: {error}"
@@ -379,7 +381,8 @@ class _Run:
             return
         except Exception as error:
             reason = f"the rollout's row cannot be written: {type(error).__name__}: {error}"
-            self._record_failure(dispatched, Failure(FailureKind.INTERNAL_ERROR, reason), None, job)
+            failure = Failure(FailureKind.INTERNAL_ERROR, reason)
+            self._record_failure(dispatched, failure, None, job, result.worker_reruns)
             return
         self.outputs.write(line)
         self.metrics.add_rollout(row)
@@ -392,15 +395,27 @@ class _Run:
         self.progress.update(self.summary)
 
     def _record_failure(
-        self, dispatched: JsonDict, failure: Failure, result: AgentResult | None, job: Job
+        self,
+        dispatched: JsonDict,
+        failure: Failure,
+        result: AgentResult | None,
+        job: Job,
+        worker_reruns: int = 0,
     ) -> None:
+        """``worker_reruns``: of a failure without its result (a result carries its own)."""
         source = {"path": str(self.config.input), "line": job.task.line}
-        row = failure_row(dispatched, failure, result, attempt=job.attempt)
+        if result is not None:
+            worker_reruns = result.worker_reruns
+        row = failure_row(
+            dispatched, failure, result, attempt=job.attempt, worker_reruns=worker_reruns
+        )
         row["source"] = source
         try:
             line = encode(row)
         except Exception:  # the partial trajectory is not JSON: keep the record without it
-            row = failure_row(dispatched, failure, None, attempt=job.attempt)
+            row = failure_row(
+                dispatched, failure, None, attempt=job.attempt, worker_reruns=worker_reruns
+            )
             row["source"] = source
             line = encode(row)
         self.failures.write(line)

@@ -85,9 +85,17 @@ def verdict_fields(verdict: Verdict) -> JsonDict:
 
 
 def failure_row(
-    dispatched: JsonDict, failure: Failure, result: AgentResult | None, *, attempt: int
+    dispatched: JsonDict,
+    failure: Failure,
+    result: AgentResult | None,
+    *,
+    attempt: int,
+    worker_reruns: int = 0,
 ) -> JsonDict:
-    """A rollout that has no reward; the partial trajectory is kept for debugging."""
+    """A rollout that has no reward; the partial trajectory is kept for debugging.
+
+    ``worker_reruns`` is for a failure without its result (raised, or a trajectory that
+    cannot be written): a result says it itself."""
     row = dict(dispatched)
     row.update(failure_fields(failure))
     if result is not None:
@@ -95,6 +103,8 @@ def failure_row(
         row[FACTS] = _run_facts(result, attempt)
     else:
         row[FACTS] = {"attempt": attempt}
+        if worker_reruns:
+            row[FACTS]["worker_reruns"] = worker_reruns
     return row
 
 

@@ -4,6 +4,8 @@ The collector stays the one writer: it hands the dispatcher one task at a time, 
 hand it to an agent in process, and writes what comes back. The dispatcher sends the task to
 the least-loaded live worker and returns its result; so each dispatched task gives exactly one
 result (or one raised failure) and nothing is written twice, whatever happens to workers.
+Either says how many times the rollout was rerun (``worker_reruns``), so its row or failure
+record does.
 
 When a worker dies, every rollout it had in flight is run again on another worker. Which of
 them killed it cannot be told, so each becomes a suspect and runs *alone* on a worker (no other
@@ -31,7 +33,7 @@ from palaestra.agents.base import AgentResult
 from palaestra.distributed.codec import decode_error, encode_task, result_of
 from palaestra.distributed.endpoints import added_up, merged, settled
 from palaestra.distributed.worker import COUNTS
-from palaestra.errors import ConfigError, PalaestraError, RunStopped, WorkerCrash
+from palaestra.errors import ConfigError, PalaestraError, RolloutFailure, RunStopped, WorkerCrash
 from palaestra.types import JsonDict
 
 _log = logging.getLogger("palaestra.distributed")
@@ -144,10 +146,12 @@ class Dispatcher:
                 self._lost(slot, generation, lost.reason)
                 if deaths >= CRASHES_ALLOWED:
                     self._progressed()
-                    raise WorkerCrash(
+                    crash = WorkerCrash(
                         f"the rollout was running when its worker died, {deaths} times, the "
                         f"last time alone on it ({lost.reason})"
-                    ) from None
+                    )
+                    crash.worker_reruns = deaths - 1  # started `deaths` times: once, then reruns
+                    raise crash from None
                 continue
             finally:
                 slot.in_flight -= 1
@@ -159,7 +163,11 @@ class Dispatcher:
             counts = message.pop(COUNTS, None)
             if counts is not None:
                 self._counts[worker] = counts
-            result = result_of(message)
+            try:
+                result = result_of(message)
+            except RolloutFailure as failure:  # raised in the worker: raised here alike
+                failure.worker_reruns = deaths
+                raise
             result.worker_reruns = deaths
             return result
 

@@ -31,10 +31,11 @@ from palaestra.errors import (
     EnvironmentUnreachable,
     ModelAuthError,
     ModelError,
+    RolloutFailure,
     RunStopped,
 )
 from palaestra.observe.metrics_counts import RolloutCounts
-from palaestra.types import FailureKind, JsonDict, Verdict
+from palaestra.types import Failure, FailureKind, JsonDict, Verdict
 from tests.collection.test_collector import Quiet, read_jsonl
 
 Outcome = Callable[[JsonDict], AgentResult]
@@ -128,6 +129,35 @@ async def test_a_verdict_that_cannot_be_written_as_json_fails_that_rollout_not_t
     assert failure["failure"]["kind"] == "internal_error"
     assert "row cannot be written" in failure["failure"]["reason"]
     assert summary.done == 2
+
+
+async def test_every_failure_record_of_a_rerun_rollout_says_it_was_rerun(tmp_path: Path) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", numbered(5))
+
+    def rerun(result: AgentResult) -> AgentResult:
+        result.worker_reruns = 1
+        return result
+
+    def outcome(task: JsonDict) -> AgentResult:
+        n = task["n"]
+        if n in (0, 1, 4):  # raised, as a worker's failure comes back (not on task 4: ran once)
+            failure = (EnvironmentUnreachable if n == 1 else RolloutFailure)(f"failed {n}")
+            failure.worker_reruns = 0 if n == 4 else 1
+            raise failure
+        if n == 2:  # a verdict whose row cannot be written: recorded without its result
+            return rerun(scored(1.0, detail=object()))
+        failed = AgentResult(  # a failure whose trajectory cannot be written: kept without it
+            response={"output": [object()]}, failure=Failure(FailureKind.TOOL_ERROR, "broke")
+        )
+        return rerun(failed)
+
+    await run(tmp_path, Scripted(outcome))
+
+    failures = {f["n"]: f for f in read_jsonl(tmp_path / "out_failures.jsonl")}
+    assert {n: f["_palaestra"].get("worker_reruns") for n, f in failures.items()} == {
+        0: 1, 1: 1, 2: 1, 3: 1, 4: None,
+    }  # fmt: skip
+    assert "response" not in failures[3] and failures[3]["failure"]["kind"] == "tool_error"
 
 
 async def test_a_rollout_that_ran_out_of_steps_is_scored_marked_and_counted(

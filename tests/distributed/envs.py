@@ -3,7 +3,8 @@
 
 ``Numbered`` rewards a rollout by its task's number (so rows can be compared run to run),
 records which process ran it, and can be made slow (so rollouts are in flight when a worker is
-killed) or deadly: a task with ``"crash": true`` kills the process its tool runs in.
+killed) or deadly: a task with ``"crash": true`` kills the process its tool runs in; with
+``unwritable`` every verdict carries a metric that is not JSON, so its row cannot be written.
 """
 
 from __future__ import annotations
@@ -24,10 +25,17 @@ class Numbered(Environment):
 
     name = "numbered"
 
-    def __init__(self, delay: float = 0.0, pids: str | None = None, doom: str | None = None):
+    def __init__(
+        self,
+        delay: float = 0.0,
+        pids: str | None = None,
+        doom: str | None = None,
+        unwritable: bool = False,
+    ):
         if doom is not None and Path(doom).exists():  # a worker that can no longer start
             os._exit(3)
         self.delay, self.pids, self.doom = delay, pids, doom
+        self.unwritable = unwritable
 
     @tool
     async def get_weather(self, city: str, session: Session) -> str:
@@ -48,7 +56,10 @@ class Numbered(Environment):
         return f"cold in {city}"
 
     def verify(self, session: Session, response: JsonDict) -> Verdict:
-        return Verdict(reward=session.task["n"] / 10, metrics={"pid": os.getpid()})
+        metrics: JsonDict = {"pid": os.getpid()}
+        if self.unwritable:  # not JSON: the worker sends the failure raised, not a result
+            metrics["unwritable"] = {session.task["n"]}
+        return Verdict(reward=session.task["n"] / 10, metrics=metrics)
 
 
 def numbered_tasks(path: Path, count: int, *, crash: Collection[int] = ()) -> Path:

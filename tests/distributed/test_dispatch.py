@@ -79,6 +79,7 @@ def test_rollouts_that_shared_a_worker_with_a_killer_finish_and_the_killer_is_a_
     results = asyncio.run(_run_all(dispatcher, tasks))
     crash = results[3]
     assert isinstance(crash, WorkerCrash) and "2 times" in crash.reason
+    assert crash.worker_reruns == CRASHES_ALLOWED - 1  # its failure record says it was rerun
     for n, result in enumerate(results):
         if n != 3:
             assert isinstance(result, AgentResult) and result.verdict is not None

@@ -70,10 +70,11 @@ class Killer(threading.Thread):
 
 
 def collect_killing_a_worker(
-    tmp_path: Path, count: int, delay: float, **options: object
+    tmp_path: Path, count: int, delay: float, env_args: JsonDict | None = None, **options: object
 ) -> tuple[RunSummary, Path, int]:
-    """``collect`` of ``count`` numbered tasks (each rollout ``delay`` s) into ``out.jsonl``,
-    the first worker to note a rollout SIGKILLed; the summary, the notes and the killed pid."""
+    """``collect`` of ``count`` numbered tasks (each rollout ``delay`` s, ``env_args`` for the
+    rest) into ``out.jsonl``, the first worker to note a rollout SIGKILLed; the summary, the
+    notes and the killed pid."""
     tasks = numbered_tasks(tmp_path / "tasks.jsonl", count)
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -81,7 +82,8 @@ def collect_killing_a_worker(
     with ScriptedModelServer(weather_script()) as server:
         killer.start()
         summary = collect(
-            env=ENV, env_args={"delay": delay, "pids": str(pids)}, model=server.url,
+            env=ENV, env_args={"delay": delay, "pids": str(pids), **(env_args or {})},
+            model=server.url,
             input=tasks, output=tmp_path / "out.jsonl", **options,  # type: ignore[arg-type]
         )  # fmt: skip
         killer.done.set()
@@ -137,6 +139,23 @@ def test_a_rollout_rerun_after_its_worker_died_says_so_in_its_row(tmp_path: Path
     assert None in reruns.values()
 
 
+def test_a_rerun_rollout_whose_failure_is_raised_says_it_was_rerun_in_its_failure_record(
+    tmp_path: Path,
+) -> None:
+    # Every verdict is unwritable: each worker sends its rollout's failure raised, not a result.
+    _, pids, killed = collect_killing_a_worker(
+        tmp_path, 6, 0.3, {"unwritable": True}, concurrency=6, workers=2
+    )
+    assert killed
+    lost = {orjson.loads(line)["n"] for line in (pids / f"{killed}.jsonl").read_bytes().split()}
+    failures = rows(tmp_path / "out_failures.jsonl")
+    assert rows(tmp_path / "out.jsonl") == [] and len(failures) == 6
+    assert all("row cannot be written" in f["failure"]["reason"] for f in failures)
+    reruns = {f["n"]: f["_palaestra"].get("worker_reruns") for f in failures}
+    assert lost and all(reruns[n] == 1 for n in lost)  # in flight on the killed worker
+    assert {reruns[n] for n in set(reruns) - lost} == {None}  # absent from those that ran once
+
+
 def test_a_task_that_kills_its_worker_every_time_is_a_worker_crash_and_the_others_finish(
     tmp_path: Path,
 ) -> None:
@@ -150,6 +169,7 @@ def test_a_task_that_kills_its_worker_every_time_is_a_worker_crash_and_the_other
     (failure,) = rows(tmp_path / "out_failures.jsonl")
     assert (failure["_ng_task_index"], failure["failure"]["kind"]) == (2, "worker_crash")
     assert "alone" in failure["failure"]["reason"]
+    assert failure["_palaestra"]["worker_reruns"] == 1  # it ran twice: the second was a rerun
     assert summary.failures == Counter({"worker_crash": 1}) and summary.stopped_reason is None
 
 
