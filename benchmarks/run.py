@@ -13,8 +13,9 @@ It writes ``benchmarks/RESULTS.md`` (tables, with the machine, date, versions an
 1. throughput — the weather task (seed → model → tool → model → verify) against an instant
    mock model (``mock_model.py``, its own process, never counted): rollouts/s and CPU ms per
    rollout summed over every process of the stack, for palaestra in process, palaestra
-   through served servers (``--agent-url``), NeMo Gym 0.4.0, and the floor (``floor.py``:
-   the same model calls from a bare aiohttp client).
+   through served servers (``--agent-url``), NeMo Gym 0.4.0, the floor (``floor.py``: the
+   same model calls from a bare aiohttp client) and the served floor (``served_floor.py``:
+   a served rollout's exchanges between bare processes).
 2. concurrency — the mock sleeps 1 s per call; 10,000 rollouts with 10,000 in flight.
 3. memory — peak RSS of the collector for 1,000 vs 100,000 tasks at a fixed concurrency.
 4. start-up — ``palaestra run`` vs ``ng_run`` to ready, and the idle stack's memory.
@@ -24,9 +25,10 @@ It writes ``benchmarks/RESULTS.md`` (tables, with the machine, date, versions an
 7. pool — a pool of mock model endpoints (uneven speeds, a prefix cache, one dies mid-run):
    sticky least-loaded routing against NeMo Gym-style hashing and round-robin (``pool.py``).
 
-CPU is read from /proc for every process of each stack (NeMo Gym's Ray cluster included);
-"steady" figures come from the window between 10% and 90% of the rollouts done, "whole"
-figures from the whole command (interpreter start-up and imports included).
+CPU is read from each process's CPU-time clock for every process of each stack (NeMo Gym's
+Ray cluster included); "steady" figures come from the window between 10% and 90% of the
+rollouts done, "whole" figures from the whole command (interpreter start-up and imports
+included).
 """
 
 from __future__ import annotations
@@ -300,6 +302,7 @@ def palaestra_collect(tasks: Path, out: Path, model_url: str, concurrency: int) 
 AIOHTTP_FLOOR = "floor (bare aiohttp client)"
 TRANSPORT_FLOOR = "floor (bare palaestra.transport client)"
 FLOORS = {AIOHTTP_FLOOR: "aiohttp", TRANSPORT_FLOOR: "transport"}
+SERVED_FLOOR = "floor (bare served env + agent)"
 
 
 def floor_command(model_url: str, tasks: Path, concurrency: int, floor: str) -> list[str]:
@@ -315,6 +318,35 @@ def served_collect(agent_url: str, tasks: Path, out: Path) -> list[str]:
         *("--input", str(tasks), "--output", str(out), "--overwrite"),
         *("--concurrency", str(CONCURRENCY)),
     ]
+
+
+@contextlib.contextmanager
+def served_floor(root: Path, model_url: str) -> Iterator[tuple[str, list[int]]]:
+    """``served_floor.py``'s env and agent, started once: (the agent's URL, their pids)."""
+    root.mkdir(parents=True, exist_ok=True)
+    script = str(HERE / "served_floor.py")
+    socket = str(root / "env.sock")
+    started: list[subprocess.Popen[str]] = []
+    try:
+        for role in (["env", socket], ["agent", socket, model_url]):
+            process = subprocess.Popen([PY, script, *role], stdout=subprocess.PIPE, text=True)
+            started.append(process)
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            if not line.startswith("READY"):
+                raise RuntimeError(f"served_floor.py {role[0]} did not start: {line!r}")
+        port = line.split()[1]
+        yield f"http://127.0.0.1:{port}", [p.pid for p in started]
+    finally:
+        for process in started:
+            process.terminate()
+        for process in started:
+            process.wait(10)
+
+
+def served_floor_collect(agent_url: str, tasks: Path, out: Path) -> list[str]:
+    script = str(HERE / "served_floor.py")
+    return [PY, script, "collect", agent_url, str(tasks), str(out), "--concurrency", "32"]
 
 
 def floor_rate(stdout: str) -> tuple[float, float] | None:
@@ -479,6 +511,20 @@ def phase_throughput_and_startup(plan: Plan, root: Path, args: argparse.Namespac
                     )
             finally:
                 stack.stop()
+        with served_floor(root / "served-floor", mock.url) as (agent_url, pids):
+            for n in plan.sizes:
+                out = root / "out" / f"served-floor-{n}.jsonl"
+                rows.append(
+                    measured_run(
+                        SERVED_FLOOR,
+                        served_floor_collect(agent_url, tasks[n], out),
+                        n,
+                        mock,
+                        stack_roots=pids,
+                        output=out,
+                        timeout=max(120, n / 20),
+                    )
+                )
         for attempt in range(plan.palaestra_starts - 1):
             stack = PalaestraStack.start(
                 root / f"stack-start-{attempt}", stack_spec(mock.url, model_server=True)
@@ -776,11 +822,21 @@ def served_and_capacity_targets(results: Json) -> list[tuple[str, str, bool | No
         ]
         for label in ("env + agent", "env + model + agent")
     }
+    floor = {
+        r["n"]: r["steady"]["cpu_ms_per_rollout"]
+        for r in rows
+        if r["system"] == SERVED_FLOOR and r["steady"] and "error" not in r
+    }
     if served["env + agent"]:
         worst = max(served["env + agent"])
         text = f"{worst:.2f} ms steady (the worst N)"
         if served["env + model + agent"]:
             text += f"; env + model + agent {max(served['env + model + agent']):.2f} ms"
+        if floor:
+            text += (
+                f"; the same exchanges between bare processes (served floor) "
+                f"{min(floor.values()):.2f} to {max(floor.values()):.2f} ms"
+            )
         found.append(("served env + agent ≤ 0.5 ms CPU per rollout", text, worst <= 0.5))
     runs = [r for r in (results.get("capacity") or {}).get("runs", []) if "error" not in r]
     if runs:
@@ -1123,10 +1179,12 @@ METHOD = [
     "uvloop with pre-serialised answers: a `get_weather` call when the request holds no "
     "`function_call_output`, a short message once it does. It runs in its own process, and "
     "its CPU is never counted.",
-    "- CPU is user + system time from /proc, summed over every process of a stack: the "
-    "collector, and for served stacks every server process; for NeMo Gym `ng_run`'s whole "
-    "tree (its three servers, the head server, Ray's GCS, raylet, dashboard, workers and "
-    "agents) plus `ng_collect_rollouts`.",
+    "- CPU is each process's CPU-time clock (user + system, all threads, in nanoseconds; "
+    "plus what it reaped from exited children, from /proc), summed over every process of a "
+    "stack: the collector, and for served stacks every server process; for NeMo Gym "
+    "`ng_run`'s whole tree (its three servers, the head server, Ray's GCS, raylet, dashboard, "
+    "workers and agents) plus `ng_collect_rollouts`. (Until 2026-11-24 it was /proc's "
+    "user + system ticks of 10 ms, which moved a 0.25 s steady window by up to 10%.)",
     f"- Every system runs the same tasks (the weather task in NeMo Gym's row format, the tool "
     f"listed in the task) at concurrency {CONCURRENCY}. palaestra runs with `--api responses "
     "--model-name mock-weather`, as NeMo Gym's openai_model server is configured with the "
@@ -1141,6 +1199,14 @@ METHOD = [
     "- The floor (`benchmarks/floor.py`) makes the two model calls of each rollout with one "
     "aiohttp session, orjson and uvloop, and the same GC threshold as `palaestra collect`: "
     "no sessions, tools, verification or output files.",
+    "- The served floor (`benchmarks/served_floor.py`) makes a served weather rollout's "
+    "exchanges between three bare processes: a collector posting each task to `/run` and "
+    "writing the answers, an agent server making the two model calls and the two env calls "
+    "(the tool call carrying the task, as palaestra's first call does, then `/verify`, over a "
+    "Unix socket, as in a stack), and an env server that parses what it gets and answers "
+    "canned tool output or the verify body with a reward. Bare asyncio servers with the mock's "
+    "HTTP parsing, `palaestra.transport` clients: what the served shape costs on this "
+    "machine, with none of palaestra's work.",
     "- *Steady* figures come from the samples (every 20 ms) between 10% and 90% of the "
     "rollouts done (counted at the mock); *whole* figures from the whole command.",
 ]
