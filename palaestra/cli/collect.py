@@ -15,7 +15,16 @@ import click
 from rich.console import Console
 
 from palaestra.cli.errors import EXIT_NOTHING_SCORED, EXIT_STOPPED, exit_on_user_error
-from palaestra.cli.options import agent_flags, agent_spec, env_options, env_spec, model_flags
+from palaestra.cli.options import (
+    agent_flags,
+    agent_spec,
+    env_options,
+    env_spec,
+    metrics_port_option,
+    model_flags,
+    scale_fields,
+    scale_flags,
+)
 from palaestra.cli.options import model_config as model_config_of
 
 if TYPE_CHECKING:
@@ -89,30 +98,8 @@ if TYPE_CHECKING:
     help="At the end, write the run's report beside the output: <output>_report.md and a "
     "self-contained <output>_report.html (as `palaestra report` does).",
 )
-@click.option(
-    "--metrics-port",
-    type=click.IntRange(min=1, max=65535),
-    help="Serve Prometheus metrics of the run on http://127.0.0.1:PORT/metrics while it runs.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    help="Run rollouts in N worker processes (or N Ray actors with --executor ray) that share "
-    "--concurrency; this process stays the one writer. Default: 1, in this process (with "
-    "--executor ray: the cluster's CPUs).",
-)
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Where rollouts run: this machine, or actors on a Ray cluster (pip install "
-    "'palaestra[ray]').",
-)
-@click.option(
-    "--ray-address",
-    help="The Ray cluster to join (ray://host:10001, auto). Default: start a local one.",
-)
+@metrics_port_option()
+@scale_flags
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
 @click.option("--top-p", type=float, help="Override the tasks' top_p.")
 @click.option(
@@ -178,11 +165,8 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
             resume=options["resume"],
             overwrite=options["overwrite"],
             failures_as_zero=options["failures_as_zero"],
-            metrics_port=options["metrics_port"],
             report=options["report"],
-            executor=options["executor"],
-            ray_address=options["ray_address"],
-            workers=options["workers"],
+            **scale_fields(options),
         ),
     )
 

@@ -2,7 +2,8 @@
 
 ``collect``, ``serve agent`` and ``serve model`` take the same model flags; ``collect``,
 ``serve env`` and ``serve agent`` the same environment flags; ``collect`` and ``serve agent``
-the same agent flags. Parsing only: what a spec means is ``palaestra.assembly``'s business.
+the same agent flags; ``collect`` and ``eval`` the same scale flags (workers, executor, Ray
+address, metrics port). Parsing only: what a spec means is ``palaestra.assembly``'s business.
 """
 
 from __future__ import annotations
@@ -236,3 +237,46 @@ def model_config(
         sampling=sampling or None,
         options=backend_options or None,
     )
+
+
+scale_flags = _stacked(
+    click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        help="Run rollouts in N worker processes (or N Ray actors with --executor ray) that "
+        "share --concurrency; this process stays the one writer. Default: 1, in this process "
+        "(with --executor ray: the cluster's CPUs).",
+    ),
+    click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Where rollouts run: this machine, or actors on a Ray cluster (pip install "
+        "'palaestra[ray]').",
+    ),
+    click.option(
+        "--ray-address",
+        help="The Ray cluster to join (ray://host:10001, auto). Default: start a local one.",
+    ),
+)
+"""``--workers``, ``--executor`` and ``--ray-address`` (``collect`` and ``eval``)."""
+
+
+def metrics_port_option(
+    help: str = "Serve Prometheus metrics of the run on http://127.0.0.1:PORT/metrics while "
+    "it runs.",
+) -> Callable[[F], F]:
+    """``--metrics-port`` (``collect``'s help unless ``help`` says how a command serves it)."""
+    return click.option("--metrics-port", type=click.IntRange(min=1, max=65535), help=help)
+
+
+def scale_fields(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The collection fields the scale flags and ``--metrics-port`` give (``CollectOptions``'s
+    ``workers``, ``executor``, ``ray_address``, ``metrics_port``; ``RunFields``' too)."""
+    return {
+        "workers": options["workers"],
+        "executor": options["executor"],
+        "ray_address": options["ray_address"],
+        "metrics_port": options["metrics_port"],
+    }
