@@ -19,6 +19,12 @@ back into ``<output_dir>/report.md`` and ``report.html``: each environment's fig
 their intervals and the overall figures, which pool every environment's tasks (each task
 weighs the same, whichever environment it comes from; the report says so).
 
+``env_args`` gives environments their constructor's arguments, keyed by the environment as
+``envs`` gives it (``{"./my_env.py": {"difficulty": 3}}``; with a mapping, by its names). The
+other fields of ``collect`` apply to every run alike: ``workers``, ``executor`` and
+``ray_address`` spread each run's rollouts (the workers start with each run and stop at its
+end), and ``metrics_port`` is served by the run under way (see ``eval``).
+
 The environments run one after the other, not side by side: each run already keeps
 ``concurrency`` rollouts in flight against the model, which is what limits an evaluation;
 running environments at once would multiply the load on the endpoint (the embedded model
@@ -35,7 +41,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from palaestra.collection.api import RunFields, collect_async, run_spec
 from palaestra.collection.collector import Progress, RunSummary
@@ -55,9 +61,10 @@ EnvLike = str | EnvSpec | Environment | type[Environment]
 spec (``EnvSpec(url=...)`` for a served one)."""
 ProgressFor = Callable[[str], "Progress | Callable[[RunSummary], object] | None"]
 """Given an environment's name, what shows its run's progress."""
-NOT_PER_ENVIRONMENT = ("env", "env_args", "env_url", "env_cmd", "output")
+NOT_PER_ENVIRONMENT = ("env", "env_url", "env_cmd", "output")
 """``RunFields`` that name one run's environment or output: ``envs`` and ``output_dir`` say
-these for an evaluation (``EnvSpec`` carries args, url and cmd)."""
+these for an evaluation (``EnvSpec`` carries url and cmd; ``env_args`` is keyed by
+environment)."""
 REPORT_MARKDOWN = "report.md"
 REPORT_HTML = "report.html"
 
@@ -153,27 +160,35 @@ def plan(
     **fields: Unpack[RunFields],
 ) -> Plan:
     """The ``RunSpec`` of each environment's run, and their names; every mistake (an unknown
-    environment or field, two environments of one name, an earlier evaluation's files without
-    ``resume`` or ``overwrite``) is one ``ConfigError`` before anything runs."""
+    environment or field, ``env_args`` of no environment or that one does not take, two
+    environments of one name, an earlier evaluation's files without ``resume`` or
+    ``overwrite``) is one ``ConfigError`` before anything runs."""
+    from palaestra.arguments import check_keywords
     from palaestra.assembly import find
 
     given = [key for key in NOT_PER_ENVIRONMENT if key in fields]
     if given:
         raise TypeError(
-            f"eval takes envs= and output_dir=, not {given[0]}= (an EnvSpec carries an "
-            "environment's args, url or cmd)"
+            f"eval takes envs= and output_dir=, not {given[0]}= (an EnvSpec carries a served "
+            "environment's url or cmd)"
         )
     named = list(envs.items()) if isinstance(envs, Mapping) else [(None, env) for env in envs]
     if not named:
         raise ConfigError("eval needs at least one environment")
+    keys = [label if label is not None else env for label, env in named]
+    args = _args_by_environment(fields.pop("env_args", None), keys)
     if len(named) > 1 and fields.get("input") is not None:
         raise ConfigError("input= names one environment's tasks: evaluate several without it")
     directory = Path(output_dir)
     runs: list[tuple[str, RunSpec]] = []
-    for label, env in named:
+    for key, (label, env) in zip(keys, named, strict=True):
         one: RunFields = {**fields, "env": env}
+        if isinstance(key, str) and args.get(key):
+            one["env_args"] = args[key]
         first = run_spec(**one)
         found = find(first.env)
+        if found is not None and not found.given:  # its arguments, checked before any run
+            check_keywords(found.cls, found.args, f"environment '{found.name}'")
         name = _slug(label or (found.name if found is not None else _served_name(first.env)))
         if any(name == known for known, _ in runs):
             raise ConfigError(
@@ -248,8 +263,16 @@ async def eval_async(
 
     ``fields`` are ``collect``'s (``model``, ``repeats``, ``concurrency``, ``limit``,
     ``num_tasks``, ``sampling``, ``agent``, ``resume``, ``overwrite``, ``failures_as_zero``,
-    ...) and apply to every environment; ``progress`` is called with an environment's name and
-    its run's summary as it goes. For code inside an event loop; ``eval`` is the same without.
+    ``workers``, ``executor``, ``ray_address``, ``metrics_port``, ...) and apply to every
+    environment, but for ``env_args``: the arguments of each environment, keyed by the
+    environment as ``envs`` gives it (a name or path in the list, or the mapping's name), e.g.
+    ``env_args={"./my_env.py": {"difficulty": 3}}``; a key that is not one of them is a
+    ``ConfigError``. The arguments are part of each run's identity: a resume with other
+    arguments is refused as ``collect`` refuses it. ``metrics_port`` is served by each run in
+    turn (the environments run one after the other): the port is bound while an environment
+    runs, its counters start at 0 with each environment, and it is closed for a moment between
+    two. ``progress`` is called with an environment's name and its run's summary as it goes.
+    For code inside an event loop; ``eval`` is the same without.
     """
     planned = plan(envs, output_dir=output_dir, **fields)
     return await run_plan(planned, _per_environment(progress))
@@ -269,8 +292,9 @@ def eval(  # palaestra.eval, as inspect_ai.eval: the name a user looks for
         result = palaestra.eval(["math", "weather"], model="http://localhost:8000/v1",
                                 repeats=4, output_dir="runs/eval1", resume=True)
 
-    ``eval_async`` on an event loop of its own (uvloop's when installed, SIGTERM stopping the
-    run as Ctrl-C does, as ``collect``). Returns the ``Evaluation``.
+    ``eval_async`` (which says what ``fields`` and ``env_args`` are) on an event loop of its
+    own (uvloop's when installed, SIGTERM stopping the run as Ctrl-C does, as ``collect``).
+    Returns the ``Evaluation``.
     """
     planned = plan(envs, output_dir=output_dir, **fields)
     return run_collector(run_plan(planned, _per_environment(progress)))
@@ -287,6 +311,33 @@ def _per_environment(
         return lambda summary: callback(name, summary)
 
     return progress_for
+
+
+def _args_by_environment(
+    given: Mapping[str, Any] | None, keys: Sequence[object]
+) -> dict[str, Mapping[str, Any]]:
+    """``env_args`` checked: each key one of the environments (as ``envs`` names it), each
+    value a mapping of keyword arguments; any other is one ``ConfigError`` naming it."""
+    if not given:
+        return {}
+    if not isinstance(given, Mapping):
+        raise ConfigError(f"env_args must be a mapping of environment to arguments, not {given!r}")
+    named = [key for key in keys if isinstance(key, str)]
+    shown = ", ".join(repr(key) for key in named) or "none given by name"
+    checked: dict[str, Mapping[str, Any]] = {}
+    for key, args in given.items():
+        if key not in named:
+            example = f"{{{(named or ['NAME'])[0]!r}: {{{key!r}: ...}}}}"
+            raise ConfigError(
+                f"env_args names {key!r}, which is not one of the environments ({shown}): "
+                f"key the arguments by the environment as given, e.g. env_args={example}"
+            )
+        if not isinstance(args, Mapping):
+            raise ConfigError(
+                f"env_args[{key!r}] must be a mapping of the environment's arguments, not {args!r}"
+            )
+        checked[key] = args
+    return checked
 
 
 def _served_name(env: EnvSpec) -> str:
