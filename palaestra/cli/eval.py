@@ -8,6 +8,7 @@ figures of each and overall with their intervals, where the report went) and the
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,10 +19,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from palaestra.cli.errors import EXIT_NOTHING_SCORED, EXIT_STOPPED, exit_on_user_error
-from palaestra.cli.options import agent_flags, agent_spec, model_flags
+from palaestra.cli.options import (
+    agent_flags,
+    agent_spec,
+    assignments,
+    metrics_port_option,
+    model_flags,
+    scale_fields,
+    scale_flags,
+)
 from palaestra.cli.options import model_config as model_config_of
+from palaestra.errors import ConfigError
 
 if TYPE_CHECKING:
+    from palaestra.collection.collector import Progress, RunSummary
     from palaestra.evaluate.evaluation import Evaluation
     from palaestra.evaluate.figures import RunFigures
 
@@ -34,6 +45,15 @@ if TYPE_CHECKING:
     required=True,
     help="An environment to evaluate (repeatable): a name (see `palaestra envs`), "
     "./file.py[:Class] or module:Class.",
+)
+@click.option(
+    "--env-arg",
+    "env_args",
+    multiple=True,
+    metavar="NAME:KEY=VALUE",
+    help="A keyword argument of the constructor of the environment given as --env NAME "
+    "(NAME exactly as given; repeatable), e.g. --env-arg ./maze.py:size=5; with one --env, "
+    "KEY=VALUE is enough. The value is a YAML scalar (a number, true/false, null, else text).",
 )
 @model_flags()
 @agent_flags
@@ -77,6 +97,13 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Read failed rollouts as reward 0 in the figures (default: left out).",
 )
+@metrics_port_option(
+    "Serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the evaluation runs: the "
+    "environment running now serves its run's metrics there (they run one after the other), "
+    "so the counters start at 0 with each environment and the port is closed for a moment "
+    "between two."
+)
+@scale_flags
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
 @click.option("--top-p", type=float, help="Override the tasks' top_p.")
 @click.option(
@@ -108,8 +135,10 @@ def eval_command(**options: Any) -> None:
         if options[field] is not None
     }
     with exit_on_user_error(console):
+        envs = list(options["envs"])
+        env_args = env_args_of(options["env_args"], envs)
         planned = plan(
-            list(options["envs"]),
+            envs,
             output_dir=options["output_dir"],
             model=model_config_of(options, sampling=sampling),
             agent=agent_spec(options),
@@ -121,11 +150,14 @@ def eval_command(**options: Any) -> None:
             resume=options["resume"],
             overwrite=options["overwrite"],
             failures_as_zero=options["failures_as_zero"],
+            env_args=env_args,
+            **scale_fields(options),
         )
+        if options["metrics_port"] is not None:
+            console.print(f"metrics: http://127.0.0.1:{options['metrics_port']}/metrics")
 
-        def progress_for(name: str) -> RichProgress:
-            console.print(f"[bold]{escape(name)}[/]", highlight=False)
-            return RichProgress(console)
+        def progress_for(name: str) -> Headed:
+            return Headed(name, RichProgress(console), console)
 
         started = time.perf_counter()
         result = run_collector(run_plan(planned, progress_for))
@@ -148,6 +180,55 @@ def eval_command(**options: Any) -> None:
             highlight=False,
         )
         raise SystemExit(EXIT_NOTHING_SCORED)
+
+
+class Headed:
+    """An environment's progress bar under its name, the name shown when its run starts: a
+    run refused before it starts (another run's files, a Ray cluster out of reach) shows only
+    its one error line."""
+
+    def __init__(self, name: str, progress: Progress, console: Console) -> None:
+        self.name, self.progress, self.console = name, progress, console
+
+    def start(self, summary: RunSummary) -> None:
+        self.console.print(f"[bold]{escape(self.name)}[/]", highlight=False)
+        self.progress.start(summary)
+
+    def update(self, summary: RunSummary) -> None:
+        self.progress.update(summary)
+
+    def message(self, text: str) -> None:
+        self.progress.message(text)
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def env_args_of(items: Sequence[str], envs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``--env-arg NAME:KEY=VALUE`` flags as each environment's arguments, keyed by its --env
+    as given; a bare ``KEY=VALUE`` is the one environment's. The values are read as
+    ``collect`` reads them (``assignments``: YAML scalars). A NAME that is no --env, or a bare
+    ``KEY=VALUE`` beside several, is one ``ConfigError`` naming the flag."""
+    given: dict[str, list[str]] = {}
+    for item in items:
+        head, equals, value = item.partition("=")
+        name, colon, key = head.rpartition(":")
+        if not equals or not key.strip():
+            raise ConfigError(f"--env-arg {item!r}: expected NAME:KEY=VALUE (or KEY=VALUE)")
+        if not colon:
+            if len(envs) > 1:
+                raise ConfigError(
+                    f"--env-arg {item!r}: {len(envs)} --env are given ({', '.join(envs)}); "
+                    f"say whose argument it is, e.g. --env-arg {envs[0]}:{item}"
+                )
+            name = envs[0]
+        elif name not in envs:
+            raise ConfigError(
+                f"--env-arg {item!r}: {name!r} is not one of the --env values "
+                f"({', '.join(envs)}); give NAME exactly as --env gives it"
+            )
+        given.setdefault(name, []).append(f"{key}={value}")
+    return {name: assignments(pairs, "--env-arg") for name, pairs in given.items()}
 
 
 def show(result: Evaluation, console: Console, elapsed: float) -> None:
