@@ -32,6 +32,9 @@ logger = logging.getLogger("palaestra.serve")
 _READ_PAUSE_BYTES = 1024 * 1024
 """A request body buffered beyond this pauses reading until the app takes it."""
 _PHRASES = {status.value: status.phrase.encode() for status in http.HTTPStatus}
+_STATUS_LINES = {
+    status: b"HTTP/1.1 %d %s\r\n" % (status, phrase) for status, phrase in _PHRASES.items()
+}
 _NO_BODY_STATUSES = frozenset({204, 304})
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -72,6 +75,7 @@ class HttpProtocol(asyncio.Protocol):
         self.default_head = b""
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
+        self._asks_continue = False
         self._parsing: Exchange | None = None
 
     # --- asyncio.Protocol ----------------------------------------------------------------
@@ -124,13 +128,17 @@ class HttpProtocol(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self._url = b""
         self._headers = []
+        self._asks_continue = False
         self.idle_since = None
 
     def on_url(self, url: bytes) -> None:
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name.lower(), value))
+        name = name.lower()
+        self._headers.append((name, value))
+        if name == b"expect":  # noted here: no scan of the headers per request for it
+            self._asks_continue = value.lower() == b"100-continue"
 
     def on_headers_complete(self) -> None:
         parser = self.parser
@@ -155,6 +163,7 @@ class HttpProtocol(asyncio.Protocol):
             "state": self.app_state.copy(),
         }
         exchange = Exchange(self, scope, parser.should_keep_alive())
+        exchange.asks_continue = self._asks_continue
         if self.direct_route is not None and scope["method"] == "POST":
             exchange.route = self.direct_route(scope)
         self._parsing = exchange
@@ -184,7 +193,7 @@ class HttpProtocol(asyncio.Protocol):
             if exchange.done:
                 self._launch(exchange)
             else:
-                if self.transport is not None and _expects_continue(exchange.scope["headers"]):
+                if self.transport is not None and exchange.asks_continue:
                     self.transport.write(_CONTINUE)  # the client waits for it to send the body
                 self._resume_reading()
             return
@@ -309,6 +318,7 @@ class Exchange:
     """One request and its answer: the ASGI ``receive`` and ``send`` of one app call."""
 
     __slots__ = (
+        "asks_continue",
         "body",
         "buffered",
         "chunked",
@@ -339,7 +349,8 @@ class Exchange:
         self.done = False  # the whole request body has arrived
         self.lost = False  # the client went away
         self.waiter: asyncio.Future[None] | None = None
-        self.expects_continue: bool | None = None  # looked up only if the body is awaited
+        self.asks_continue = False  # the request's ``Expect: 100-continue``
+        self.expects_continue: bool | None = None  # None until the body is first awaited
         self.whole_body_sent = False
         self.started = False
         self.finished = False
@@ -392,7 +403,7 @@ class Exchange:
             if self.expects_continue is None:  # the client waits for a go before the body
                 self.expects_continue = False
                 transport = self.protocol.transport
-                if transport is not None and _expects_continue(self.scope["headers"]):
+                if transport is not None and self.asks_continue:
                     transport.write(_CONTINUE)
             self.protocol._resume_reading()
             await self._wait()
@@ -462,10 +473,10 @@ class Exchange:
         """The status line and headers; a length or chunking added when the app set neither."""
         headers, self.headers = self.headers, _SENT
         status = self.status
-        lines = [
-            b"HTTP/1.1 %d %s\r\n" % (status, _PHRASES.get(status, b"")),
-            self.protocol.default_headers(),
-        ]
+        status_line = _STATUS_LINES.get(status)
+        if status_line is None:
+            status_line = b"HTTP/1.1 %d \r\n" % status
+        lines = [status_line, self.protocol.default_headers()]
         framed = False
         written = 0
         for name, value in headers:
@@ -518,10 +529,6 @@ class Exchange:
 _FRAMING = frozenset({b"content-length", b"transfer-encoding", b"connection"})
 _SENT: list[tuple[bytes, bytes]] = []
 """``Exchange.headers`` once the head is written (compared by identity, never filled)."""
-
-
-def _expects_continue(headers: list[tuple[bytes, bytes]]) -> bool:
-    return any(name == b"expect" and value.lower() == b"100-continue" for name, value in headers)
 
 
 def _chunk(body: bytes, more: bool) -> bytes:
