@@ -220,9 +220,16 @@ class RemoteEnvironmentClient:
         if self._seeds_along:  # seeded by the session's first call
             self._unsent[handle] = orjson.dumps(task)
             return handle
-        status, body, response = await self._post(SEED_SESSION, task, None, _SEED)
-        if status != 200:
-            raise _answered(EnvironmentFailure, "seed_session", status, body)
+        await self._seed_session(handle, orjson.dumps(task))
+        return handle
+
+    async def _seed_session(self, handle: str, task: bytes) -> None:
+        """Seed ``handle``'s session with ``/seed_session`` (``task`` is its JSON)."""
+        url = f"{self.base_url}{SEED_SESSION}"
+        boundary = self._boundary(SEED_SESSION, url, _SEED)
+        response = await self._send(url, task, self._post_headers, boundary, SEED_SESSION)
+        if response.status != 200:
+            raise _answered(EnvironmentFailure, "seed_session", response.status, response.body)
         token = response.header(SESSION_HEADER)
         if token:  # a palaestra server: the token names the session, no cookie is needed
             self._keep_token(handle, token)
@@ -230,16 +237,15 @@ class RemoteEnvironmentClient:
             self._headers[handle] = self._post_headers
             self._cookies[handle] = {}
             self._remember_cookies(handle, response)
-        return handle
 
     async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
         status, body, _ = await self._post(tool_route(name), arguments, session_id, _TOOL)
         if status == 200:
             return _as_text(body)
-        if status in (400, 404, 422):
-            raise ToolCallRejected(
-                _error_message(body) if status != 404 or body else f"unknown tool '{name}'"
-            )
+        if status == 404:  # no such route (a lost session is raised by _post as SessionLost)
+            raise ToolCallRejected(f"unknown tool '{name}'")
+        if status in (400, 422):
+            raise ToolCallRejected(_error_message(body))
         raise _answered(ToolFailure, f"tool '{name}'", status, body)
 
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
@@ -376,12 +382,21 @@ class RemoteEnvironmentClient:
             data = task + orjson.dumps(body)
             answer = await self._send(url, data, headers, boundary, route, seeding=True)
             token = answer.header(SESSION_HEADER)
-            if not token:
+            if token:
+                self._keep_token(session_id, token)
+            elif answer.status == 404:
+                # No such route (a tool the model made up): nothing ran, not even the seed.
+                # The session is seeded on its own and the call made in it, so the model is
+                # told of the unknown tool as it would be without seeding (not a failed seed).
+                await self._seed_session(session_id, task)
+            else:
                 raise _answered(EnvironmentFailure, "seed_session", answer.status, answer.body)
-            self._keep_token(session_id, token)
         finally:
             del self._seeding[session_id]
             seeding.set()
+        if not token:
+            closing = self._closing_headers(session_id) if route == VERIFY else None
+            return await self._post(route, body, session_id, failures, closing)
         return answer.status, answer.body, answer
 
     def _boundary(

@@ -380,3 +380,30 @@ async def test_a_first_call_the_tool_refuses_still_seeds_the_session_it_names(
         assert len(served.app.state.client.sessions) == 0
     finally:
         await remote.aclose()
+
+
+async def test_a_first_call_to_a_tool_the_server_lacks_is_an_unknown_tool_the_model_is_told(
+    served: RestartableServer,
+) -> None:
+    def guessing(params: JsonDict) -> JsonDict:
+        if outputs_so_far(params):
+            return say("done")
+        return response(call("teleport", "{}", "c0"))  # no such tool on the server
+
+    http = CountingHttp()
+    remote = await RemoteEnvironmentClient.connect(served.url, http=http)
+    try:
+        session = await remote.seed(TASK)
+        with pytest.raises(ToolCallRejected, match="unknown tool 'teleport'"):
+            await remote.call_tool(session, "teleport", {})
+        assert await remote.call_tool(session, "increment", {"amount": 2}) == "2"
+        assert len(served.app.state.client.sessions) == 1  # seeded once, on its own
+        await remote.close(session)
+        result = await ToolCallingAgent().run(TASK, remote, FakeModel(guessing))
+    finally:
+        await remote.aclose()
+        await http.aclose()
+    # Before: the seeding call's 404 was read as the seed failing, and the rollout as env_error.
+    assert result.failure is None and result.verdict is not None
+    assert http.posts[-4:] == ["teleport", "seed_session", "teleport", "verify"]
+    assert len(served.app.state.client.sessions) == 0
