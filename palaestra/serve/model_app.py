@@ -31,6 +31,7 @@ from palaestra.models.chat_format import (
 from palaestra.models.pool import ModelPool
 from palaestra.observe.metrics_http import metrics_route, model_metrics
 from palaestra.protocol import ROLLOUT_COOKIE, ROLLOUT_HEADER
+from palaestra.serve.guard import BodyTooLarge
 from palaestra.serve.http_json import (
     HotRoutedApp,
     JSONResponse,
@@ -61,6 +62,8 @@ def _on_error(request: Request, exc: Exception) -> Response:
         return request_error_response(exc)
     if isinstance(exc, InputError):
         return error_response(422, exc.describe(), param=exc.field)
+    if isinstance(exc, BodyTooLarge):  # a body without a length, past the guard's cap
+        return error_response(413, str(exc))
     if isinstance(exc, ModelAuthError):  # the backend refused our key: not worth a retry
         return error_response(401, exc.reason, kind="authentication_error")
     if isinstance(exc, ModelTimeout):
@@ -145,6 +148,7 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         RequestError: _on_error,
         InputError: _on_error,
         ModelError: _on_error,
+        BodyTooLarge: _on_error,
     }
     # A model call is the stack's hot request: answered without Starlette's router.
     hot = {"/v1/responses": responses, "/v1/chat/completions": chat_completions}

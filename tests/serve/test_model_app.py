@@ -18,6 +18,7 @@ from palaestra.errors import ModelAuthError, ModelError
 from palaestra.models.base import Model
 from palaestra.models.openai_responses import OpenAIResponsesModel
 from palaestra.serve import BackgroundServer, model_app
+from palaestra.serve.guard import Guard
 from palaestra.types import JsonDict
 from tests.support.fake_model import FakeModel, call, response, say
 
@@ -202,3 +203,17 @@ async def test_the_local_model_over_http(http: aiohttp.ClientSession) -> None:
     assert "city" in json.loads(arguments)
     assert bad_status == 422 and bad["error"]["param"] == "messages"
     assert model.stats.requests == 3
+
+
+async def test_a_body_past_the_cap_without_a_length_is_a_413_not_a_500(
+    fake: FakeModel, http: aiohttp.ClientSession
+) -> None:
+    async def chunks() -> AsyncIterator[bytes]:  # chunked: no Content-Length to refuse up front
+        yield b'{"input": "'
+        yield b"x" * 5000
+        yield b'"}'
+
+    with BackgroundServer(Guard(model_app(fake, model_id="fake-1"), max_body=1000)) as running:
+        async with http.post(f"{running.url}/v1/responses", data=chunks()) as answer:
+            assert answer.status == 413  # before: 500 (no handler for the guard's refusal)
+            assert "1000" in (await answer.json())["error"]["message"]
