@@ -46,7 +46,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from palaestra.env_client import EnvironmentClient
 from palaestra.environment import Environment
 from palaestra.errors import InputError, PalaestraError, RolloutFailure
-from palaestra.serve.http_json import JSONResponse
+from palaestra.serve.guard import BodyTooLarge
+from palaestra.serve.http_json import JSONResponse, error_response
 from palaestra.training.openenv_episode import Episode, EpisodeFailed
 from palaestra.types import JsonDict
 
@@ -243,8 +244,14 @@ def openenv_app(
             Route("/openapi.json", openapi, methods=["GET"]),
             Route("/mcp", mcp, methods=["POST"]),
             WebSocketRoute("/ws", ws),
-        ]
+        ],
+        exception_handlers={BodyTooLarge: _too_large},
     )
+
+
+async def _too_large(request: Request, exc: Exception) -> Response:
+    """A body without a length that grew past the guard's cap: 413, as the other servers."""
+    return error_response(413, str(exc))
 
 
 async def _step(episode: Episode, action: JsonDict) -> tuple[JsonDict, bool]:

@@ -172,3 +172,19 @@ def test_with_a_token_the_websocket_and_the_http_routes_require_it() -> None:
         with connect(ws_url(url), additional_headers=auth) as socket:
             assert ask(socket, "reset", {})["type"] == "observation"
         assert rpc(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, token="oe-secret")
+
+
+def test_a_body_past_the_cap_without_a_length_is_a_413() -> None:
+    environment = GradedCounter()
+    app = openenv_app(
+        LocalEnvironmentClient(environment),
+        task_source([], environment),
+        name="counter",
+        description=environment.description,
+    )
+    chunked = (chunk for chunk in (b'{"jsonrpc": "2.0", "pad": "', b"x" * 5000, b'"}'))
+    with BackgroundServer(Guard(app, max_body=1000), ws="auto") as server:
+        request = urllib.request.Request(f"{server.url}/mcp", data=chunked, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 413  # before: 500 (no handler for the guard's refusal)
