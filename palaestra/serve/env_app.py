@@ -169,7 +169,10 @@ def environment_app(
     hot: dict[str, Handler] = {
         SEED_SESSION: seed,
         CLOSE_SESSION: _close(client, signer),
-        **{path: _seeding(seed, handler, lambda: app) for path, handler in session_routes.items()},
+        **{
+            path: _seeding(seed, handler, lambda: app, client, signer)
+            for path, handler in session_routes.items()
+        },
     }
     routes = [
         Route(LIVENESS, _health(client, caps), methods=["GET"]),
@@ -313,9 +316,20 @@ def _seed(
     return seed
 
 
-def _seeding(seed: Handler, handler: Handler, app: Callable[[], HotRoutedApp]) -> Handler:
+def _seeding(
+    seed: Handler,
+    handler: Handler,
+    app: Callable[[], HotRoutedApp],
+    client: LocalEnvironmentClient,
+    signer: SessionSigner,
+) -> Handler:
     """``handler``, which first seeds a session from the body's head when the request carries
-    ``SEED_HEADER`` (see ``palaestra.protocol``), and then runs in that session."""
+    ``SEED_HEADER`` (see ``palaestra.protocol``), and then runs in that session.
+
+    A route that raises what no exception handler maps (a bare 500, without the session's
+    token) closes the session it seeded first: its client never learns the token, so nothing
+    else would close it before its TTL.
+    """
 
     async def route(request: Request) -> Response:
         size = header_of(request, _SEED_HEADER)
@@ -332,11 +346,22 @@ def _seeding(seed: Handler, handler: Handler, app: Callable[[], HotRoutedApp]) -
         session = next((h for h in seeded.raw_headers if h[0] == _SESSION_HEADER), None)
         if session is None:  # refused or failed: the seed's answer, and the route never ran
             return seeded
-        answer = await respond(handler, _part(request, None, body[cut:], session))
+        try:
+            answer = await respond(handler, _part(request, None, body[cut:], session))
+        except Exception:
+            await _close_unanswered(client, signer.session_id(session[1].decode()))
+            raise
         answer.raw_headers += [h for h in seeded.raw_headers if h[0] in _SESSION_HEADERS]
         return answer
 
     return route
+
+
+async def _close_unanswered(client: LocalEnvironmentClient, session_id: str | None) -> None:
+    """Close a session whose seeding call raised; best effort, as what it raised is the news."""
+    if session_id is not None:
+        with contextlib.suppress(Exception):
+            await client.close(session_id)
 
 
 def _part(

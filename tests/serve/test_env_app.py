@@ -465,3 +465,39 @@ async def test_a_call_carrying_its_seed_runs_in_the_session_it_seeds() -> None:
             at_once = await http.post("/verify", data=task + orjson.dumps(body), headers=closing)
             assert (await at_once.json())["reward"] == 0.0  # a fresh counter: 0, not 3
             assert at_once.headers["x-palaestra-closed"] == "1" and len(sessions) == 1
+
+
+class UnanswerableCounter(Counter):
+    """A counter whose ``odd`` tool returns what JSON cannot carry: its route raises an
+    exception no exception handler maps, as a bug in an environment's tool can."""
+
+    name = "unanswerable_counter"
+
+    @tool
+    def odd(self, session: Session) -> object:
+        """A tool with a bug: a set is no JSON."""
+        return {1, 2}
+
+
+async def test_a_call_seeding_its_session_whose_route_raises_closes_the_session() -> None:
+    task = orjson.dumps(COUNTER_TASK)
+    app = environment_app(UnanswerableCounter())
+    with BackgroundServer(app) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            before = (await (await http.get("/")).json())["sessions"]
+            headers = {"x-palaestra-seed": str(len(task)), "Content-Type": "application/json"}
+            async with http.post("/odd", data=task + b"{}", headers=headers) as answer:
+                status = answer.status
+                assert "x-palaestra-session" not in answer.headers
+            after = (await (await http.get("/")).json())["sessions"]
+        remote = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            session = await remote.seed(COUNTER_TASK)  # seeded with its first call
+            with pytest.raises(EnvironmentFailure) as failed:
+                await remote.call_tool(session, "odd", {})
+            assert failed.value.kind is FailureKind.ENV_ERROR  # a failure with a kind
+        finally:
+            await remote.aclose()
+        assert len(app.state.client.sessions) == before
+    assert status == 500
+    assert after == before == 0
