@@ -1,6 +1,7 @@
 """``palaestra serve env``, ``palaestra serve agent`` and ``palaestra serve spec``.
 
 Each parses its flags into a ``ServeSpec`` and calls ``palaestra.serve.server.serve``.
+``--unix-socket`` serves on a Unix socket too, as a stack's env and model servers do.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ port_option = click.option(
     show_default=True,
     type=click.IntRange(0, 65535),
     help="Port to bind; 0 picks a free one and prints it.",
+)
+
+unix_socket_option = click.option(
+    "--unix-socket",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also listen on this Unix socket (clients reach it as the http+unix:// URL the "
+    "server prints; its directory decides who may connect). A socket file no server answers "
+    "on (left by a killed server) is replaced; any other existing file is refused.",
 )
 
 
@@ -109,6 +118,7 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
 )
 @host_option
 @port_option
+@unix_socket_option
 @token_options
 def serve_env_command(env_name: str, **options: Any) -> None:
     """Serve an environment (NeMo Gym resources-server and NeMo Evaluator protocols).
@@ -137,6 +147,7 @@ def serve_env_command(env_name: str, **options: Any) -> None:
 @agent_flags
 @host_option
 @port_option
+@unix_socket_option
 @token_options
 def serve_agent_command(**options: Any) -> None:
     """Serve an agent bound to an environment and a model (/run, /v1/responses)."""
@@ -187,9 +198,13 @@ def read_serve_spec(path: Path) -> ServeSpec:
 
 
 def _where(options: dict[str, Any]) -> dict[str, Any]:
-    """Host, port and token of a server command."""
+    """Host, port, Unix socket and token of a server command."""
     token = read_token(options["token"], options["token_file"])
-    return {"host": options["host"], "port": options["port"], "token": token}
+    where = {"host": options["host"], "port": options["port"], "token": token}
+    socket: Path | None = options["unix_socket"]
+    if socket is not None:  # absolute: the URL the server prints works from any directory
+        where["unix_socket"] = socket.absolute()
+    return where
 
 
 def _serve(spec: ServeSpec) -> None:

@@ -11,6 +11,7 @@ import asyncio
 import errno
 import os
 import socket
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ from palaestra.errors import ConfigError
 from palaestra.serve.uvicorn_runner import LISTEN_BACKLOG, make_server
 
 READY_PREFIX = "PALAESTRA_READY "
+_EXIT_LOOK_SECONDS = 0.05
+"""How often a server with a Unix socket looks whether it was told to stop; uvicorn looks
+every 0.1 s and then waits 0.1 s for its connections, so the socket goes first."""
 
 
 def ready_line(url: str, **facts: Any) -> str:
@@ -51,7 +55,8 @@ async def serve_announced(
 
     Setting ``stop`` shuts the server down gracefully, as a signal would. An address that
     cannot be bound (a busy port, an unknown host) is a one-line ``ConfigError`` naming it.
-    ``unix_socket``: the same app on a Unix socket too (removed when the server stops).
+    ``unix_socket``: the same app on a Unix socket too (removed when the server stops, by a
+    signal too; a leftover socket no server answers on is replaced, see ``listen_unix``).
     """
     display_host = f"[{host}]" if ":" in host else host
     sock = listen(host, port)
@@ -72,6 +77,13 @@ async def serve_announced(
         if stop is not None:
             await stop.wait()
             server.should_exit = True
+        if unix_socket is not None:
+            # Stopped by a signal, uvicorn raises it again once shut down, which ends the
+            # process before any ``finally``: remove the socket as soon as the server is told
+            # to stop (its shutdown takes longer than one look, the listener is closed first).
+            while not server.should_exit:
+                await asyncio.sleep(_EXIT_LOOK_SECONDS)
+            unix_socket.unlink(missing_ok=True)
 
     watcher = asyncio.create_task(announce())
     try:
@@ -85,7 +97,12 @@ async def serve_announced(
 
 
 def listen_unix(path: Path) -> socket.socket:
-    """A listening Unix socket at ``path`` (its directory decides who may connect)."""
+    """A listening Unix socket at ``path`` (its directory decides who may connect).
+
+    A socket file already there that no server answers on (a killed server's) is replaced; one
+    a server answers on, or a file that is not a socket, is a ``ConfigError`` naming the path.
+    """
+    _clear_stale_socket(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(str(path))
@@ -94,6 +111,39 @@ def listen_unix(path: Path) -> socket.socket:
         sock.close()
         raise ConfigError(f"cannot listen on {path}: {error.strerror or error}") from None
     return sock
+
+
+def _clear_stale_socket(path: Path) -> None:
+    """Remove a socket file at ``path`` that refuses connections; refuse anything else there."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return  # nothing there (or not reachable): binding says what is wrong
+    if not stat.S_ISSOCK(mode):
+        raise ConfigError(
+            f"cannot listen on {path}: it exists and is not a socket (remove it or pick "
+            "another path)"
+        )
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            try:  # nobody listens: a leftover of a killed server
+                path.unlink(missing_ok=True)
+            except OSError as error:
+                raise ConfigError(
+                    f"cannot listen on {path}: cannot remove the stale socket there "
+                    f"({error.strerror or error})"
+                ) from None
+            return
+        except (TimeoutError, BlockingIOError):
+            pass  # a server too busy to accept: it is listening
+        except OSError as error:
+            raise ConfigError(f"cannot listen on {path}: {error.strerror or error}") from None
+    raise ConfigError(
+        f"cannot listen on {path}: a server is listening there (stop it or pick another path)"
+    )
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -121,9 +121,10 @@ async def serve_guarded(app: Any, spec: ServeSpec, *, label: str, path: str = ""
     from palaestra.transport import unix_url
 
     unix = {"unix": unix_url(str(spec.unix_socket))} if spec.unix_socket else {}
+    also = f" and {unix['unix']}{path}" if unix else ""
 
     def on_ready(url: str) -> None:
-        print(f"serving {label} on {url}{path}", file=sys.stderr, flush=True)
+        print(f"serving {label} on {url}{path}{also}", file=sys.stderr, flush=True)
         print(ready_line(url, **unix), flush=True)
 
     await serve_announced(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -13,7 +14,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.serve.announce import parse_ready_line
+from palaestra.transport import unix_url
 from tests.cli.test_collect_cli import PALAESTRA, run_cli, weather_script
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -67,6 +70,7 @@ class Served:
             facts = parse_ready_line(line.strip())
             if facts is not None:
                 self.url = str(facts["url"])
+                self.facts = facts
                 return
         raise AssertionError(f"serve exited with {self.process.wait()} before it was ready")
 
@@ -128,3 +132,48 @@ def test_the_cap_defaults_named_in_the_help_are_the_servers() -> None:
     helps = {p.name: p.help or "" for p in serve_env_command.params}
     assert f"Default: {DEFAULT_MAX_SESSIONS}." in helps["max_sessions"]
     assert f"Default: {DEFAULT_MAX_TASK_BYTES} " in helps["max_task_bytes"]
+
+
+def test_serve_env_listens_on_the_unix_socket_it_is_given(tmp_path: Path) -> None:
+    path = tmp_path / "env.sock"
+    served = Served("env", "counter", "--unix-socket", str(path))
+    try:
+        assert served.facts["unix"] == unix_url(str(path))  # before: no such option
+
+        async def over_the_socket() -> tuple[list[str], float | None]:
+            remote = await RemoteEnvironmentClient.connect(served.facts["unix"])
+            try:
+                task = {"responses_create_params": {"input": "x"}, "target_value": 1}
+                session = await remote.seed(task)
+                await remote.call_tool(session, "increment", {"amount": 1})
+                verdict = await remote.verify(session, task, {"id": "r", "output": []})
+                return [str(t.get("name")) for t in remote.tools()], verdict.reward
+            finally:
+                await remote.aclose()
+
+        tools, reward = asyncio.run(over_the_socket())
+        assert "increment" in tools and reward == 1.0
+    finally:
+        served.stop()
+    assert not path.exists()  # removed when the server stops
+
+
+def test_a_unix_socket_path_that_is_taken_is_one_line_and_a_stale_one_is_replaced(
+    tmp_path: Path,
+) -> None:
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine")
+    done = run_cli("serve", "env", "counter", "--unix-socket", str(taken), cwd=tmp_path)
+    assert_one_line(done, f"cannot listen on {taken}: it exists and is not a socket")
+    assert taken.read_text() == "mine"
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX) as left:  # a killed server's socket: bound, not served
+        left.bind(str(stale))
+    served = Served("env", "counter", "--unix-socket", str(stale))
+    try:
+        assert stale.is_socket() and served.facts["unix"] == unix_url(str(stale))
+        again = run_cli("serve", "env", "counter", "--unix-socket", str(stale), cwd=tmp_path)
+        assert_one_line(again, f"cannot listen on {stale}: a server is listening there")
+        assert stale.is_socket()  # the running server's socket is left alone
+    finally:
+        served.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,22 @@ def test_a_unix_socket_that_cannot_be_bound_is_one_config_error_naming_it(
     where = tmp_path / "no-such-dir" / "env.sock"
     with pytest.raises(ConfigError, match=f"cannot listen on {where}"):
         listen_unix(where)
+
+
+def test_a_stale_socket_is_replaced_and_a_live_one_or_a_file_is_refused(tmp_path: Path) -> None:
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX) as left:  # a killed server's socket: bound, not served
+        left.bind(str(stale))
+    with listen_unix(stale) as serving:  # before: "Address already in use"
+        assert stale.is_socket()
+        with pytest.raises(ConfigError, match="a server is listening there"):
+            listen_unix(stale)
+        assert stale.is_socket()  # the live server's socket is left alone
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(str(stale))
+            serving.accept()[0].close()
+    not_a_socket = tmp_path / "notes.txt"
+    not_a_socket.write_text("mine")
+    with pytest.raises(ConfigError, match="it exists and is not a socket"):
+        listen_unix(not_a_socket)
+    assert not_a_socket.read_text() == "mine"
