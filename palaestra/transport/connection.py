@@ -60,9 +60,26 @@ class HttpAnswer:
         return self._headers
 
     def header(self, name: str) -> str | None:
-        """One header's value (the last if it repeats), without building ``headers``."""
+        """One header's value (the last if it repeats), without building ``headers``.
+
+        Found in the head's bytes (0.6 us against 3-4 us for splitting every line first: an
+        env client asks two per rollout); an answer after interim (1xx) heads, rare, is
+        split into lines.
+        """
         if self._headers is not None:
             return self._headers.get(name.lower())
+        head = self._head
+        if head[9:10] == b"1":
+            return self._header_of_lines(name)
+        end = head.find(b"\r\n\r\n")
+        lowered = (head if end < 0 else head[: end + 2]).lower()
+        at = lowered.rfind(b"\r\n" + name.lower().encode("latin-1") + b":")
+        if at < 0:
+            return None
+        start = at + len(name) + 3
+        return head[start : lowered.find(b"\r\n", start)].strip(b" \t").decode("latin-1")
+
+    def _header_of_lines(self, name: str) -> str | None:
         wanted, found = name.lower().encode("latin-1"), None
         for raw_name, value in self.raw_headers:
             if raw_name.lower() == wanted:

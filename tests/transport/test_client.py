@@ -828,3 +828,24 @@ def test_a_client_used_under_a_second_asyncio_run_opens_fresh_connections(
         second = run(client.request("GET", url))  # whose loop is closed by now
         run(client.aclose())
     assert first.status == second.status == 200
+
+
+def test_one_header_is_found_in_the_head_as_the_whole_header_map_would_give_it() -> None:
+    heads = [
+        b"HTTP/1.1 200 OK\r\nX-Token:   padded \t\r\ncontent-length: 2\r\n\r\nx-token: body",
+        b"HTTP/1.1 200 OK\r\nx-token: one\r\nX-TOKEN: two\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\nx-token: interim\r\n\r\nHTTP/1.1 200 OK\r\nx-other: 1\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nx-token: final\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nx-tokens: near miss\r\n\r\n",
+    ]
+    for head in heads:
+        found = HttpAnswer.parsed(200, head, b"").header("X-Token")
+        whole = HttpAnswer.parsed(200, head, b"").headers.get("x-token")
+        assert found == whole, head
+    assert [HttpAnswer.parsed(200, h, b"").header("x-token") for h in heads] == [
+        "padded",
+        "two",
+        None,  # an interim answer's header is not the answer's
+        "final",
+        None,
+    ]
