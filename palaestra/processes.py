@@ -14,3 +14,31 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def started(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks after boot (``/proc/PID/stat``); ``None``
+    when that cannot be read (no such process, one ``/proc`` hides, no ``/proc``). With its pid
+    it names one process: a pid the kernel hands out again comes with a later start."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # Fields after the parenthesised name, which may hold anything: starttime is 22nd.
+            return int(stat.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def same_process(pid: int, start: int) -> bool:
+    """Whether ``pid`` is still the process that started at ``start`` (see ``started``);
+    where its start cannot be read, whether a process ``pid`` exists (see ``alive``)."""
+    now = started(pid)
+    return alive(pid) if now is None else now == start
+
+
+def pid_namespace() -> int | None:
+    """This process's pid namespace (its inode number), whose pids ``alive`` and ``started``
+    look up; ``None`` without ``/proc``."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from palaestra.errors import ConfigError
-from palaestra.processes import alive
+from palaestra.processes import alive, pid_namespace, same_process, started
 
 PREFIX = "palaestra-sandbox-"
 MAX_FILES_OUT = 1000
@@ -42,7 +42,7 @@ class WorkDir:
 
     def __init__(self, root: Path | None, uid: int | None, disk_mb: int | None = None) -> None:
         self.uid = uid
-        self.base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root))
+        self.base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_owner()}-", dir=root))
         self.bounded = False
         self.tmp: Path | None = None
         self.shm: Path | None = None
@@ -189,18 +189,40 @@ def check_reachable(root: Path | None) -> None:
 
 
 def sweep_stale(root: Path | None) -> None:
-    """Remove work dirs left by processes that no longer exist (killed before cleaning up)."""
+    """Remove work dirs left by processes that no longer exist (killed before cleaning up).
+
+    A work dir's name says who made it (``_owner``): gone is a process whose pid now names
+    another process (a later start) or none. A dir made in another pid namespace (a sandbox
+    in a container sharing ``/tmp``) is left alone: its pids are not this namespace's.
+    """
     base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    namespace = pid_namespace()
     with contextlib.suppress(OSError):
         for entry in base.iterdir():
-            if not entry.name.startswith(PREFIX):
-                continue
-            owner = entry.name[len(PREFIX) :].split("-", 1)[0]
-            if owner.isdigit() and not alive(int(owner)):
+            if entry.name.startswith(PREFIX) and _stale(entry.name[len(PREFIX) :], namespace):
                 with contextlib.suppress(OSError):
                     if os.path.ismount(entry):
                         unmount(entry)
                     remove_tree(entry)
+
+
+def _owner() -> str:
+    """Who makes a work dir, as its name records it: ``PID-START-NAMESPACE`` (``started``,
+    ``pid_namespace``), or ``PID`` alone where ``/proc`` cannot tell (as names were first)."""
+    pid, namespace = os.getpid(), pid_namespace()
+    start = started(pid)
+    return f"{pid}-{start}-{namespace}" if start is not None and namespace else str(pid)
+
+
+def _stale(owner: str, namespace: int | None) -> bool:
+    """Whether the process a work dir's name (after the prefix) records is gone."""
+    fields = owner.split("-")  # mkdtemp's random suffix holds no "-"
+    if len(fields) == 2 and fields[0].isdigit():  # PID alone: judged by it, as it was then
+        return not alive(int(fields[0]))
+    if len(fields) == 4 and all(field.isdigit() for field in fields[:3]):
+        pid, start, made_in = (int(field) for field in fields[:3])
+        return made_in == namespace and not same_process(pid, start)
+    return False  # not a name this module makes
 
 
 def _relative(name: str) -> PurePosixPath:

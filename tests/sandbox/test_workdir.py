@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from palaestra.processes import pid_namespace, started
 from palaestra.sandbox import Sandbox
 from palaestra.sandbox.workdir import PREFIX, WorkDir, mount_tmpfs, sweep_stale
 
@@ -54,3 +55,29 @@ def test_a_bounded_work_dir_is_gone_with_its_mount_after_a_run(runs_dir: Path) -
     work.remove()
     assert not work.base.exists()
     assert str(work.base) not in Path("/proc/self/mounts").read_text()
+
+
+def test_a_work_dir_is_judged_by_its_owners_pid_start_time_and_pid_namespace(
+    runs_dir: Path,
+) -> None:
+    pid, start = os.getpid(), started(os.getpid())
+    namespace = pid_namespace()
+    assert start is not None and namespace is not None
+    ours = WorkDir(runs_dir, None)  # named after this process: pid, start time, pid namespace
+    assert ours.base.name.startswith(f"{PREFIX}{pid}-{start}-{namespace}-")
+    reused = runs_dir / f"{PREFIX}{pid}-{start - 1}-{namespace}-abcd1234"  # a reused pid
+    dead = 2**22 + 1  # above the kernel's pid_max default: no such process here
+    elsewhere = runs_dir / f"{PREFIX}{dead}-{start}-{namespace + 1}-abcd1234"  # another pid ns
+    old_live, old_dead = runs_dir / f"{PREFIX}{pid}-abcd1234", runs_dir / f"{PREFIX}{dead}-x_y"
+    for made in (reused, elsewhere, old_live, old_dead):
+        made.mkdir()
+    try:
+        sweep_stale(runs_dir)
+        assert ours.base.exists()  # its owner is this very process
+        assert not reused.exists()  # before: kept forever, the pid being alive
+        assert elsewhere.exists()  # before: removed under a live sandbox of another namespace
+        assert old_live.exists() and not old_dead.exists()  # the old names: by pid, as before
+    finally:
+        ours.remove()
+        for made in (elsewhere, old_live):
+            made.rmdir()
