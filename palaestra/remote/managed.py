@@ -38,7 +38,7 @@ from palaestra.errors import ConfigError
 from palaestra.remote.env import LIVENESS_ROUTES
 from palaestra.serve.supervisor import _die_with
 from palaestra.spec import ServeSpec
-from palaestra.transport import HttpClient, TransportError
+from palaestra.transport import HttpClient, TransportError, shown_url
 
 PORT_PLACEHOLDER = "{port}"
 READY_TIMEOUT = 120.0
@@ -187,8 +187,8 @@ class ManagedServer:
                 if time.monotonic() >= deadline:
                     raise ConfigError(
                         self._death(
-                            f"was not healthy at {self.url} after {self.ready_timeout:g}s "
-                            f"(GET {' or '.join(LIVENESS_ROUTES)})"
+                            f"was not healthy at {shown_url(self.url)} after "
+                            f"{self.ready_timeout:g}s (GET {' or '.join(LIVENESS_ROUTES)})"
                         )
                     )
                 with contextlib.suppress(TimeoutError):

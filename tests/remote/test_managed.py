@@ -22,6 +22,7 @@ import pytest
 from palaestra.errors import ConfigError
 from palaestra.processes import alive
 from palaestra.remote.managed import ManagedServer, managed_server
+from palaestra.transport import unix_url
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
 
 PALAESTRA = [sys.executable, "-m", "palaestra"]
@@ -181,6 +182,19 @@ async def test_a_server_never_healthy_is_stopped_after_the_timeout(tmp_path: Pat
     with pytest.raises(ConfigError) as raised:
         await server.start()
     assert f"was not healthy at {server.url} after 0.5s" in str(raised.value)
+    assert_all_gone(tmp_path)
+
+
+async def test_a_server_never_healthy_on_a_unix_socket_is_named_by_its_path(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "env.sock"
+    url = unix_url(str(path))
+    server = ManagedServer(command(tmp_path, "sleep 300"), url=url, ready_timeout=0.5)
+    with pytest.raises(ConfigError) as raised:
+        await server.start()
+    assert f"was not healthy at unix:{path} after 0.5s" in str(raised.value)
+    assert url not in str(raised.value)  # before: the percent-encoded URL
     assert_all_gone(tmp_path)
 
 
