@@ -10,7 +10,7 @@ from rich.console import Console
 
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.cli.options import model_config, model_flags
-from palaestra.cli.serve_servers import read_token, token_options
+from palaestra.cli.serve_servers import listen_fields, token_options, unix_socket_option
 
 
 @click.group("serve")
@@ -38,6 +38,7 @@ _LOCAL_SHORTCUTS = {"model_path": "model_path", "n_ctx": "n_ctx", "threads": "n_
     type=click.IntRange(0, 65535),
     help="Port to bind; 0 picks a free one and prints it.",
 )
+@unix_socket_option
 @token_options
 @click.option(
     "--model-path",
@@ -84,9 +85,7 @@ def serve_model_command(**options: Any) -> None:
             kind="model",
             model=model_config(options, extra=local),
             model_id=options["model_id"],
-            host=options["host"],
-            port=options["port"],
-            token=read_token(options["token"], options["token_file"]),
+            **listen_fields(options),
         )
         try:
             serve(spec)

@@ -136,7 +136,7 @@ def serve_env_command(env_name: str, **options: Any) -> None:
             tasks=options["tasks_path"],
             max_sessions=options["max_sessions"],
             max_task_bytes=options["max_task_bytes"],
-            **_where(options),
+            **listen_fields(options),
         )
         _serve(spec)
 
@@ -155,7 +155,7 @@ def serve_agent_command(**options: Any) -> None:
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        where = _where(options)
+        where = listen_fields(options)
         spec = ServeSpec(
             kind="agent",
             env=env_spec(options, where["token"]),
@@ -197,7 +197,7 @@ def read_serve_spec(path: Path) -> ServeSpec:
     return validated(ServeSpec, raw, str(path))
 
 
-def _where(options: dict[str, Any]) -> dict[str, Any]:
+def listen_fields(options: dict[str, Any]) -> dict[str, Any]:
     """Host, port, Unix socket and token of a server command."""
     token = read_token(options["token"], options["token_file"])
     where = {"host": options["host"], "port": options["port"], "token": token}

@@ -16,7 +16,7 @@ import pytest
 
 from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.serve.announce import parse_ready_line
-from palaestra.transport import unix_url
+from palaestra.transport import HttpClient, unix_url
 from tests.cli.test_collect_cli import PALAESTRA, run_cli, weather_script
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -177,3 +177,25 @@ def test_a_unix_socket_path_that_is_taken_is_one_line_and_a_stale_one_is_replace
         assert stale.is_socket()  # the running server's socket is left alone
     finally:
         served.stop()
+
+
+def test_serve_model_listens_on_the_unix_socket_it_is_given(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    path = tmp_path / "model.sock"
+    served = Served("model", "--model", model.url, "--unix-socket", str(path))
+    try:
+        assert served.facts["unix"] == unix_url(str(path))  # before: no such option
+
+        async def ask() -> int:
+            http = HttpClient()
+            try:
+                listed = await http.request("GET", f"{served.facts['unix']}/v1/models")
+                return listed.status
+            finally:
+                await http.aclose()
+
+        assert asyncio.run(ask()) == 200
+    finally:
+        served.stop()
+    assert not path.exists()
