@@ -122,6 +122,15 @@ HTTP exchange of five fewer per served rollout). A server that did close says so
 palaestra, an error answer) the client closes as before."""
 CLOSED_HEADER: Final = "x-palaestra-closed"
 
+VERDICT_ONLY_HEADER: Final = "x-palaestra-verdict-only"
+"""Sent as ``x-palaestra-verdict-only: 1`` with a ``/verify`` in a session of a palaestra
+server (one that announces ``seed_with_first_call`` in ``GET /tools``): the server answers the
+verdict's fields alone (``reward``, the verifier's fields, or the failure fields), not the
+request echoed back with them as NeMo Gym's form is. The body then carries only ``response``:
+such a server verifies a session against the task it was seeded with. A server that does not
+know the header echoes what it got, which reads the same (``verdict_from_answer``). Measured:
+5% of a served rollout's instructions went to writing and parsing the echo."""
+
 SEED_HEADER: Final = "x-palaestra-seed"
 """Sent as ``x-palaestra-seed: <n>`` with a session route's ``POST`` (a tool, ``/verify``,
 ``/reset``, ``/step``) in place of a ``/seed_session`` of its own: the body's first ``n`` bytes

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import aiohttp
 import orjson
@@ -22,6 +23,7 @@ from palaestra.serve.guard import Guard
 from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.sessions import Session
 from palaestra.tools import tool
+from palaestra.transport import FramedHeaders, HttpAnswer, HttpClient
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.envs.test_counter import stepper
 from tests.envs.test_counter import tasks as counter_tasks
@@ -501,3 +503,83 @@ async def test_a_call_seeding_its_session_whose_route_raises_closes_the_session(
         assert len(app.state.client.sessions) == before
     assert status == 500
     assert after == before == 0
+
+
+class UngradableCounter(Counter):
+    """A counter whose verifier cannot grade a task marked ``ungradable``."""
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        if session.task.get("ungradable"):
+            return Verdict.failed(FailureKind.VERIFIER_ERROR, "cannot grade this")
+        return super().verify(session, response)
+
+
+async def test_a_verify_asking_for_the_verdict_alone_gets_no_echo_and_a_failure_stays_one() -> None:
+    task: JsonDict = {"responses_create_params": {"input": "x"}, "target_value": 3}
+    with BackgroundServer(environment_app(UngradableCounter())) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+
+            async def verify(row: JsonDict, alone: bool) -> JsonDict:
+                seeded = await http.post("/seed_session", json=row)
+                token = seeded.headers["x-palaestra-session"]
+                headers = {"x-palaestra-session": token}
+                if alone:
+                    headers["x-palaestra-verdict-only"] = "1"
+                body = {"response": {"output": []}} if alone else {**row, "response": {}}
+                answer = await http.post("/verify", json=body, headers=headers)
+                assert answer.status == 200
+                return dict(await answer.json())
+
+            echoed = await verify(task, alone=False)
+            alone = await verify(task, alone=True)
+            assert set(echoed) - set(alone) == {
+                "responses_create_params",
+                "target_value",
+                "response",
+            }
+            assert alone == {k: v for k, v in echoed.items() if k in alone}  # the same verdict
+            assert alone["reward"] == 0.0 and alone["final_value"] == 0  # nothing counted yet
+            failed = await verify({**task, "ungradable": True}, alone=True)
+            assert failed["failure"]["kind"] == "verifier_error"  # a failure, not a bare 0
+            assert "response" not in failed
+
+
+async def test_palaestras_client_sends_a_palaestra_server_the_response_alone_for_the_same_verdict(
+    counter_server: BackgroundServer,
+) -> None:
+    sent: list[tuple[bytes, dict[str, str]]] = []
+
+    class Watching(HttpClient):
+        async def request(self, method: str, url: str, **options: Any) -> HttpAnswer:
+            if url.endswith("/verify"):
+                headers = options.get("headers")
+                items = headers.items if isinstance(headers, FramedHeaders) else headers
+                sent.append((options["body"], dict(items or {})))
+            return await super().request(method, url, **options)
+
+    task: JsonDict = {"responses_create_params": {"input": "x"}, "target_value": 3}
+    http = Watching()
+    verdicts = []
+    try:
+        for along in (True, False):  # seeded with the verify itself, then on its own first
+            remote = await RemoteEnvironmentClient.connect(
+                counter_server.url, http=http, seed_with_first_call=along
+            )
+            session = await remote.seed(task)
+            verdicts.append(await remote.verify(session, task, {"output": []}))
+            await remote.close(session)
+        plain = RemoteEnvironmentClient(counter_server.url, http=http)  # learned nothing
+        session = await plain.seed(task)
+        verdicts.append(await plain.verify(session, task, {"output": []}))
+        await plain.close(session)
+    finally:
+        await http.aclose()
+    expected = (0.0, {"final_value": 0, "distance": 3})
+    assert [(v.reward, v.metrics) for v in verdicts] == [expected] * 3
+    (seeding, seeding_headers), (alone, headers), (whole, plain_headers) = sent
+    assert seeding.endswith(b'{"response":{"output":[]}}') and b"target_value" in seeding
+    assert orjson.loads(alone) == {"response": {"output": []}}  # the task stays in the session
+    assert seeding_headers["x-palaestra-verdict-only"] == headers["x-palaestra-verdict-only"]
+    assert orjson.loads(whole)["target_value"] == 3  # NeMo Gym's form, to any other server
+    assert "x-palaestra-verdict-only" not in plain_headers
+    assert len(counter_server._server.config.app.state.client.sessions) == 0
