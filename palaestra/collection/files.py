@@ -29,6 +29,7 @@ from pathlib import Path
 import orjson
 
 from palaestra.errors import ConfigError, InputError
+from palaestra.jsonl import BadLine, parse_line, read_rows
 from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
 from palaestra.types import JsonDict
 
@@ -231,10 +232,8 @@ def finished_pairs(path: Path) -> set[Pair]:
     pairs: set[Pair] = set()
     if not path.exists():
         return pairs
-    with path.open("rb") as lines:
-        for number, raw in enumerate(lines, start=1):
-            if raw.strip():
-                pairs.add(_pair_of(raw, path, number))
+    for number, row in read_rows(path):
+        pairs.add(_pair_of(row, path, number))
     return pairs
 
 
@@ -250,16 +249,21 @@ def keep_dispatched(path: Path, done: set[Pair]) -> int:
     seen: set[Pair] = set()
     dropped = 0
     temporary = path.with_name(path.name + ".tmp")
-    with path.open("rb") as old, temporary.open("wb") as new:
-        for number, raw in enumerate(old, start=1):
-            if not raw.strip():
-                continue
-            pair = _pair_of(raw, path, number)
-            if pair in done and pair not in seen:
-                seen.add(pair)
-                new.write(raw)
-            else:
-                dropped += 1
+    name = str(path)
+    try:
+        with path.open("rb") as old, temporary.open("wb") as new:
+            for number, raw in enumerate(old, start=1):  # its own loop: it copies the raw line
+                if raw.isspace():  # blank, as jsonl reads it
+                    continue
+                pair = _pair_of(parse_line(raw, name, number), path, number)
+                if pair in done and pair not in seen:
+                    seen.add(pair)
+                    new.write(raw)
+                else:
+                    dropped += 1
+    except BaseException:  # a bad line: leave the file as it was, and no temporary beside it
+        temporary.unlink(missing_ok=True)
+        raise
     if dropped:
         os.replace(temporary, path)
     else:
@@ -268,15 +272,15 @@ def keep_dispatched(path: Path, done: set[Pair]) -> int:
 
 
 def failed_attempts(path: Path) -> Counter[Pair]:
-    """How many failure records each pair has in a failures file."""
+    """How many failure records each pair has in a failures file.
+
+    A record without a rollout index (an input line that could not be read) is no attempt.
+    """
     counts: Counter[Pair] = Counter()
     if path.exists():
-        with path.open("rb") as lines:
-            for number, raw in enumerate(lines, start=1):
-                if raw.strip():
-                    row = orjson.loads(raw)
-                    if row.get(ROLLOUT_INDEX) is not None:
-                        counts[_pair_of(raw, path, number)] += 1
+        for number, row in read_rows(path):
+            if isinstance(row, BadLine) or row.get(ROLLOUT_INDEX) is not None:
+                counts[_pair_of(row, path, number)] += 1
     return counts
 
 
@@ -291,14 +295,19 @@ def archive_failures(files: RunFiles) -> None:
     files.failures.unlink()
 
 
-def _pair_of(raw: bytes, path: Path, line: int) -> Pair:
-    try:
-        row = orjson.loads(raw)
-        return int(row[TASK_INDEX]), int(row[ROLLOUT_INDEX])
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        raise InputError(
-            f"cannot resume: not a rollout row ({error})",
-            path=str(path),
-            line=line,
-            field=f"{TASK_INDEX}/{ROLLOUT_INDEX}",
-        ) from error
+def _pair_of(row: JsonDict | BadLine, path: Path, line: int) -> Pair:
+    if isinstance(row, BadLine):
+        reason = row.reason
+    else:
+        try:
+            return int(row[TASK_INDEX]), int(row[ROLLOUT_INDEX])
+        except KeyError as error:
+            reason = f"missing {error}"
+        except (TypeError, ValueError) as error:  # null, a list, "x": not an index
+            reason = str(error)
+    raise InputError(
+        f"cannot resume: not a rollout row ({reason})",
+        path=str(path),
+        line=line,
+        field=f"{TASK_INDEX}/{ROLLOUT_INDEX}",
+    )

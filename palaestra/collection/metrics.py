@@ -35,6 +35,7 @@ from pathlib import Path
 
 import orjson
 
+from palaestra.jsonl import read_objects
 from palaestra.rows import (
     AGENT_REF,
     FACTS,
@@ -337,10 +338,12 @@ class RunMetrics:
     def read(cls, output: Path, failures: Path) -> RunMetrics:
         """The aggregate of what the files hold already (nothing when they do not exist)."""
         metrics = cls()
-        for row in _jsonl_rows(output):
-            metrics.add_rollout(row)
-        for row in _jsonl_rows(failures):
-            metrics.add_failure(row)
+        if output.exists():
+            for _, row in read_objects(output):
+                metrics.add_rollout(row)
+        if failures.exists():
+            for _, row in read_objects(failures):
+                metrics.add_failure(row)
         return metrics
 
     def add_rollout(self, row: JsonDict) -> None:
@@ -445,14 +448,6 @@ def aggregate_rows(rows: Iterable[JsonDict]) -> dict[bytes, AgentAggregate]:
     for row in rows:
         metrics.add_rollout(row)
     return metrics.agents
-
-
-def _jsonl_rows(path: Path) -> Iterator[JsonDict]:
-    if path.exists():
-        with path.open("rb") as lines:
-            for raw in lines:
-                if raw.strip():
-                    yield orjson.loads(raw)
 
 
 def aggregate(output: Path, failures: Path) -> list[AggregateEntry]:

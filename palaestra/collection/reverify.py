@@ -12,12 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from palaestra.agents.tool_calling import parse_arguments
 from palaestra.collection.files import JsonlAppender
 from palaestra.env_client import LocalEnvironmentClient
 from palaestra.errors import ConfigError, InputError, RolloutFailure, ToolCallRejected
+from palaestra.jsonl import NOT_JSON, TORN, BadLine, read_rows
 from palaestra.spec import EnvSpec
 from palaestra.types import JsonDict, Verdict, function_calls
 
@@ -151,22 +150,17 @@ def _rescored(row: JsonDict, verdict: Verdict | None, reason: str, before: float
 
 
 def _rows(path: Path, summary: ReverifySummary) -> Iterator[tuple[int, JsonDict]]:
-    with path.open("rb") as lines:
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError as error:
-                if not raw.endswith(b"\n"):  # the last line, cut short: verify the others
-                    summary.torn_line = number
-                    return
-                raise InputError(f"not valid JSON ({error})", path=str(path), line=number) from None
-            if not isinstance(row, dict) or not isinstance(row.get("response"), dict):
-                raise InputError(
-                    "a rollout row needs a 'response' object",
-                    path=str(path),
-                    line=number,
-                    field="response",
-                )
-            yield number, row
+    for number, row in read_rows(path):
+        if isinstance(row, BadLine) and row.problem == TORN:  # a killed write: verify the rest
+            summary.torn_line = number
+            return
+        if isinstance(row, BadLine) and row.problem == NOT_JSON:
+            raise row.error()
+        if isinstance(row, BadLine) or not isinstance(row.get("response"), dict):
+            raise InputError(
+                "a rollout row needs a 'response' object",
+                path=str(path),
+                line=number,
+                field="response",
+            )
+        yield number, row

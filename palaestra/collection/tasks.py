@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from palaestra.errors import ConfigError, InputError
+from palaestra.jsonl import NOT_OBJECT, BadLine, read_rows
 from palaestra.types import JsonDict
 
 HASH_BLOCK = 1 << 20
@@ -32,15 +31,13 @@ def read_tasks(path: Path, *, limit: int | None = None) -> Iterator[TaskLine]:
     Blank lines are skipped; every other line is one task index, valid or not, so indices stay
     stable when a bad row is fixed later.
     """
-    index = 0
-    with path.open("rb") as lines:
-        for number, raw in enumerate(lines, start=1):
-            if limit is not None and index >= limit:
-                return
-            if not raw.strip():
-                continue
-            yield parse_task(raw, index=index, path=str(path), line=number)
-            index += 1
+    if limit is not None and limit <= 0:
+        return
+    name = str(path)
+    for index, (number, row) in enumerate(read_rows(path, path=name)):
+        yield task_line(row, index=index, path=name, line=number)
+        if index + 1 == limit:  # stop before parsing a line past the limit
+            return
 
 
 def count_tasks(path: Path, *, limit: int | None = None) -> int:
@@ -133,13 +130,18 @@ def scan_input(path: Path, *, limit: int | None = None, known: JsonDict | None =
     return InputScan(path, tasks, facts.st_size, facts.st_mtime_ns, sha256)
 
 
-def parse_task(raw: bytes, *, index: int, path: str, line: int) -> TaskLine:
-    try:
-        row = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        return TaskLine(
-            index, line, {}, InputError(f"not valid JSON ({error})", path=path, line=line)
-        )
+def task_line(row: JsonDict | BadLine, *, index: int, path: str, line: int) -> TaskLine:
+    """The task line of a row as ``read_rows`` yields it: the task, or why it is not one.
+
+    A cut-short last line is invalid JSON like any other: a task file is written by its
+    user, not by a run that could have been killed.
+    """
+    if isinstance(row, BadLine):
+        if row.problem == NOT_OBJECT:
+            reason = f"a task must be a JSON object, got {row.detail}"  # as task_problem says
+        else:
+            reason = f"not valid JSON ({row.detail})"
+        return TaskLine(index, line, {}, row.error(reason))
     problem = task_problem(row)
     if problem is not None:
         field, reason = problem
