@@ -38,6 +38,7 @@ import orjson
 from palaestra.collection.files import RunFiles
 from palaestra.collection.metrics import PASS_THRESHOLD, USAGE_FIELDS
 from palaestra.errors import ConfigError, InputError
+from palaestra.jsonl import NOT_OBJECT, TORN, BadLine, read_rows
 from palaestra.rows import (
     AGENT_REF,
     FACTS,
@@ -273,21 +274,15 @@ def _by_repeat(item: Rollout | FailedRollout) -> int:
 
 
 def _rows(path: Path) -> Iterator[tuple[int, JsonDict]]:
-    with path.open("rb") as lines:
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError as error:
-                if number > 1 and not raw.endswith(b"\n"):
-                    reason = f"a torn last line (a killed run; --resume repairs it): {error}"
-                else:
-                    reason = f"not JSON: {error}"
-                raise InputError(reason, path=str(path), line=number) from None
-            if not isinstance(row, dict):
-                raise InputError("not a JSON object", path=str(path), line=number)
+    for number, row in read_rows(path):
+        if not isinstance(row, BadLine):
             yield number, row
+        elif row.problem == NOT_OBJECT:
+            raise row.error("not a JSON object")
+        elif row.problem == TORN and number > 1:
+            raise row.error(f"a torn last line (a killed run; --resume repairs it): {row.detail}")
+        else:
+            raise row.error(f"not JSON: {row.detail}")
 
 
 def _identity(row: JsonDict) -> str | None:
