@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import orjson
 
 from palaestra.errors import InputError, PalaestraError
+from palaestra.jsonl import BadLine, parse_line
 from palaestra.rows import FACTS, FAILURE, RESPONSE, REWARD, ROLLOUT_INDEX, TASK_INDEX
 from palaestra.types import JsonDict
 
@@ -119,7 +120,7 @@ class RunIndex:
         self._start()
         if len(self) == 0 and self.unreadable:
             where, line, why = self.unreadable[0]
-            raise InputError(f"not a rollouts file ({why})", path=where, line=line)
+            raise InputError(f"not a rollouts file: {why}", path=where, line=line)
 
     def _start(self) -> None:
         sidecar = failures_path(self.path)
@@ -178,24 +179,23 @@ class RunIndex:
         columns = self.columns
         kinds = {kind: code for code, kind in enumerate(self.kinds)}
         offset = self._ends[source]
+        name = str(file)
         with open(file, "rb") as stream:
             self._inodes[source] = os.fstat(stream.fileno()).st_ino
             stream.seek(offset)
+            # Its own loop, with jsonl's parse of one line: it keeps byte offsets, and leaves
+            # a last line with no newline for the next pass (a writer may be mid-line).
             for number, line in enumerate(stream, start=self._lines[source] + 1):
                 start, offset = offset, offset + len(line)
                 if not line.endswith(b"\n"):
-                    self.torn.append(str(file))
+                    self.torn.append(name)
                     break
                 self._ends[source], self._lines[source] = offset, number
                 if not line.strip():
                     continue
-                try:
-                    row = orjson.loads(line)
-                except orjson.JSONDecodeError as error:
-                    self.unreadable.append((str(file), number, f"invalid JSON: {error}"))
-                    continue
-                if not isinstance(row, dict):
-                    self.unreadable.append((str(file), number, "not a JSON object"))
+                row = parse_line(line, name, number)
+                if isinstance(row, BadLine):
+                    self.unreadable.append((name, number, row.reason))
                     continue
                 columns.source.append(source)
                 columns.offset.append(start)
