@@ -10,13 +10,13 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.util
-import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
 
 from palaestra import ConfigError, JsonDict
 from palaestra.answers import task_row
+from palaestra.jsonl import read_objects
 
 SYSTEM_PROMPT = (
     "You are an expert Python programmer. Answer with Python code (standard library only) in a "
@@ -50,8 +50,9 @@ def humaneval_file() -> Path:
 @functools.cache
 def humaneval_problems() -> tuple[JsonDict, ...]:
     """The HumanEval problems as the package stores them (task_id, prompt, entry_point, test)."""
-    with gzip.open(humaneval_file(), "rt", encoding="utf-8") as lines:
-        return tuple(json.loads(line) for line in lines if line.strip())
+    path = humaneval_file()
+    with gzip.open(path, "rb") as stream:
+        return tuple(row for _, row in read_objects(stream, path=str(path)))
 
 
 def humaneval_task(problem: JsonDict) -> JsonDict:

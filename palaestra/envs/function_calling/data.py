@@ -12,10 +12,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from palaestra import ConfigError, JsonDict
 from palaestra.envs.function_calling.compare import answerable
+from palaestra.jsonl import read_objects
 
 CATEGORIES: tuple[str, ...] = (
     "simple_python",
@@ -173,9 +172,5 @@ def _strict_compatible(schema: JsonDict) -> bool:
 
 
 def _json_lines(path: Path) -> Iterator[JsonDict]:
-    with path.open("rb") as lines:
-        for raw in lines:
-            if raw.strip():
-                row = orjson.loads(raw)
-                if isinstance(row, dict):
-                    yield row
+    for _, row in read_objects(path):
+        yield row

@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict, output_text
 from palaestra.answers import strip_reasoning, task_row
 from palaestra.envs.instruction_following import (
@@ -24,6 +22,7 @@ from palaestra.envs.instruction_following import (
     checks_format,
     checks_words,
 )
+from palaestra.jsonl import read_objects
 
 CHECKERS: dict[str, checks_counts.Checker] = {
     **checks_counts.CHECKERS,
@@ -118,16 +117,12 @@ def ifbench_file() -> Path:
 
 def ifbench_tasks() -> Iterator[JsonDict]:
     """Every IFBench prompt as a task row, in the file's order."""
-    with ifbench_file().open("rb") as file:
-        for line in file:
-            if not line.strip():
-                continue
-            row = orjson.loads(line)
-            yield task_row(
-                row["prompt"],
-                key=row["key"],
-                prompt=row["prompt"],
-                instruction_id_list=row["instruction_id_list"],
-                kwargs=row["kwargs"],
-                source="ifbench",
-            )
+    for _, row in read_objects(ifbench_file()):
+        yield task_row(
+            row["prompt"],
+            key=row["key"],
+            prompt=row["prompt"],
+            instruction_id_list=row["instruction_id_list"],
+            kwargs=row["kwargs"],
+            source="ifbench",
+        )

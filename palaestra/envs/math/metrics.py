@@ -17,8 +17,9 @@ from pathlib import Path
 
 import orjson
 
-from palaestra import JsonDict
+from palaestra import InputError, JsonDict
 from palaestra.collection.metrics import PASS_THRESHOLD, pass_at_k
+from palaestra.jsonl import read_objects
 from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
 
 Equivalent = Callable[[str, str], bool]
@@ -77,8 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     if len(paths) != 1:
         print("usage: python -m palaestra.envs.math.metrics ROLLOUTS.jsonl", file=sys.stderr)
         return 2
-    with Path(paths[0]).open("rb") as file:
-        rows = [orjson.loads(line) for line in file if line.strip()]
+    try:
+        rows = [row for _, row in read_objects(Path(paths[0]))]
+    except InputError as error:  # one line, not a traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"error: cannot read {paths[0]}: {error.strerror}", file=sys.stderr)
+        return 1
     print(orjson.dumps(answer_metrics(rows), option=orjson.OPT_INDENT_2).decode())
     return 0
 
