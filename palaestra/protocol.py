@@ -122,14 +122,22 @@ HTTP exchange of five fewer per served rollout). A server that did close says so
 palaestra, an error answer) the client closes as before."""
 CLOSED_HEADER: Final = "x-palaestra-closed"
 
-VERDICT_ONLY_HEADER: Final = "x-palaestra-verdict-only"
-"""Sent as ``x-palaestra-verdict-only: 1`` with a ``/verify`` in a session of a palaestra
-server (one that announces ``seed_with_first_call`` in ``GET /tools``): the server answers the
-verdict's fields alone (``reward``, the verifier's fields, or the failure fields), not the
-request echoed back with them as NeMo Gym's form is. The body then carries only ``response``:
-such a server verifies a session against the task it was seeded with. A server that does not
-know the header echoes what it got, which reads the same (``verdict_from_answer``). Measured:
-5% of a served rollout's instructions went to writing and parsing the echo."""
+NO_ECHO_HEADER: Final = "x-palaestra-no-echo"
+"""Sent as ``x-palaestra-no-echo: 1`` to a palaestra server that announces it takes it: the
+answer leaves out what the request carried, which NeMo Gym's form echoes back.
+
+- ``/verify`` in a token session of an env server announcing ``seed_with_first_call`` in
+  ``GET /tools``: the answer is the verdict's fields alone (``reward`` and the verifier's
+  fields, or the failure fields), and the body carries only ``response``, since such a server
+  scores a session against the task it was seeded with.
+- ``/run`` to an agent server whose ``GET /`` says ``"no_echo": true``: the answer is the
+  rollout's ``response``, verdict (or failure) fields and ``_palaestra`` facts, without the
+  task row the request carried.
+
+A server that does not know the header echoes what it got, which reads the same
+(``verdict_from_answer``, ``run_result``). Measured on the whole served path: writing and
+parsing the echoes (and sending the task to /verify again) were 8% of a rollout's
+instructions."""
 
 SEED_HEADER: Final = "x-palaestra-seed"
 """Sent as ``x-palaestra-seed: <n>`` with a session route's ``POST`` (a tool, ``/verify``,
@@ -402,7 +410,13 @@ def tools_of(answer: Any) -> tuple[list[JsonDict], str]:
 
 def agent_health(agent: str, environment: str) -> JsonDict:
     """An agent server's ``GET /``."""
-    return {"status": "ok", "agent": agent, "environment": environment}
+    return {"status": "ok", "agent": agent, "environment": environment, "no_echo": True}
+
+
+def echoes_run(answer: JsonDict) -> bool:
+    """Whether an agent server's ``GET /`` leaves ``/run`` answers in NeMo Gym's echo form
+    (every server but a palaestra one that says ``"no_echo": true``; ``NO_ECHO_HEADER``)."""
+    return answer.get("no_echo") is not True
 
 
 def agent_identity_of(answer: JsonDict) -> tuple[str, str | None]:

@@ -20,7 +20,15 @@ from palaestra.errors import (
     EnvironmentUnreachable,
     ModelUnreachable,
 )
-from palaestra.protocol import LIVENESS, RUN, agent_identity_of, failure_from_fields, run_result
+from palaestra.protocol import (
+    LIVENESS,
+    NO_ECHO_HEADER,
+    RUN,
+    agent_identity_of,
+    echoes_run,
+    failure_from_fields,
+    run_result,
+)
 from palaestra.transport import HttpClient, TransportError, shown_url
 from palaestra.types import Failure, FailureKind, JsonDict
 
@@ -38,6 +46,9 @@ class RemoteAgent:
         """The environment the server's agent runs against, as its ``GET /`` names it."""
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._post_headers = {"Content-Type": "application/json", **self._headers}
+        self._run_headers = self._post_headers
+        """``/run``'s headers: asking for no echo of the task once ``check`` found a palaestra
+        server (``NO_ECHO_HEADER``)."""
         self._timeout = timeout
         # No connection cap: --concurrency is the bound.
         self._http = HttpClient()
@@ -72,6 +83,8 @@ class RemoteAgent:
         if not isinstance(info, dict):
             raise ConfigError(f"agent server {self._shown} did not answer a JSON object on GET /")
         self.name, self.environment = agent_identity_of(info)
+        if not echoes_run(info):  # a palaestra agent server: the task need not come back
+            self._run_headers = {**self._post_headers, NO_ECHO_HEADER: "1"}
 
     async def run(self, task: JsonDict) -> AgentResult:
         try:
@@ -80,7 +93,7 @@ class RemoteAgent:
                     "POST",
                     f"{self.url}{RUN}",
                     body=orjson.dumps(task),
-                    headers=self._post_headers,
+                    headers=self._run_headers,
                     connect_timeout=_CONNECT_SECONDS,
                     read_timeout=self._timeout,
                 )

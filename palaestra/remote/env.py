@@ -53,6 +53,7 @@ from palaestra.protocol import (
     CLOSED_HEADER,
     HEALTH,
     LIVENESS,
+    NO_ECHO_HEADER,
     RESENDABLE_ROUTES,
     RESET,
     SEED_HEADER,
@@ -61,7 +62,6 @@ from palaestra.protocol import (
     SESSION_LOST,
     STEP,
     TOOLS,
-    VERDICT_ONLY_HEADER,
     VERIFY,
     error_of,
     failure_from_fields,
@@ -134,9 +134,9 @@ class RemoteEnvironmentClient:
         self._boundaries: dict[str, Boundary] = {}
         self._seeds_along = False
         """Whether seeds go with each session's first call (the server said it takes them)."""
-        self._verdict_alone = False
+        self._no_echo = False
         """Whether a verify in a token session sends the response alone and asks for the
-        verdict alone (``VERDICT_ONLY_HEADER``): a palaestra server, which says so in /tools."""
+        verdict alone (``NO_ECHO_HEADER``): a palaestra server, which says so in /tools."""
         self._may_seed_along = seed_with_first_call
         self._unsent: dict[str, bytes] = {}
         """The task of each session not seeded yet, to go with its first call."""
@@ -193,7 +193,7 @@ class RemoteEnvironmentClient:
             raise ConfigError(f"{self._shown}/tools answered an unusable body: {error}") from None
         palaestra = seeds_with_first_call(answer)
         self._seeds_along = self._may_seed_along and palaestra
-        self._verdict_alone = palaestra
+        self._no_echo = palaestra
 
     async def _check_alive(self) -> None:
         """A liveness route answers below 400: ``GET /`` (palaestra, NeMo Gym), else
@@ -257,7 +257,7 @@ class RemoteEnvironmentClient:
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
         # A palaestra server scores a token session against its seeded task (seeded along with
         # this call, or before): the task need not travel again, nor come back.
-        alone = self._verdict_alone and (
+        alone = self._no_echo and (
             session_id in self._unsent or isinstance(self._headers.get(session_id), FramedHeaders)
         )
         status, body, answer = await self._post(
@@ -325,7 +325,7 @@ class RemoteEnvironmentClient:
         if not isinstance(headers, FramedHeaders):
             return None
         closing = headers.adding(CLOSE_HEADER, "1")
-        return closing.adding(VERDICT_ONLY_HEADER, "1") if self._verdict_alone else closing
+        return closing.adding(NO_ECHO_HEADER, "1") if self._no_echo else closing
 
     def _keep_token(self, handle: str, token: str) -> None:
         """A palaestra server's session: the token names it, no cookie is needed. Framed
@@ -389,8 +389,8 @@ class RemoteEnvironmentClient:
         headers = {**self._post_headers, SEED_HEADER: str(len(task))}
         if route == VERIFY:  # as for any token session: the server closes it after scoring
             headers[CLOSE_HEADER] = "1"
-            if self._verdict_alone:
-                headers[VERDICT_ONLY_HEADER] = "1"
+            if self._no_echo:
+                headers[NO_ECHO_HEADER] = "1"
         url = f"{self.base_url}{route}"
         seeding = self._seeding[session_id] = asyncio.Event()
         try:

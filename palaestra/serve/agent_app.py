@@ -31,6 +31,7 @@ from palaestra.observe.metrics_http import agent_metrics, metrics_route
 from palaestra.protocol import (
     AGGREGATE_METRICS,
     LIVENESS,
+    NO_ECHO_HEADER,
     RESPONSES,
     RUN,
     agent_health,
@@ -47,7 +48,10 @@ from palaestra.serve.http_json import (
     json_object,
     request_error_response,
 )
+from palaestra.serve.sessions_http import header_of
 from palaestra.types import Failure, FailureKind, JsonDict
+
+_NO_ECHO_HEADER = NO_ECHO_HEADER.encode()
 
 
 def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
@@ -64,7 +68,8 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
             result = await agent.run(task, env, model)
         if scope.urls is not None:  # where the calls went: the row says so, as in process
             result.endpoints = scope.urls
-        return JSONResponse(run_answer(task, result))
+        echoed = {} if header_of(request, _NO_ECHO_HEADER) == "1" else task
+        return JSONResponse(run_answer(echoed, result))
 
     async def responses(request: Request) -> Response:
         params = await json_object(request)

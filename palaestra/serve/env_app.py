@@ -55,6 +55,7 @@ from palaestra.protocol import (
     FAILURES_HEADER,
     HEALTH,
     LIVENESS,
+    NO_ECHO_HEADER,
     RESERVED_ROUTES,
     RESET,
     SEED_HEADER,
@@ -65,7 +66,6 @@ from palaestra.protocol import (
     SESSION_LOST,
     STEP,
     TOOLS,
-    VERDICT_ONLY_HEADER,
     VERIFY,
     failure_error,
     failure_from_fields,
@@ -124,7 +124,7 @@ RETRY_AFTER_SECONDS = 1
 _SESSION_HEADER = SESSION_HEADER.encode()
 _FAILURES_HEADER = FAILURES_HEADER.encode()
 _CLOSE_HEADER = CLOSE_HEADER.encode()
-_VERDICT_ONLY_HEADER = VERDICT_ONLY_HEADER.encode()
+_NO_ECHO_HEADER = NO_ECHO_HEADER.encode()
 _SEED_HEADER = SEED_HEADER.encode()
 _SESSION_HEADERS = (_SESSION_HEADER, b"set-cookie")
 _CLOSED = (CLOSED_HEADER.encode(), b"1")
@@ -423,7 +423,7 @@ def _verify(
         if closing:
             verdict = await _close_after(client, session_id, verdict)
         # In a session, a failure is the answer an agent passes on as its rollout row.
-        alone = session_id is not None and header_of(request, _VERDICT_ONLY_HEADER) == "1"
+        alone = session_id is not None and header_of(request, _NO_ECHO_HEADER) == "1"
         answer = JSONResponse(verify_answer({} if alone else body, verdict))
         if closing:
             answer.raw_headers.append(_CLOSED)

@@ -111,3 +111,32 @@ async def test_collect_through_a_served_agent(tmp_path: Path) -> None:
         (1, 0),
         (1, 1),
     ]
+
+
+async def test_a_palaestra_collector_gets_the_rollout_without_its_task_echoed_back() -> None:
+    with (
+        ScriptedModelServer(weather_script()) as model,
+        BackgroundServer(weather_agent_app(model.url)) as agent,
+    ):
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{agent.url}/") as alive:
+                assert (await alive.json())["no_echo"] is True
+            headers = {"x-palaestra-no-echo": "1"}
+            async with http.post(f"{agent.url}/run", json=TASK, headers=headers) as done:
+                alone = await done.json()
+            async with http.post(f"{agent.url}/run", json=TASK) as done:
+                echoed = await done.json()
+        checked, unchecked = RemoteAgent(agent.url), RemoteAgent(agent.url)
+        try:
+            await checked.check()  # learns the server takes the header
+            results = [await checked.run(TASK), await unchecked.run(TASK)]
+        finally:
+            await checked.aclose()
+            await unchecked.aclose()
+    assert "city" not in alone and "responses_create_params" not in alone  # before: echoed
+    assert echoed["city"] == "Rome"  # NeMo Gym's collector, which sends no header, gets its row
+    assert set(echoed) - set(TASK) == set(alone)  # the same row but for the task's fields
+    assert (alone["reward"], alone["called_tool"]) == (echoed["reward"], echoed["called_tool"])
+    verdicts = [r.verdict for r in results]
+    assert verdicts[0] is not None and verdicts[0] == verdicts[1]
+    assert verdicts[0].reward == 1.0 and verdicts[0].metrics == {"called_tool": True}

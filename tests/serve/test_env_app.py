@@ -514,7 +514,7 @@ class UngradableCounter(Counter):
         return super().verify(session, response)
 
 
-async def test_a_verify_asking_for_the_verdict_alone_gets_no_echo_and_a_failure_stays_one() -> None:
+async def test_a_verify_asking_for_the_no_echo_gets_no_echo_and_a_failure_stays_one() -> None:
     task: JsonDict = {"responses_create_params": {"input": "x"}, "target_value": 3}
     with BackgroundServer(environment_app(UngradableCounter())) as server:
         async with aiohttp.ClientSession(base_url=server.url) as http:
@@ -524,7 +524,7 @@ async def test_a_verify_asking_for_the_verdict_alone_gets_no_echo_and_a_failure_
                 token = seeded.headers["x-palaestra-session"]
                 headers = {"x-palaestra-session": token}
                 if alone:
-                    headers["x-palaestra-verdict-only"] = "1"
+                    headers["x-palaestra-no-echo"] = "1"
                 body = {"response": {"output": []}} if alone else {**row, "response": {}}
                 answer = await http.post("/verify", json=body, headers=headers)
                 assert answer.status == 200
@@ -579,7 +579,7 @@ async def test_palaestras_client_sends_a_palaestra_server_the_response_alone_for
     (seeding, seeding_headers), (alone, headers), (whole, plain_headers) = sent
     assert seeding.endswith(b'{"response":{"output":[]}}') and b"target_value" in seeding
     assert orjson.loads(alone) == {"response": {"output": []}}  # the task stays in the session
-    assert seeding_headers["x-palaestra-verdict-only"] == headers["x-palaestra-verdict-only"]
+    assert seeding_headers["x-palaestra-no-echo"] == headers["x-palaestra-no-echo"]
     assert orjson.loads(whole)["target_value"] == 3  # NeMo Gym's form, to any other server
-    assert "x-palaestra-verdict-only" not in plain_headers
+    assert "x-palaestra-no-echo" not in plain_headers
     assert len(counter_server._server.config.app.state.client.sessions) == 0
