@@ -16,6 +16,13 @@ few per cent cannot be told from noise that way (a checkout compared with a copy
 differenced out; repeat runs agree within 1%::
 
     .venv/bin/python benchmarks/compare.py /tmp/base --instructions
+
+``--served`` compares the served path instead (collector, agent server, env server, the mock),
+run in one process by ``served_one_process.py`` so that its CPU is not that of four processes
+on two shared cores: CPU per rollout within about 3% on a quiet machine, or with
+``--instructions`` user-space instructions (cachegrind) within 0.3%::
+
+    .venv/bin/python benchmarks/compare.py /tmp/base --served [--instructions]
 """
 
 from __future__ import annotations
@@ -50,8 +57,12 @@ def main() -> None:
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions (callgrind) instead"
     )
+    parser.add_argument("--served", action="store_true", help="the served path, in one process")
     args = parser.parse_args()
     sides = {"base": args.base.resolve(), "this": HERE.parent}
+    if args.served:
+        served(sides, args.n, args.tries, args.instructions)
+        return
     if args.instructions:
         instructions(sides)
         return
@@ -112,6 +123,48 @@ def instructions(sides: dict[str, Path], small: int = 500, large: int = 2500) ->
             per_rollout[name] = (counts[large] - counts[small]) / (large - small)
             print(f"  {name}: {per_rollout[name]:,.0f} instructions per rollout")
     print(f"  this / base: {per_rollout['this'] / per_rollout['base']:.3f}x")
+
+
+def served(sides: dict[str, Path], n: int, tries: int, count: bool) -> None:
+    """The served path of each side in one process: CPU us per rollout (the best collection of
+    each try, tries interleaved), or instructions per rollout (two sizes, differenced)."""
+    harness = [sys.executable, str(HERE / "served_one_process.py")]
+
+    def run(checkout: Path, size: int, reps: int, wrapper: list[str]) -> str:
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        done = subprocess.run(
+            [*wrapper, *harness, str(size), str(reps)],
+            env=env,
+            cwd=tempfile.gettempdir(),  # not a checkout: palaestra comes from PYTHONPATH
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{checkout}: the served harness failed:\n{done.stderr[-1500:]}")
+        return done.stdout + done.stderr
+
+    figures: dict[str, list[float]] = {name: [] for name in sides}
+    if count:
+        cachegrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
+        cachegrind.append("--cachegrind-out-file=/dev/null")
+        small, large = n // 4, n // 4 + n
+        for name, checkout in sides.items():
+            refs = []
+            for size in (small, large):
+                found = re.search(r"I\s+refs:\s+([\d,]+)", run(checkout, size, 1, cachegrind))
+                if found is None:
+                    raise SystemExit(f"{name}: valgrind printed no instruction count")
+                refs.append(int(found.group(1).replace(",", "")))
+            figures[name].append((refs[1] - refs[0]) / (2 * n))  # a warm-up and one run each
+            print(f"  {name}: {figures[name][0]:,.0f} instructions per rollout", flush=True)
+    else:
+        for attempt in range(tries):
+            for name, checkout in sides.items():
+                best = min(float(x) for x in run(checkout, n, 3, []).split())
+                figures[name].append(best)
+                print(f"  try {attempt + 1} {name}: {best:.1f} us CPU per rollout", flush=True)
+    ratio = statistics.median(figures["this"]) / statistics.median(figures["base"])
+    print(f"  served, one process, N={n}: this / base {ratio:.3f}x")
 
 
 if __name__ == "__main__":

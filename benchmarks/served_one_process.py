@@ -1,42 +1,28 @@
-"""The whole served path in one process, for before/after comparisons of palaestra's code.
+"""The whole served path in one process: the harness ``compare.py --served`` measures.
 
 A served weather rollout crosses four processes (collector, agent server, env server, model);
 their CPU, read side by side on 2 shared cores, moves 20-40% from one minute to the next, so a
 change worth 2% cannot be seen there. Here the same parts run on one event loop in one process
 and still talk over real sockets: the mock model (``mock_model.py``) on TCP, palaestra's env
 server on a Unix socket, its agent server on TCP, and ``collect_async(agent_url=...)`` as the
-collector. Two measures:
+collector. It prints this process's CPU per rollout of each collection after a first one (a
+warm-up); on a quiet machine runs agree within about 3%. Under valgrind, the difference of two
+sizes gives user-space instructions per rollout, repeatable within 0.3% whatever else the
+machine does (``compare.py --served --instructions``)::
 
-- ``cpu``: this process's CPU per rollout (the best of ``--reps`` collections after one to warm
-  up); about 3% from run to run on a quiet machine.
-- ``--instructions``: user-space instructions per rollout, counted by valgrind's cachegrind
-  (valgrind must be installed): runs of two sizes, the difference divided by the extra
-  rollouts, so start-up cancels out. Repeatable to about 0.3% whatever else the machine does;
-  kernel work (the syscalls) is not in it. About a minute per tree.
-
-``--baseline DIR`` measures an older checkout (``git worktree add DIR REV``) too, alternating.
-Run from the repository root::
-
-    .venv/bin/python benchmarks/served_one_process.py [--rollouts 3000] [--baseline DIR]
-    .venv/bin/python benchmarks/served_one_process.py --instructions --baseline DIR
+    python benchmarks/served_one_process.py ROLLOUTS REPS    # with palaestra on the path
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
-import re
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
 CONCURRENCY = 32
-CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
 
 
 async def served_cpu(rollouts: int, reps: int) -> list[float]:
@@ -101,60 +87,11 @@ async def served_cpu(rollouts: int, reps: int) -> list[float]:
     return spent
 
 
-def measure(tree: Path, rollouts: int, reps: int, instructions: bool) -> float:
-    """``tree``'s figure: best CPU us per rollout, or instructions per rollout."""
-    environment = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{HERE}"}
-    command = [sys.executable, str(Path(__file__).resolve()), "--child"]
-    if not instructions:
-        done = subprocess.run(
-            [*command, str(rollouts), str(reps)],
-            env=environment,
-            cwd=tempfile.gettempdir(),  # not the repository: palaestra comes from ``tree``
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return min(float(x) for x in done.stdout.split())
-    counts = []
-    for n in (rollouts // 4, rollouts // 4 + rollouts):
-        done = subprocess.run(
-            [*CACHEGRIND, *command, str(n), "1"],
-            env=environment,
-            cwd=tempfile.gettempdir(),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-        if found is None:
-            raise RuntimeError(f"no instruction count from valgrind: {done.stderr[-500:]}")
-        counts.append(int(found.group(1).replace(",", "")))
-    return (counts[1] - counts[0]) / (2 * rollouts)  # a warm-up and one collection each
-
-
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        import uvloop
+    import uvloop
 
-        spent = uvloop.run(served_cpu(int(sys.argv[2]), int(sys.argv[3])))
-        print(" ".join(f"{x:.1f}" for x in spent))
-        return
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--rollouts", type=int, default=3000)
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=3, help="alternations with --baseline")
-    parser.add_argument("--instructions", action="store_true")
-    parser.add_argument("--baseline", type=Path, help="an older checkout, measured alternately")
-    options = parser.parse_args()
-    trees = {"this tree": HERE.parent}
-    if options.baseline is not None:
-        trees = {"baseline": options.baseline.resolve(), **trees}
-    unit = "instructions" if options.instructions else "us CPU"
-    rounds = options.rounds if options.baseline is not None else 1
-    for round_ in range(rounds):
-        for name, tree in trees.items():
-            figure = measure(tree, options.rollouts, options.reps, options.instructions)
-            print(f"round {round_ + 1} {name}: {figure:,.1f} {unit} per rollout", flush=True)
+    spent = uvloop.run(served_cpu(int(sys.argv[1]), int(sys.argv[2])))
+    print(" ".join(f"{x:.1f}" for x in spent))
 
 
 if __name__ == "__main__":
