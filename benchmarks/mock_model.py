@@ -132,6 +132,25 @@ class Counters:
         )
 
 
+def take_request(buffer: bytes) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """(head, head in lower case, body, the rest) of the first whole request in ``buffer``; None
+    until it has all arrived. Content-Length bodies only (a chunked one reads as bodiless)."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = buffer[:end]
+    lowered = head.lower()
+    at = lowered.find(b"content-length:")
+    length = 0
+    if at >= 0:
+        stop = lowered.find(b"\r\n", at)
+        length = int(lowered[at + 15 : stop if stop >= 0 else None])
+    total = end + 4 + length
+    if len(buffer) < total:
+        return None
+    return head, lowered, buffer[end + 4 : total], buffer[total:]
+
+
 class MockHttp(asyncio.Protocol):
     """One keep-alive connection: parse requests in order, answer each (after ``delay``)."""
 
@@ -148,25 +167,11 @@ class MockHttp(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer = self.buffer + data if self.buffer else data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            head = self.buffer[:end]
-            lowered = head.lower()
+        while (request := take_request(self.buffer)) is not None:
+            head, lowered, body, self.buffer = request
             if b"transfer-encoding: chunked" in lowered:
                 self._send(LENGTH_REQUIRED_HTTP, close=True)
                 return
-            at = lowered.find(b"content-length:")
-            length = 0
-            if at >= 0:
-                stop = lowered.find(b"\r\n", at)
-                length = int(lowered[at + 15 : stop if stop >= 0 else None])
-            total = end + 4 + length
-            if len(self.buffer) < total:
-                return
-            body = self.buffer[end + 4 : total]
-            self.buffer = self.buffer[total:]
             self._handle(head, body, close=b"connection: close" in lowered)
 
     def _handle(self, head: bytes, body: bytes, *, close: bool) -> None:

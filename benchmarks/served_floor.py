@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
 import orjson
+from mock_model import take_request
 
 from palaestra.transport import HttpClient
 
@@ -65,24 +66,9 @@ class BareHttp(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer = self.buffer + data if self.buffer else data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            head = self.buffer[:end]
-            lowered = head.lower()
-            at = lowered.find(b"content-length:")
-            length = 0
-            if at >= 0:
-                stop = lowered.find(b"\r\n", at)
-                length = int(lowered[at + 15 : stop if stop >= 0 else None])
-            total = end + 4 + length
-            if len(self.buffer) < total:
-                return
-            body = self.buffer[end + 4 : total]
-            self.buffer = self.buffer[total:]
-            path = head.split(b" ", 2)[1]
-            self.loop.create_task(self._answer(path, lowered, body))
+        while (request := take_request(self.buffer)) is not None:
+            head, lowered, body, self.buffer = request
+            self.loop.create_task(self._answer(head.split(b" ", 2)[1], lowered, body))
 
     async def _answer(self, path: bytes, head: bytes, body: bytes) -> None:
         extra, answer = await self.handler(path, head, body)
