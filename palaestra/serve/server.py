@@ -7,12 +7,16 @@ FILE``. The parts come from ``palaestra.assembly``, as a collection run's do.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from palaestra.assembly import build_agent, build_model, find, open_environment
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, ModelError
 from palaestra.spec import ServeSpec
+
+if TYPE_CHECKING:
+    from palaestra.models.base import Model
 
 
 def serve(spec: ServeSpec) -> None:
@@ -78,12 +82,27 @@ async def _serve_model(spec: ServeSpec) -> None:
     model = build_model(spec.model)
     try:
         await model.check()  # load the weights / reach the backend before saying "serving"
-        model_id = spec.model_id or model.name
+        model_id = spec.model_id or await _listed_id(model)
         app = model_app(model, model_id=model_id)
         label = f"{spec.model.backend} model {model_id}"
         await serve_guarded(app, spec, label=label, path="/v1")
     finally:
         await model.aclose()
+
+
+async def _listed_id(model: Model) -> str:
+    """The id ``/v1/models`` lists when none is given: for a backend reached over HTTP with
+    no model named, the backend's own (a client sends the listed id back as ``model``, and the
+    request goes upstream with it: a URL there would be refused); else the model's name."""
+    from palaestra.models.endpoint import RemoteModel
+    from palaestra.models.pool import ModelPool
+
+    remote = model.endpoints[0].model if isinstance(model, ModelPool) else model
+    unnamed = isinstance(remote, RemoteModel) and remote.config.model is None
+    if unnamed and isinstance(remote, RemoteModel) and model.name == remote.name:
+        with contextlib.suppress(ModelError):  # it lists none: keep the name, as before
+            return await remote.endpoint.model_name()
+    return model.name
 
 
 async def _serve_agent(spec: ServeSpec) -> None:

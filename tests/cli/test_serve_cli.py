@@ -199,3 +199,16 @@ def test_serve_model_listens_on_the_unix_socket_it_is_given(
     finally:
         served.stop()
     assert not path.exists()
+
+
+def test_a_model_server_without_a_model_name_lists_its_backends_own(
+    model: ScriptedModelServer,
+) -> None:
+    for flags in (("--model", model.url), ("--model", model.url, "--model", model.url)):
+        served = Served("model", *flags, "--port", "0")
+        try:
+            with urllib.request.urlopen(f"{served.facts['url']}/v1/models", timeout=10) as got:
+                listed = orjson.loads(got.read())["data"][0]["id"]
+        finally:
+            served.stop()
+        assert listed == model.model  # before: the backend's URL, refused upstream as a model
