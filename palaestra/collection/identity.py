@@ -109,8 +109,8 @@ def check_same_run(path: Path, recorded: JsonDict, current: JsonDict) -> None:
     if found:
         raise ConfigError(
             f"cannot resume: this is not the run recorded in {path} ({'; '.join(found)}); "
-            f"run the same command as before, or pass --overwrite (or another --output) "
-            f"to start a new run"
+            "run the same command as before, or start a new run: --overwrite, or another "
+            "output (collect's --output, eval's --output-dir)"
         )
 
 

@@ -74,6 +74,7 @@ def test_an_env_arg_reaches_the_environment_it_names_and_a_resume_with_another_i
         "error: cannot resume: this is not the run recorded in ev/scaled_run.json (env.args."
         "reward: the run has 0.5, this command has 0.25)"
     )
+    assert "eval's --output-dir" in line  # before: "another --output", a flag eval lacks
     assert same.returncode == 0, same.stderr
 
 
