@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -187,10 +187,11 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
         scan, identity = inspect_run(files, config)
         summary.total = scan.tasks * config.repeats
         await runner.check()
+        metrics = RunMetrics()  # what a resumed run has already: its rows, then its failures
         with writing(config.output):
-            done_pairs, attempts = prepare_files(files, config, identity)
+            done_pairs, attempts = prepare_files(files, config, identity, metrics.add_rollout)
         summary.skipped = len(done_pairs)
-        metrics = RunMetrics.read(files.output, files.failures)  # what a resumed run has already
+        metrics.read_failures(files.failures)
         summary.before_done, summary.before_reward_sum = metrics.scored()
         summary.metrics = metrics
         run = _Run(runner, config, summary, progress, files, metrics)
@@ -240,9 +241,13 @@ def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, Json
 
 
 def prepare_files(
-    files: RunFiles, config: CollectConfig, identity: JsonDict
+    files: RunFiles,
+    config: CollectConfig,
+    identity: JsonDict,
+    each_done: Callable[[JsonDict], None] | None = None,
 ) -> tuple[set[Pair], Counter[Pair]]:
-    """Start over, or make an earlier run's files resumable; return what it finished."""
+    """Start over, or make an earlier run's files resumable; return what it finished (each of
+    its rows also given to ``each_done``)."""
     if config.overwrite and not config.resume:
         for path in [*files.all(), files.failure_history]:
             path.unlink(missing_ok=True)
@@ -250,7 +255,7 @@ def prepare_files(
         return set(), Counter()
     repair_torn_tail(files.output)
     repair_torn_tail(files.materialized_inputs)
-    done = finished_pairs(files.output)
+    done = finished_pairs(files.output, each_done)
     keep_dispatched(files.materialized_inputs, done)
     archive_failures(files)
     write_identity(files.identity, identity)

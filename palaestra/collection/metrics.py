@@ -341,10 +341,14 @@ class RunMetrics:
         if output.exists():
             for _, row in read_objects(output):
                 metrics.add_rollout(row)
+        metrics.read_failures(failures)
+        return metrics
+
+    def read_failures(self, failures: Path) -> None:
+        """Count the failure records ``failures`` holds (nothing when it does not exist)."""
         if failures.exists():
             for _, row in read_objects(failures):
-                metrics.add_failure(row)
-        return metrics
+                self.add_failure(row)
 
     def add_rollout(self, row: JsonDict) -> None:
         """Count one rollout row; a row without ``_ng_task_index`` is its own task.
