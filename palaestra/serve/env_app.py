@@ -405,7 +405,8 @@ def _verify(
             task = {k: v for k, v in body.items() if k != "response"}
             response = body["response"]
         session_id = _token_session(request, signer)
-        if session_id is not None:
+        no_echo = header_of(request, _NO_ECHO_HEADER) == "1"  # the body names no task
+        if session_id is not None and not no_echo:
             session = client.sessions.get(session_id)  # a lost session: 404 session_lost
             if id(session.task) in indexed:
                 # Seeded by index (NeMo Evaluator): a cookie-keeping client sends the cookie of
@@ -423,8 +424,7 @@ def _verify(
         if closing:
             verdict = await _close_after(client, session_id, verdict)
         # In a session, a failure is the answer an agent passes on as its rollout row.
-        alone = session_id is not None and header_of(request, _NO_ECHO_HEADER) == "1"
-        answer = JSONResponse(verify_answer({} if alone else body, verdict))
+        answer = JSONResponse(verify_answer({} if no_echo and session_id else body, verdict))
         if closing:
             answer.raw_headers.append(_CLOSED)
         return answer

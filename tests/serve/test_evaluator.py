@@ -107,3 +107,22 @@ def test_a_seed_answers_the_whole_task_as_metadata_so_a_gym_solver_row_is_comple
         **{k: v for k, v in dataset[2].items() if k != "responses_create_params"},
     }
     assert seed["metadata"]["expected_answer"] == seed["expected_answer"]
+
+
+async def test_a_session_seeded_by_index_is_scored_on_its_own_task_when_the_body_names_none() -> (
+    None
+):
+    dataset = load_dataset(find_environment("mcqa").example_tasks)
+    with BackgroundServer(environment_app(MultipleChoice(), dataset=dataset)) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            async with http.post("/seed_session", json={"idx": 0}) as seeded:
+                token = seeded.headers["x-palaestra-session"]
+                letter = (await seeded.json())["expected_answer"]
+            answer = {"output": [{"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": f"\\boxed{{{letter}}}"}]}]}  # fmt: skip
+            headers = {"x-palaestra-session": token, "x-palaestra-no-echo": "1"}
+            async with http.post("/verify", json={"response": answer}, headers=headers) as done:
+                verdict = await done.json()
+    # Before: the index rule found no task named in the body and scored a fresh empty session.
+    assert done.status == 200 and verdict["reward"] == 1.0
+    assert "response" not in verdict
