@@ -255,17 +255,16 @@ class RemoteEnvironmentClient:
         raise _answered(ToolFailure, f"tool '{name}'", status, body)
 
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
+        closing = self._closing_headers(session_id)  # a token session's, or None
         # A palaestra server scores a token session against its seeded task (seeded along with
         # this call, or before): the task need not travel again, nor come back.
-        alone = self._no_echo and (
-            session_id in self._unsent or isinstance(self._headers.get(session_id), FramedHeaders)
-        )
+        alone = self._no_echo and (closing is not None or session_id in self._unsent)
         status, body, answer = await self._post(
             VERIFY,
             {"response": response} if alone else {**task, "response": response},
             session_id,
             _VERIFY,
-            self._closing_headers(session_id),
+            closing,
         )
         if answer.header(CLOSED_HEADER):  # the server closed the session: no close to send
             self._forget(session_id)

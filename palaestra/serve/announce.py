@@ -14,17 +14,16 @@ import socket
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import orjson
+import uvicorn
 
 from palaestra.errors import ConfigError
 from palaestra.serve.uvicorn_runner import LISTEN_BACKLOG, make_server
 
 READY_PREFIX = "PALAESTRA_READY "
-_EXIT_LOOK_SECONDS = 0.05
-"""How often a server with a Unix socket looks whether it was told to stop; uvicorn looks
-every 0.1 s and then waits 0.1 s for its connections, so the socket goes first."""
 
 
 def ready_line(url: str, **facts: Any) -> str:
@@ -69,6 +68,8 @@ async def serve_announced(
             raise
     bound = sock.getsockname()[1]
     server = make_server(app, host=host, port=bound, ws=ws)
+    if unix_socket is not None:
+        _unlink_on_signal(server, unix_socket)
 
     async def announce() -> None:
         while not server.started:
@@ -77,13 +78,6 @@ async def serve_announced(
         if stop is not None:
             await stop.wait()
             server.should_exit = True
-        if unix_socket is not None:
-            # Stopped by a signal, uvicorn raises it again once shut down, which ends the
-            # process before any ``finally``: remove the socket as soon as the server is told
-            # to stop (its shutdown takes longer than one look, the listener is closed first).
-            while not server.should_exit:
-                await asyncio.sleep(_EXIT_LOOK_SECONDS)
-            unix_socket.unlink(missing_ok=True)
 
     watcher = asyncio.create_task(announce())
     try:
@@ -94,6 +88,18 @@ async def serve_announced(
             each.close()
         if unix_socket is not None:
             unix_socket.unlink(missing_ok=True)
+
+
+def _unlink_on_signal(server: uvicorn.Server, path: Path) -> None:
+    """Remove ``path`` when a signal stops ``server``: uvicorn raises the signal again once shut
+    down, and SIGTERM's default action then ends the process before any ``finally`` runs."""
+    handle_exit = server.handle_exit
+
+    def handle(sig: int, frame: FrameType | None) -> None:
+        path.unlink(missing_ok=True)  # new connections have nowhere to go: it is stopping
+        handle_exit(sig, frame)
+
+    server.handle_exit = handle  # type: ignore[method-assign]  # read when serving starts
 
 
 def listen_unix(path: Path) -> socket.socket:

@@ -194,6 +194,7 @@ class HttpProtocol(asyncio.Protocol):
                 self._launch(exchange)
             else:
                 if self.transport is not None and exchange.asks_continue:
+                    exchange.asks_continue = False
                     self.transport.write(_CONTINUE)  # the client waits for it to send the body
                 self._resume_reading()
             return
@@ -323,7 +324,6 @@ class Exchange:
         "buffered",
         "chunked",
         "done",
-        "expects_continue",
         "finished",
         "head_only",
         "headers",
@@ -349,8 +349,7 @@ class Exchange:
         self.done = False  # the whole request body has arrived
         self.lost = False  # the client went away
         self.waiter: asyncio.Future[None] | None = None
-        self.asks_continue = False  # the request's ``Expect: 100-continue``
-        self.expects_continue: bool | None = None  # None until the body is first awaited
+        self.asks_continue = False  # ``Expect: 100-continue``, until the go is sent
         self.whole_body_sent = False
         self.started = False
         self.finished = False
@@ -400,10 +399,10 @@ class Exchange:
                 await self._wait()
             return _DISCONNECT
         while not (self.body or self.done or self.lost):
-            if self.expects_continue is None:  # the client waits for a go before the body
-                self.expects_continue = False
+            if self.asks_continue:  # the client waits for a go before the body (once)
+                self.asks_continue = False
                 transport = self.protocol.transport
-                if transport is not None and self.asks_continue:
+                if transport is not None:
                     transport.write(_CONTINUE)
             self.protocol._resume_reading()
             await self._wait()

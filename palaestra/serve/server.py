@@ -97,9 +97,9 @@ async def _listed_id(model: Model) -> str:
     from palaestra.models.endpoint import RemoteModel
     from palaestra.models.pool import ModelPool
 
+    # A pool's endpoints share its config: unnamed together, and the first lists for all.
     remote = model.endpoints[0].model if isinstance(model, ModelPool) else model
-    unnamed = isinstance(remote, RemoteModel) and remote.config.model is None
-    if unnamed and isinstance(remote, RemoteModel) and model.name == remote.name:
+    if isinstance(remote, RemoteModel) and remote.config.model is None:
         with contextlib.suppress(ModelError):  # it lists none: keep the name, as before
             return await remote.endpoint.model_name()
     return model.name
