@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from palaestra.errors import ModelError
+from palaestra.errors import ConfigError, ModelError
 from palaestra.models.chat_format import chat_to_response, context_length_response
 from palaestra.models.chat_format.requests import responses_to_chat
 from palaestra.models.endpoint import RemoteModel
-from palaestra.models.http import ContextLengthExceeded
+from palaestra.models.http import ContextLengthExceeded, ModelHttpError
 from palaestra.models.tokens import COMPLETION_CAPTURE_PARAMS, captured_tokens, token_history
 from palaestra.models.tool_formats import tool_format
 from palaestra.transport import shown_url
@@ -49,6 +49,7 @@ _BASE_USER: JsonDict = {"role": "user", "content": "ping"}
 _BASE_REPLY = "pong"
 _BASE: list[JsonDict] = [_BASE_USER, {"role": "assistant", "content": _BASE_REPLY}]
 _CACHE_SIZE = 64
+_NO_ROUTE = (404, 405)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +182,23 @@ class OpenAITokenModel(RemoteModel):
         self.parse = tool_format(str(options.get("tool_format", "hermes")))
         url = options.get("tokenize_url") or f"{_server_root(self.endpoint.base_url)}/tokenize"
         self.template = ServerTemplate(self, str(url))
+
+    async def check(self) -> None:
+        """Reach the server, then its ``/tokenize``: every prompt is rendered there, so a
+        server without that route is refused now (``ConfigError``), not once per rollout."""
+        await super().check()
+        try:
+            await self.template.render([_BASE_USER], None)
+        except ModelHttpError as exc:
+            if exc.status not in _NO_ROUTE:
+                raise
+            said = " ".join(exc.message.split())[:120]
+            raise ConfigError(
+                f"{shown_url(self.template.url)} answered HTTP {exc.status} ({said}): "
+                "token_mode renders prompts with the server's /tokenize; serve the model with "
+                "vLLM (which has it) or point the option tokenize_url at one, or set the option "
+                "return_tokens instead of token_mode to take the server's own token ids"
+            ) from None
 
     async def _respond(self, params: JsonDict) -> JsonDict:
         if params.get("stream"):

@@ -347,6 +347,29 @@ def test_a_task_sampler_for_another_number_of_tasks_is_refused() -> None:
         )
 
 
+async def test_a_policy_server_without_tokenize_is_refused_before_any_rollout() -> None:
+    # Chat Completions answers, /tokenize is a 404: token mode could render no prompt.
+    with ScriptedModelServer(adder_script, api="chat") as server:
+        with pytest.raises(ConfigError) as refused:
+            async with sampler(server):
+                pass
+        routes = [route for route, _ in server.requests]
+    message = str(refused.value)
+    assert f"{server.url.removesuffix('/v1')}/tokenize answered HTTP 404" in message
+    assert "vLLM" in message and "return_tokens" in message and "\n" not in message
+    assert routes == ["/v1/models"]  # the check, then the refusal: no rollout asked anything
+
+
+async def test_a_policy_server_with_tokenize_passes_the_check_and_samples(
+    server: ScriptedModelServer,
+) -> None:
+    async with sampler(server, group_size=1) as rollouts:
+        checked = len(server.bodies("/tokenize"))
+        groups = await rollouts.batch([0])
+    assert checked >= 1
+    assert groups[0].rollouts[0].failure is None and groups[0].rollouts[0].reward == 1.0
+
+
 async def test_leaving_a_stream_early_stops_its_rollouts(server: ScriptedModelServer) -> None:
     async with sampler(server, group_size=1, concurrency=1) as rollouts:
         async with contextlib.aclosing(rollouts.stream()) as groups:
