@@ -141,7 +141,8 @@ def _environment_in(target: object, where: str, class_name: str | None = None) -
 def tasks_beside(cls: type[Environment]) -> Path | None:
     """The ``tasks.jsonl`` beside the module that defines ``cls`` (its example tasks), if any."""
     module = sys.modules.get(cls.__module__)
-    if module is None or not module.__file__:
+    file: str | None = getattr(module, "__file__", None)  # none in a notebook or the REPL
+    if not file:
         return None
-    tasks = Path(module.__file__).with_name("tasks.jsonl")
+    tasks = Path(file).with_name("tasks.jsonl")
     return tasks if tasks.exists() else None

@@ -102,13 +102,14 @@ class Executor:
                 return RayWorker(index, actor, spec, share, num_cpus)
 
         else:
+            from palaestra.distributed import shipping
             from palaestra.distributed.process import ProcessWorker
 
             count = min(options.workers or 1, self.threads)
-            share = math.ceil(self.threads / count)
+            setup = shipping.dumps((spec, math.ceil(self.threads / count)))
 
             def factory(index: int) -> Worker:
-                return ProcessWorker(index, spec, share)
+                return ProcessWorker(index, setup)
 
         return Dispatcher(factory, count)
 

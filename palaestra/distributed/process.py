@@ -6,7 +6,8 @@ terminal reaches the collector, which then stops its workers). It talks to the c
 a socket pair in frames of ``<length u32><id u64><payload>``:
 
 - collector → worker, id 0: the pickled ``(RunSpec, threads)`` (pickle: the spec holds the
-  keys and tokens a saved spec leaves out, and an environment given from Python);
+  keys and tokens a saved spec leaves out, and an environment given from Python; what a
+  script defines goes as its file, ``palaestra.distributed.shipping``);
 - worker → collector, id 0: the orjson ``{"label", "facts"}`` of the run, or ``{"error"}``;
 - then collector → worker: a task (orjson) under a fresh id; worker → collector: its result
   (``palaestra.distributed.codec``) under the same id, in whatever order rollouts finish.
@@ -22,23 +23,19 @@ import contextlib
 import itertools
 import json
 import os
-import pickle
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING
 
 import orjson
 
+from palaestra.distributed import shipping
+from palaestra.distributed.codec import encode_error
 from palaestra.distributed.dispatch import WorkerLost
-from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
-
-if TYPE_CHECKING:
-    from palaestra.spec import RunSpec
 
 _HEADER = struct.Struct("!IQ")
 _CONTROL = 0
@@ -63,9 +60,11 @@ async def read_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
 class ProcessWorker:
     """A worker process, seen from the collector."""
 
-    def __init__(self, index: int, spec: RunSpec, threads: int) -> None:
+    def __init__(self, index: int, setup: bytes) -> None:
         self.name = f"worker {index}"
-        self.spec, self.threads = spec, threads
+        self.setup = setup
+        """The run sent to the process: ``shipping.dumps((spec, threads))``, made once for
+        every worker (so what no worker could import is refused before any starts)."""
         self.process: subprocess.Popen[bytes] | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._reading: asyncio.Task[None] | None = None
@@ -78,13 +77,6 @@ class ProcessWorker:
         return self.process.pid if self.process is not None else None
 
     async def start(self) -> JsonDict:
-        try:
-            setup = pickle.dumps((self.spec, self.threads))
-        except Exception as error:
-            raise ConfigError(
-                f"the run cannot be sent to worker processes ({type(error).__name__}: {error}): "
-                f"give the environment by name, file or module:Class, not an object"
-            ) from None
         parent_end, child_end = socket.socketpair()
         try:
             self.process = subprocess.Popen(
@@ -98,7 +90,7 @@ class ProcessWorker:
         finally:
             child_end.close()
         reader, self._writer = await asyncio.open_connection(sock=parent_end)
-        self._writer.write(frame(_CONTROL, setup))
+        self._writer.write(frame(_CONTROL, self.setup))
         try:
             _, payload = await read_frame(reader)
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -196,9 +188,13 @@ async def _serve(sock: socket.socket) -> None:
         _, setup = await read_frame(reader)
     except (asyncio.IncompleteReadError, ConnectionError):
         return
-    spec, threads = pickle.loads(setup)
-    runtime = WorkerRuntime(spec, threads)
-    hello = await runtime.start()
+    try:  # on the loop: a script imported here that calls collect() at import raises
+        spec, threads = shipping.loads(setup)
+    except Exception as error:
+        hello: JsonDict = {"error": encode_error(error)}
+    else:
+        runtime = WorkerRuntime(spec, threads)
+        hello = await runtime.start()
     writer.write(frame(_CONTROL, orjson.dumps(hello)))
     if "error" in hello:
         await writer.drain()

@@ -235,7 +235,9 @@ def test_an_environment_object_workers_cannot_receive_is_one_clear_line(tmp_path
     class Local(Numbered):  # defined in a function: a worker process cannot import it
         pass
 
-    with pytest.raises(ConfigError, match="give the environment by name, file or module:Class"):
+    with pytest.raises(
+        ConfigError, match=r"^test_an_.*<locals>\.Local is defined inside a function"
+    ):
         collect(
             env=Local, model="http://127.0.0.1:9/v1", input=tmp_path / "tasks.jsonl",
             output=tmp_path / "out.jsonl", workers=2,
