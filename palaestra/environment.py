@@ -151,4 +151,26 @@ def _collect_tools(cls: type[Environment]) -> dict[str, ToolSpec]:
                     attribute, name=options["name"], blocking=options["blocking"]
                 )
                 specs[spec.name] = spec
+    if specs:
+        check_tool_names(cls.__name__, specs)
     return specs
+
+
+def check_tool_names(class_name: str, specs: dict[str, ToolSpec]) -> None:
+    """Refuse a tool named like a route the environment server answers itself.
+
+    A tool is served at ``POST /<name>``: one called ``seed_session`` or ``verify`` would be
+    shadowed by (or shadow) the protocol's route, so it is refused where the class is defined,
+    in one line, rather than when a server starts.
+    """
+    # Imported here: palaestra.protocol imports the agents, which import this module.
+    from palaestra.protocol import RESERVED_ROUTES
+
+    for name, spec in specs.items():
+        if name in RESERVED_ROUTES:
+            method = getattr(spec.function, "__name__", name)
+            raise ConfigError(
+                f"{class_name}.{method}: the tool name '{name}' is reserved (an environment "
+                f"server answers /{name} itself; reserved: {', '.join(sorted(RESERVED_ROUTES))})"
+                f"; rename the method or give it another name with @tool(name=...)"
+            )

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from palaestra import Environment, Session, tool
+from palaestra.errors import ConfigError
 from palaestra.tools import parse_docstring
 
 
@@ -88,3 +89,53 @@ def test_parse_docstring_handles_typed_args_and_sections() -> None:
     )
     assert summary == "Do it."
     assert args == {"a": "first", "b": "second continued"}
+
+
+SEEDING_TOOL = '''
+from palaestra import Environment, tool
+
+
+class Seeder(Environment):
+    """Plants seeds."""
+
+    @tool
+    def seed_session(self, plant: str) -> str:
+        """Plant a seed.
+
+        Args:
+            plant: What to plant.
+        """
+        return plant
+
+    def verify(self, session, response):
+        return 1.0
+'''
+REFUSAL = "Seeder.seed_session: the tool name 'seed_session' is reserved"
+
+
+def test_a_tool_named_like_a_protocol_route_is_refused_where_its_class_is_defined() -> None:
+    with pytest.raises(ConfigError) as refused:
+        exec(SEEDING_TOOL, {"__name__": "scratch"})  # before: defined, and served a traceback
+    message = str(refused.value)
+    assert message.startswith(REFUSAL) and "\n" not in message
+    assert "@tool(name=...)" in message
+
+
+def test_a_tool_renamed_onto_a_route_is_refused_naming_its_method_and_the_route() -> None:
+    with pytest.raises(ConfigError, match=r"^Judge\.check: the tool name 'verify' is reserved"):
+
+        class Judge(Environment):
+            @tool(name="verify")
+            def check(self, answer: str) -> str:
+                """Check an answer."""
+                return answer
+
+
+def test_a_tool_whose_name_only_contains_a_route_is_still_a_tool() -> None:
+    class Planter(Environment):
+        @tool
+        def verify_seed_session(self, plant: str) -> str:
+            """Check a planted seed."""
+            return plant
+
+    assert list(Planter.tool_specs) == ["verify_seed_session"]
