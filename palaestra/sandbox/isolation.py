@@ -3,8 +3,12 @@
 The launch is a chain of ``exec``s, so nothing runs Python between ``fork`` and ``exec`` (safe
 with threads and with any event loop)::
 
-    prlimit --cpu=.. --as=.. --nproc=.. -- setpriv --reuid=UID .. -- bwrap --unshare-all .. -- CMD
+    sh -c 'echo $$ >CGROUP/cgroup.procs && exec "$@"' .. prlimit --cpu=.. --as=.. -- \\
+        setpriv --reuid=UID .. -- bwrap --unshare-all .. -- CMD
 
+- ``sh`` puts the run in a memory cgroup of its own (``cgroup``), which bounds the host RAM
+  the whole run holds: memory of every process, memfds, tmpfs files, pipe and socket
+  buffers. Where no memory cgroup can be made there is no such step (see ``seccomp``).
 - ``prlimit`` (util-linux) sets the rlimits, which every later ``exec`` inherits.
 - ``setpriv`` drops root to a uid of its own for this run. ``RLIMIT_NPROC`` is not enforced
   for root, and counts every process of a uid, so a private uid per concurrent run is what
@@ -129,9 +133,13 @@ def launch_argv(
     read_only: Sequence[str] = (),
     tmp_dir: Path | None = None,
     shm_dir: Path | None = None,
+    join: Sequence[str] = (),
 ) -> list[str]:
-    """The full argv that runs ``command`` isolated (see the module docstring)."""
-    argv: list[str] = []
+    """The full argv that runs ``command`` isolated (see the module docstring).
+
+    ``join``: the head that enters the run's memory cgroup (``RunCgroup.join_argv``).
+    """
+    argv: list[str] = [*join]
     prlimit = shutil.which("prlimit")
     if prlimit is not None:
         argv += [prlimit, *limits.prlimit_args(), "--"]

@@ -44,6 +44,15 @@ class Limits:
     ``/dev/shm`` are one size-limited tmpfs (so the bytes are RAM, or swap, never host disk,
     and are gone when the run ends). Without root (no tmpfs of our own on the host) ``/tmp``
     and ``/dev/shm`` get ``disk_mb`` each and the work dir is bounded per file only.
+
+    Run as root with a memory cgroup of its own (``cgroup``), the run as a whole, every
+    process together, holds at most ``memory_mb + disk_mb`` of host RAM (``+ 2 * disk_mb``
+    without the one tmpfs): what its processes touch, ``memfd``s and tmpfs files even when
+    nothing maps them, pipe and socket buffers, and other kernel memory. A run that reaches
+    it is stopped by the kernel and ends with ``Limit.MEMORY``. Without one (not root, or no
+    memory controller to use) ``memory_mb`` bounds each process's address space only,
+    ``memfd_create`` fails with ``ENOMEM`` and ``/tmp`` and ``/dev/shm`` keep their
+    ``disk_mb`` bound.
     """
 
     wall_time: float = 10.0

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from palaestra.sandbox.cgroup import RunCgroup
 from palaestra.sandbox.isolation import kill_uid
 from palaestra.sandbox.limits import Limit, Limits
 
@@ -35,8 +36,10 @@ class SandboxProcess:
         stdout: asyncio.StreamReader,
         stderr: asyncio.StreamReader | None,
         stdin: asyncio.WriteTransport | None,
+        cgroup: RunCgroup | None = None,
     ) -> None:
         self.popen = popen
+        self.cgroup = cgroup
         self.pid = popen.pid
         self.stdout = stdout
         self.stderr = stderr
@@ -68,6 +71,7 @@ class SandboxProcess:
         capture_stderr: bool = True,
         seccomp: bytes | None = None,
         protocol: bool = False,
+        cgroup: RunCgroup | None = None,
     ) -> SandboxProcess:
         """Launch ``build_argv(status_fd, seccomp_fd)``: bwrap's ``--json-status-fd`` and
         ``--seccomp`` (an fd to read the ``seccomp`` program from; ``None`` without one).
@@ -76,6 +80,9 @@ class SandboxProcess:
         ``self.stdin`` and ``self.stdout`` are two pipes whose other ends the program gets
         as the fds named in ``PALAESTRA_PROTOCOL`` ("request,reply"). bwrap's init keeps
         stdio but closes every other fd, so from inside only the program itself holds them.
+
+        ``cgroup``: the run's memory cgroup (``build_argv`` enters it); the process owns it
+        from here on and removes it in ``close``, also when the start fails.
         """
         loop = asyncio.get_running_loop()
         theirs: list[int] = []  # the child's copies: closed here once it is started
@@ -106,6 +113,8 @@ class SandboxProcess:
         except BaseException:
             for fd in ours:
                 os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
             raise
         finally:
             for fd in theirs:
@@ -126,7 +135,13 @@ class SandboxProcess:
         if capture_stderr:
             stderr = await _reader(loop, popen.stderr, stream_limit, transports)
         process = cls(
-            popen, status_fd=status_read, uid=uid, stdout=stdout, stderr=stderr, stdin=writer
+            popen,
+            status_fd=status_read,
+            uid=uid,
+            stdout=stdout,
+            stderr=stderr,
+            stdin=writer,
+            cgroup=cgroup,
         )
         process._transports = transports
         return process
@@ -193,6 +208,12 @@ class SandboxProcess:
         # event loop watching an fd number that the next run may reuse.
         for transport in self._transports:
             transport.close()
+        if self.cgroup is not None:
+            self.cgroup.remove(self._loop)
+
+    def oom_kills(self) -> int:
+        """Processes of the run killed at its memory cgroup's bound (read before ``close``)."""
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
 
     def cpu_spent(self) -> float | None:
         """CPU seconds the run spent, read from its pid namespace's init (whose children's

@@ -60,11 +60,14 @@ class SandboxResult:
         files: dict[str, bytes],
         limits: Limits,
         disk_full: bool = False,
+        memory_full: bool = False,
     ) -> SandboxResult:
         exit_code, signum = decode_status(outcome.status, bubblewrap=isolation == "bubblewrap")
-        # Measured from outside first (the run was killed, or its disk is full), then what
-        # its death or its last error line says.
-        limit = outcome.limit or limit_from_signal(signum)
+        # Measured from outside first (the run was killed, its memory cgroup's bound made
+        # the kernel kill a process of it, or its disk is full), then what its death or its
+        # last error line says.
+        limit = outcome.limit or (Limit.MEMORY if memory_full else None)
+        limit = limit or limit_from_signal(signum)
         if limit is None and signum == signal.SIGKILL:
             limit = limit_from_kill(outcome.cpu_spent, duration, limits)
         if limit is None and disk_full:

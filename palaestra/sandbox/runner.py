@@ -24,6 +24,7 @@ from typing import Literal
 
 from palaestra.errors import ConfigError
 from palaestra.sandbox import isolation, seccomp
+from palaestra.sandbox.cgroup import MemoryCgroups, find_memory_cgroups
 from palaestra.sandbox.limits import Limit, Limits
 from palaestra.sandbox.process import SandboxProcess, supervise
 from palaestra.sandbox.result import SandboxResult
@@ -69,6 +70,7 @@ class Sandbox:
         self._mode: str | None = None
         self._bwrap: str | None = None
         self._bounded_disk = False
+        self._cgroups: MemoryCgroups | None = None
         self._uids = isolation_uids()
         self.runs = 0
         """Runs and session cells finished (read by ``/metrics``, with ``limit_hits``)."""
@@ -96,6 +98,7 @@ class Sandbox:
                 if disk_problem is not None:
                     log.warning("sandbox: no bound on the disk a run fills: %s", disk_problem)
                 self._bounded_disk = disk_problem is None
+                self._cgroups = self._memory_cgroups()
             if not problem:
                 self._mode, self._bwrap = "bubblewrap", bwrap
             elif self._requested == "bubblewrap":
@@ -138,6 +141,7 @@ class Sandbox:
             outcome = await supervise(process, limits)
             gathered = work.collect(collect, limits.file_size_mb * _MB) if collect else {}
             disk_full = work.full()
+            memory_full = process.oom_kills() > 0
         finally:
             if process is not None:
                 if process.returncode is None:  # cancelled: no awaiting from here on
@@ -153,6 +157,7 @@ class Sandbox:
             files=gathered,
             limits=limits,
             disk_full=disk_full,
+            memory_full=memory_full,
         )
         self.counted(result.limit)
         return result
@@ -227,6 +232,12 @@ class Sandbox:
         protocol: bool = False,
     ) -> SandboxProcess:
         bubblewrap = self.isolation == "bubblewrap"
+        cgroup = None
+        if self._cgroups is not None:
+            # Files of the run's tmpfs are its pages too: the bound is memory and disk.
+            tmpfs_mb = limits.disk_mb * (1 if work.bounded else 2)  # else /tmp, /dev/shm
+            cgroup = self._cgroups.create((limits.memory_mb + tmpfs_mb) * _MB)
+        join = cgroup.join_argv() if cgroup is not None else []
 
         def argv(status_fd: int | None, seccomp_fd: int | None) -> list[str]:
             bwrap_args = [] if status_fd is None else ["--json-status-fd", str(status_fd)]
@@ -242,6 +253,7 @@ class Sandbox:
                 read_only=self.read_only,
                 tmp_dir=work.tmp,
                 shm_dir=work.shm,
+                join=join,
             )
 
         return await SandboxProcess.start(
@@ -254,9 +266,23 @@ class Sandbox:
             stream_limit=stream_limit,
             preexec=None if isolation.tools()["prlimit"] else limits.apply,
             capture_stderr=capture_stderr,
-            seccomp=seccomp.program(),
+            seccomp=seccomp.program(memfd=cgroup is not None),
             protocol=protocol,
+            cgroup=cgroup,
         )
+
+    def _memory_cgroups(self) -> MemoryCgroups | None:
+        """Per-run memory cgroups if they can be made here; otherwise say what is lost."""
+        found = find_memory_cgroups()
+        if isinstance(found, str):
+            log.warning(
+                "sandbox: no memory cgroup (%s): memory_mb bounds each process's address "
+                "space only, and memfd_create is refused",
+                found,
+            )
+            return None
+        found.sweep()
+        return found
 
 
 def isolation_uids() -> isolation.UidPool | None:

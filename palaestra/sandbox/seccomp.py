@@ -8,6 +8,8 @@ away, and why:
   and write another process of the run that guards a secret (a Python session's supervisor).
 - SysV shared memory and message queues: their pages live in the IPC namespace, outside
   every rlimit, until the run ends (``memory_mb`` bounds address space, not these).
+- ``memfd_create``, only where the run has no memory cgroup (``cgroup``): a memfd's pages
+  are outside every rlimit. It fails with ``ENOMEM``, which names ``Limit.MEMORY``.
 - Kernel attack surface that sandboxed code has no use for: ``bpf``, ``perf_event_open``,
   ``userfaultfd``, ``io_uring``, the key ring, and the administrator's calls (modules,
   kexec, mounts, swap, reboot, namespaces, raw I/O ports, file handles).
@@ -30,6 +32,8 @@ _X32_SYSCALL_BIT = 0x40000000
 _LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_EPERM = 0x00050000 | errno.EPERM
+_RET_ENOMEM = 0x00050000 | errno.ENOMEM
+_MEMFD_CREATE = 319
 _NR_OFFSET, _ARCH_OFFSET = 0, 4  # struct seccomp_data
 
 DENIED_X86_64 = {
@@ -86,23 +90,32 @@ DENIED_X86_64 = {
 
 
 @functools.cache
-def program() -> bytes | None:
-    """The compiled filter for this machine, or ``None`` where we have none (not x86_64)."""
+def program(*, memfd: bool = True) -> bytes | None:
+    """The compiled filter for this machine, or ``None`` where we have none (not x86_64).
+
+    ``memfd=False``: ``memfd_create`` fails with ``ENOMEM`` (a run without a memory cgroup).
+    """
     if platform.machine() != "x86_64":
         return None
-    denied = sorted(set(DENIED_X86_64.values()))
+    refused = dict.fromkeys(sorted(set(DENIED_X86_64.values())), _RET_EPERM)
+    if not memfd:
+        refused[_MEMFD_CREATE] = _RET_ENOMEM
+    answers = sorted(set(refused.values()))
     # 0: load arch; 1: x86_64? go on to 3 : fall to 2; 2: refuse; 3: load the number;
-    # 4: x32? refuse; 5..: one test per denied number; then allow; last: refuse.
-    refuse_at = 5 + len(denied) + 1
+    # 4: x32? refuse; 5..: one test per refused number; then allow; then one return per
+    # answer (EPERM first: the x32 test jumps there).
+    first_answer = 5 + len(refused) + 1
+    at = {answer: first_answer + index for index, answer in enumerate(answers)}
     code = [
         (_LD_W_ABS, 0, 0, _ARCH_OFFSET),
         (_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64),
         (_RET_K, 0, 0, _RET_EPERM),
         (_LD_W_ABS, 0, 0, _NR_OFFSET),
-        (_JGE_K, refuse_at - 5, 0, _X32_SYSCALL_BIT),
+        (_JGE_K, at[_RET_EPERM] - 5, 0, _X32_SYSCALL_BIT),
     ]
-    for index, number in enumerate(denied):
-        code.append((_JEQ_K, refuse_at - (5 + index) - 1, 0, number))
-    code += [(_RET_K, 0, 0, _RET_ALLOW), (_RET_K, 0, 0, _RET_EPERM)]
-    assert len(code) == refuse_at + 1 and refuse_at < 256  # jump offsets are one byte
+    for number, answer in refused.items():
+        code.append((_JEQ_K, at[answer] - len(code) - 1, 0, number))
+    code.append((_RET_K, 0, 0, _RET_ALLOW))
+    code += [(_RET_K, 0, 0, answer) for answer in answers]
+    assert len(code) == first_answer + len(answers) and len(code) < 256  # one-byte jumps
     return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)

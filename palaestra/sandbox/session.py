@@ -83,6 +83,7 @@ class PythonSession:
         self._uid: int | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._closed = False
+        self._oom_kills = 0
 
     async def start(self, files: dict[str, str | bytes] | None = None) -> None:
         uids = self.sandbox._uids
@@ -143,12 +144,13 @@ class PythonSession:
                 self._last_used = time.monotonic()
             if not line:
                 return await self._died()
+            memory_full = self._memory_full()
             try:
                 reply = json.loads(line)
                 if reply.get("ended"):
                     await self.close()
-                    return _ending(reply, self.limits)
-                return _cell_result(reply, self.limits)
+                    return _ending(reply, self.limits, memory_full)
+                return _cell_result(reply, self.limits, memory_full)
             except (ValueError, TypeError, AttributeError):  # cannot be: only repl writes here
                 await self.close()
                 return CellResult("", "", error="protocol violation; session killed")
@@ -180,11 +182,21 @@ class PythonSession:
         assert self._process is not None
         status = await self._process.wait()
         stderr = await self._stderr()
+        memory_full = self._memory_full()
         await self.close()
         signum = -status if status < 0 else status - 128 if status > 128 else None
-        limit = limit_from_signal(signum) or limit_from_error(stderr)
+        limit = Limit.MEMORY if memory_full else None
+        limit = limit or limit_from_signal(signum) or limit_from_error(stderr)
         reason = f"signal {signum}" if signum else f"exit status {status}"
         return CellResult("", stderr, error=f"the session's process ended ({reason})", limit=limit)
+
+    def _memory_full(self) -> bool:
+        """Whether the kernel killed a process of the session at its memory bound since the
+        last cell (the session's memory cgroup counts every cell)."""
+        if self._process is None:
+            return False
+        kills, self._oom_kills = self._oom_kills, self._process.oom_kills()
+        return self._oom_kills > kills
 
     async def _stderr(self) -> str:
         if self._process is None or self._process.stderr is None:
@@ -226,23 +238,25 @@ class PythonSession:
             self._uid = None
 
 
-def _ending(reply: dict[str, Any], limits: Limits) -> CellResult:
+def _ending(reply: dict[str, Any], limits: Limits, memory_full: bool = False) -> CellResult:
     """The worker that ran the cells ended: how, and which limit it ran into."""
     if reply.get("killed"):
         return CellResult("", "", error="protocol violation; session killed")
     signum = reply.get("signal")
-    limit = limit_from_signal(signum)
+    limit = Limit.MEMORY if memory_full else limit_from_signal(signum)
     if limit is None and signum == signal.SIGKILL:
         limit = limit_from_kill(float(reply.get("cpu") or 0.0), 0.0, limits)
     reason = f"signal {signum}" if signum else f"exit status {reply.get('exit_code')}"
     return CellResult("", "", error=f"the session's process ended ({reason})", limit=limit)
 
 
-def _cell_result(reply: dict[str, Any], limits: Limits) -> CellResult:
+def _cell_result(reply: dict[str, Any], limits: Limits, memory_full: bool = False) -> CellResult:
     error = reply.get("error")
     limit: Limit | None = None
     if reply.get("timed_out"):
         limit = Limit.WALL_TIME
+    elif memory_full:
+        limit = Limit.MEMORY
     elif error:
         limit = limit_from_error(str(error), limits)
     elif reply.get("stdout_truncated") or reply.get("stderr_truncated"):

@@ -42,7 +42,7 @@ class WorkDir:
 
     def __init__(self, root: Path | None, uid: int | None, disk_mb: int | None = None) -> None:
         self.uid = uid
-        self.base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_owner()}-", dir=root))
+        self.base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{owner()}-", dir=root))
         self.bounded = False
         self.tmp: Path | None = None
         self.shm: Path | None = None
@@ -191,7 +191,7 @@ def check_reachable(root: Path | None) -> None:
 def sweep_stale(root: Path | None) -> None:
     """Remove work dirs left by processes that no longer exist (killed before cleaning up).
 
-    A work dir's name says who made it (``_owner``): gone is a process whose pid now names
+    A work dir's name says who made it (``owner``): gone is a process whose pid now names
     another process (a later start) or none. A dir made in another pid namespace (a sandbox
     in a container sharing ``/tmp``) is left alone: its pids are not this namespace's.
     """
@@ -199,24 +199,25 @@ def sweep_stale(root: Path | None) -> None:
     namespace = pid_namespace()
     with contextlib.suppress(OSError):
         for entry in base.iterdir():
-            if entry.name.startswith(PREFIX) and _stale(entry.name[len(PREFIX) :], namespace):
+            if entry.name.startswith(PREFIX) and stale(entry.name[len(PREFIX) :], namespace):
                 with contextlib.suppress(OSError):
                     if os.path.ismount(entry):
                         unmount(entry)
                     remove_tree(entry)
 
 
-def _owner() -> str:
-    """Who makes a work dir, as its name records it: ``PID-START-NAMESPACE`` (``started``,
-    ``pid_namespace``), or ``PID`` alone where ``/proc`` cannot tell (as names were first)."""
+def owner() -> str:
+    """Who makes a work dir (or a run's cgroup), as its name records it:
+    ``PID-START-NAMESPACE`` (``started``, ``pid_namespace``), or ``PID`` alone where ``/proc``
+    cannot tell (as names were first)."""
     pid, namespace = os.getpid(), pid_namespace()
     start = started(pid)
     return f"{pid}-{start}-{namespace}" if start is not None and namespace else str(pid)
 
 
-def _stale(owner: str, namespace: int | None) -> bool:
+def stale(name: str, namespace: int | None) -> bool:
     """Whether the process a work dir's name (after the prefix) records is gone."""
-    fields = owner.split("-")  # mkdtemp's random suffix holds no "-"
+    fields = name.split("-")  # mkdtemp's random suffix holds no "-"
     if len(fields) == 2 and fields[0].isdigit():  # PID alone: judged by it, as it was then
         return not alive(int(fields[0]))
     if len(fields) == 4 and all(field.isdigit() for field in fields[:3]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from palaestra.sandbox import Limits, Sandbox, isolation
+from palaestra.sandbox.cgroup import find_memory_cgroups
 from palaestra.sandbox.workdir import PREFIX
 
 OUR_UIDS: list[range] = []
@@ -91,6 +93,27 @@ def _no_leaks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     assert new_leftovers(before) == [], "the test left processes behind"
     stale = [p for p in Path("/tmp").glob(f"{PREFIX}{os.getpid()}-*")]
     assert stale == [], "the test left sandbox work dirs in /tmp"
+    assert busy_cgroups() == [], "the test left processes in a run's memory cgroup"
+
+
+def busy_cgroups(grace: float = 5.0) -> list[str]:
+    """This process's run cgroups that still hold a process after ``grace`` seconds.
+
+    The empty ones are removed here: a cgroup stays busy until the run's namespace init is
+    reaped, after the test's event loop (which retries the removal) may be gone.
+    """
+    cgroups = find_memory_cgroups()
+    if isinstance(cgroups, str):
+        return []
+    ours = list(cgroups.base.glob(f"{PREFIX}{os.getpid()}-*"))
+    deadline = time.monotonic() + grace
+    while ours and time.monotonic() < deadline:
+        for path in list(ours):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+                ours.remove(path)
+        time.sleep(0.05)
+    return [str(path) for path in ours]
 
 
 @pytest.fixture
