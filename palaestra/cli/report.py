@@ -48,7 +48,9 @@ def report_command(
     RUN is a rollouts JSONL file (its _failures.jsonl and _aggregate_metrics.json beside it
     are read too); the report goes beside it as RUN_report.md and RUN_report.html (one page,
     inline CSS and SVG, no network). Several RUNs make one report with each run's figures and
-    the overall figures of their tasks pooled; they need --markdown and --html.
+    the overall figures of their tasks pooled; they need --markdown and --html. A run still
+    being written (or killed mid-write) is read as far as it goes: a torn last line is skipped
+    with a warning.
 
     Exit status: 0 done; 1 a user error (a missing or malformed run, an unwritable path).
     """
@@ -67,6 +69,9 @@ def report_command(
             seed=seed,
             title=title,
         )
+    for run in written.report.runs:
+        for warning in run.figures.run.warnings:
+            console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     show_written(written.markdown, written.html, Console(), headline=written.report.headline())
 
 

@@ -159,6 +159,7 @@ class RunFigures:
             "masked": self.masked,
             "failure_kinds": self.failure_kinds,
             "figures": [figure.to_json() for figure in self.figures],
+            "warnings": self.run.warnings,
         }
 
 

@@ -221,6 +221,7 @@ def run_report(
         for key, count in rollout.usage.items():
             usage[key].append(float(count))
     endpoints, notes = _endpoints(RunFiles(run.output).aggregate_metrics)
+    notes.extend(run.warnings)
     if run.superseded:
         notes.append(
             f"{run.superseded} failure records left out: their rollout was retried and scored "

@@ -13,8 +13,11 @@ A failure record whose rollout (task, repeat) also has a scored row is left out 
 retried and scored; ``Run.superseded`` counts them), and two records of one rollout count
 once, so every rollout is either scored or failed, never both. A line that is not a JSON
 object, a rollout row without ``_ng_task_index`` or with a reward that is not a number, is one
-``InputError`` naming the file, the line and the field. A reward of ``null`` (a NaN the
-verifier returned, as older versions wrote it) is kept as a failure of kind ``nan_reward``.
+``InputError`` naming the file, the line and the field. The one exception is a torn last line
+(no newline, not JSON: a run still writing, or killed mid-write): it is skipped and kept in
+``Run.torn``, whose ``Run.warnings`` name the file and line, as ``verify`` and ``view`` do. A
+reward of ``null`` (a NaN the verifier returned, as older versions wrote it) is kept as a
+failure of kind ``nan_reward``.
 
 The task identity: ``Task.identity`` is a short digest of the task's prompt
 (``responses_create_params.input``), so two runs of the same input agree on it whatever their
@@ -140,6 +143,17 @@ class Run:
     """Failures without a task index (NeMo Gym failure rows may lack one)."""
     superseded: int = 0
     """Failure records left out: their rollout was scored after all, or recorded twice."""
+    torn: list[BadLine] = field(default_factory=list)
+    """Torn last lines skipped (no newline, not JSON): at most one per file read."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per torn last line skipped, naming its file and line."""
+        return [
+            f"{line.path}:{line.line}: the last line is incomplete (a run still writing, or "
+            "killed mid-write) and was skipped"
+            for line in self.torn
+        ]
 
     def rollouts(self) -> Iterator[Rollout]:
         for task in self.tasks.values():
@@ -181,7 +195,7 @@ class Run:
             if rollouts or failures:
                 tasks[index] = replace(task, rollouts=rollouts, failures=failures)
         unplaced = [f for f in self.unplaced if f.agent == agent]
-        return Run(self.output, self.failures_file, tasks, unplaced, self.superseded)
+        return Run(self.output, self.failures_file, tasks, unplaced, self.superseded, self.torn)
 
 
 def combine_runs(runs: Sequence[Run]) -> Run:
@@ -201,7 +215,8 @@ def combine_runs(runs: Sequence[Run]) -> Run:
             tasks[number] = replace(task, index=number)
     unplaced = [failure for run in runs for failure in run.unplaced]
     superseded = sum(run.superseded for run in runs)
-    return Run(runs[0].output, runs[0].failures_file, tasks, unplaced, superseded)
+    torn = [line for run in runs for line in run.torn]
+    return Run(runs[0].output, runs[0].failures_file, tasks, unplaced, superseded, torn)
 
 
 def load_run(
@@ -216,7 +231,8 @@ def load_run(
     not use them): 0.6 kB a rollout instead of 1.1.
 
     A missing ``output`` is a ``ConfigError``; a missing failures file means no failures. A
-    bad line is an ``InputError`` naming the file, the line and the field.
+    bad line is an ``InputError`` naming the file, the line and the field, except a torn last
+    line (a run in progress or killed mid-write), which is skipped and kept in ``Run.torn``.
     """
     path = Path(output)
     if not path.is_file():
@@ -225,7 +241,8 @@ def load_run(
     tasks: dict[int, Task] = {}
     scored: set[tuple[int, int]] = set()
     nan_rewards: list[FailedRollout] = []
-    for line, row in _rows(path):
+    torn: list[BadLine] = []
+    for line, row in _rows(path, torn):
         rollout = _rollout(row, path, line, details)
         number = rollout.task
         assert number is not None  # _rollout requires it
@@ -240,11 +257,11 @@ def load_run(
         task.rollouts.append(rollout)
         if rollout.index is not None:
             scored.add((rollout.task, rollout.index))
-    run = Run(path, failures_path)
+    run = Run(path, failures_path, torn=torn)
     failed: dict[tuple[int, int], FailedRollout] = {}
     loose: list[FailedRollout] = list(nan_rewards)
     if failures_path.is_file():
-        for line, row in _rows(failures_path):
+        for line, row in _rows(failures_path, torn):
             failure = _failure(row, failures_path, line)
             if failure.task is not None and failure.task not in tasks:
                 tasks[failure.task] = Task(failure.task, _identity(row))
@@ -273,14 +290,15 @@ def _by_repeat(item: Rollout | FailedRollout) -> int:
     return -1 if item.index is None else item.index
 
 
-def _rows(path: Path) -> Iterator[tuple[int, JsonDict]]:
+def _rows(path: Path, torn: list[BadLine]) -> Iterator[tuple[int, JsonDict]]:
+    """The rows of ``path``; a torn last line goes to ``torn``, any other bad line raises."""
     for number, row in read_rows(path):
         if not isinstance(row, BadLine):
             yield number, row
+        elif row.problem == TORN:  # the last line by definition: a writer still at it, or killed
+            torn.append(row)
         elif row.problem == NOT_OBJECT:
             raise row.error("not a JSON object")
-        elif row.problem == TORN and number > 1:
-            raise row.error(f"a torn last line (a killed run; --resume repairs it): {row.detail}")
         else:
             raise row.error(f"not JSON: {row.detail}")
 

@@ -9,6 +9,7 @@ import pytest
 
 from tests.cli.test_collect_cli import run_cli
 from tests.cli.test_compare_cli import answer
+from tests.evaluate.synthetic import write_run
 from tests.support.scripted_model import ScriptedModelServer
 
 
@@ -68,3 +69,25 @@ def test_report_mistakes_are_one_line(collected: tuple[Path, str], tmp_path: Pat
     both = run_cli("report", run, run, "--markdown", "b.md", "--html", "b.html", cwd=tmp_path)
     assert both.returncode == 0, both.stderr
     assert "overall: mean reward" in both.stdout
+
+
+def test_report_skips_a_torn_last_line_with_a_warning_naming_the_file_and_line(
+    tmp_path: Path,
+) -> None:
+    out = write_run(tmp_path / "live.jsonl", {t: [1.0, "timeout"] for t in range(3)})
+    out.write_bytes(out.read_bytes() + b'{"_ng_task_index": 3, "reward": 1')
+    failures = tmp_path / "live_failures.jsonl"
+    failures.write_bytes(failures.read_bytes() + b'{"_ng_task_index": 1, "fail')
+    done = run_cli("report", "live.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"warning: {name}:4: the last line is incomplete (a run still writing, or killed "
+        "mid-write) and was skipped"
+        for name in ("live.jsonl", "live_failures.jsonl")
+    ]
+    assert "report: live_report.md" in done.stdout
+    middle = tmp_path / "middle.jsonl"
+    middle.write_bytes(out.read_bytes().replace(b"\n", b"\n{oops\n", 1))
+    broken = run_cli("report", "middle.jsonl", cwd=tmp_path)
+    assert broken.returncode == 1
+    assert broken.stderr.startswith("error: middle.jsonl:2: not JSON")

@@ -17,6 +17,7 @@ import palaestra
 from palaestra.evaluate import load_run, run_figures, write_report
 from palaestra.evaluate.report import bars, build_report, spread
 from tests.cli.test_compare_cli import answer
+from tests.evaluate.synthetic import write_run
 from tests.support.scripted_model import ScriptedModelServer
 
 EXTERNAL = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
@@ -155,3 +156,18 @@ def test_bars_give_each_level_a_bar_and_bin_many_values() -> None:
 def test_spread_is_nearest_rank() -> None:
     found = spread("model", [float(i) for i in range(1, 11)])
     assert (found.median, found.p90, found.maximum, found.total) == (5.0, 9.0, 10.0, 55.0)
+
+
+def test_a_run_still_being_written_is_reported_with_a_note_on_its_torn_line(
+    tmp_path: Path,
+) -> None:
+    out = write_run(tmp_path / "live.jsonl", {0: [1.0, "timeout"], 1: [0.0, 1.0]})
+    out.write_bytes(out.read_bytes() + b'{"_ng_task_index": 2, "reward": 1')
+    failures = tmp_path / "live_failures.jsonl"
+    failures.write_bytes(failures.read_bytes() + b'{"_ng_task_index": 1, "fail')
+    written = write_report(out)
+    assert written.report.runs[0].figures.scored == 3
+    markdown = written.markdown.read_text()
+    for path, line in ((out, 4), (failures, 2)):
+        assert f"{path}:{line}: the last line is incomplete" in markdown
+        assert f"{path}:{line}: the last line is incomplete" in written.html.read_text()

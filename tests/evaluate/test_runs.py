@@ -136,3 +136,27 @@ def test_combined_runs_number_their_tasks_anew_and_keep_every_rollout(tmp_path: 
     assert both.tasks[2].rewards == [0.5, 0.5] and both.tasks[2].identity == two.tasks[0].identity
     assert (both.scored, both.failed) == (5, 1)
     assert run_figures(both).figure("mean reward").value == pytest.approx((1.0 + 0.0 + 0.5) / 3)
+
+
+def test_a_torn_last_line_of_either_file_is_skipped_and_named(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "r.jsonl", {0: [1.0, "timeout"], 1: [0.0, 1.0]})
+    failures = tmp_path / "r_failures.jsonl"
+    out.write_bytes(out.read_bytes() + b'{"_ng_task_index": 2, "rew')  # a run still writing
+    failures.write_bytes(failures.read_bytes() + b'{"_ng_task_index": 1, "failure": {"ki')
+    run = load_run(out)
+    assert (run.scored, run.failed, sorted(run.tasks)) == (3, 1, [0, 1])
+    assert [(line.path, line.line) for line in run.torn] == [(str(out), 4), (str(failures), 2)]
+    assert run.warnings == [
+        f"{out}:4: the last line is incomplete (a run still writing, or killed mid-write) "
+        "and was skipped",
+        f"{failures}:2: the last line is incomplete (a run still writing, or killed "
+        "mid-write) and was skipped",
+    ]
+    assert combine_runs([run, run]).torn == run.torn * 2
+
+
+def test_a_bad_line_before_the_last_is_still_an_error(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "r.jsonl", {0: [1.0]})
+    out.write_bytes(out.read_bytes() + b"{oops\n" + out.read_bytes().rstrip(b"\n"))
+    with pytest.raises(InputError, match=r"r\.jsonl:2: not JSON"):
+        load_run(out)
