@@ -43,7 +43,18 @@ LEGEND = (
     "--fail-if-worse",
     type=click.FloatRange(min=0.0),
     metavar="MARGIN",
-    help="Exit 5 unless the 95% interval of B - A (the --metric) starts at -MARGIN or above.",
+    help="Exit 5 unless the 95% interval of B - A (the --metric) starts at -MARGIN or above, "
+    "B's failure rate is at most A's + MARGIN and B lacks at most MARGIN of A's tasks.",
+)
+@click.option(
+    "--allow-more-failures",
+    is_flag=True,
+    help="Let --fail-if-worse pass B even if its failure rate exceeds A's by more than MARGIN.",
+)
+@click.option(
+    "--allow-fewer-tasks",
+    is_flag=True,
+    help="Let --fail-if-worse pass B even if it lacks more than MARGIN of A's tasks.",
 )
 @click.option(
     "--metric",
@@ -62,6 +73,8 @@ def compare_command(
     run_a: Path,
     run_b: Path,
     fail_if_worse: float | None,
+    allow_more_failures: bool,
+    allow_fewer_tasks: bool,
     metric: str,
     failures_as_zero: bool,
     seed: int,
@@ -77,8 +90,12 @@ def compare_command(
     are listed.
 
     With --fail-if-worse MARGIN, the gate passes when the lower bound of the 95% interval of
-    B - A is at least -MARGIN: a drop of more than MARGIN is ruled out. Exit status: 0 done
-    (gate passed); 1 a user error (a missing or malformed run); 5 the gate failed.
+    B - A is at least -MARGIN (a drop of more than MARGIN is ruled out), B's failure rate is
+    at most A's + MARGIN (--allow-more-failures lifts this) and B lacks at most MARGIN of A's
+    tasks (--allow-fewer-tasks lifts this); one line per check says why. A run still being
+    written (or killed mid-write) is read as far as it goes: a torn last line is skipped with
+    a warning. Exit status: 0 done (gate passed); 1 a user error (a missing or malformed run);
+    5 the gate failed.
     """
     import orjson
 
@@ -92,8 +109,13 @@ def compare_command(
             failures_as_zero=failures_as_zero,
             fail_if_worse=fail_if_worse,
             gate_on=metric,
+            allow_more_failures=allow_more_failures,
+            allow_fewer_tasks=allow_fewer_tasks,
             seed=seed,
         )
+    warnings = dict.fromkeys([*comparison.a.run.warnings, *comparison.b.run.warnings])
+    for warning in warnings:  # once each: a run compared with itself
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(orjson.dumps(comparison.to_json(), option=orjson.OPT_INDENT_2).decode())
     else:
@@ -131,10 +153,16 @@ def show(comparison: Comparison, console: Console) -> None:
         ("fail -> pass", comparison.to_pass),
     ):
         console.print(f"{label}: {len(flips)} tasks {_flips(flips)}".rstrip(), highlight=False)
+    from palaestra.evaluate.compare import FAILURES, TASKS
+
+    allow = {FAILURES: "--allow-more-failures", TASKS: "--allow-fewer-tasks"}
     gate = comparison.gate
     if gate is not None:
-        verdict = "[green]gate passed[/]" if gate.passed else "[red]gate failed[/]"
-        console.print(f"{verdict}: {escape(gate.reason)}", highlight=False)
+        for check in gate.checks:
+            verdict = "[green]gate passed[/]" if check.passed else "[red]gate failed[/]"
+            hint = f" ({allow[check.name]} passes it)" if check.name in allow else ""
+            line = escape(check.reason) + ("" if check.passed else hint)
+            console.print(f"{verdict}: {line}", highlight=False, soft_wrap=True)
 
 
 def _row(difference: Difference) -> list[str]:

@@ -18,7 +18,7 @@ a run's report as markdown and self-contained HTML; ``markdown``, ``page`` and `
 render it).
 """
 
-from palaestra.evaluate.compare import Comparison, Difference, Flip, Gate, compare_runs
+from palaestra.evaluate.compare import Check, Comparison, Difference, Flip, Gate, compare_runs
 from palaestra.evaluate.estimators import majority_vote, pass_at_k, pass_hat_k
 from palaestra.evaluate.figures import (
     MEAN_REWARD,
@@ -44,6 +44,7 @@ from palaestra.evaluate.stats import (
 
 __all__ = [
     "MEAN_REWARD",
+    "Check",
     "Comparison",
     "Difference",
     "FailedRollout",

@@ -23,12 +23,23 @@
 - **Flips.** A task passes in a run when more than half of its rollouts passed (with one
   rollout: it passed); ``to_fail`` lists the paired tasks that passed in A and not in B,
   ``to_pass`` the reverse.
-- **Gate.** With ``fail_if_worse=MARGIN``, the gate passes when the lower bound of the
-  headline interval of B - A (``Difference.interval``), for the gated figure (``mean
-  reward`` by default), is at least ``-MARGIN``: a drop of more than MARGIN is ruled out at
-  the interval's confidence. It fails
-  when the bound is below ``-MARGIN`` or there is no interval (fewer than two paired tasks):
-  a gate that cannot rule out a regression does not pass.
+- **Gate.** With ``fail_if_worse=MARGIN``, the gate makes three checks (``Gate.checks``) and
+  passes when all three do:
+
+  - the gated figure (``mean reward`` by default): the lower bound of the headline interval
+    of B - A (``Difference.interval``) is at least ``-MARGIN``, so a drop of more than MARGIN
+    is ruled out at the interval's confidence. It fails when the bound is below ``-MARGIN``
+    or there is no interval (fewer than two paired tasks): a gate that cannot rule out a
+    regression does not pass;
+  - ``failures``: B's failure rate (failed rollouts over scored plus failed, every failure
+    of the run) is at most A's plus MARGIN. The figures leave failures out by default, so
+    without this a candidate half of whose rollouts failed could pass on the other half;
+    ``allow_more_failures=True`` reads this check as passed (its line still says the rates);
+  - ``tasks``: the share of A's tasks that B lacks (not paired: missing, or another prompt
+    at that index) is at most MARGIN, so a candidate run on part of the baseline's tasks
+    does not pass on those; ``allow_fewer_tasks=True`` reads it as passed.
+
+  Each check's ``reason`` is one line saying why it passed or failed.
 """
 
 from __future__ import annotations
@@ -113,6 +124,34 @@ class Flip:
         return {"task": self.task, "a": self.a, "b": self.b}
 
 
+FAILURES = "failures"
+"""The gate's check of the failure rates (``Check.name``)."""
+TASKS = "tasks"
+"""The gate's check of the tasks B has of A's (``Check.name``)."""
+_SLACK = 1e-9
+"""Rounding room when a share is compared with the margin (0.3 - 0.1 > 0.2 in floats)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One check of the gate: the gated figure's, ``failures`` or ``tasks``."""
+
+    name: str
+    passed: bool
+    reason: str
+    """Why it passed or failed, in one line that starts with ``name``."""
+    allowed: bool = False
+    """Beyond the margin, but read as passed (``allow_more_failures``, ``allow_fewer_tasks``)."""
+
+    def to_json(self) -> JsonDict:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "reason": self.reason,
+            "allowed": self.allowed,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Gate:
     """The verdict of ``fail_if_worse``: did B stay within ``margin`` of A?"""
@@ -122,7 +161,11 @@ class Gate:
     bound: float | None
     """The lower bound of the headline interval of B - A (None: no interval)."""
     passed: bool
+    """Every check passed."""
     reason: str
+    """The failed checks' reasons (all the checks' when the gate passed), joined by ``; ``."""
+    checks: list[Check] = field(default_factory=list)
+    """The gated figure's check, then ``failures`` and ``tasks``."""
 
     def to_json(self) -> JsonDict:
         return {
@@ -131,6 +174,7 @@ class Gate:
             "bound": self.bound,
             "passed": self.passed,
             "reason": self.reason,
+            "checks": [check.to_json() for check in self.checks],
         }
 
 
@@ -180,6 +224,8 @@ def compare_runs(
     failures_as_zero: bool = False,
     fail_if_worse: float | None = None,
     gate_on: str = MEAN_REWARD,
+    allow_more_failures: bool = False,
+    allow_fewer_tasks: bool = False,
     figures: Sequence[str] | None = None,
     confidence: float = CONFIDENCE,
     resamples: int = RESAMPLES,
@@ -191,7 +237,9 @@ def compare_runs(
     ``a`` and ``b`` are ``Run`` s or the paths of their rollouts JSONL. ``figures`` names
     the figures to compare (default: mean reward, pass@1, pass@k and pass^k for the repeats
     both runs have, and the verifier metrics both report). ``fail_if_worse`` sets a gate on
-    ``gate_on`` (see the module docstring); an unknown ``gate_on`` is a ``ConfigError``.
+    ``gate_on``, B's failure rate and the tasks B has of A's (see the module docstring); an
+    unknown ``gate_on`` is a ``ConfigError``. ``allow_more_failures`` and ``allow_fewer_tasks``
+    let the gate pass a candidate that fails more rollouts or lacks tasks beyond the margin.
     """
     run_a = a if isinstance(a, Run) else load_run(a)
     run_b = b if isinstance(b, Run) else load_run(b)
@@ -240,7 +288,17 @@ def compare_runs(
     )
     if fail_if_worse is None:
         return comparison
-    return replace(comparison, gate=_gate(comparison.difference(gate_on), fail_if_worse))
+    gated = comparison.difference(gate_on)
+    checks = [
+        _figure_check(gated, fail_if_worse),
+        _failures_check(run_a, run_b, fail_if_worse, allow=allow_more_failures),
+        _tasks_check(run_a, comparison, fail_if_worse, allow=allow_fewer_tasks),
+    ]
+    passed = all(check.passed for check in checks)
+    reason = "; ".join(check.reason for check in checks if passed or not check.passed)
+    bound = None if gated.interval is None else gated.interval.low
+    gate = Gate(gate_on, fail_if_worse, bound, passed, reason, checks)
+    return replace(comparison, gate=gate)
 
 
 def _pairs(a: Run, b: Run) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -334,7 +392,7 @@ def _flips(
     return to_fail, to_pass
 
 
-def _gate(difference: Difference, margin: float) -> Gate:
+def _figure_check(difference: Difference, margin: float) -> Check:
     interval = difference.interval
     name = difference.name
     if interval is None:
@@ -342,7 +400,7 @@ def _gate(difference: Difference, margin: float) -> Gate:
             f"{name}: fewer than two paired tasks ({difference.tasks}), so no interval: "
             "a drop cannot be ruled out"
         )
-        return Gate(name, margin, None, False, reason)
+        return Check(name, False, reason)
     bound = interval.low
     passed = bound >= -margin
     relation = ">=" if passed else "<"
@@ -350,4 +408,40 @@ def _gate(difference: Difference, margin: float) -> Gate:
         f"{name}: the {interval.confidence:.0%} interval of B - A starts at {bound:+.4f} "
         f"{relation} -{margin:g}"
     )
-    return Gate(name, margin, bound, passed, reason)
+    return Check(name, passed, reason)
+
+
+def _failures_check(a: Run, b: Run, margin: float, *, allow: bool) -> Check:
+    rate_a, rate_b = _failure_rate(a), _failure_rate(b)
+    rates = (
+        f"candidate failed {b.failed} of {b.failed + b.scored} rollouts ({rate_b:.1%}), "
+        f"baseline {a.failed} of {a.failed + a.scored} ({rate_a:.1%})"
+    )
+    within = rate_b - rate_a <= margin + _SLACK
+    return _check(FAILURES, rates, margin, within=within, allow=allow, more="more failures")
+
+
+def _failure_rate(run: Run) -> float:
+    attempted = run.failed + run.scored
+    return run.failed / attempted if attempted else 0.0
+
+
+def _tasks_check(a: Run, comparison: Comparison, margin: float, *, allow: bool) -> Check:
+    baseline = len(a.tasks)
+    missing = len(comparison.only_in_a) + len(comparison.mismatched)
+    has = baseline - missing
+    share = has / baseline if baseline else 1.0
+    counts = f"candidate has {has} of the baseline's {baseline} tasks ({share:.1%})"
+    if missing:
+        counts += f", {missing} missing"
+    within = missing <= margin * baseline + _SLACK
+    return _check(TASKS, counts, margin, within=within, allow=allow, more="fewer tasks")
+
+
+def _check(name: str, counts: str, margin: float, *, within: bool, allow: bool, more: str) -> Check:
+    if within:
+        return Check(name, True, f"{name}: {counts}: within the margin {margin:g}")
+    if allow:
+        reason = f"{name}: {counts}: beyond the margin {margin:g}, but {more} are allowed"
+        return Check(name, True, reason, allowed=True)
+    return Check(name, False, f"{name}: {counts}: beyond the margin {margin:g}")

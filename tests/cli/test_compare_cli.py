@@ -15,6 +15,7 @@ import pytest
 from palaestra.envs import mcqa
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import run_cli
+from tests.evaluate.synthetic import write_run
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
 
 TASKS = [
@@ -137,3 +138,69 @@ def test_gating_on_a_figure_not_compared_is_one_line_and_exit_1(
         "compare", str(a), str(b), "--fail-if-worse", "0.9", "--metric", "pass@1", cwd=tmp_path
     )
     assert gated.returncode == 0 and "gate passed: pass@1" in gated.stdout
+
+
+def test_the_gate_fails_a_candidate_with_more_failed_rollouts_and_says_why(
+    tmp_path: Path,
+) -> None:
+    a = write_run(tmp_path / "a.jsonl", {t: [0.5] * 10 for t in range(100)})
+    b = write_run(tmp_path / "b.jsonl", {t: [0.5] * 5 + ["model_error"] * 5 for t in range(100)})
+    done = run_cli("compare", str(a), str(b), "--fail-if-worse", "0.02", cwd=tmp_path)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert (
+        "gate failed: failures: candidate failed 500 of 1000 rollouts (50.0%), baseline 0 of "
+        "1000 (0.0%): beyond the margin 0.02 (--allow-more-failures passes it)\n"
+    ) in done.stdout
+    assert "gate passed: mean reward" in done.stdout and "gate passed: tasks" in done.stdout
+    allowed = run_cli(
+        "compare", str(a), str(b), "--fail-if-worse", "0.02", "--allow-more-failures", cwd=tmp_path
+    )
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "gate passed: failures: candidate failed 500 of 1000" in allowed.stdout
+
+
+def test_the_gate_fails_a_candidate_that_covers_half_the_tasks_and_says_why(
+    tmp_path: Path,
+) -> None:
+    a = write_run(tmp_path / "a.jsonl", {t: [0.5] for t in range(100)})
+    b = write_run(tmp_path / "b.jsonl", {t: [0.5] for t in range(50)})
+    done = run_cli("compare", str(a), str(b), "--fail-if-worse", "0.02", "--json", cwd=tmp_path)
+    assert done.returncode == 5, done.stdout + done.stderr
+    checks = orjson.loads(done.stdout)["gate"]["checks"]
+    assert [(check["name"], check["passed"]) for check in checks] == [
+        ("mean reward", True),
+        ("failures", True),
+        ("tasks", False),
+    ]
+    shown = run_cli("compare", str(a), str(b), "--fail-if-worse", "0.02", cwd=tmp_path)
+    assert (
+        "gate failed: tasks: candidate has 50 of the baseline's 100 tasks (50.0%), 50 missing: "
+        "beyond the margin 0.02 (--allow-fewer-tasks passes it)\n"
+    ) in shown.stdout
+    allowed = run_cli(
+        "compare", str(a), str(b), "--fail-if-worse", "0.02", "--allow-fewer-tasks", cwd=tmp_path
+    )
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+
+
+def test_a_torn_last_line_is_skipped_with_a_warning_naming_the_file_and_line(
+    tmp_path: Path,
+) -> None:
+    a = write_run(tmp_path / "a.jsonl", {t: [1.0, "timeout"] for t in range(3)})
+    b = write_run(tmp_path / "b.jsonl", {t: [1.0, 0.0] for t in range(3)})
+    b.write_bytes(b.read_bytes() + b'{"_ng_task_index": 3, "rew')  # a run still writing
+    failures = tmp_path / "a_failures.jsonl"
+    failures.write_bytes(failures.read_bytes() + b'{"_ng_task_index": 1, "failure": {')
+    done = run_cli("compare", str(a), str(b), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"warning: {failures}:4: the last line is incomplete (a run still writing, or killed "
+        "mid-write) and was skipped",
+        f"warning: {b}:7: the last line is incomplete (a run still writing, or killed "
+        "mid-write) and was skipped",
+    ]
+    assert "3 tasks paired" in done.stdout and "failures: A 3, B 0" in done.stdout
+    middle = tmp_path / "middle.jsonl"
+    middle.write_bytes(b"{oops\n" + a.read_bytes())
+    broken = run_cli("compare", str(a), str(middle), cwd=tmp_path)
+    assert broken.returncode == 1 and broken.stderr.startswith(f"error: {middle}:1: not JSON")

@@ -8,6 +8,7 @@ import pytest
 
 from palaestra.errors import ConfigError
 from palaestra.evaluate import compare_runs
+from palaestra.evaluate.compare import FAILURES, TASKS
 from tests.evaluate.synthetic import write_run
 
 
@@ -85,3 +86,50 @@ def test_failures_as_zero_changes_the_reward_difference(tmp_path: Path) -> None:
     assert compare_runs(a, b).difference("mean reward").difference == 0.0
     read_as_zero = compare_runs(a, b, failures_as_zero=True).difference("mean reward")
     assert read_as_zero.difference == -0.5 and read_as_zero.reading == "failures as 0"
+
+
+def test_the_gate_fails_a_candidate_that_failed_more_of_its_rollouts(tmp_path: Path) -> None:
+    # rewards of 0.5: the scored rollouts agree, so only the failures tell the runs apart
+    a = write_run(tmp_path / "a.jsonl", {t: [0.5] * 10 for t in range(100)})
+    b = write_run(tmp_path / "b.jsonl", {t: [0.5] * 5 + ["model_error"] * 5 for t in range(100)})
+    gate = compare_runs(a, b, fail_if_worse=0.02).gate
+    assert gate is not None and not gate.passed
+    assert [(check.name, check.passed) for check in gate.checks] == [
+        ("mean reward", True),
+        (FAILURES, False),
+        (TASKS, True),
+    ]
+    assert gate.reason == (
+        "failures: candidate failed 500 of 1000 rollouts (50.0%), baseline 0 of 1000 (0.0%): "
+        "beyond the margin 0.02"
+    )
+    allowed = compare_runs(a, b, fail_if_worse=0.02, allow_more_failures=True).gate
+    assert allowed is not None and allowed.passed and allowed.checks[1].allowed
+    assert "but more failures are allowed" in allowed.checks[1].reason
+
+
+def test_failures_within_the_margin_pass_the_gate(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "a.jsonl", {t: [0.5, 0.5] for t in range(50)})
+    b = write_run(tmp_path / "b.jsonl", {t: [0.5, "timeout" if t < 2 else 0.5] for t in range(50)})
+    gate = compare_runs(a, b, fail_if_worse=0.02).gate  # 2% failed, against 0%
+    assert gate is not None and gate.passed
+    assert "failures: candidate failed 2 of 100 rollouts (2.0%)" in gate.reason
+
+
+def test_the_gate_fails_a_candidate_that_lacks_the_baselines_tasks(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "a.jsonl", {t: [0.5] for t in range(100)})
+    half = write_run(tmp_path / "b.jsonl", {t: [0.5] for t in range(50)})
+    gate = compare_runs(a, half, fail_if_worse=0.02).gate
+    assert gate is not None and not gate.passed
+    assert gate.reason == (
+        "tasks: candidate has 50 of the baseline's 100 tasks (50.0%), 50 missing: "
+        "beyond the margin 0.02"
+    )
+    # another prompt at an index is not the baseline's task either
+    other = write_run(tmp_path / "other.jsonl", {t: [0.5] for t in range(100)}, text="other")
+    mismatched = compare_runs(a, other, fail_if_worse=0.02).gate
+    assert mismatched is not None and not mismatched.checks[2].passed
+    allowed = compare_runs(a, half, fail_if_worse=0.02, allow_fewer_tasks=True).gate
+    assert allowed is not None and allowed.passed and allowed.checks[2].allowed
+    more = compare_runs(half, a, fail_if_worse=0.0).gate  # more tasks than the baseline: fine
+    assert more is not None and more.passed
