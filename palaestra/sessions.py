@@ -25,6 +25,9 @@ class Session:
     state: Any
     step_rewards: list[float] = field(default_factory=list)
     """Per-step rewards of a turn-based (reset/step) episode, in order."""
+    size: int = 0
+    """Bytes of the task as it arrived (an env server's ``/seed_session`` body), counted in
+    the store's ``held_bytes`` while the session lives."""
     created_at: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
 
@@ -50,6 +53,8 @@ class SessionStore:
         self._ids = itertools.count(1)
         self.expired = 0
         """Sessions dropped because they outlived the TTL (read by ``/metrics``)."""
+        self.held_bytes = 0
+        """The ``size`` of every open session: what an env server's byte cap bounds."""
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -61,25 +66,40 @@ class SessionStore:
         self._sessions[session.id] = session
         return session
 
+    def charge(self, session_id: str, size: int) -> None:
+        """Count ``size`` bytes against the open session ``session_id`` (until it goes)."""
+        session = self._sessions.get(session_id)
+        if session is not None:
+            self.held_bytes += size - session.size
+            session.size = size
+
     def get(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
         now = self._clock()
         if session is None or now - session.last_used > self.ttl:
             if session is not None:
                 self.expired += 1
-                del self._sessions[session_id]
+                self._drop(session)
             raise SessionExpired(f"session {session_id!r} is unknown, closed or expired")
         session.last_used = now
         self._sessions.move_to_end(session_id)
         return session
 
     def pop(self, session_id: str) -> Session | None:
-        return self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            self.held_bytes -= session.size
+        return session
+
+    def _drop(self, session: Session) -> None:
+        del self._sessions[session.id]
+        self.held_bytes -= session.size
 
     def drain(self) -> list[Session]:
         """Remove and return every open session (used at shutdown)."""
         sessions = list(self._sessions.values())
         self._sessions.clear()
+        self.held_bytes = 0
         return sessions
 
     def sweep(self) -> list[Session]:
@@ -91,6 +111,6 @@ class SessionStore:
                 break
             expired.append(session)
         for session in expired:
-            del self._sessions[session.id]
+            self._drop(session)
         self.expired += len(expired)
         return expired

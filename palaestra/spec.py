@@ -230,6 +230,9 @@ class ServeSpec(pydantic.BaseModel):
     """An env server's cap on live sessions (None: the server's default; 0 lifts it)."""
     max_task_bytes: int | None = pydantic.Field(default=None, ge=0)
     """An env server's cap on a seeded task's size (None: the default; 0 lifts it)."""
+    max_total_task_bytes: int | None = pydantic.Field(default=None, ge=0)
+    """An env server's cap on the bytes of its live sessions' tasks together (None: the
+    default; 0 lifts it)."""
     model_id: str | None = None
     """The id a model server lists on ``/v1/models`` (default: the model's name)."""
 

@@ -77,3 +77,28 @@ async def test_a_session_that_expires_mid_rollout_fails_it_as_session_lost() -> 
     result = await ToolCallingAgent().run(task, LocalEnvironmentClient(Forgetful()), model)
     assert result.failure is not None and result.failure.kind is FailureKind.SESSION_LOST
     assert "unknown, closed or expired" in result.failure.reason
+
+
+def test_the_bytes_charged_to_sessions_leave_with_them_however_they_go() -> None:
+    clock = Clock()
+    store = SessionStore(ttl=10, clock=clock)
+    closed, swept, lost, drained = (store.open({}, None) for _ in range(4))
+    for session, size in ((closed, 1), (swept, 20), (lost, 300), (drained, 4000)):
+        store.charge(session.id, size)
+    assert store.held_bytes == 4321
+    store.pop(closed.id)
+    assert store.held_bytes == 4320
+    clock.now = 5
+    store.get(lost.id)
+    store.get(drained.id)
+    clock.now = 12
+    assert store.sweep() == [swept]
+    assert store.held_bytes == 4300
+    clock.now = 20
+    with pytest.raises(SessionExpired):
+        store.get(lost.id)  # expired when asked for
+    assert store.held_bytes == 4000
+    store.charge(drained.id, 50)  # charged again: replaces, never adds
+    assert store.held_bytes == 50
+    store.drain()
+    assert store.held_bytes == 0

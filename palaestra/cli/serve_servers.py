@@ -116,6 +116,13 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
     help="Largest task (seed body) a session may hold, in bytes; a larger one is answered "
     "413. 0 lifts the cap. Default: 1048576 (1 MiB).",
 )
+@click.option(
+    "--max-total-task-bytes",
+    type=click.IntRange(min=0),
+    help="Bytes of task the live sessions may hold together (what seeding can grow the "
+    "server by); a seed over it is answered 503 with Retry-After. 0 lifts the cap. "
+    "Default: 268435456 (256 MiB).",
+)
 @host_option
 @port_option
 @unix_socket_option
@@ -136,6 +143,7 @@ def serve_env_command(env_name: str, **options: Any) -> None:
             tasks=options["tasks_path"],
             max_sessions=options["max_sessions"],
             max_task_bytes=options["max_task_bytes"],
+            max_total_task_bytes=options["max_total_task_bytes"],
             **listen_fields(options),
         )
         _serve(spec)

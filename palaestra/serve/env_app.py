@@ -22,8 +22,9 @@ clients that read only ``reward``, such as verifiers' taskset) it is a 500: NeMo
 client raises on any non-2xx and counts an error. Every exception from the environment's own
 code is logged with its traceback.
 
-Live sessions and the size of a seeded task are capped (``max_sessions``, ``max_task_bytes``):
-a seed over the session cap is a 503 with ``Retry-After``, counted in ``GET /``.
+Live sessions, the size of a seeded task and the total size of the tasks the live sessions hold
+are capped (``max_sessions``, ``max_task_bytes``, ``max_total_task_bytes``): a seed over the
+session or total cap is a 503 with ``Retry-After``, counted in ``GET /``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from starlette.routing import Route
 
 from palaestra.collection.metrics import aggregate_rows
 from palaestra.env_client import LocalEnvironmentClient
-from palaestra.environment import Environment
+from palaestra.environment import Environment, check_tool_names
 from palaestra.errors import RolloutFailure, SessionLost, ToolCallRejected
 from palaestra.observe.metrics_http import environment_metrics, metrics_route
 from palaestra.protocol import (
@@ -56,7 +57,6 @@ from palaestra.protocol import (
     HEALTH,
     LIVENESS,
     NO_ECHO_HEADER,
-    RESERVED_ROUTES,
     RESET,
     SEED_HEADER,
     SEED_SESSION,
@@ -111,11 +111,17 @@ DEFAULT_MAX_SESSIONS = 32_768
 """Live sessions one server holds. A collector holds one per rollout in flight and closes it at
 the end; a run killed and resumed leaves its in-flight sessions to expire (one session TTL)
 beside the new ones, so a 10,000-in-flight run can briefly need 20,000. 32,768 leaves room for
-that; at the 100 KB tasks of the issue's test it bounds the tasks held to about 3.3 GB (about
-one byte of memory per byte of task JSON, measured: 5,000 x 100 KB grew the server 483 MB)."""
+that; what the sessions' tasks may weigh is bounded by ``DEFAULT_MAX_TOTAL_TASK_BYTES``."""
 DEFAULT_MAX_TASK_BYTES = 1024 * 1024
 """The largest task (the ``/seed_session`` body) a session may hold: a 128k-token prompt is
 about 512 KB of JSON. Larger seeds are a 413 naming the limit."""
+DEFAULT_MAX_TOTAL_TASK_BYTES = 256 * 1024 * 1024
+"""The bytes of task JSON the live sessions may hold together. A task costs the server about
+one byte of memory per byte of JSON (measured: 5,000 x 100 KB grew it 483 MB), so this bounds
+what seeding can grow a server by to about 256 MB, which a 2-core machine with a few GB free
+survives, where the two caps above alone allowed 32 GB. It still holds 10,000 rollouts of
+26 KB tasks in flight, or 512 of 512 KB (128k-token prompts); a larger run raises it
+(``--max-total-task-bytes``)."""
 RETRY_AFTER_SECONDS = 1
 """What a refused seed is told to wait: sessions free as rollouts finish, within seconds."""
 
@@ -144,20 +150,20 @@ def environment_app(
     dataset: list[JsonDict] | None = None,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     max_task_bytes: int | None = DEFAULT_MAX_TASK_BYTES,
+    max_total_task_bytes: int | None = DEFAULT_MAX_TOTAL_TASK_BYTES,
 ) -> HotRoutedApp:
     """An ASGI app serving ``environment``; sessions live in this process and expire.
 
     ``dataset`` is the task list NeMo Evaluator's clients address by index. ``max_sessions``
-    caps the live sessions (a seed over it is a 503 with ``Retry-After``) and
-    ``max_task_bytes`` the size of a seeded task (413); ``None`` lifts a cap.
+    caps the live sessions and ``max_total_task_bytes`` the bytes of their tasks together (a
+    seed over either is a 503 with ``Retry-After``); ``max_task_bytes`` caps the size of one
+    seeded task (413). ``None`` lifts a cap.
     """
     tasks = dataset or []
-    clashes = RESERVED_ROUTES & set(environment.tool_specs)
-    if clashes:
-        raise ValueError(f"tool names {sorted(clashes)} clash with protocol routes")
+    check_tool_names(type(environment).__name__, environment.tool_specs)  # if set by hand
     client = LocalEnvironmentClient(environment)
     signer = SessionSigner(secret or secrets.token_bytes(32))
-    caps = SessionCaps(max_sessions, max_task_bytes)
+    caps = SessionCaps(max_sessions, max_task_bytes, max_total_task_bytes)
     seed = _seed(client, signer, tasks, caps)
     session_routes: dict[str, Handler] = {VERIFY: _verify(client, signer, tasks)}
     session_routes.update(
@@ -210,40 +216,76 @@ def environment_app(
 class SessionCaps:
     """The session limits of one server, and how many seeds they refused."""
 
-    def __init__(self, max_sessions: int | None, max_task_bytes: int | None) -> None:
-        for name, value in (("max_sessions", max_sessions), ("max_task_bytes", max_task_bytes)):
+    def __init__(
+        self,
+        max_sessions: int | None,
+        max_task_bytes: int | None,
+        max_total_task_bytes: int | None = None,
+    ) -> None:
+        for name, value in (
+            ("max_sessions", max_sessions),
+            ("max_task_bytes", max_task_bytes),
+            ("max_total_task_bytes", max_total_task_bytes),
+        ):
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1 (or None for no cap), got {value}")
         self.max_sessions = max_sessions
         self.max_task_bytes = max_task_bytes
+        self.max_total_task_bytes = max_total_task_bytes
         self.refused = 0
+        self.seeding_bytes = 0
+        """Bytes of the tasks admitted and still being seeded (not yet in a session)."""
 
-    async def admit(self, request: Request, client: LocalEnvironmentClient) -> None:
-        """Refuse a seed whose task is too big (413) or that would pass the session cap (503)."""
-        if self.max_task_bytes is not None:
-            size = len(await request.body())
-            if size > self.max_task_bytes:
+    async def admit(self, request: Request, client: LocalEnvironmentClient) -> int:
+        """Refuse a seed whose task is too big (413) or that would pass the session or total
+        cap (503); else reserve its size (``release`` it once seeded) and return it."""
+        size = len(await request.body())
+        for cap, name in (
+            (self.max_task_bytes, "max_task_bytes"),
+            (self.max_total_task_bytes, "max_total_task_bytes"),
+        ):
+            if cap is not None and size > cap:
                 raise RequestError(
                     413,
-                    f"the task is {size} bytes, over this server's max_task_bytes "
-                    f"({self.max_task_bytes})",
+                    f"the task is {size} bytes, over this server's {name} ({cap})",
                     param="body",
                 )
-        if self.max_sessions is None or len(client.sessions) < self.max_sessions:
-            return
-        # Expired sessions are swept by the next seed; a full server sees no next seed, so
-        # sweep here (only at the cap: an O(expired) walk, not per request).
-        for expired in client.sessions.sweep():
-            await _close_quietly(client, expired)
-        if len(client.sessions) >= self.max_sessions:
+        if self._full(client, size):
+            # Expired sessions are swept by the next seed; a full server sees no next seed, so
+            # sweep here (only at a cap: an O(expired) walk, not per request).
+            for expired in client.sessions.sweep():
+                await _close_quietly(client, expired)
+        if self._full(client, size):
             self.refused += 1
             raise RequestError(
                 503,
-                f"this server holds {len(client.sessions)} sessions, its max_sessions; "
-                "retry after one closes",
+                f"{self._busy(client, size)}; retry after one closes",
                 kind=SERVER_BUSY,
                 headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
+        self.seeding_bytes += size
+        return size
+
+    def release(self, size: int) -> None:
+        """The reservation of an admitted seed, once it is a session (or failed)."""
+        self.seeding_bytes -= size
+
+    def _busy(self, client: LocalEnvironmentClient, size: int) -> str:
+        held = len(client.sessions)
+        if self.max_sessions is not None and held >= self.max_sessions:
+            return f"this server holds {held} sessions, its max_sessions"
+        return (
+            f"this server's {held} sessions hold "
+            f"{client.sessions.held_bytes + self.seeding_bytes} bytes of tasks: a task of "
+            f"{size} more would pass its max_total_task_bytes ({self.max_total_task_bytes})"
+        )
+
+    def _full(self, client: LocalEnvironmentClient, size: int) -> bool:
+        sessions = client.sessions
+        if self.max_sessions is not None and len(sessions) >= self.max_sessions:
+            return True
+        total = self.max_total_task_bytes
+        return total is not None and sessions.held_bytes + self.seeding_bytes + size > total
 
 
 async def _close_quietly(client: LocalEnvironmentClient, session: Session) -> None:
@@ -262,6 +304,8 @@ def _health(client: LocalEnvironmentClient, caps: SessionCaps) -> Handler:
                 "sessions": len(client.sessions),
                 "max_sessions": caps.max_sessions,
                 "max_task_bytes": caps.max_task_bytes,
+                "task_bytes": client.sessions.held_bytes,
+                "max_total_task_bytes": caps.max_total_task_bytes,
                 "refused_sessions": caps.refused,
             }
         )
@@ -299,13 +343,17 @@ def _seed(
     caps: SessionCaps,
 ) -> Handler:
     async def seed(request: Request) -> Response:
-        await caps.admit(request, client)
-        task = await json_object(request)
-        answer: JsonDict = {}
-        if is_evaluator_seed(task):  # NeMo Evaluator: only an index into our task list
-            idx, task = task_at(dataset, task)
-            answer = prompt_of(idx, task)
-        session_id = await client.seed(task)  # a failure: logged and answered by _on_error
+        size = await caps.admit(request, client)
+        try:
+            task = await json_object(request)
+            answer: JsonDict = {}
+            if is_evaluator_seed(task):  # NeMo Evaluator: only an index into our task list
+                idx, task = task_at(dataset, task)
+                answer = prompt_of(idx, task)
+            session_id = await client.seed(task)  # a failure: logged and answered by _on_error
+        finally:
+            caps.release(size)
+        client.sessions.charge(session_id, size)
         token = signer.token(session_id)
         response = JSONResponse(answer)
         encoded = token.encode()  # [0-9a-f.]: nothing to quote in a header or a cookie

@@ -53,6 +53,7 @@ async def _serve_env(spec: ServeSpec) -> None:
     from palaestra.serve.env_app import (
         DEFAULT_MAX_SESSIONS,
         DEFAULT_MAX_TASK_BYTES,
+        DEFAULT_MAX_TOTAL_TASK_BYTES,
         environment_app,
     )
     from palaestra.serve.evaluator import load_dataset
@@ -72,6 +73,7 @@ async def _serve_env(spec: ServeSpec) -> None:
         dataset=dataset,
         max_sessions=_cap(spec.max_sessions, DEFAULT_MAX_SESSIONS),
         max_task_bytes=_cap(spec.max_task_bytes, DEFAULT_MAX_TASK_BYTES),
+        max_total_task_bytes=_cap(spec.max_total_task_bytes, DEFAULT_MAX_TOTAL_TASK_BYTES),
     )
     await serve_guarded(app, spec, label=f"environment {found.name}")
 

@@ -57,6 +57,8 @@ class ServerSpec(pydantic.BaseModel):
     """An env server's cap on live sessions (``serve env --max-sessions``; 0 lifts it)."""
     max_task_bytes: int | None = pydantic.Field(default=None, ge=0)
     """An env server's cap on a seeded task's size (``serve env --max-task-bytes``)."""
+    max_total_task_bytes: int | None = pydantic.Field(default=None, ge=0)
+    """An env server's cap on its live sessions' tasks together (``--max-total-task-bytes``)."""
     backend: str | list[str] = "local"
     """model: what to serve: ``local``, a URL, a ``palaestra_models.yaml`` name, a backend;
     or a list of base URLs of one model's replicas (a pool, ``palaestra.models.pool``)."""
@@ -90,7 +92,9 @@ _MODEL_KEYS = frozenset(
     {"model_name", "api", "api_key_env", "max_retries", "request_timeout", "model_options"}
 )
 _KEYS = {
-    "env": frozenset({"env", "args", "cmd", "tasks", "max_sessions", "max_task_bytes"}),
+    "env": frozenset(
+        {"env", "args", "cmd", "tasks", "max_sessions", "max_task_bytes", "max_total_task_bytes"}
+    ),
     "model": _MODEL_KEYS | {"backend", "model_id"},
     "agent": _MODEL_KEYS
     | {"env", "args", "model", "agent", "options", "max_steps", "max_calls_per_turn"},
@@ -126,6 +130,7 @@ class StackConfig(pydantic.BaseModel):
                 tasks=server.tasks,
                 max_sessions=server.max_sessions,
                 max_task_bytes=server.max_task_bytes,
+                max_total_task_bytes=server.max_total_task_bytes,
                 **where,
             )
         if server.kind == "model":

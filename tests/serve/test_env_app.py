@@ -583,3 +583,40 @@ async def test_palaestras_client_sends_a_palaestra_server_the_response_alone_for
     assert orjson.loads(whole)["target_value"] == 3  # NeMo Gym's form, to any other server
     assert "x-palaestra-no-echo" not in plain_headers
     assert len(counter_server._server.config.app.state.client.sessions) == 0
+
+
+async def test_the_default_bound_refuses_seeds_past_the_tasks_bytes_with_retry_after() -> None:
+    from palaestra.serve.env_app import DEFAULT_MAX_TASK_BYTES, DEFAULT_MAX_TOTAL_TASK_BYTES
+
+    app = environment_app(Counter())  # the defaults
+    big = orjson.dumps({**COUNTER_TASK, "pad": "x" * (DEFAULT_MAX_TASK_BYTES - 100)})
+    assert DEFAULT_MAX_TASK_BYTES - 100 < len(big) <= DEFAULT_MAX_TASK_BYTES
+    fits = DEFAULT_MAX_TOTAL_TASK_BYTES // len(big)
+    assert fits <= 512  # a bound a 2-core machine survives: 512 MB at most
+    headers = {"content-type": "application/json"}
+    with BackgroundServer(app) as server:
+        async with aiohttp.ClientSession(base_url=server.url) as http:
+            tokens = []
+            for _ in range(fits):
+                async with http.post("/seed_session", data=big, headers=headers) as seeded:
+                    assert seeded.status == 200
+                    tokens.append(seeded.headers["x-palaestra-session"])
+            async with http.post("/seed_session", data=big, headers=headers) as refused:
+                answer = await refused.json()
+                assert refused.status == 503  # before: admitted, up to 32,768 of them
+                assert refused.headers["Retry-After"] == "1"
+            assert answer["error"]["type"] == "server_busy"
+            assert "max_total_task_bytes" in answer["error"]["message"]
+            small = orjson.dumps(COUNTER_TASK)
+            async with http.post("/seed_session", data=small, headers=headers) as seeded:
+                assert seeded.status == 200  # a small task still fits beside them
+            async with http.get("/") as health:
+                held = await health.json()
+            assert held["task_bytes"] == fits * len(big) + len(small)
+            assert held["max_total_task_bytes"] == DEFAULT_MAX_TOTAL_TASK_BYTES
+            assert held["refused_sessions"] == 1
+            status, _, _ = await _post(http, "/close_session", {}, tokens[0])
+            assert status == 200
+            async with http.post("/seed_session", data=big, headers=headers) as again:
+                assert again.status == 200  # closing a session gave its bytes back
+    assert app.state.client.sessions.held_bytes == 0  # the shutdown closed every session
