@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import keyword
 import os
+import re
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -38,14 +40,21 @@ class Scaffold:
         return self.directory / self.module / "environment.py"
 
 
+_NAME = re.compile(r"[a-z]([a-z0-9_-]*[a-z0-9])?")
+"""An environment's name, lowercased: ASCII, so that it is both a distribution name (PEP 508)
+and, with ``-`` as ``_``, a Python package name any tool can install and import."""
+
+
 def names(name: str) -> tuple[str, str, str]:
     """(distribution, module, class) for ``name``; a one-line ``ConfigError`` if unusable."""
     dist = name.strip().lower()
     module = dist.replace("-", "_")
-    if not module.isidentifier() or keyword.iskeyword(module):
+    if not _NAME.fullmatch(dist) or keyword.iskeyword(module):
         raise ConfigError(
-            f"'{name}' cannot name an environment: lowercased, with '-' as '_', it must be a "
-            "Python identifier (letters, digits and _, not starting with a digit)"
+            f"'{name}' cannot name an environment: a name is ASCII letters, digits, '-' and "
+            "'_', starting with a letter and ending with a letter or digit, and not a Python "
+            "keyword (it is the distribution name and, with '-' as '_', the Python package)"
+            f"{_suggestion(name)}"
         )
     if module in builtin_names():
         raise ConfigError(f"'{module}' is a built-in environment's name: choose another")
@@ -53,6 +62,17 @@ def names(name: str) -> tuple[str, str, str]:
         raise ConfigError(f"'{module}' would shadow the Python module of that name: choose another")
     class_name = "".join(part[:1].upper() + part[1:] for part in module.split("_"))
     return dist, module, class_name or "Environment_"
+
+
+def _suggestion(name: str) -> str:
+    """``; try 'cafe'``: the nearest usable name to ``name``, or nothing when none is near."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    fixed = re.sub(r"[^a-z0-9_]+", "-", ascii_name.lower()).strip("-_")
+    if fixed[:1].isdigit():
+        fixed = f"env-{fixed}"
+    if keyword.iskeyword(fixed.replace("-", "_")):
+        fixed = f"{fixed}-env"
+    return f"; try '{fixed}'" if _NAME.fullmatch(fixed) else ""
 
 
 def init_environment(name: str, directory: str | os.PathLike[str] | None = None) -> Scaffold:

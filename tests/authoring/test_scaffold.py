@@ -113,9 +113,13 @@ def test_init_writes_into_an_empty_directory(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "complaint"),
     [
-        ("2fast", "must be a Python identifier"),
-        ("my env", "must be a Python identifier"),
-        ("class", "must be a Python identifier"),
+        ("2fast", "starting with a letter .*; try 'env-2fast'$"),
+        ("my env", "a name is ASCII letters, digits, '-' and '_'.*; try 'my-env'$"),
+        ("class", "not a Python keyword .*; try 'class-env'$"),
+        ("café", "a name is ASCII letters.*; try 'cafe'$"),  # before: written, not installable
+        ("quiz-", "ending with a letter or digit.*; try 'quiz'$"),
+        ("_quiz", "starting with a letter .*; try 'quiz'$"),
+        ("日本", r"a name is ASCII letters.*Python package\)$"),  # nothing near to suggest
         ("weather", "is a built-in environment's name"),
         ("json", "would shadow the Python module"),
     ],
@@ -137,3 +141,35 @@ def test_the_init_command_writes_the_package_and_says_what_to_run_next(tmp_path:
     again = CliRunner().invoke(init_command, ["my-env", "--dir", str(tmp_path / "pkg")])
     assert again.exit_code == 1
     assert again.output.count("\n") == 1 and "exists and is not empty" in again.output
+
+
+def test_a_name_with_a_dash_gives_a_package_pip_installs_and_python_imports(
+    tmp_path: Path,
+) -> None:
+    scaffold = init_environment("my-env", tmp_path / "my-env")
+    site = tmp_path / "site"
+    installed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "--target",
+            str(site),
+            str(scaffold.directory),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert (site / "my_env/tasks.jsonl").is_file()
+    metadata = next(site.glob("my_env-0.1.0.dist-info")) / "entry_points.txt"
+    assert "my_env = my_env.environment:MyEnv" in metadata.read_text(encoding="utf-8")
+    with on_sys_path(site):
+        assert find_environment("my_env").environment.__name__ == "MyEnv"
