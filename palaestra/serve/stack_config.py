@@ -24,6 +24,7 @@ Each server is started from a ``ServeSpec`` (``serve_spec``): the same specifica
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from difflib import get_close_matches
 from pathlib import Path
@@ -215,7 +216,22 @@ _OUTSIDE = {
 }
 
 
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
+"""A server's name: it names its log and spec files in the log directory, so it is an
+identifier (no path separator, not starting with a dot), at most 128 characters."""
+
+
+def _check_names(config: StackConfig, path: Path) -> None:
+    for name in config.servers:
+        if not SERVER_NAME.fullmatch(name):
+            raise ConfigError(
+                f"{path}: key {name!r} under 'servers': a server name is letters, digits, '_', '-' "
+                "and '.' (not first), at most 128 characters"
+            )
+
+
 def _check_references(config: StackConfig, path: Path) -> None:
+    _check_names(config, path)
     for name, spec in config.servers.items():
         if spec.kind == "env" and not spec.env and not spec.cmd:
             raise ConfigError(

@@ -130,3 +130,35 @@ def test_a_stack_may_name_a_pool_of_model_endpoints(tmp_path: Path) -> None:
     assert agent.model.urls == urls and proxy.model.urls == urls
     with pytest.raises(ConfigError, match=r"field 'servers.agent.model': a list names the base"):
         load_stack(path, ["servers.agent.model=[local, http://127.0.0.1:1/v1]"])
+
+
+@pytest.mark.parametrize("name", ["../../evil", "a/b", ".hidden", "", "x" * 129, "two words"])
+def test_a_server_name_that_is_not_an_identifier_is_refused_naming_the_file_and_key(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / "stack.yaml"
+    path.write_text(f"servers:\n  {name!r}: {{kind: env, env: weather}}\n")
+    with pytest.raises(ConfigError) as refused:
+        load_stack(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: key {name!r} under 'servers'")
+    assert "\n" not in message
+
+
+def test_a_server_name_with_dots_dashes_and_digits_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "stack.yaml"
+    path.write_text("servers:\n  weather-env.v2_1: {kind: env, env: weather}\n")
+    assert list(load_stack(path).servers) == ["weather-env.v2_1"]
+
+
+def test_run_refuses_a_server_named_like_a_path_before_writing_anything(tmp_path: Path) -> None:
+    from tests.cli.test_collect_cli import run_cli
+
+    stack = tmp_path / "deep" / "stack.yaml"
+    stack.parent.mkdir()
+    stack.write_text("servers:\n  ../../evil: {kind: env, env: weather}\n")
+    done = run_cli("run", str(stack), cwd=stack.parent)
+    assert done.returncode != 0
+    assert f"{stack}: key '../../evil' under 'servers'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*evil*")) == []
