@@ -87,6 +87,8 @@ __all__ = ["RemoteEnvironmentClient", "verdict_from_answer"]
 
 LIVENESS_ROUTES = (LIVENESS, HEALTH)
 """The routes that say an environment server is up, in the order they are tried."""
+OPENAPI = "/openapi.json"
+"""Where a FastAPI server (NeMo Gym's, ``nel serve``) lists its routes (``GET``)."""
 _CONNECT_SECONDS = 10.0
 _ANSWER_SECONDS = 300.0
 _BUSY_STATUSES = frozenset({502, 503, 504})
@@ -138,6 +140,10 @@ class RemoteEnvironmentClient:
         """Whether a verify in a token session sends the response alone and asks for the
         verdict alone (``NO_ECHO_HEADER``): a palaestra server, which says so in /tools."""
         self._may_seed_along = seed_with_first_call
+        self._closes = True
+        """Whether sessions are closed with ``/close_session``: learned by ``connect`` (a
+        server that does not announce the route is sent none); a client made without it
+        closes, as one of a palaestra server must."""
         self._unsent: dict[str, bytes] = {}
         """The task of each session not seeded yet, to go with its first call."""
         self._seeding: dict[str, asyncio.Event] = {}
@@ -182,7 +188,23 @@ class RemoteEnvironmentClient:
         return client
 
     async def _learn_tools(self) -> None:
-        await self._check_alive()
+        """Learn once what kind of server this is, and ask it only what it has.
+
+        A FastAPI server (NeMo Gym's resources servers, ``nel serve``) lists its routes in
+        ``GET /openapi.json``: it is asked ``GET /health`` only if it lists it (``nel serve``,
+        whose liveness that is), ``GET /tools`` only if it lists it (neither does), and sent
+        ``/close_session`` only if it lists it (NeMo Gym 0.4 has none). Any other server is
+        asked ``GET /`` (``GET /health`` if it has no ``/``) and ``GET /tools``: a palaestra
+        server answers both, and closes sessions.
+        """
+        routes = await self._announced_routes()
+        if routes is None:
+            await self._check_alive()
+        elif HEALTH in routes:
+            await self._check_alive((HEALTH,))
+        self._closes = routes is not None and CLOSE_SESSION in routes
+        if routes is not None and TOOLS not in routes:
+            return
         listed = await self._get(TOOLS)
         if listed.status != 200:
             return
@@ -191,16 +213,29 @@ class RemoteEnvironmentClient:
             self._tools, self.default_agent = tools_of(answer)
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise ConfigError(f"{self._shown}/tools answered an unusable body: {error}") from None
+        self._closes = True  # a palaestra server (its own extension): it has /close_session
         palaestra = seeds_with_first_call(answer)
         self._seeds_along = self._may_seed_along and palaestra
         self._no_echo = palaestra
 
-    async def _check_alive(self) -> None:
+    async def _announced_routes(self) -> frozenset[str] | None:
+        """The paths a server lists in ``GET /openapi.json`` (every FastAPI app serves it);
+        None when it serves no such list (a palaestra server)."""
+        answer = await self._get(OPENAPI)
+        if answer.status != 200:
+            return None
+        try:
+            paths = orjson.loads(answer.body).get("paths")
+        except (orjson.JSONDecodeError, AttributeError):
+            return None
+        return frozenset(paths) if isinstance(paths, dict) else None
+
+    async def _check_alive(self, routes: tuple[str, ...] = LIVENESS_ROUTES) -> None:
         """A liveness route answers below 400: ``GET /`` (palaestra, NeMo Gym), else
         ``GET /health`` (``nel serve`` has no ``/``). Only a 404/405 moves on to the next route,
         so a server with ``/`` costs one GET, as before."""
         answered = []
-        for route in LIVENESS_ROUTES:
+        for route in routes:
             alive = await self._get(route)
             if alive.status < 400:
                 return
@@ -307,10 +342,10 @@ class RemoteEnvironmentClient:
     async def close(self, session_id: str) -> None:
         if session_id in self._seeding:  # its first call is seeding it: close what it seeds
             await self._seeding[session_id].wait()
-        if session_id not in self._headers:
-            # Closed by the server after its verify, never seeded on it (no call was made), or
-            # not a session of this client.
-            self._unsent.pop(session_id, None)
+        if session_id not in self._headers or not self._closes:
+            # Closed by the server after its verify, never seeded on it (no call was made),
+            # not a session of this client, or a server with no /close_session.
+            self._forget(session_id)
             return
         try:
             await self._post(CLOSE_SESSION, {}, session_id, _ENV)

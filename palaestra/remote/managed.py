@@ -1,12 +1,18 @@
 """An environment server a run starts itself (``--env-cmd``), as NeMo Evaluator's ``gym://cmd:``.
 
-``managed_server(command)`` starts ``command`` with the shell, in a process group of its own,
-waits until it is healthy, yields it, and always stops it: when the run ends, fails, is
-cancelled (Ctrl-C, SIGTERM of the collector: both cancel the run's task), or the server never
-became healthy. Stopping sends SIGTERM to the whole group, then SIGKILL to whatever is left of
-it after ``STOP_GRACE`` seconds, so nothing the command started outlives the run. If the
-collector itself is killed outright (SIGKILL), the kernel kills the command's first process
-(``PR_SET_PDEATHSIG``, as for the servers of ``palaestra run``).
+``managed_server(command)`` starts ``command`` with the shell, waits until it is healthy,
+yields it, and always stops it: when the run ends, fails, is cancelled (Ctrl-C, SIGTERM of the
+collector: both cancel the run's task), or the server never became healthy. The command runs
+under a small launcher (``palaestra.remote.launcher``) that stops every process the command
+started, even one that left its process group or session (``setsid``, a daemon's double fork):
+SIGTERM, then SIGKILL after ``STOP_GRACE`` seconds. It does so when the run stops it, when the
+command's first process exits, and when the collector dies, even by ``kill -9`` (the pipe it
+holds to the launcher closes; the kernel's ``PR_SET_PDEATHSIG`` tells it too).
+
+Given ``url`` (``--env-url`` beside ``--env-cmd``), nothing may answer there before the
+command starts: a server already listening would be taken for the command's (which then
+cannot listen there), and a run of one environment would be scored by another. That is a
+``ConfigError`` before anything starts.
 
 Where it listens: at ``url`` when one is given (``--env-url`` beside ``--env-cmd``); otherwise
 at ``http://127.0.0.1:PORT`` on a free port the collector picks, which the command receives as
@@ -14,9 +20,11 @@ at ``http://127.0.0.1:PORT`` on a free port the collector picks, which the comma
 
     palaestra collect --env-cmd "nel serve -b bench.py --host 127.0.0.1 -p {port}" ...
 
-Healthy is the first of ``GET /`` and ``GET /health`` (``palaestra.remote.env``) answering
-below 400, polled every 0.2 s for at most ``ready_timeout`` seconds. A command that exits first,
-or never becomes healthy, is a ``ConfigError``: one line saying which, then the server's last
+Healthy is, for a server that lists its routes in ``GET /openapi.json`` (NeMo Gym's,
+``nel serve``), that list, and ``GET /health`` if it lists it; for any other, the first of
+``GET /`` and ``GET /health`` answering below 400 (``palaestra.remote.env``); polled every
+0.2 s for at most ``ready_timeout`` seconds. A command that exits first, or never becomes
+healthy, is a ``ConfigError``: one line saying which, then the server's last
 output lines. Its whole output also goes to ``log_path`` when one is given.
 """
 
@@ -27,6 +35,7 @@ import contextlib
 import os
 import signal
 import socket
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -34,13 +43,24 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
 
+import orjson
+
 from palaestra.errors import ConfigError
-from palaestra.remote.env import LIVENESS_ROUTES
-from palaestra.serve.supervisor import _die_with
+from palaestra.protocol import HEALTH
+from palaestra.remote.env import LIVENESS_ROUTES, OPENAPI
 from palaestra.spec import ServeSpec
-from palaestra.transport import HttpClient, TransportError, shown_url
+from palaestra.transport import (
+    UNIX_SCHEME,
+    HttpAnswer,
+    HttpClient,
+    InvalidUrl,
+    TransportError,
+    shown_url,
+)
+from palaestra.transport.client import parse_target
 
 PORT_PLACEHOLDER = "{port}"
+LAUNCHER = str(Path(__file__).with_name("launcher.py"))
 READY_TIMEOUT = 120.0
 STOP_GRACE = 5.0
 TAIL_LINES = 20
@@ -62,6 +82,7 @@ class ManagedServer:
     ) -> None:
         if not command.strip():
             raise ConfigError("--env-cmd is empty: give the command that starts the server")
+        self._given_url = url is not None
         if url is None:
             port = _free_port()
             url = f"http://127.0.0.1:{port}"
@@ -87,6 +108,8 @@ class ManagedServer:
     async def start(self) -> None:
         """Start the command and wait until it is healthy; stopped again if it never is."""
         try:
+            if self._given_url:
+                await self._refuse_if_taken()
             await self._spawn()
             await self._wait_healthy()
         except BaseException:
@@ -117,21 +140,23 @@ class ManagedServer:
         return self.died()
 
     async def stop(self) -> None:
-        """SIGTERM to the process group, SIGKILL to what is left of it after the grace."""
+        """SIGTERM to the launcher, which stops all the command started (SIGKILL after the
+        grace); SIGKILL to the launcher's group if it has not exited soon after."""
         process = self.process
         if process is None:
             return
         self._stopping = True
         try:
             if process.returncode is None:
-                _signal_group(process.pid, signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGTERM)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), STOP_GRACE)
+                    await asyncio.wait_for(process.wait(), STOP_GRACE + 2)
         finally:
-            # Always: the command's first process may be gone while what it started lives on.
-            _signal_group(process.pid, signal.SIGKILL)
-        # Bounded: asyncio's wait() also waits for the output pipe to close, which a process
-        # that left the group (its own setsid) could hold open for ever.
+            _signal_group(process.pid, signal.SIGKILL)  # only if the launcher could not
+            if process.stdin is not None:
+                process.stdin.close()
+        # Bounded: asyncio's wait() also waits for the output pipe to close.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), STOP_GRACE)
         if self._reader is not None:
@@ -140,17 +165,48 @@ class ManagedServer:
 
     async def _spawn(self) -> None:
         environ = {**os.environ, "PORT": str(self.port)}
-        self.process = await asyncio.create_subprocess_shell(
+        # The launcher runs the command and stops all it started, wherever it moved, when
+        # this process stops it or dies (its stdin, a pipe only we hold, then reads EOF).
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            LAUNCHER,
+            str(os.getpid()),
+            f"{STOP_GRACE:g}",
             self.command,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             env=environ,
-            start_new_session=True,  # its own process group: stopped whole, spared the tty's ^C
-            preexec_fn=_die_with(os.getpid()),
+            start_new_session=True,  # its own process group: spared the tty's ^C
         )
         log = self.log_path.open("a", encoding="utf-8") if self.log_path is not None else None
         self._reader = asyncio.create_task(self._read(log))
+
+    async def _refuse_if_taken(self) -> None:
+        """A ``ConfigError`` if a server already answers at ``url`` before the command runs:
+        the command's own server could not listen there, and that server's answers would be
+        taken for its (a run of one environment scored by another)."""
+        try:
+            target = parse_target(self.url)
+        except InvalidUrl:
+            return  # the first health request says what is wrong with it
+        try:
+            if target.scheme == UNIX_SCHEME:
+                opening = asyncio.open_unix_connection(target.host)
+            else:
+                opening = asyncio.open_connection(target.host, target.port)
+            _, writer = await asyncio.wait_for(opening, 2.0)
+        except (OSError, TimeoutError):
+            return  # nothing listens there (or not reachable yet): the command may
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        raise ConfigError(
+            f"another server already listens at {shown_url(self.url)}, where the environment "
+            f"server command is to listen: stop it, or give --env-url another address (or "
+            f"none: a free port is chosen): {self.template}"
+        )
 
     async def _read(self, log: IO[str] | None) -> None:
         """Drain the server's output (a full pipe would block it), keeping the last lines."""
@@ -182,7 +238,7 @@ class ManagedServer:
                             f"exited with code {self.process.returncode} before it was healthy"
                         )
                     )
-                if await self._healthy(http):
+                if await self._healthy(http) and self.process.returncode is None:
                     return
                 if time.monotonic() >= deadline:
                     raise ConfigError(
@@ -195,20 +251,30 @@ class ManagedServer:
                     await asyncio.wait_for(asyncio.shield(self.process.wait()), _POLL_SECONDS)
 
     async def _healthy(self, http: HttpClient) -> bool:
-        for route in LIVENESS_ROUTES:
-            try:
-                answer = await http.request(
-                    "GET",
-                    f"{self.url}{route}",
-                    headers=self._auth,
-                    connect_timeout=1.0,
-                    read_timeout=5.0,
-                )
-            except (TransportError, TimeoutError):
-                return False  # not listening yet
-            if answer.status < 400:
-                return True
+        """Whether the server is up, asking only what it has: a FastAPI server (NeMo Gym's,
+        ``nel serve``) lists its routes in ``GET /openapi.json`` and is healthy once that
+        answers, and its ``GET /health`` if it lists one; any other server (palaestra's) on
+        ``GET /``, else ``GET /health``."""
+        try:
+            listed = await self._get(http, OPENAPI)
+            if listed.status == 200:
+                try:
+                    paths = orjson.loads(listed.body).get("paths")
+                except (orjson.JSONDecodeError, AttributeError):
+                    paths = None
+                if isinstance(paths, dict):
+                    return HEALTH not in paths or (await self._get(http, HEALTH)).status < 400
+            for route in LIVENESS_ROUTES:
+                if (await self._get(http, route)).status < 400:
+                    return True
+        except (TransportError, TimeoutError):
+            return False  # not listening yet
         return False
+
+    async def _get(self, http: HttpClient, route: str) -> HttpAnswer:
+        return await http.request(
+            "GET", f"{self.url}{route}", headers=self._auth, connect_timeout=1.0, read_timeout=5.0
+        )
 
     async def _drained(self) -> None:
         if self._reader is not None:

@@ -240,3 +240,96 @@ def test_a_server_that_dies_mid_run_ends_the_run_as_stopped_and_the_summary_says
     assert done.returncode == 3, err  # stopped early
     assert "exited with code -9" in out + err
     assert_all_gone(tmp_path)
+
+
+def moving(tmp_path: Path, server: str = SERVER) -> str:
+    """``server`` started beside a helper that leaves the process group (its own session)."""
+    return (
+        f"setsid sleep 300 & echo $! > {tmp_path}/helper.pid; "
+        f"echo $$ > {tmp_path}/server.pid; exec {server}"
+    )
+
+
+async def test_a_process_the_command_moved_out_of_its_group_is_stopped_at_a_clean_end(
+    tmp_path: Path,
+) -> None:
+    async with managed_server(moving(tmp_path)) as server:
+        assert server.died() is None
+        _, helper = pids(tmp_path)
+        assert os.getsid(helper) == helper  # a session of its own: not in the server's group
+    assert_all_gone(tmp_path)  # before: the helper outlived the run
+
+
+def test_a_kill_9_of_collect_takes_the_server_and_all_it_started_with_it(
+    tmp_path: Path,
+) -> None:
+    write_tasks(tmp_path)
+    slow = ScriptedFault(status=200, body=text_response("done"), delay=60)
+    with ScriptedModelServer(lambda params: slow) as model:
+        running = subprocess.Popen(
+            [
+                *PALAESTRA,
+                "collect",
+                "--env-cmd",
+                moving(tmp_path),
+                "--model",
+                model.url,
+                "--output",
+                str(tmp_path / "out" / "rollouts.jsonl"),
+                "--input",
+                str(tmp_path / "tasks.jsonl"),
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not model.requests and time.monotonic() < deadline:  # a rollout is under way
+                assert running.poll() is None
+                time.sleep(0.05)
+            assert model.requests, "no rollout started"
+            running.kill()
+            running.wait(timeout=10)
+        finally:
+            if running.poll() is None:
+                running.kill()
+    assert_all_gone(tmp_path)  # within 5 s; before: the helper (and any grandchild) lived on
+
+
+def test_a_port_another_server_holds_is_refused_in_one_line_before_anything_runs(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    from palaestra.envs.weather.environment import Weather
+    from palaestra.serve.env_app import environment_app
+    from palaestra.serve.uvicorn_runner import BackgroundServer
+
+    write_tasks(tmp_path)
+    with BackgroundServer(environment_app(Weather())) as weather:
+        port = weather.url.rsplit(":", 1)[1]
+        done = subprocess.run(
+            [
+                *PALAESTRA,
+                "collect",
+                "--env-cmd",
+                command(tmp_path, SERVER.replace("{port}", port)),
+                "--env-url",
+                weather.url,
+                "--model",
+                model.url,
+                "--input",
+                "tasks.jsonl",
+                "--output",
+                "out/r.jsonl",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode != 0, done.stderr  # before: 0, the weather server's rollouts
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert f"another server already listens at {weather.url}" in lines[0]
+    assert not (tmp_path / "out" / "r.jsonl").exists()
+    assert not (tmp_path / "server.pid").exists()  # the command never ran

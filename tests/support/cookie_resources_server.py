@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 def cookie_resources_app(closed: list[str] | None = None) -> Starlette:
     """``closed``, when given, gets each session a ``/close_session`` ends (the route exists
-    then, as on newer NeMo Gym servers); it ignores palaestra's own headers, as NeMo Gym does."""
+    then, as on newer NeMo Gym servers, and is listed in ``GET /openapi.json``); it ignores
+    palaestra's own headers, as NeMo Gym does."""
     counters: dict[str, int] = {}
 
     def session_of(request: Request) -> str:
@@ -59,4 +60,8 @@ def cookie_resources_app(closed: list[str] | None = None) -> Starlette:
     ]
     if closed is not None:
         routes.append(Route("/close_session", close, methods=["POST"]))
+    # As FastAPI does: the routes listed (not GET /), which is how a client learns of them.
+    paths = {route.path: {"post": {}} for route in routes if route.path != "/"}
+    document = {"openapi": "3.1.0", "paths": paths}
+    routes.append(Route("/openapi.json", lambda r: JSONResponse(document), methods=["GET"]))
     return Starlette(routes=routes)
