@@ -165,6 +165,7 @@ def load_stack(path: Path, overrides: Sequence[str] = ()) -> StackConfig:
         raw = apply_override(raw, override)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a stack file is a mapping with 'servers'")
+    _check_model_options(raw, path)
     config = validated(StackConfig, raw, str(path))
     _check_references(config, path)
     return config
@@ -269,6 +270,35 @@ def _check_references(config: StackConfig, path: Path) -> None:
                     f"server of this stack ({_could_mean(config, field, value)}), nor "
                     f"{_OUTSIDE[field]}"
                 )
+
+
+def _check_model_options(raw: dict[str, Any], path: Path) -> None:
+    """A model backend's option written where a stack server takes none (``options:`` on a
+    model server, ``token_mode:`` beside ``kind``) is refused pointing at ``model_options``."""
+    servers = raw.get("servers")
+    for name, server in servers.items() if isinstance(servers, dict) else ():
+        if not isinstance(server, dict) or server.get("kind") not in ("model", "agent"):
+            continue
+        for key in server:
+            where = f"{path}: field 'servers.{name}.{key}'"
+            if key == "options" and server["kind"] == "model":
+                raise ConfigError(
+                    f"{where}: a model server takes no options; did you mean model_options? "
+                    "(the model backend's options, e.g. model_options: {token_mode: true})"
+                )
+            if key not in ServerSpec.model_fields and key in _backend_option_names():
+                raise ConfigError(
+                    f"{where}: '{key}' is an option of the model backend; did you mean "
+                    f"model_options? (model_options: {{{key}: ...}})"
+                )
+
+
+def _backend_option_names() -> frozenset[str]:
+    """The options palaestra's model backends take (``model_options``'s keys)."""
+    from palaestra.models.endpoint import RemoteModel
+    from palaestra.models.local.model import LocalModel
+
+    return frozenset(RemoteModel.OPTIONS) | frozenset(LocalModel.OPTIONS)
 
 
 def _check_pool(urls: list[str], where: str) -> None:
