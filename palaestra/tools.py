@@ -73,6 +73,10 @@ def tool(
     loop, both within the environment's ``tool_timeout``: a slow tool stalls only its own
     rollout. ``blocking`` is accepted for compatibility and changes nothing (every
     synchronous tool runs in a thread now).
+
+    A tool is served at ``POST /<name>``: a name the environment server answers itself
+    (``seed_session``, ``verify``, ``close_session``, ``tools``, ``reset``, ``step``, ...; see
+    ``palaestra.protocol.RESERVED_ROUTES``) is refused, in one line, when the class is defined.
     """
 
     def mark(fn: F) -> F:
