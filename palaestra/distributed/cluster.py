@@ -30,13 +30,17 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for the cluster's address to accept a connection."""
 
+LOOPBACK = "127.0.0.1"
+"""The one address a local cluster started for a run listens on."""
+
 STOP_TIMEOUT = 10.0
 """Seconds an actor has to close its parts before it is killed."""
 
 
 @contextlib.contextmanager
 def connected(address: str | None) -> Iterator[int]:
-    """Ray, joined at ``address`` (or a local cluster started here); yields its CPUs.
+    """Ray, joined at ``address`` (or, without one, a local cluster started here that
+    listens on loopback only: ``start_local``); yields its CPUs.
 
     A Ray already initialised in this process (by the caller) is used as it is and left
     running; one started here is shut down on exit.
@@ -48,7 +52,9 @@ def connected(address: str | None) -> Iterator[int]:
             "--executor ray needs Ray: pip install 'palaestra[ray]' (on every node)"
         ) from None
     started = not ray.is_initialized()
-    if started:
+    if started and address is None:
+        start_local()
+    elif started:
         _check_reachable(address)
         try:
             ray.init(
@@ -65,6 +71,49 @@ def connected(address: str | None) -> Iterator[int]:
     finally:
         if started:
             ray.shutdown()
+
+
+def start_local() -> None:
+    """Start a Ray cluster of this machine alone, for this process: every server it runs
+    (GCS, raylet, object manager, workers, agents) listens on ``127.0.0.1`` only, with no
+    dashboard and no metrics export; Ray's ``ray.init`` turns usage reporting off itself.
+
+    On Linux Ray takes the node's address to be the machine's (reachable from the network,
+    and its servers then listen on every interface), even when given ``127.0.0.1``: only
+    where Ray clusters are unsupported (macOS, Windows) does it keep a local node on the
+    loopback address. That switch (``ray_constants.ENABLE_RAY_CLUSTER``, read when Ray
+    works out the node's address) is turned off while the node starts, then restored; the
+    processes started are given ``127.0.0.1`` and bind it. A Ray whose node still does not
+    have that address is shut down and refused: the run never goes on with a cluster that
+    others could reach.
+    """
+    import ray
+    from ray._private import ray_constants
+
+    clusters = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(
+            address="local",  # a new cluster, not one found on this machine or in RAY_ADDRESS
+            _node_ip_address=LOOPBACK,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            configure_logging=False,
+            _system_config={"enable_metrics_collection": False},
+        )
+    except (ConnectionError, ValueError, RuntimeError) as error:
+        raise ConfigError(f"cannot start a local Ray cluster: {error}") from None
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = clusters
+    nodes: list[JsonDict] = ray.nodes()  # type: ignore[no-untyped-call]
+    addresses = {str(node.get("NodeManagerAddress")) for node in nodes}
+    if addresses != {LOOPBACK}:
+        ray.shutdown()
+        raise ConfigError(
+            f"the local Ray cluster (Ray {ray.__version__}) started on {', '.join(addresses)}, "
+            f"not on {LOOPBACK} only: start one yourself as docs/distributed.md says and "
+            f"pass --ray-address"
+        )
 
 
 def _check_reachable(address: str | None) -> None:

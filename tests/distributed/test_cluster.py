@@ -1,12 +1,19 @@
 """``--executor ray``: rollouts in actors on a real local Ray cluster (two worker processes).
 
 Ray costs about 1 GB and several seconds to start here, so one cluster serves the module and
-the tests are few: the same rows as in process, a worker killed mid-run, a deadly task.
+the tests are few: the same rows as in process, a worker killed mid-run, a deadly task. Every
+cluster here is started as palaestra starts one (``start_local``): on loopback only, so no
+packet leaves for the machine's own network address.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
+import socket
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +22,7 @@ import pytest
 import ray  # the extra `ray`, installed by scripts/install.sh --dev: these tests never skip
 
 from palaestra import collect
+from palaestra.distributed.cluster import connected
 from palaestra.errors import ConfigError
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.distributed.envs import numbered_tasks
@@ -37,19 +45,114 @@ def test_a_cluster_address_that_refuses_connections_is_one_clear_line_not_minute
     assert not ray.is_initialized()
 
 
+LOCAL_CLUSTER = """
+import os
+import sys
+
+import ray
+
+from palaestra.distributed.cluster import connected
+
+
+@ray.remote
+class Pid:
+    def pid(self) -> int:
+        return os.getpid()
+
+
+with connected(None):
+    print(ray.get(Pid.remote().pid.remote()), flush=True)
+    sys.stdin.read()  # until the test has looked
+"""
+
+
+DASHBOARD = b"dashboard/dashboard.py"
+"""In the command of Ray's dashboard (its web UI and API server)."""
+
+
+def descendants(pid: int) -> set[int]:
+    """``pid`` and every process under it."""
+    children: dict[int, set[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # gone meanwhile
+            continue
+        children.setdefault(int(fields[1]), set()).add(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        found.add(current := todo.pop())
+        todo.extend(children.get(current, ()))
+    return found
+
+
+def _address(hex_address: str) -> str:
+    """An address of /proc/net/tcp* (its 32-bit words in host order) as text."""
+    raw = bytes.fromhex(hex_address)
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, words)
+
+
+def listening(pids: set[int]) -> dict[tuple[str, int], int]:
+    """The TCP sockets listening and the UDP sockets bound that ``pids`` hold: (address,
+    port) to the process holding it."""
+    owner: dict[str, int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        owner[target[8:-1]] = pid
+    found: dict[tuple[str, int], int] = {}
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if inode in owner and (state == "0A" or table.startswith("udp")):
+                address, _, port = local.partition(":")
+                found[_address(address), int(port, 16)] = owner[inode]
+    return found
+
+
+def loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def test_a_local_cluster_started_for_a_run_listens_on_loopback_only_with_no_dashboard() -> None:
+    driver = subprocess.Popen(
+        [sys.executable, "-c", LOCAL_CLUSTER], cwd=ROOT, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert driver.stdin is not None and driver.stdout is not None
+    try:
+        actor = int(driver.stdout.readline())
+        pids = descendants(driver.pid)
+        sockets = listening(pids)
+        names = {pid: Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids}
+    finally:
+        driver.stdin.close()
+        driver.wait(120)
+    assert actor in pids  # the workers are among the processes looked at
+    assert any(b"gcs_server" in names[pid] for pid in sockets.values())
+    assert any(b"raylet" in names[pid] for pid in sockets.values())
+    exposed = [f"{a}:{p} {names[pid][:60]!r}" for (a, p), pid in sockets.items() if not loopback(a)]
+    assert exposed == []
+    dashboards = [n for n in names.values() if n.startswith(b"ray::Dashboard") or DASHBOARD in n]
+    assert not any(names[pid] in dashboards for pid in sockets.values())  # none listens
+    assert all(port != 8265 for _, port in sockets)  # (the dashboard's port)
+    assert driver.returncode == 0
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    """Two CPUs, so two worker actors; the actors import the test environments by name."""
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
-        configure_logging=False,
-    )
-    try:
+    """A cluster started as palaestra starts one, used by each run (as a Ray the caller
+    started); this machine's two CPUs, so two worker actors; the actors import the test
+    environments by name (the driver's directory is on their path)."""
+    with connected(None):
         yield
-    finally:
-        ray.shutdown()
 
 
 @pytest.mark.usefixtures("cluster")
