@@ -69,6 +69,17 @@ def _reap(first: int, status: list[int]) -> None:
             status.append(os.waitstatus_to_exitcode(code))
 
 
+def _wait_all(first: int, status: list[int]) -> None:
+    """Wait for every child left (all were signalled): ``first``'s status goes to ``status``."""
+    while True:
+        try:
+            pid, code = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        if pid == first:
+            status.append(os.waitstatus_to_exitcode(code))
+
+
 def _signal_all(pids: list[int], signum: signal.Signals) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -128,7 +139,10 @@ def main(argv: list[str]) -> int:
             arrived = os.read(wake_read, 512)
             stopped = stopped or any(signum in arrived for signum in _STOPS)
     stop_tree(first, status, grace)
-    _reap(first, status)
+    # Wait for every child to be reaped: a threaded process whose first thread is already a
+    # zombie is not reapable until its other threads are gone. Bounded by an alarm.
+    signal.alarm(int(grace) + 5)
+    _wait_all(first, status)
     if stopped or not status:
         return _STOPPED
     if status[0] < 0:  # killed by a signal: end the same way, so the parent sees the same
