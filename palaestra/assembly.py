@@ -22,6 +22,7 @@ from palaestra.environment import Environment
 from palaestra.errors import ConfigError
 from palaestra.registry import find_environment, tasks_beside
 from palaestra.spec import AgentSpec, EnvSpec, ModelConfig, RunSpec
+from palaestra.transport import redacted_url
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
@@ -122,6 +123,7 @@ def model_facts(config: ModelConfig) -> JsonDict:
     (not the key, retries or timeouts; the sampling overrides are recorded by the collector).
     A pool's ``urls`` are recorded but not compared (``identity.NOT_COMPARED``): its replicas
     serve one model, so a resume with one replica more or fewer continues the run."""
+    config = without_credentials(config)
     facts: JsonDict = {
         "backend": config.backend,
         "url": config.url,
@@ -131,6 +133,16 @@ def model_facts(config: ModelConfig) -> JsonDict:
     if config.urls:
         facts["urls"] = list(config.urls)
     return facts
+
+
+def without_credentials(config: ModelConfig) -> ModelConfig:
+    """``config`` as a run saves it: its URLs without credentials (``redacted_url``; a key in
+    a query string is kept as ``***``). Nothing reads a saved URL back to send a request."""
+    url = redacted_url(config.url) if config.url is not None else None
+    urls = [redacted_url(each) for each in config.urls]
+    if url == config.url and urls == config.urls:
+        return config
+    return config.model_copy(update={"url": url, "urls": urls})
 
 
 @dataclass(slots=True)

@@ -23,7 +23,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from palaestra.assembly import AGENT_REF_TYPE, FoundEnvironment, find, open_runner
+from palaestra.assembly import (
+    AGENT_REF_TYPE,
+    FoundEnvironment,
+    find,
+    open_runner,
+    without_credentials,
+)
 from palaestra.collection.collector import CollectConfig, Progress, RunSummary
 from palaestra.collection.collector import collect as run_collection
 from palaestra.collection.generated import write_generated_tasks
@@ -163,9 +169,10 @@ async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> R
     tasks = await _served_input(spec, found, output) or _input_path(options, found, output)
     saved = spec.model_copy(
         update={
+            "model": without_credentials(spec.model),
             "collection": options.model_copy(
                 update={"input": tasks, "output": output, "concurrency": concurrency}
-            )
+            ),
         }
     )
     if options.executor == "ray" or (options.workers or 1) > 1:

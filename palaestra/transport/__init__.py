@@ -4,6 +4,8 @@ from palaestra.transport.client import (
     UNIX_SCHEME,
     FramedHeaders,
     HttpClient,
+    has_credentials,
+    redacted_url,
     shown_url,
     unix_url,
 )
@@ -36,6 +38,8 @@ __all__ = [
     "ReadTimeout",
     "TlsFailed",
     "TransportError",
+    "has_credentials",
+    "redacted_url",
     "shown_url",
     "unix_url",
 ]

@@ -92,12 +92,74 @@ def unix_url(socket_path: str) -> str:
     return f"{UNIX_SCHEME}://{urllib.parse.quote(socket_path, safe='')}"
 
 
-def shown_url(url: str) -> str:
-    """``url`` as a message names it: an ``http+unix`` URL in the transport's ``shown`` form,
-    ``unix:<socket path>`` plus its route (its percent-encoding is for parsers, not readers);
-    any other URL as it is."""
-    if not url.startswith(UNIX_SCHEME + "://"):
+_SECRET_PARAMS = frozenset(
+    {
+        "key",
+        "api_key",
+        "api-key",
+        "apikey",
+        "access_token",
+        "token",
+        "auth",
+        "password",
+        "secret",
+        "sig",
+        "signature",
+    }
+)
+"""Query parameters whose values are credentials (``?api_key=...``): never shown."""
+REDACTED = "***"
+
+
+def _userinfo_end(url: str) -> int:
+    """Where the ``@`` ending ``url``'s userinfo is, or -1. Sought up to the query, not only
+    in the authority: a password with an unescaped ``/`` in it is hidden too (a path with an
+    ``@`` in it is hidden with it, which only costs a reader the host)."""
+    start = url.find("://") + 3
+    if start < 3:
+        return -1
+    ends = [found for found in (url.find(mark, start) for mark in "?#") if found >= 0]
+    return url.rfind("@", start, min(ends, default=len(url)))
+
+
+def has_credentials(url: str) -> bool:
+    """Whether ``url`` carries a userinfo (``user:password@``), which no client here sends."""
+    return _userinfo_end(url) >= 0
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its credentials: the userinfo (``user:password@``) and the values of
+    credential query parameters (``_SECRET_PARAMS``) become ``***``. Everything else stays as
+    written, so two spellings of one URL stay two, and a URL without credentials is returned
+    unchanged (the same object: a caller may compare)."""
+    start = url.find("://") + 3
+    if start < 3:
         return url
+    at = _userinfo_end(url)
+    shown = url if at < 0 else f"{url[:start]}{REDACTED}{url[at:]}"
+    query = shown.find("?", start)
+    if query < 0:
+        return shown
+    fragment = shown.find("#", query)
+    end = len(shown) if fragment < 0 else fragment
+    pairs = shown[query + 1 : end].split("&")
+    hidden = [
+        f"{name}={REDACTED}" if sep and name.lower() in _SECRET_PARAMS else pair
+        for pair in pairs
+        for name, sep, _ in [pair.partition("=")]
+    ]
+    if hidden == pairs:
+        return shown
+    return f"{shown[: query + 1]}{'&'.join(hidden)}{shown[end:]}"
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message names it: the one place a URL is formatted for a reader. An
+    ``http+unix`` URL in the transport's ``shown`` form, ``unix:<socket path>`` plus its route
+    (its percent-encoding is for parsers, not readers); any other URL without its credentials
+    (``redacted_url``)."""
+    if not url.startswith(UNIX_SCHEME + "://"):
+        return redacted_url(url)
     socket_path, route = _unix_parts(url)
     return f"unix:{socket_path}{route}"
 
@@ -108,16 +170,16 @@ def parse_target(url: str) -> Target:
     try:
         parsed = httptools.parse_url(url.encode())
     except (httptools.HttpParserInvalidURLError, UnicodeEncodeError):
-        raise InvalidUrl(f"not a valid URL: {url!r}") from None
+        raise InvalidUrl(f"not a valid URL: {shown_url(url)!r}") from None
     scheme = (parsed.schema or b"").decode().lower()
     host = (parsed.host or b"").decode()
     if scheme not in _DEFAULT_PORTS or not host:
-        raise InvalidUrl(f"not an http(s) URL with a host: {url!r}")
+        raise InvalidUrl(f"not an http(s) URL with a host: {shown_url(url)!r}")
     if parsed.userinfo:
-        raise InvalidUrl(f"credentials in URLs are not supported (use a header): {url!r}")
+        raise InvalidUrl("credentials in URLs are not supported (use a header)")
     port = _DEFAULT_PORTS[scheme] if parsed.port is None else parsed.port
     if port == 0:
-        raise InvalidUrl(f"port 0 cannot be requested: {url!r}")
+        raise InvalidUrl(f"port 0 cannot be requested: {shown_url(url)!r}")
     path = (parsed.path or b"/").decode()
     if parsed.query:
         path = f"{path}?{parsed.query.decode()}"
