@@ -43,6 +43,9 @@ _CONTEXT_LENGTH = re.compile(
     re.IGNORECASE,
 )
 AUTH_STATUSES = frozenset({401, 403})
+BAD_ANSWER = "bad answer"
+"""``ModelError.transient`` of a 2xx answer that is no usable completion (not JSON, no
+choices, no output): the server is there but broken, and another replica may answer."""
 _EXCERPT_CHARS = 300
 _SHORT_MESSAGE_CHARS = 200  # a longer server message would bury "rejected the API key"
 
@@ -190,6 +193,14 @@ def _status_error(where: str, status: int, raw: bytes) -> ModelError:
     )
 
 
+def bad_answer(reason: str) -> ModelError:
+    """The failure of a call answered 2xx with something that is no completion: a model pool
+    takes such an endpoint out as it does one that does not answer (``BAD_ANSWER``)."""
+    error = ModelError(reason)
+    error.transient = BAD_ANSWER
+    return error
+
+
 def _parse_object(method: str, url: str, status: int, raw: bytes) -> JsonDict:
     try:
         answer = orjson.loads(raw)
@@ -197,7 +208,7 @@ def _parse_object(method: str, url: str, status: int, raw: bytes) -> JsonDict:
         answer = None
     if not isinstance(answer, dict):
         where = _where(method, url)
-        raise ModelError(f"model answered invalid JSON ({where}, HTTP {status}): {_excerpt(raw)}")
+        raise bad_answer(f"model answered invalid JSON ({where}, HTTP {status}): {_excerpt(raw)}")
     return answer
 
 

@@ -13,7 +13,7 @@ from palaestra.models.chat_format import (
     responses_to_chat,
 )
 from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
-from palaestra.models.http import ContextLengthExceeded
+from palaestra.models.http import ContextLengthExceeded, bad_answer
 from palaestra.models.tokens import CHAT_CAPTURE_PARAMS, captured_tokens
 from palaestra.types import JsonDict
 
@@ -47,7 +47,7 @@ async def respond_with_chat(
         return response
     except ModelError as exc:
         endpoint.stats.failures += 1
-        raise ModelError(f"POST {endpoint.shown('chat/completions')}: {exc}") from None
+        raise bad_answer(f"POST {endpoint.shown('chat/completions')}: {exc}") from None
 
 
 class OpenAIChatModel(RemoteModel):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from palaestra.errors import ConfigError, ModelError
 from palaestra.models.chat_format import context_length_response
 from palaestra.models.endpoint import RemoteEndpoint, RemoteModel
-from palaestra.models.http import ContextLengthExceeded
+from palaestra.models.http import ContextLengthExceeded, bad_answer
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
@@ -39,11 +39,11 @@ def _unusable(endpoint: RemoteEndpoint, answer: JsonDict) -> JsonDict:
     endpoint.stats.failures += 1
     url = endpoint.shown("responses")
     if not isinstance(output, list):
-        raise ModelError(f"POST {url} answered a JSON object without an 'output' list")
+        raise bad_answer(f"POST {url} answered a JSON object without an 'output' list")
     error = _described(answer.get("error"))
     if status in _FAILED:
-        raise ModelError(f"POST {url}: the model answered status '{status}': {error}")
-    raise ModelError(f"POST {url}: the model answered no output (status '{status}'): {error}")
+        raise bad_answer(f"POST {url}: the model answered status '{status}': {error}")
+    raise bad_answer(f"POST {url}: the model answered no output (status '{status}'): {error}")
 
 
 async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> JsonDict:

@@ -12,8 +12,11 @@ endpoints, which ignores load; ``routing="hash"`` and ``"round_robin"`` exist on
 that against this, in ``benchmarks/pool.py``.)
 
 Health. An endpoint whose calls fail ``FAILURES_TO_REMOVE`` times in a row on a connection,
-a timeout or a 5xx is taken out; a background probe (``check``, i.e. ``GET /models``, with a
-backoff doubling up to ``max_retry_delay``) puts it back when it answers. The pool owns the
+a timeout, a 5xx or an answer that is no completion (not JSON, no choices, no output: a
+replica that answers garbage fast would otherwise look the least loaded and take every
+rollout) is taken out; a background probe (``check``, i.e. ``GET /models``, with a backoff
+doubling up to ``max_retry_delay``) puts it back on probation when it answers: its next
+failure takes it out again, its next success makes it whole. The pool owns the
 retry budget (``max_retries``; the endpoint models are built with none of their own): a call
 that fails in a way that may heal is retried at once on the least-loaded other healthy
 endpoint, or after the usual backoff on the same one, and the rollout then sticks to where it
@@ -39,10 +42,17 @@ import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from palaestra.errors import ConfigError, ModelAuthError, ModelError, ModelUnreachable
+from palaestra.errors import (
+    ConfigError,
+    ModelAuthError,
+    ModelError,
+    ModelTimeout,
+    ModelUnreachable,
+)
 from palaestra.models.affinity import ROLLOUT_SCOPE, RolloutScope
 from palaestra.models.base import Model, ModelStats
-from palaestra.models.http import RetryPolicy
+from palaestra.models.http import BAD_ANSWER, RetryPolicy
+from palaestra.transport import redacted_url
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
@@ -52,7 +62,8 @@ if TYPE_CHECKING:
 Routing = Literal["sticky", "round_robin", "hash"]
 
 FAILURES_TO_REMOVE = 3
-"""Consecutive failed calls (connection, timeout, 5xx) that take an endpoint out."""
+"""Consecutive failed calls (connection, timeout, 5xx, an unusable answer) that take an
+endpoint out; one more failure after a probe put it back."""
 
 PROBE_FLOOR = 0.1
 """The shortest wait between probes of an endpoint that is out (seconds), whatever the
@@ -64,7 +75,9 @@ _BUCKET = math.log(1.02)
 
 def _health_failure(kind: str | None) -> bool:
     """Failures that say the endpoint itself is in trouble (not 429: busy is not broken)."""
-    return kind in ("connect", "timeout", "disconnect") or (kind or "").startswith("http 5")
+    return kind in ("connect", "timeout", "disconnect", BAD_ANSWER) or (kind or "").startswith(
+        "http 5"
+    )
 
 
 @dataclass(eq=False, slots=True)
@@ -72,6 +85,7 @@ class Endpoint:
     """One replica of the pool: its model and its counters."""
 
     url: str
+    """As rows, stats and messages show it: without credentials (``redacted_url``)."""
     model: Model
     healthy: bool = True
     in_flight: int = 0
@@ -155,7 +169,8 @@ class ModelPool:
         self._http = http if http is not None else HttpClient()
         # The pool spends the retry budget; an endpoint's own retries would wait on a dead one.
         self.endpoints = [
-            Endpoint(url, build_model(_single(config, url), http=self._http)) for url in config.urls
+            Endpoint(redacted_url(url), build_model(_single(config, url), http=self._http))
+            for url in config.urls
         ]
         self.retry = RetryPolicy(
             max_retries=config.max_retries,
@@ -290,8 +305,12 @@ class ModelPool:
     def _final(self, error: ModelError, attempt: int, unreachable: bool) -> ModelError:
         if attempt == 0:
             return error
-        kind = ModelUnreachable if unreachable else type(error)
-        if issubclass(kind, ModelUnreachable) and not unreachable:
+        kind: type[ModelError]
+        if unreachable:  # every attempt: ModelUnreachable, or ModelHung (the run stops on it)
+            kind = type(error)
+        elif error.transient == "timeout":
+            kind = ModelTimeout
+        else:
             kind = ModelError
         final = kind(
             f"model pool of {len(self.endpoints)} endpoints: {attempt + 1} attempt(s) "
@@ -320,7 +339,7 @@ class ModelPool:
                 endpoint.last_failure = str(error) or type(error).__name__
                 delay = min(ceiling, delay * 2)
                 continue
-            endpoint.streak = 0
+            endpoint.streak = FAILURES_TO_REMOVE - 1  # on probation: one failure takes it out
             endpoint.healthy = True
 
     async def check(self) -> None:

@@ -16,6 +16,7 @@ import pytest
 import palaestra
 from palaestra.errors import ConfigError
 from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
+from palaestra.spec import ModelConfig
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
@@ -107,3 +108,36 @@ def test_a_resume_may_change_the_replicas_of_a_pool_but_not_leave_it(tmp_path: P
     recorded = orjson.loads((tmp_path / "out_run.json").read_bytes())
     assert recorded["model"]["urls"] == [a.url, b.url, c.url]
     assert recorded["spec"]["model"]["urls"] == [a.url, b.url, c.url]
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        ScriptedFault(status=200, raw_body=b"<html>upstream says hello</html>"),
+        ScriptedFault(status=200, body={"id": "resp_1", "status": "completed", "output": []}),
+    ],
+    ids=["invalid-json", "empty-output"],
+)
+def test_a_replica_that_answers_garbage_fast_is_taken_out_and_its_rollouts_move(
+    tmp_path: Path, garbage: ScriptedFault
+) -> None:
+    tasks = city_tasks(tmp_path / "tasks.jsonl", 60)
+    output = tmp_path / "out.jsonl"
+    with (
+        ScriptedModelServer(lambda params: garbage) as broken,
+        ScriptedModelServer(weather_script()) as good,
+    ):
+        # The probe that would put the broken replica back on probation waits 30 s: longer
+        # than the run, so it is still out at the end. Moving a call costs no wait.
+        model = ModelConfig(urls=[broken.url, good.url], retry_delay=30, max_retry_delay=60)
+        summary = palaestra.collect(
+            env="weather", model=model, input=tasks, output=output, concurrency=16
+        )
+        broken_calls = len(broken.bodies(RESPONSES))
+    assert summary.stopped_reason is None
+    assert summary.done >= 57, summary.failures  # nearly all: every failed call moved
+    by_url = {entry["url"]: entry for entry in summary.endpoints}
+    assert by_url[broken.url]["removed"] >= 1 and not by_url[broken.url]["healthy"]
+    assert by_url[broken.url]["calls"] == by_url[broken.url]["failures"] == broken_calls
+    assert broken_calls <= 16  # the calls in flight when it was taken out, no more
+    assert by_url[good.url]["failures"] == 0

@@ -24,7 +24,8 @@ def answer(params: JsonDict) -> JsonDict:
 
 
 def pool_of(*urls: str, **fields: object) -> ModelPool:
-    config = ModelConfig(urls=list(urls), api="responses", retry_delay=0, **fields)  # type: ignore[arg-type]
+    fields = {"api": "responses", "retry_delay": 0, **fields}
+    config = ModelConfig(urls=list(urls), **fields)  # type: ignore[arg-type]
     pool = build_model(config)
     assert isinstance(pool, ModelPool)
     return pool
@@ -190,3 +191,60 @@ async def test_check_takes_out_an_endpoint_that_does_not_answer() -> None:
             await pool.aclose()
         assert len(a.bodies(RESPONSES)) == 3
         assert pool.endpoint_stats()[0]["calls"] == 0
+
+
+@pytest.mark.parametrize(
+    ("api", "garbage"),
+    [
+        ("responses", ScriptedFault(status=200, raw_body=b"not json at all")),
+        ("chat", ScriptedFault(status=200, raw_body=b'{"id": "chatcmpl-1", "choices": []}')),
+    ],
+)
+async def test_a_replica_answering_no_completion_is_taken_out_and_its_calls_move(
+    api: str, garbage: ScriptedFault
+) -> None:
+    with (
+        ScriptedModelServer(lambda p: garbage, api=api) as bad,  # type: ignore[arg-type]
+        ScriptedModelServer(answer, api=api) as good,  # type: ignore[arg-type]
+    ):
+        pool = pool_of(bad.url, good.url, api=api, max_retry_delay=0)
+        try:
+            moved = []
+            for _ in range(6):
+                with rollout_scope() as scope:
+                    await pool.respond(params())
+                moved.append(scope.urls)
+            assert not pool.endpoints[0].healthy
+        finally:
+            await pool.aclose()
+    assert [bad.url, good.url] in moved
+    assert all(urls in ([good.url], [bad.url, good.url]) for urls in moved)
+    stats = {entry["url"]: entry for entry in pool.endpoint_stats()}
+    assert stats[bad.url]["failures"] == FAILURES_TO_REMOVE
+    assert stats[bad.url]["removed"] == 1
+
+
+async def test_an_endpoint_put_back_by_its_probe_is_taken_out_again_by_one_failure() -> None:
+    garbage = ScriptedFault(status=200, raw_body=b"not json")
+    with ScriptedModelServer(lambda p: garbage) as bad, ScriptedModelServer(answer) as good:
+        pool = pool_of(bad.url, good.url)
+        broken = pool.endpoints[0]
+        try:
+            for _ in range(20):
+                with rollout_scope():
+                    await pool.respond(params())
+                if not broken.healthy:
+                    break
+            assert len(bad.bodies(RESPONSES)) == FAILURES_TO_REMOVE
+            while not broken.healthy:  # its GET /models answers: back on probation
+                await asyncio.sleep(0.05)
+            for _ in range(20):  # rollouts until one is sent there: it fails once, and is out
+                with rollout_scope():
+                    await pool.respond(params())
+                if not broken.healthy:
+                    break
+            assert not broken.healthy
+        finally:
+            await pool.aclose()
+        assert broken.removed == 2
+        assert len(bad.bodies(RESPONSES)) == FAILURES_TO_REMOVE + 1
