@@ -20,7 +20,8 @@ named with their module)::
     │   │   ├── ContextWindowExceeded  palaestra.models.local
     │   │   ├── ModelTimeout           timeout
     │   │   └── ModelUnreachable       also a ServiceUnreachable: the run stops
-    │   │       └── ModelAuthError     401/403: the run stops at once
+    │   │       ├── ModelAuthError     401/403: the run stops at once
+    │   │       └── ModelHung          timeout: timed out calls in a row, the run stops at once
     │   ├── ServiceUnreachable         a service every rollout needs is gone: the run stops
     │   ├── EnvironmentFailure         env_error: the environment's seed/close/reset/step
     │   │   ├── EnvironmentUnreachable also a ServiceUnreachable: the run stops
@@ -117,7 +118,8 @@ class ModelError(RolloutFailure):
     kind = FailureKind.MODEL_ERROR
     transient: str | None = None
     """Set when the retry budget was spent on failures that may heal (``connect``,
-    ``timeout``, ``disconnect``, ``http 503``, ``http 429``): the last one's kind. A model pool
+    ``timeout``, ``disconnect``, ``http 503``, ``http 429``): the last one's kind; or when the
+    endpoint answered no completion (``bad answer``: not JSON, no choices). A model pool
     retries such a call on another endpoint; anything else would fail there too."""
 
 
@@ -135,6 +137,14 @@ class ModelUnreachable(ModelError, ServiceUnreachable):
 
 class ModelAuthError(ModelUnreachable):
     """The model endpoint rejected the credentials (401/403): the run stops at once."""
+
+
+class ModelHung(ModelUnreachable):
+    """The model endpoint timed out on several calls in a row with no answer in between
+    (``palaestra.models.endpoint.TIMEOUTS_TO_STOP``): it takes requests and never answers. The
+    collector stops the run at once (resumable), the count being already made."""
+
+    kind = FailureKind.TIMEOUT
 
 
 class ModelTimeout(ModelError):

@@ -8,7 +8,8 @@ output at a time (``lock``), and a resume must be the same run (``identity``).
 A rollout ends as a scored row (its verdict has a finite numeric reward) or as a failure
 record; nothing that happens to one rollout (a broken verdict, a row that is not JSON) ends the
 run. The run itself stops, resumable, when a service every rollout needs is gone (the model or
-a served environment unreachable ``UNREACHABLE_STOP`` times in a row, the API key rejected) or
+a served environment unreachable ``UNREACHABLE_STOP`` times in a row, the model timing out
+that many calls in a row with no answer between (``ModelHung``), the API key rejected) or
 when its files cannot be written (disk full).
 """
 
@@ -50,6 +51,7 @@ from palaestra.errors import (
     EnvironmentUnreachable,
     InputError,
     ModelAuthError,
+    ModelHung,
     ModelUnreachable,
     RolloutFailure,
     RunStopped,
@@ -358,7 +360,9 @@ class _Run:
             failure = Failure(error.kind, error.reason)
             self._record_failure(dispatched, failure, None, job, error.worker_reruns)
             self.unreachable_streak += 1
-            if self.unreachable_streak >= UNREACHABLE_STOP:
+            if isinstance(error, ModelHung):  # the model counted its timeouts in a row
+                self.stop(error.reason)
+            elif self.unreachable_streak >= UNREACHABLE_STOP:
                 self.stop(f"{_service(error)} is unreachable: {error.reason}")
             return True
         except RolloutFailure as error:  # a runner that raises its failure, not returns it

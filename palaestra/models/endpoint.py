@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
-from palaestra.errors import ConfigError, ModelError, ModelUnreachable
+from palaestra.errors import ConfigError, ModelError, ModelHung, ModelUnreachable
 from palaestra.models.affinity import ROLLOUT_SCOPE
 from palaestra.models.backends import backend_options, read_api_key
 from palaestra.models.base import ModelStats
@@ -26,11 +26,23 @@ from palaestra.models.http import (
 )
 from palaestra.models.tokens import TokenOptions
 from palaestra.protocol import ROLLOUT_HEADER
-from palaestra.transport import FramedHeaders, HttpClient, TransportError, shown_url
+from palaestra.transport import (
+    FramedHeaders,
+    HttpClient,
+    TransportError,
+    has_credentials,
+    shown_url,
+)
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
     from palaestra.spec import ModelConfig
+
+TIMEOUTS_TO_STOP = 3
+"""Model calls that time out (each after its retries) in a row, with no answer of any kind in
+between, after which the endpoint counts as hung: its calls then raise ``ModelHung`` and a run
+stops, resumable. The same count as a run's stop on an unreachable model; one slow call among
+answered ones never reaches it."""
 
 
 class RemoteEndpoint:
@@ -49,6 +61,11 @@ class RemoteEndpoint:
                 f"model backend '{config.backend}' needs a url (an http(s) base URL such as "
                 "http://localhost:8000/v1)"
             )
+        if has_credentials(config.url):
+            raise ConfigError(
+                f"model url {shown_url(config.url)}: credentials in a URL are not sent (nor "
+                "shown); give the key with api_key_env (or api_key)"
+            )
         self.base_url = config.url.rstrip("/")
         self.model = config.model
         self.timeouts = Timeouts(connect=config.connect_timeout, read=config.request_timeout)
@@ -65,6 +82,8 @@ class RemoteEndpoint:
         self._http = http
         self._owns_http = http is None
         self._lookup: asyncio.Future[str] | None = None
+        self.timeouts_in_a_row = 0
+        """Model calls timed out since the last one answered (``TIMEOUTS_TO_STOP``)."""
 
     def url(self, route: str) -> str:
         return f"{self.base_url}/{route.lstrip('/')}"
@@ -84,15 +103,33 @@ class RemoteEndpoint:
         """A model call; inside a rollout it names the rollout (``ROLLOUT_HEADER``), so a
         model server over a pool keeps the rollout's calls on one endpoint."""
         scope = ROLLOUT_SCOPE.get()
-        return await post_json(
-            self.http(),
-            self.url(route),
-            body,
-            headers=self._headers if scope is None else self._rollout_headers(scope.key),
-            timeouts=self.timeouts,
-            retry=self.retry,
-            stats=self.stats,
-        )
+        try:
+            answer = await post_json(
+                self.http(),
+                self.url(route),
+                body,
+                headers=self._headers if scope is None else self._rollout_headers(scope.key),
+                timeouts=self.timeouts,
+                retry=self.retry,
+                stats=self.stats,
+            )
+        except ModelError as error:
+            if error.transient != "timeout":
+                self.timeouts_in_a_row = 0  # an answer, or a failure another rule counts
+                raise
+            self.timeouts_in_a_row += 1
+            if self.timeouts_in_a_row < TIMEOUTS_TO_STOP:
+                raise
+            hung = ModelHung(
+                f"model timed out {self.timeouts_in_a_row} times in a row: "
+                f"{shown_url(self.base_url)} (each call after {self.retry.max_retries + 1} "
+                f"attempt(s) of {self.timeouts.read:g} s; raise request_timeout if its answers "
+                "are just slow)"
+            )
+            hung.transient = error.transient  # a pool moves the call, as for any timeout
+            raise hung from None
+        self.timeouts_in_a_row = 0
+        return answer
 
     def _rollout_headers(self, key: str) -> FramedHeaders:
         """The endpoint's headers, framed once, and the rollout's (``key`` is a valid key:

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.errors import ModelError, ModelUnreachable
+from palaestra.errors import ConfigError, ModelError, ModelUnreachable
 from palaestra.models.affinity import rollout_scope
 from palaestra.models.openai_responses import OpenAIResponsesModel
 from palaestra.protocol import ROLLOUT_HEADER
@@ -98,3 +98,27 @@ async def test_a_model_on_a_unix_socket_without_a_model_name_is_named_by_its_soc
     finally:
         await model.aclose()
         await server.close()
+
+
+def test_a_model_url_with_a_password_is_refused_without_showing_it() -> None:
+    with pytest.raises(ConfigError) as refused:
+        OpenAIResponsesModel("http://user:secret@127.0.0.1:9/v1")
+    assert "secret" not in str(refused.value)
+    assert "http://***@127.0.0.1:9/v1" in str(refused.value)
+    assert "api_key_env" in str(refused.value)
+
+
+async def test_a_key_in_a_model_url_query_is_in_no_error() -> None:
+    config = ModelConfig(url="http://127.0.0.1:9/v1?api_key=secret", max_retries=0)
+    model = OpenAIResponsesModel(config)
+    try:
+        with pytest.raises(ModelUnreachable) as unreachable:
+            await model.check()
+        assert "secret" not in str(unreachable.value)
+        with pytest.raises(ModelError) as failed:
+            await model.respond({"model": "m", "input": "hi"})
+        assert "secret" not in str(failed.value)
+        assert "api_key=***" in str(failed.value)
+    finally:
+        await model.aclose()
+    assert "secret" not in model.name
