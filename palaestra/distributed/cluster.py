@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from palaestra.distributed.dispatch import WorkerLost
+from palaestra.distributed.local_cluster import LOOPBACK, local_cluster
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
 
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for the cluster's address to accept a connection."""
-
-LOOPBACK = "127.0.0.1"
-"""The one address a local cluster started for a run listens on."""
 
 STOP_TIMEOUT = 10.0
 """Seconds an actor has to close its parts before it is killed."""
@@ -43,7 +41,7 @@ def connected(address: str | None) -> Iterator[int]:
     listens on loopback only: ``start_local``); yields its CPUs.
 
     A Ray already initialised in this process (by the caller) is used as it is and left
-    running; one started here is shut down on exit.
+    running; one joined here is shut down on exit, and a cluster started here stopped.
     """
     try:
         import ray
@@ -51,69 +49,61 @@ def connected(address: str | None) -> Iterator[int]:
         raise ConfigError(
             "--executor ray needs Ray: pip install 'palaestra[ray]' (on every node)"
         ) from None
-    started = not ray.is_initialized()
-    if started and address is None:
-        start_local()
-    elif started:
-        _check_reachable(address)
-        try:
-            ray.init(
-                address=address,
-                include_dashboard=False,
-                logging_level=logging.WARNING,
-                configure_logging=False,
-            )
-        except (ConnectionError, ValueError, RuntimeError) as error:
-            raise ConfigError(f"cannot join the Ray cluster at {address}: {error}") from None
-    try:
+    with contextlib.ExitStack() as stack:
+        if not ray.is_initialized():
+            if address is None:
+                stack.enter_context(start_local())
+            else:
+                _check_reachable(address)
+                _join(address, f"cannot join the Ray cluster at {address}")
+            stack.callback(ray.shutdown)
         resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
         yield max(1, int(resources.get("CPU", 1)))
-    finally:
-        if started:
+
+
+@contextlib.contextmanager
+def start_local() -> Iterator[None]:
+    """Start a Ray cluster of this machine alone, for this run, and join it: every server it
+    runs (GCS, raylet, object manager, workers, agents, and this driver's) listens on
+    ``127.0.0.1`` only, with no dashboard, no usage reporting and no metrics collection
+    (``LocalCluster``, without touching anything of Ray's in this process). Left, then
+    stopped, on exit.
+
+    A cluster whose nodes, or this driver, still have another address is stopped and
+    refused: the run never goes on with a cluster that others could reach.
+    """
+    import ray
+
+    with local_cluster() as cluster:
+        _join(cluster.address, "cannot join the local Ray cluster")
+        try:
+            nodes: list[JsonDict] = ray.nodes()  # type: ignore[no-untyped-call]
+            addresses = {str(node.get("NodeManagerAddress")) for node in nodes}
+            addresses.add(str(ray.util.get_node_ip_address()))  # type: ignore[no-untyped-call]
+            if addresses != {LOOPBACK}:
+                raise ConfigError(
+                    f"the local Ray cluster (Ray {ray.__version__}) started on "
+                    f"{', '.join(sorted(addresses))}, not on {LOOPBACK} only: start one "
+                    f"yourself as docs/distributed.md says and pass --ray-address"
+                )
+            yield
+        finally:
             ray.shutdown()
 
 
-def start_local() -> None:
-    """Start a Ray cluster of this machine alone, for this process: every server it runs
-    (GCS, raylet, object manager, workers, agents) listens on ``127.0.0.1`` only, with no
-    dashboard and no metrics export; Ray's ``ray.init`` turns usage reporting off itself.
-
-    On Linux Ray takes the node's address to be the machine's (reachable from the network,
-    and its servers then listen on every interface), even when given ``127.0.0.1``: only
-    where Ray clusters are unsupported (macOS, Windows) does it keep a local node on the
-    loopback address. That switch (``ray_constants.ENABLE_RAY_CLUSTER``, read when Ray
-    works out the node's address) is turned off while the node starts, then restored; the
-    processes started are given ``127.0.0.1`` and bind it. A Ray whose node still does not
-    have that address is shut down and refused: the run never goes on with a cluster that
-    others could reach.
-    """
+def _join(address: str, failure: str) -> None:
+    """``ray.init`` as a driver of the cluster at ``address``; ``failure`` says what failed."""
     import ray
-    from ray._private import ray_constants
 
-    clusters = ray_constants.ENABLE_RAY_CLUSTER
-    ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         ray.init(
-            address="local",  # a new cluster, not one found on this machine or in RAY_ADDRESS
-            _node_ip_address=LOOPBACK,
+            address=address,
             include_dashboard=False,
             logging_level=logging.WARNING,
             configure_logging=False,
-            _system_config={"enable_metrics_collection": False},
         )
     except (ConnectionError, ValueError, RuntimeError) as error:
-        raise ConfigError(f"cannot start a local Ray cluster: {error}") from None
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = clusters
-    nodes: list[JsonDict] = ray.nodes()  # type: ignore[no-untyped-call]
-    addresses = {str(node.get("NodeManagerAddress")) for node in nodes}
-    if addresses != {LOOPBACK}:
-        ray.shutdown()
-        raise ConfigError(
-            f"the local Ray cluster (Ray {ray.__version__}) started on {', '.join(addresses)}, "
-            f"not on {LOOPBACK} only: start one yourself as docs/distributed.md says and "
-            f"pass --ray-address"
-        )
+        raise ConfigError(f"{failure}: {error}") from None
 
 
 def _check_reachable(address: str | None) -> None:

@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,6 +145,67 @@ def test_a_local_cluster_started_for_a_run_listens_on_loopback_only_with_no_dash
     assert not any(names[pid] in dashboards for pid in sockets.values())  # none listens
     assert all(port != 8265 for _, port in sockets)  # (the dashboard's port)
     assert driver.returncode == 0
+
+
+LEFT_AS_IT_WAS = """
+import os
+
+import ray
+from ray._private import ray_constants, services
+
+from palaestra.distributed.cluster import connected
+
+
+def state() -> object:
+    ray_environment = {key: value for key, value in os.environ.items() if key.startswith("RAY")}
+    return ray_environment, dict(vars(ray_constants)), dict(vars(services))
+
+
+before = state()
+with connected(None):
+    during = state()
+print(before == during == state(), flush=True)
+"""
+
+
+def test_a_local_cluster_leaves_this_process_and_its_ray_modules_as_they_were() -> None:
+    """Nothing of Ray's is changed in the collector's process: not its modules, not its
+    environment's Ray settings (Ray's own ray.init of a new cluster sets RAY_AUTH_MODE
+    there; any ray.init sets PYTHONBREAKPOINT, which is Ray's to do)."""
+    found = subprocess.run(
+        [sys.executable, "-c", LEFT_AS_IT_WAS], cwd=ROOT, text=True, capture_output=True,
+        timeout=300, env={k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"},
+    )  # fmt: skip
+    assert (found.returncode, found.stdout.strip()) == (0, "True"), found.stderr[-2000:]
+
+
+def test_a_killed_collector_leaves_no_process_of_its_local_cluster_running() -> None:
+    driver = subprocess.Popen(
+        [sys.executable, "-c", LOCAL_CLUSTER], cwd=ROOT, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert driver.stdin is not None and driver.stdout is not None
+    try:
+        actor = int(driver.stdout.readline())
+        cluster = descendants(driver.pid) - {driver.pid}
+        assert actor in cluster
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 60  # the launcher's grace, then SIGKILL: seconds
+        while (left := {pid for pid in cluster if alive(pid)}) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        driver.kill()
+        driver.wait()
+    assert left == set()
+
+
+def alive(pid: int) -> bool:
+    """A process ``pid`` that has not exited (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="module")
