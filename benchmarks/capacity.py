@@ -28,9 +28,9 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from palaestra.environment import Environment  # noqa: E402
-from palaestra.sessions import Session  # noqa: E402
-from palaestra.tools import tool  # noqa: E402
+from palaestra.environment.base import Environment  # noqa: E402
+from palaestra.environment.sessions import Session  # noqa: E402
+from palaestra.environment.tools import tool  # noqa: E402
 from palaestra.types import JsonDict, Verdict  # noqa: E402
 
 SIZES = (1000, 2000, 4000, 8000)
@@ -124,8 +124,8 @@ async def drive(url: str, sessions: int) -> Json:
 
 
 def drive_main(url: str, sessions: int) -> None:
+    from palaestra._util.loop import run_on_fast_loop
     from palaestra.collection.runtime import collector_gc, raise_open_files_limit
-    from palaestra.serve.uvicorn_runner import run_on_fast_loop
 
     raise_open_files_limit()
     with collector_gc():

@@ -125,8 +125,8 @@ def observer_cost(rounds: int = 200_000) -> dict[str, float]:
     finish, five phases), in plain Python and with prometheus_client's metric objects."""
     from prometheus_client import CollectorRegistry, Counter, Histogram
 
-    from palaestra.agents.base import AgentResult
     from palaestra.observe.metrics_counts import BUCKETS, RolloutCounts
+    from palaestra.types import AgentResult
 
     timings = {"seed": 0.0002, "model": 0.004, "tools": 0.0003, "verify": 0.0001, "total": 0.005}
     result = AgentResult(timings=timings)
@@ -188,12 +188,12 @@ def scrape_cost(rounds: int = 200) -> float:
     from prometheus_client import generate_latest
 
     from palaestra import LocalEnvironmentClient
-    from palaestra.agents.base import AgentResult
     from palaestra.envs.weather.environment import Weather
-    from palaestra.models.openai_responses import OpenAIResponsesModel
+    from palaestra.models.openai.responses import OpenAIResponsesModel
     from palaestra.observe.metrics import registry_of
     from palaestra.observe.metrics_counts import RolloutCounts
-    from palaestra.observe.metrics_run import runner_sources
+    from palaestra.observe.sources import runner_sources
+    from palaestra.types import AgentResult
 
     class Runner:
         env = LocalEnvironmentClient(Weather())

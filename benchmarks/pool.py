@@ -214,7 +214,7 @@ def write_tasks(path: Path, count: int) -> Path:
 
 async def run_routing(routing: str, urls: list[str], tasks: Path, out: Path) -> Json:
     from palaestra.agents.base import BoundAgent
-    from palaestra.assembly import build_agent, find, open_environment
+    from palaestra.collection.assembly import build_agent, find, open_environment
     from palaestra.collection.collector import CollectConfig, collect
     from palaestra.models.pool import ModelPool
     from palaestra.spec import AgentSpec, EnvSpec, ModelConfig

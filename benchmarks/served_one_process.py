@@ -30,12 +30,12 @@ async def served_cpu(rollouts: int, reps: int) -> list[float]:
     import mock_model
     from run import write_tasks
 
-    from palaestra.assembly import build_agent, build_model, find, open_environment
-    from palaestra.collection.api import collect_async
+    from palaestra.collection.assembly import build_agent, build_model, find, open_environment
+    from palaestra.http.guard import Guard
+    from palaestra.http.runner import make_server
+    from palaestra.run.collect import collect_async
     from palaestra.serve.agent_app import agent_app
     from palaestra.serve.env_app import environment_app
-    from palaestra.serve.guard import Guard
-    from palaestra.serve.uvicorn_runner import make_server
     from palaestra.spec import EnvSpec, ServeSpec, validated
     from palaestra.transport import unix_url
 

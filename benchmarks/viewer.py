@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.observe.viewer_rows import big_run  # noqa: E402
+from tests.viewer.rows import big_run  # noqa: E402
 
 
 def fetch(url: str) -> float:

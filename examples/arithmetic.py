@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from palaestra import Environment, Session, Verdict, output_text
-from palaestra.answers import last_tagged, strip_reasoning, task_row
+from palaestra.environment.answers import last_tagged, strip_reasoning, task_row
 from palaestra.types import JsonDict
 
 SYSTEM = "You are a helpful assistant."

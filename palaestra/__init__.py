@@ -9,9 +9,14 @@ light for code that only defines an environment.
 
 from typing import TYPE_CHECKING
 
+from palaestra._util.lazy import lazy_exports
+from palaestra._util.moved import install as _install_moved_modules
 from palaestra.agents import Agent, AgentResult, SingleTurnAgent, ToolCallingAgent
-from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
+from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
+from palaestra.environment.sessions import Session
+from palaestra.environment.step import StepEnvironment
+from palaestra.environment.tools import tool
 from palaestra.errors import (
     ConfigError,
     InputError,
@@ -21,18 +26,21 @@ from palaestra.errors import (
     ToolError,
     ToolFailure,
 )
-from palaestra.lazy import lazy_exports
 from palaestra.models.base import Model
-from palaestra.sessions import Session
-from palaestra.step_env import StepEnvironment, StepResult
-from palaestra.tools import tool
-from palaestra.types import Failure, FailureKind, JsonDict, Verdict, input_items, output_text
+from palaestra.types import (
+    Failure,
+    FailureKind,
+    JsonDict,
+    StepResult,
+    Verdict,
+    input_items,
+    output_text,
+)
 
 if TYPE_CHECKING:
-    from palaestra.collection.api import collect, collect_async, run_spec
     from palaestra.collection.collector import RunSummary
-    from palaestra.evaluate.evaluation import Evaluation, eval, eval_async
-    from palaestra.rows import AggregateFile, FailureRow, RolloutRow, TaskRow
+    from palaestra.run.collect import collect, collect_async, run_spec
+    from palaestra.run.eval import Evaluation, eval, eval_async
     from palaestra.spec import (
         AgentSpec,
         CollectOptions,
@@ -41,27 +49,29 @@ if TYPE_CHECKING:
         RunSpec,
         ServeSpec,
     )
+    from palaestra.wire.rows import AggregateFile, FailureRow, RolloutRow, TaskRow
 
 _LAZY = {
-    "collect": "palaestra.collection.api",
-    "collect_async": "palaestra.collection.api",
-    "run_spec": "palaestra.collection.api",
+    "collect": "palaestra.run.collect",
+    "collect_async": "palaestra.run.collect",
+    "run_spec": "palaestra.run.collect",
     "RunSummary": "palaestra.collection.collector",
-    "eval": "palaestra.evaluate.evaluation",
-    "eval_async": "palaestra.evaluate.evaluation",
-    "Evaluation": "palaestra.evaluate.evaluation",
+    "eval": "palaestra.run.eval",
+    "eval_async": "palaestra.run.eval",
+    "Evaluation": "palaestra.run.eval",
     "AgentSpec": "palaestra.spec",
     "CollectOptions": "palaestra.spec",
     "EnvSpec": "palaestra.spec",
     "ModelConfig": "palaestra.spec",
     "RunSpec": "palaestra.spec",
     "ServeSpec": "palaestra.spec",
-    "AggregateFile": "palaestra.rows",
-    "FailureRow": "palaestra.rows",
-    "RolloutRow": "palaestra.rows",
-    "TaskRow": "palaestra.rows",
+    "AggregateFile": "palaestra.wire.rows",
+    "FailureRow": "palaestra.wire.rows",
+    "RolloutRow": "palaestra.wire.rows",
+    "TaskRow": "palaestra.wire.rows",
 }
 __getattr__ = lazy_exports("palaestra", _LAZY)
+_install_moved_modules()  # old import paths (palaestra.env_client, ...) for one release
 
 
 __all__ = [

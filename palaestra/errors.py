@@ -10,12 +10,12 @@ named with their module)::
     ├── ConfigError                    a wrong flag, name, file or missing extra: one line
     │   ├── SandboxUnavailable         palaestra.sandbox: no sandbox on this machine
     │   ├── OutputError                palaestra.collection.files: the output cannot be written
-    │   └── StackError                 palaestra.serve.supervisor: a stack cannot run
+    │   └── StackError                 palaestra.stack.supervisor: a stack cannot run
     ├── InputError                     a bad input row: names the file, line and field
     ├── RunStopped                     a runner cannot go on: the collector stops (resumable)
     ├── RolloutFailure                 a rollout's failure, recorded with its kind
     │   ├── ModelError                 model_error: the model endpoint failed or answered junk
-    │   │   ├── ModelHttpError         palaestra.models.http: an HTTP error after the retries
+    │   │   ├── ModelHttpError         palaestra.models.openai.retry: HTTP error after retries
     │   │   │   └── ContextLengthExceeded
     │   │   ├── ContextWindowExceeded  palaestra.models.local
     │   │   ├── ModelTimeout           timeout
@@ -31,7 +31,8 @@ named with their module)::
     │   ├── ToolFailure                tool_error: a tool raised (not the model's mistake)
     │   │   └── ToolTimeout            timeout
     │   ├── VerifierFailure            verifier_error: verify raised or returned no score
-    │   │   └── VerifierTimeout        timeout
+    │   │   ├── VerifierTimeout        timeout
+    │   │   └── JudgeFailure           palaestra.environment.judge: the judge gave no verdict
     │   ├── InvalidTask                invalid_input: a task row the environment cannot use
     │   ├── AgentServerTimeout         timeout: a served agent did not answer in time
     │   ├── WorkerCrash                worker_crash: a pool task killed its worker each time
@@ -43,15 +44,16 @@ named with their module)::
     ├── WorkerLost                     palaestra.distributed: a worker died (its tasks rerun)
     ├── PoolTaskError                  palaestra.sandbox: a pool task raised (its trace)
     ├── SessionClosed                  palaestra.sandbox: a sandbox session was closed
-    ├── Overran                        palaestra.boundary: env code overran (never escapes)
+    ├── Overran                        palaestra.environment.boundary: env code overran
     ├── RequestError                   palaestra.serve: a request a server refuses (an answer)
     ├── GoldenError                    palaestra.authoring: a golden answer of no known shape
-    ├── BadQuery                       palaestra.observe.viewer: a query parameter (a 400)
-    ├── ChangedFile                    palaestra.observe.viewer: a run rewritten after indexing
+    ├── BadQuery                       palaestra.viewer: a query parameter (a 400)
+    ├── ChangedFile                    palaestra.viewer: a run rewritten after indexing
     └── BodyTooLarge                   palaestra.serve: a request body over the server's cap
 
 The transport's errors (``palaestra.transport.TransportError``, also ``TimeoutError`` for its
-timeouts) sit below this tree: the clients map them (``palaestra.boundary.Boundary``) into it.
+timeouts) sit below this tree: the clients map them
+(``palaestra.environment.boundary.Boundary``) into it.
 """
 
 from __future__ import annotations
@@ -141,8 +143,8 @@ class ModelAuthError(ModelUnreachable):
 
 class ModelHung(ModelUnreachable):
     """The model endpoint timed out on several calls in a row with no answer in between
-    (``palaestra.models.endpoint.TIMEOUTS_TO_STOP``): it takes requests and never answers. The
-    collector stops the run at once (resumable), the count being already made."""
+    (``palaestra.models.openai.endpoint.TIMEOUTS_TO_STOP``): it takes requests and never answers.
+    The collector stops the run at once (resumable), the count being already made."""
 
     kind = FailureKind.TIMEOUT
 

@@ -14,7 +14,7 @@ secrets) is saved beside the output, so ``--resume`` can tell whether it continu
     └── collection: CollectOptions   input, output, repeats, concurrency, resume, ...
 
 ``ServeSpec`` is one server of the same parts (``palaestra serve``, a stack's servers).
-``palaestra.assembly`` turns either into running objects.
+``palaestra.collection.assembly`` turns either into running objects.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import pydantic
 
-from palaestra.arguments import jsonable
+from palaestra._util.arguments import jsonable
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
 

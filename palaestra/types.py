@@ -7,6 +7,7 @@ these types name the shapes and hold the few helpers that build them.
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,3 +149,48 @@ def add_usage(total: JsonDict, usage: JsonDict | None) -> None:
     ):
         value = (usage.get(details) or {}).get(key) or 0
         total.setdefault(details, {})[key] = total.get(details, {}).get(key, 0) + int(value)
+
+
+@dataclass(slots=True)
+class AgentResult:
+    """One finished rollout: a trajectory with a verdict, or an explicit failure.
+
+    ``response`` is the whole trajectory as one OpenAI Response (every output item of every
+    model call and tool output, usage summed); it is kept on failure too, as far as it got.
+    """
+
+    response: JsonDict | None = None
+    verdict: Verdict | None = None
+    failure: Failure | None = None
+    model_calls: int = 0
+    tool_calls: int = 0
+    truncated: str | None = None
+    """Why the agent stopped before the model finished (``"max_steps"``); the row says so."""
+    timings: dict[str, float] = field(default_factory=dict)
+    endpoints: list[str] | None = None
+    """The model endpoints of a pool the rollout's calls went to, in order (more than one:
+    it moved after a failure); None when the model is not a pool. Set by ``BoundAgent``."""
+    worker_reruns: int = 0
+    """Times the rollout was started again because the worker running it died (``--workers``,
+    ``--executor ray``); the row says so when it is not 0. Set by the dispatcher."""
+
+    def add_time(self, phase: str, started: float) -> None:
+        self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - started
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    observation: str
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> JsonDict:
+        return {
+            "observation": self.observation,
+            "reward": self.reward,
+            "terminated": self.terminated,
+            "truncated": self.truncated,
+            "info": self.info,
+        }

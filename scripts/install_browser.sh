@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian's Chromium and its chromedriver, for the rollout viewer's browser tests
-# (tests/observe/test_viewer_browser.py drives them through selenium; nothing is downloaded
+# (tests/viewer/test_browser.py drives them through selenium; nothing is downloaded
 # at test time). Idempotent: does nothing when both are installed.
 set -euo pipefail
 

@@ -8,6 +8,7 @@ bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the rollout
 .venv/bin/ruff check palaestra tests benchmarks
 .venv/bin/ruff format --check palaestra tests benchmarks
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache  # floors only point down; environments use only the kit (pyproject.toml)
 .venv/bin/mkdocs build --strict --quiet  # the API reference (docs/ -> site/): a reference to a name that does not exist fails the check
 .venv/bin/python -c "from palaestra.models.local import default_model_path; default_model_path()"  # the local model must be installed: its tests must not silently skip
 .venv/bin/python -m tests.support.peers  # peer packages (NeMo Gym, NeMo Evaluator, OpenEnv, verifiers) for tests/interop, cached under ~/.cache/palaestra/peers

@@ -5,13 +5,14 @@ The registry loads on first use of its names: it reads installed distributions' 
 which ``import palaestra`` should not pay for.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from palaestra.agents.base import Agent, AgentResult, BoundAgent, RolloutRunner
+from palaestra._util.lazy import lazy_exports
+from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
 from palaestra.agents.single_turn import SingleTurnAgent
 from palaestra.agents.step import StepAgent
 from palaestra.agents.tool_calling import ToolCallingAgent
+from palaestra.types import AgentResult
 
 if TYPE_CHECKING:
     from palaestra.agents.registry import (
@@ -22,13 +23,13 @@ if TYPE_CHECKING:
         make_agent,
     )
 
-_REGISTRY = frozenset({"AGENT_GROUP", "AGENTS", "AgentFactory", "agent_options", "make_agent"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _REGISTRY:
-        return getattr(importlib.import_module("palaestra.agents.registry"), name)
-    raise AttributeError(f"module 'palaestra.agents' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    "palaestra.agents",
+    dict.fromkeys(
+        ("AGENT_GROUP", "AGENTS", "AgentFactory", "agent_options", "make_agent"),
+        "palaestra.agents.registry",
+    ),
+)
 
 
 __all__ = [

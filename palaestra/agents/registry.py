@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from palaestra._util.arguments import call_with, effective_keywords
+from palaestra._util.plugins import Registry, callable_plugin
 from palaestra.agents.base import Agent
-from palaestra.arguments import call_with, effective_keywords
 from palaestra.errors import ConfigError
-from palaestra.plugins import Registry, callable_plugin
 
 AgentFactory = Callable[..., Agent]
 """A class or function taking the agent's options as keyword arguments."""

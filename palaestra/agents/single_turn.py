@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from palaestra.agents.base import AgentResult
 from palaestra.agents.episode import run_episode
-from palaestra.env_client import EnvironmentClient
+from palaestra.environment.client import EnvironmentClient
 from palaestra.models.base import Model
-from palaestra.types import JsonDict
+from palaestra.types import AgentResult, JsonDict
+from palaestra.wire.rows import PARAMS
 
 
 class SingleTurnAgent:
@@ -19,7 +19,7 @@ class SingleTurnAgent:
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
         async def body(session_id: str, result: AgentResult) -> None:
             phase = time.perf_counter()
-            result.response = await model.respond(dict(task["responses_create_params"]))
+            result.response = await model.respond(dict(task[PARAMS]))
             result.add_time("model", phase)
             result.model_calls = 1
 

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import time
 
-from palaestra.agents.base import AgentResult
 from palaestra.agents.episode import Conversation, run_episode
-from palaestra.env_client import EnvironmentClient, StepEnvironmentClient
+from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
 from palaestra.models.base import Model
 from palaestra.types import (
+    AgentResult,
     Failure,
     FailureKind,
     JsonDict,
     output_text,
     user_message,
 )
+from palaestra.wire.rows import PARAMS
 
 
 class StepAgent:
@@ -56,7 +57,7 @@ class StepAgent:
         model: Model,
         result: AgentResult,
     ) -> None:
-        conversation = Conversation(dict(task["responses_create_params"]), result)
+        conversation = Conversation(dict(task[PARAMS]), result)
         conversation.outputs.append(user_message(await env.reset(session_id)))
         result.response = {"output": conversation.outputs, "usage": conversation.usage}
         for _ in range(self.max_steps):

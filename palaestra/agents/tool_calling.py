@@ -16,16 +16,17 @@ from typing import Any
 
 import orjson
 
-from palaestra.agents.base import AgentResult
 from palaestra.agents.episode import Conversation, run_episode
-from palaestra.env_client import EnvironmentClient
+from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ToolCallRejected
 from palaestra.models.base import Model
 from palaestra.types import (
+    AgentResult,
     JsonDict,
     function_call_output,
     function_calls,
 )
+from palaestra.wire.rows import PARAMS
 
 
 class ToolCallingAgent:
@@ -89,7 +90,7 @@ class ToolCallingAgent:
 
 def request_params(task: JsonDict, env: EnvironmentClient) -> JsonDict:
     """The task's create params; the environment's tools are offered when the task names none."""
-    params: JsonDict = dict(task["responses_create_params"])
+    params: JsonDict = dict(task[PARAMS])
     if "tools" not in params:
         tools = env.tools()
         if tools:

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from palaestra.authoring.report import Check, counted
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
 from palaestra.types import JsonDict
+from palaestra.wire.rows import PARAMS
 
 
 def check_tasks_parse(path: Path | None) -> tuple[Check, list[JsonDict]]:
@@ -45,7 +46,7 @@ def check_task_tools(cls: type[Environment], rows: list[JsonDict]) -> Check:
     listed = 0
     problems: list[str] = []
     for index, row in enumerate(rows):
-        params = row["responses_create_params"]
+        params = row[PARAMS]
         entries = [*(params.get("tools") or []), params.get("tool_choice")]
         names = [n for n in map(_tool_name, entries) if n is not None]
         listed += len(names)

@@ -8,16 +8,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from palaestra.arguments import call_with, check_keywords
+from palaestra._util.arguments import call_with, check_keywords
 from palaestra.authoring.examples import check_task_tools, check_tasks_parse
 from palaestra.authoring.golden import check_golden_answers
 from palaestra.authoring.report import Check, EnvironmentReport
 from palaestra.authoring.schemas import check_tool_docs, check_tool_schemas
 from palaestra.authoring.smoke import SmokeOptions, smoke_checks
-from palaestra.env_client import LocalEnvironmentClient
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
+from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.registry import find_environment, tasks_beside
 from palaestra.errors import ConfigError
-from palaestra.registry import find_environment, tasks_beside
 
 SMOKE_CHECKS = ("smoke run", "sessions closed", "framework CPU")
 DEFAULT_SMOKE = SmokeOptions()

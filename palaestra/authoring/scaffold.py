@@ -17,8 +17,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from palaestra.environment.registry import builtin_names
 from palaestra.errors import ConfigError
-from palaestra.registry import builtin_names
 
 TEMPLATE_SUFFIX = ".tmpl"
 

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 
 from palaestra.authoring.report import Check, counted
-from palaestra.environment import Environment
-from palaestra.tools import tool_options
+from palaestra.environment.base import Environment
+from palaestra.environment.tools import tool_options
 from palaestra.types import JsonDict
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

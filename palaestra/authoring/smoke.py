@@ -28,15 +28,15 @@ from typing import Any
 
 from palaestra.agents.base import BoundAgent
 from palaestra.agents.registry import AGENTS, make_agent
-from palaestra.assembly import AGENT_REF_TYPE, build_model
 from palaestra.authoring.report import Check, counted
+from palaestra.collection.assembly import AGENT_REF_TYPE, build_model
 from palaestra.collection.collector import CollectConfig, RunSummary
 from palaestra.collection.collector import collect as run_collection
-from palaestra.env_client import LocalEnvironmentClient
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
+from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.sessions import Session, SessionStore
 from palaestra.errors import ConfigError, PalaestraError
 from palaestra.models.base import Model, ModelStats
-from palaestra.sessions import Session, SessionStore
 from palaestra.spec import ModelConfig
 from palaestra.types import FailureKind, JsonDict
 

@@ -11,16 +11,16 @@ from palaestra.cli.eval import eval_command
 from palaestra.cli.init import init_command
 from palaestra.cli.plugins import plugins_command
 from palaestra.cli.report import report_command
+from palaestra.cli.review import test_env_command
 from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
-from palaestra.cli.serve_openenv import serve_openenv_command
-from palaestra.cli.serve_servers import (
+from palaestra.cli.serve.openenv import serve_openenv_command
+from palaestra.cli.serve.servers import (
     serve_agent_command,
     serve_env_command,
     serve_spec_command,
 )
 from palaestra.cli.tasks import tasks_command
-from palaestra.cli.test_env import test_env_command
 from palaestra.cli.verify import verify_command
 from palaestra.cli.view import view_command
 

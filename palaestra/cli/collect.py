@@ -112,7 +112,7 @@ def collect_command(**options: Any) -> None:
     unreachable, the API key rejected, disk full); 4 nothing this run attempted was scored;
     130 Ctrl-C; 143 SIGTERM (both resumable).
     """
-    from palaestra.collection.progress import summary_table
+    from palaestra.cli.progress import summary_table
     from palaestra.collection.runtime import run_collector
 
     console = Console(stderr=True)
@@ -177,8 +177,8 @@ def _only_named(agent: AgentSpec) -> dict[str, Any]:
 
 
 def _timed(spec: RunSpec, console: Console) -> Coroutine[Any, Any, tuple[RunSummary, float]]:
-    from palaestra.collection.api import collect_async
-    from palaestra.collection.progress import RichProgress
+    from palaestra.cli.progress import RichProgress
+    from palaestra.run.collect import collect_async
 
     async def run() -> tuple[RunSummary, float]:
         started = time.perf_counter()

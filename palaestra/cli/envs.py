@@ -6,7 +6,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from palaestra.registry import available_environments
+from palaestra.environment.registry import available_environments
 
 
 @click.command("envs")

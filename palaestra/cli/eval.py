@@ -1,6 +1,6 @@
 """``palaestra eval``: environments + model + repeats -> a run each, then one report.
 
-A thin shell over ``palaestra.eval`` (``palaestra.evaluate.evaluation``): the flags become its
+A thin shell over ``palaestra.eval`` (``palaestra.run.eval``): the flags become its
 arguments; what is left here is how a terminal shows it (a progress bar per environment, the
 figures of each and overall with their intervals, where the report went) and the exit status.
 """
@@ -33,8 +33,8 @@ from palaestra.errors import ConfigError
 
 if TYPE_CHECKING:
     from palaestra.collection.collector import Progress, RunSummary
-    from palaestra.evaluate.evaluation import Evaluation
     from palaestra.evaluate.figures import RunFigures
+    from palaestra.run.eval import Evaluation
 
 
 @click.command("eval")
@@ -124,9 +124,9 @@ def eval_command(**options: Any) -> None:
     """
     import orjson
 
-    from palaestra.collection.progress import RichProgress
+    from palaestra.cli.progress import RichProgress
     from palaestra.collection.runtime import run_collector
-    from palaestra.evaluate.evaluation import plan, run_plan
+    from palaestra.run.eval import plan, run_plan
 
     console = Console(stderr=True)
     sampling = {

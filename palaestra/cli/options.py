@@ -3,7 +3,8 @@
 ``collect``, ``serve agent`` and ``serve model`` take the same model flags; ``collect``,
 ``serve env`` and ``serve agent`` the same environment flags; ``collect`` and ``serve agent``
 the same agent flags; ``collect`` and ``eval`` the same scale flags (workers, executor, Ray
-address, metrics port). Parsing only: what a spec means is ``palaestra.assembly``'s business.
+address, metrics port). Parsing only: what a spec means is the business of
+``palaestra.collection.assembly``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from palaestra.errors import ConfigError
 if TYPE_CHECKING:
     from palaestra.spec import AgentSpec, EnvSpec, ModelConfig
 
-# palaestra.spec (pydantic model building, ~30 ms) and yaml (~20 ms) load when a command runs,
-# not when the CLI starts: `palaestra --help` and `palaestra envs` need neither.
+# palaestra.spec (pydantic model building) and yaml, both slow to import, load when a command
+# runs, not when the CLI starts: `palaestra --help` and `palaestra envs` need neither.
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -17,8 +17,8 @@ def plugins_command() -> None:
     palaestra.agents and palaestra.models. A plug-in that fails to load is one warning line.
     """
     from palaestra.agents.registry import AGENTS
+    from palaestra.environment.registry import environments
     from palaestra.models.backends import MODEL_BACKENDS
-    from palaestra.registry import environments
 
     table = Table(show_header=True, header_style="bold", box=None)
     for column in ("family", "name", "source", "description"):

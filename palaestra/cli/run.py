@@ -1,6 +1,6 @@
 """``palaestra run STACK.yaml`` starts a stack of servers; ``palaestra status`` shows it.
 
-The stack is recorded in a per-user state directory (``palaestra.serve.stack_state``), so
+The stack is recorded in a per-user state directory (``palaestra.stack.state``), so
 ``status`` finds it from any directory. With a token set, the head server requires it too.
 """
 
@@ -22,11 +22,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.cli.serve_servers import read_token, with_token_options
+from palaestra.cli.serve.servers import read_token, with_token_options
 from palaestra.errors import ConfigError
 
 if TYPE_CHECKING:
-    from palaestra.serve.stack_config import StackConfig
+    from palaestra.stack.config import StackConfig
 
 T = TypeVar("T")
 LOCAL_STATE = Path(".palaestra") / "stack.json"
@@ -54,14 +54,14 @@ def run_command(stack_file: Path, log_dir: Path | None, overrides: tuple[str, ..
     `token:` in an env.yaml beside the stack file) every server and the head require it.
     `palaestra status` finds the stack from any directory.
     """
-    from palaestra.serve.stack_config import load_stack, load_token
+    from palaestra.stack.config import load_stack, load_token
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
         config = load_stack(stack_file, overrides)
         token = load_token(stack_file, dict(os.environ))
         logs = log_dir or Path(".palaestra") / "logs" / stack_file.stem
-        from palaestra.serve.uvicorn_runner import run_on_fast_loop
+        from palaestra._util.loop import run_on_fast_loop
 
         run_on_fast_loop(_run(config, stack_file, logs, token, console))
 
@@ -69,11 +69,11 @@ def run_command(stack_file: Path, log_dir: Path | None, overrides: tuple[str, ..
 async def _run(
     config: StackConfig, stack_file: Path, logs: Path, token: str | None, console: Console
 ) -> None:
-    from palaestra.serve.announce import serve_announced
-    from palaestra.serve.guard import Guard
-    from palaestra.serve.head_app import head_app
-    from palaestra.serve.stack_state import record_stack
-    from palaestra.serve.supervisor import Supervisor
+    from palaestra.http.announce import serve_announced
+    from palaestra.http.guard import Guard
+    from palaestra.stack.head import head_app
+    from palaestra.stack.state import record_stack
+    from palaestra.stack.supervisor import Supervisor
 
     started = time.perf_counter()
     supervisor = Supervisor(config, log_dir=logs, token=token)
@@ -160,8 +160,8 @@ def status_command(head: str | None, token: str | None, token_file: Path | None)
 
     The token is --token-file, PALAESTRA_SERVER_TOKEN, or the env.yaml beside the stack file.
     """
-    from palaestra.serve.stack_config import load_token
-    from palaestra.serve.stack_state import running_stacks
+    from palaestra.stack.config import load_token
+    from palaestra.stack.state import running_stacks
 
     console = Console()
     with exit_on_user_error(Console(stderr=True)):

@@ -39,7 +39,7 @@ def tasks_command(env_name: str, **options: Any) -> None:
 
     ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class.
     """
-    from palaestra.collection.export import export_tasks
+    from palaestra.run.export import export_tasks
 
     console = Console(stderr=True)
     with exit_on_user_error(console):

@@ -15,7 +15,7 @@ from palaestra.cli.errors import exit_on_user_error
 from palaestra.cli.options import assignments, env_arg_option
 
 if TYPE_CHECKING:
-    from palaestra.collection.reverify import ReverifySummary
+    from palaestra.run.reverify import ReverifySummary
 
 SHOWN_CHANGES = 20
 
@@ -43,7 +43,7 @@ def verify_command(
     replay_tools: bool,
 ) -> None:
     """Re-verify a rollouts file with an environment's verifier; no model is called."""
-    from palaestra.collection.reverify import reverify_file
+    from palaestra.run.reverify import reverify_file
     from palaestra.spec import EnvSpec
 
     console = Console(stderr=True)

@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.cli.serve_servers import host_option, port_option, read_token, with_token_options
+from palaestra.cli.serve.servers import host_option, port_option, read_token, with_token_options
 
 if TYPE_CHECKING:
-    from palaestra.observe.viewer import Run
+    from palaestra.viewer import Run
 
 
 @click.command("view")
@@ -37,7 +37,7 @@ def view_command(
     ROLLOUTS: runs/x.jsonl, and optionally runs/y.jsonl to compare them task by task. The
     failures file beside each (runs/x_failures.jsonl) is read too. Stop with Ctrl-C.
     """
-    from palaestra.observe.viewer import view
+    from palaestra.viewer import view
 
     console = Console(stderr=True)
 

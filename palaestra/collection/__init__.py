@@ -4,13 +4,13 @@ aggregate metrics, run identity, lock), task reading and progress.
 
 from typing import TYPE_CHECKING
 
-from palaestra.lazy import lazy_exports
+from palaestra._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from palaestra.collection.collector import CollectConfig, Progress, RunSummary
 
 # Loaded on first use: the CLI imports palaestra.collection.runtime (and its Terminated) at
-# start-up, and the collector behind these names is ~20 ms of imports `palaestra --help` skips.
+# start-up, and importing the collector behind these names is a cost `palaestra --help` skips.
 __getattr__ = lazy_exports(
     "palaestra.collection",
     dict.fromkeys(("CollectConfig", "Progress", "RunSummary"), "palaestra.collection.collector"),

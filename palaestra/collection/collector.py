@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from palaestra.agents.base import AgentResult, RolloutRunner
+from palaestra.agents.base import RolloutRunner
+from palaestra.collection.aggregate import RunMetrics
 from palaestra.collection.files import (
     JsonlAppender,
     OutputError,
@@ -43,8 +44,7 @@ from palaestra.collection.identity import (
     write_identity,
 )
 from palaestra.collection.lock import OutputLock
-from palaestra.collection.metrics import RunMetrics
-from palaestra.collection.rows import dispatch_row, failure_row, input_error_row, rollout_row
+from palaestra.collection.records import dispatch_row, failure_row, input_error_row, rollout_row
 from palaestra.collection.tasks import InputScan, TaskLine, check_input_file, read_tasks, scan_input
 from palaestra.errors import (
     ConfigError,
@@ -58,8 +58,8 @@ from palaestra.errors import (
     ServiceUnreachable,
     VerifierFailure,
 )
-from palaestra.rows import AGENT_REF, AggregateEntry
-from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
+from palaestra.wire.rows import AGENT_REF, AggregateEntry
 
 UNREACHABLE_STOP = 3
 """Consecutive rollouts that found a service unreachable (after retries) before the run stops."""

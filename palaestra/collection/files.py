@@ -29,9 +29,9 @@ from pathlib import Path
 import orjson
 
 from palaestra.errors import ConfigError, InputError
-from palaestra.jsonl import BadLine, parse_line, read_rows
-from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
 from palaestra.types import JsonDict
+from palaestra.wire.jsonl import BadLine, parse_line, read_rows
+from palaestra.wire.rows import ROLLOUT_INDEX, TASK_INDEX
 
 Pair = tuple[int, int]
 """(task index, rollout index)."""

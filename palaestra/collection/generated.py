@@ -10,7 +10,7 @@ import orjson
 
 from palaestra.collection.files import writing
 from palaestra.collection.tasks import task_problem
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
 

@@ -3,13 +3,14 @@
 These are process-wide choices, so the ``palaestra collect`` command makes them, not the
 library's ``collect()`` (a program that embeds the collector owns its loop and its GC).
 
-- uvloop, when installed, costs about 10% less CPU per rollout than asyncio's own loop.
+- uvloop when installed (``palaestra._util.loop``).
 - CPython starts a young garbage collection each time the number of live container objects
   has grown by 700 since the last one, and older ones after that. Rollouts in flight are
   live objects, so while thousands of them start, the GC scans them again and again and
-  finds nothing (the hot path makes no reference cycles): 20,000 rollouts with 10,000 in
-  flight took 26 s of CPU with the default threshold, 9.6 s with the one below and 9.2 s
-  with the GC off. Cycles are still collected, once a million more objects are alive.
+  finds nothing (the hot path makes no reference cycles): with thousands in flight, most of
+  a run's CPU went to the GC at the default threshold, and with the one below a run costs
+  about what it does with the GC off (benchmarks/results/micro.md). Cycles are still
+  collected, once a million more objects are alive.
 - Each rollout in flight holds a connection to the model; the usual soft limit of 1,024 open
   files would fail a run with more in flight, so it is raised to the hard limit.
 - SIGTERM (what Slurm, Kubernetes and ``kill`` send) is handled like Ctrl-C: the run is
@@ -22,26 +23,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import importlib.util
 import signal
 import sys
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
+from palaestra._util.loop import new_event_loop
+
 T = TypeVar("T")
 
 YOUNG_GC_THRESHOLD = 1_000_000
 """Growth in live container objects that starts a young collection (CPython's default: 700)."""
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """A uvloop event loop when uvloop is installed, else asyncio's."""
-    if importlib.util.find_spec("uvloop") is not None:
-        import uvloop
-
-        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-        return loop
-    return asyncio.new_event_loop()
 
 
 @contextlib.contextmanager

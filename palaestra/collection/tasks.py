@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from palaestra.errors import ConfigError, InputError
-from palaestra.jsonl import NOT_OBJECT, BadLine, read_rows
 from palaestra.types import JsonDict
+from palaestra.wire.jsonl import NOT_OBJECT, BadLine, read_rows
+from palaestra.wire.rows import PARAMS
 
 HASH_BLOCK = 1 << 20
 
@@ -153,11 +154,11 @@ def task_problem(row: object) -> tuple[str | None, str] | None:
     """What makes ``row`` not a task, as (field, reason); None when it is one."""
     if not isinstance(row, dict):
         return None, f"a task must be a JSON object, got {type(row).__name__}"
-    params = row.get("responses_create_params")
+    params = row.get(PARAMS)
     if params is None:
-        return "responses_create_params", "missing (every task needs its model request)"
+        return PARAMS, "missing (every task needs its model request)"
     if not isinstance(params, dict):
-        return "responses_create_params", "must be an object"
+        return PARAMS, "must be an object"
     given = params.get("input")
     if given is None:
         return "responses_create_params.input", "missing"

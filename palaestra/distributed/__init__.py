@@ -21,11 +21,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from palaestra.assembly import Runner
+from palaestra.collection.assembly import Runner
 from palaestra.errors import ConfigError
 
 if TYPE_CHECKING:
-    from palaestra.assembly import FoundEnvironment
+    from palaestra.collection.assembly import FoundEnvironment
     from palaestra.spec import RunSpec
 
 __all__ = ["distributed", "open_executor"]

@@ -23,10 +23,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from palaestra.agents.base import AgentResult
-from palaestra.collection.rows import verdict_fields
+from palaestra.collection.records import scored_fields
 from palaestra.errors import ConfigError, PalaestraError, RolloutFailure, VerifierFailure
-from palaestra.types import Failure, FailureKind, JsonDict, Verdict
+from palaestra.types import AgentResult, Failure, FailureKind, JsonDict, Verdict
 
 T = TypeVar("T")
 
@@ -49,7 +48,7 @@ def encode_result(result: AgentResult, extra: JsonDict | None = None) -> bytes:
     verdict = result.verdict
     if result.failure is None and verdict is not None and verdict.failure is None:
         try:
-            verdict_fields(verdict)
+            scored_fields(verdict)
         except VerifierFailure as error:  # the collector records exactly this
             verdict.failure = Failure(error.kind, error.reason)
     fields: JsonDict = {name: getattr(result, name) for name in _RESULT_FIELDS}

@@ -29,12 +29,11 @@ from typing import Protocol
 
 import orjson
 
-from palaestra.agents.base import AgentResult
 from palaestra.distributed.codec import decode_error, encode_task, result_of
 from palaestra.distributed.endpoints import added_up, merged, settled
 from palaestra.distributed.worker import COUNTS
 from palaestra.errors import ConfigError, PalaestraError, RolloutFailure, RunStopped, WorkerCrash
-from palaestra.types import JsonDict
+from palaestra.types import AgentResult, JsonDict
 
 _log = logging.getLogger("palaestra.distributed")
 

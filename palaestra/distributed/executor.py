@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from palaestra.assembly import bound_facts, build_agent
+from palaestra.collection.assembly import bound_facts, build_agent
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
-    from palaestra.agents.base import AgentResult
-    from palaestra.assembly import FoundEnvironment
+    from palaestra.collection.assembly import FoundEnvironment
     from palaestra.distributed.dispatch import Dispatcher, Worker, WorkerFactory
     from palaestra.spec import RunSpec
+    from palaestra.types import AgentResult
 
 
 async def describe(spec: RunSpec, found: FoundEnvironment | None) -> tuple[str, JsonDict]:

@@ -171,7 +171,8 @@ def describe_exit(status: int | None) -> str:
 
 def main() -> None:
     """A worker process: serve tasks over the socket named by ``argv[1]`` until it closes."""
-    from palaestra.collection.runtime import collector_gc, new_event_loop, raise_open_files_limit
+    from palaestra._util.loop import new_event_loop
+    from palaestra.collection.runtime import collector_gc, raise_open_files_limit
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the collector decides when workers stop
     sock = socket.socket(fileno=int(sys.argv[1]))

@@ -1,10 +1,10 @@
 """A worker's side: the run's parts built from its ``RunSpec``, running one task at a time
 for whoever sends it (a worker process's pipe, a Ray actor's method calls).
 
-The parts are what ``palaestra.assembly.open_runner`` builds for a run in one process: the
-environment in this process, the model as the spec says (over HTTP, or the embedded model
-loaded here), the agent bound to both. Tasks run concurrently on the worker's event loop; the
-collector decides how many are in flight here.
+The parts are what ``palaestra.collection.assembly.open_runner`` builds for a run in one process:
+the environment in this process, the model as the spec says (over HTTP, or the embedded model loaded
+here), the agent bound to both. Tasks run concurrently on the worker's event loop; the collector
+decides how many are in flight here.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from palaestra.types import JsonDict
 COUNTS = "counts"
 """Beside each result: the worker's model and environment counters so far
 (``metrics_counts.runner_counts``), for the run summary's model pool counts and the
-collector's ``/metrics``. With every result, so the sums are exact when the run ends: 1.8 µs a
-result here and 0.7 µs to decode in the collector (one endpoint, one tool), about 1% of the
-0.22 ms CPU a ``--workers 2`` rollout costs against an instant model."""
+collector's ``/metrics``. With every result, so the sums are exact when the run ends: encoding
+them here and decoding them in the collector are a small part of the CPU a ``--workers 2``
+rollout costs against an instant model (measured: benchmarks/results/micro.md)."""
 
 if TYPE_CHECKING:
     from palaestra.agents.base import RolloutRunner
@@ -39,7 +39,7 @@ class WorkerRuntime:
     async def start(self) -> JsonDict:
         """Open the parts and check the model; ``{"label", "facts"}`` of the run, or
         ``{"error": ...}`` saying why this worker cannot run (nothing is left open then)."""
-        from palaestra.assembly import find, open_runner
+        from palaestra.collection.assembly import find, open_runner
 
         try:
             found = find(self.spec.env)

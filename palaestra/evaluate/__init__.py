@@ -18,8 +18,8 @@ a run's report as markdown and self-contained HTML; ``markdown``, ``page`` and `
 render it).
 """
 
+from palaestra.environment.estimators import majority_vote, pass_at_k, pass_hat_k
 from palaestra.evaluate.compare import Check, Comparison, Difference, Flip, Gate, compare_runs
-from palaestra.evaluate.estimators import majority_vote, pass_at_k, pass_hat_k
 from palaestra.evaluate.figures import (
     MEAN_REWARD,
     Figure,

@@ -7,7 +7,7 @@
   rollouts);
 - ``pass@k`` (k = 1 and k = the run's repeats) and ``pass^k`` (k = the repeats, when more
   than 1): the mean over tasks of the unbiased per-task estimators
-  (``palaestra.evaluate.estimators``); a rollout passes when its reward is >= 1, as in the
+  (``palaestra.environment.estimators``); a rollout passes when its reward is >= 1, as in the
   aggregate file; a task with fewer than k rollouts is left out of that figure (and said so
   in ``Figure.note``);
 - ``majority@k`` (when verifiers report ``extracted_answer``): the share of tasks whose most
@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from palaestra.evaluate.estimators import majority_vote, pass_at_k, pass_hat_k
+from palaestra.environment.estimators import majority_vote, pass_at_k, pass_hat_k
 from palaestra.evaluate.runs import Run, Task, load_run
 from palaestra.evaluate.stats import (
     CONFIDENCE,

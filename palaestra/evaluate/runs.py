@@ -38,11 +38,13 @@ from typing import Any
 
 import orjson
 
+from palaestra.collection.aggregate import USAGE_FIELDS
 from palaestra.collection.files import RunFiles
-from palaestra.collection.metrics import PASS_THRESHOLD, USAGE_FIELDS
+from palaestra.environment.estimators import PASS_THRESHOLD
 from palaestra.errors import ConfigError, InputError
-from palaestra.jsonl import NOT_OBJECT, TORN, BadLine, read_rows
-from palaestra.rows import (
+from palaestra.types import JsonDict
+from palaestra.wire.jsonl import NOT_OBJECT, TORN, BadLine, read_rows
+from palaestra.wire.rows import (
     AGENT_REF,
     FACTS,
     FAILURE,
@@ -54,7 +56,6 @@ from palaestra.rows import (
     ROLLOUT_INDEX,
     TASK_INDEX,
 )
-from palaestra.types import JsonDict
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 """The usage or timings of a rollout without them: one shared empty mapping."""

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from palaestra.lazy import lazy_exports
+from palaestra._util.lazy import lazy_exports
 from palaestra.models.base import Model, ModelBackend, ModelStats
 
 if TYPE_CHECKING:
-    from palaestra.models.auto_api import AutoApiModel
     from palaestra.models.backends import (
         MODEL_BACKEND_GROUP,
         MODEL_BACKENDS,
@@ -28,21 +27,22 @@ if TYPE_CHECKING:
         build_model,
         read_api_key,
     )
-    from palaestra.models.http import RetryPolicy, Timeouts
-    from palaestra.models.openai_chat import OpenAIChatModel
-    from palaestra.models.openai_responses import OpenAIResponsesModel
+    from palaestra.models.openai.auto_api import AutoApiModel
+    from palaestra.models.openai.chat import OpenAIChatModel
+    from palaestra.models.openai.responses import OpenAIResponsesModel
+    from palaestra.models.openai.retry import RetryPolicy, Timeouts
     from palaestra.models.resolve import model_config, open_model
     from palaestra.spec import ModelConfig
 
 _LAZY = {
-    "AutoApiModel": "palaestra.models.auto_api",
+    "AutoApiModel": "palaestra.models.openai.auto_api",
     "MODEL_BACKEND_GROUP": "palaestra.models.backends",
     "MODEL_BACKENDS": "palaestra.models.backends",
     "ModelConfig": "palaestra.spec",
-    "OpenAIChatModel": "palaestra.models.openai_chat",
-    "OpenAIResponsesModel": "palaestra.models.openai_responses",
-    "RetryPolicy": "palaestra.models.http",
-    "Timeouts": "palaestra.models.http",
+    "OpenAIChatModel": "palaestra.models.openai.chat",
+    "OpenAIResponsesModel": "palaestra.models.openai.responses",
+    "RetryPolicy": "palaestra.models.openai.retry",
+    "Timeouts": "palaestra.models.openai.retry",
     "backend_options": "palaestra.models.backends",
     "build_model": "palaestra.models.backends",
     "model_config": "palaestra.models.resolve",

@@ -4,8 +4,8 @@
 variable, so it follows the rollout's task and nothing else); a ``ModelPool`` records there the
 endpoint it chose on the rollout's first call and sends every later call of the rollout to it.
 Agents, served agents and the training samplers get stickiness without knowing about pools; a
-model that is not a pool never looks. Opening and closing a scope costs about 0.5 µs (an object
-and a context-variable set and reset, measured on this machine), so every rollout pays it.
+model that is not a pool never looks. Opening and closing a scope is cheap (an object and a
+context-variable set and reset; measured: benchmarks/results/micro.md), so every rollout pays it.
 
 A pool behind a model server (``palaestra serve model`` over several URLs) sees only requests:
 palaestra's HTTP model clients name the rollout in a header (``protocol.ROLLOUT_HEADER``, the
@@ -24,8 +24,8 @@ class RolloutScope:
     endpoint its calls went to (first choice, then one entry per move after a failure).
 
     A context manager: ``with rollout_scope() as scope:`` makes it the running task's rollout
-    for the block (a class, not ``contextlib.contextmanager``: that generator costs ~1 µs more
-    per rollout).
+    for the block (a class, not ``contextlib.contextmanager``: that generator costs more per
+    rollout).
     """
 
     __slots__ = ("_key", "_token", "chosen", "urls")
@@ -41,7 +41,7 @@ class RolloutScope:
     @property
     def key(self) -> str:
         """A short random id naming this rollout to a model server (made on first use: only a
-        rollout whose model is reached over HTTP pays the 0.6-0.8 µs of drawing it)."""
+        rollout whose model is reached over HTTP pays for drawing it)."""
         key = self._key
         if key is None:
             key = self._key = os.urandom(8).hex()
@@ -75,7 +75,7 @@ MAX_KEYED_SCOPES = 65_536
 """Rollouts a model server remembers. A rollout ends without telling the model server, so the
 map cannot be emptied as rollouts finish; beyond the cap the rollout least recently heard from
 is forgotten (its next call, if any, goes least-loaded again). Far more than the rollouts in
-flight at once, and about 29 MB when full (measured: ~450 bytes a rollout)."""
+flight at once, and small when full (measured: benchmarks/results/micro.md)."""
 
 _VALID_KEY = re.compile(r"[0-9A-Za-z_.-]{1,64}")
 """A key a client may send: short (the map holds 65,536 of them) and safe to forward."""

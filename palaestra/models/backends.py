@@ -17,9 +17,9 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from palaestra._util.plugins import Registry, callable_plugin
 from palaestra.errors import ConfigError, PalaestraError
 from palaestra.models.base import Model, ModelBackend
-from palaestra.plugins import Registry, callable_plugin
 
 if TYPE_CHECKING:
     from palaestra.spec import ModelConfig
@@ -33,7 +33,7 @@ MODEL_BACKENDS: Registry[ModelBackend] = Registry(
     "model backend",
     MODEL_BACKEND_GROUP,
     {
-        "openai": "palaestra.models.openai_backend:openai_backend",
+        "openai": "palaestra.models.openai.backend:openai_backend",
         "local": "palaestra.models.local.model:LocalModel.from_config",
     },
     callable_plugin("a model backend (a callable taking a ModelConfig and returning a Model)"),

@@ -30,7 +30,7 @@ from palaestra.models.backends import MODEL_BACKENDS, build_model
 from palaestra.models.base import Model
 
 if TYPE_CHECKING:
-    from palaestra.models.http import RetryPolicy, Timeouts
+    from palaestra.models.openai.retry import RetryPolicy, Timeouts
     from palaestra.spec import ModelConfig
     from palaestra.transport import HttpClient
 

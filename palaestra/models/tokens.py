@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from palaestra.errors import ModelError
-from palaestra.models.chat_format import TOKEN_FIELDS
 from palaestra.types import JsonDict
 
 CHAT_CAPTURE_PARAMS: JsonDict = {
@@ -74,8 +73,8 @@ _NUMBER = frozenset({int, float})
 
 
 def _int_list(value: Any) -> list[int] | None:
-    # set(map(type, ...)) runs in C: 3 us for a 200-id prompt, where an isinstance loop took
-    # 60 us (measured), and it refuses bools (their type is bool, not int).
+    # set(map(type, ...)) runs in C: far faster than an isinstance loop over a prompt's ids
+    # (measured: benchmarks/results/micro.md), and it refuses bools (their type is bool, not int).
     if type(value) is list and set(map(type, value)) <= _INT:
         return value
     return None
@@ -180,8 +179,3 @@ def token_history(items: list[JsonDict]) -> TokenHistory:
         if prompt is not None and generated is not None:
             return TokenHistory(prompt + generated, generated, items[index + 1 :])
     return TokenHistory(None, [], items)
-
-
-def has_tokens(item: JsonDict) -> bool:
-    """Whether an output item carries all three training fields."""
-    return all(key in item for key in TOKEN_FIELDS)

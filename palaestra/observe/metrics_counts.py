@@ -6,8 +6,9 @@ reward so far. Nothing here imports ``prometheus_client`` or takes a lock: the f
 built from these numbers only when someone scrapes (``palaestra.observe.metrics``).
 
 Why not ``prometheus_client.Histogram.observe`` per phase: it takes a lock and walks its
-buckets in Python, about 1.6 µs a call, five calls a rollout; a ``bisect`` into a list here is
-about 0.25 µs (benchmarks/metrics.py measures the whole observer against a run without it).
+buckets in Python, five calls a rollout; a ``bisect`` into a list here is several times cheaper
+(benchmarks/results/micro.md; benchmarks/metrics.py measures the whole observer against a run
+without it).
 
 A scrape may run in another thread (``palaestra collect --metrics-port`` serves from one):
 it copies the lists and dicts first, so at worst it sees a rollout counted as finished whose
@@ -24,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 from palaestra.types import FailureKind, JsonDict
 
 if TYPE_CHECKING:
-    from palaestra.agents.base import Agent, AgentResult
-    from palaestra.env_client import EnvironmentClient
+    from palaestra.agents.base import Agent
+    from palaestra.environment.client import EnvironmentClient
     from palaestra.models.base import Model
+    from palaestra.types import AgentResult
 
 PHASES = ("seed", "model", "tools", "verify", "total")
 """The phases every agent times (``AgentResult.timings``); others are counted as they come."""
@@ -178,8 +180,8 @@ def runner_counts(runner: object) -> JsonDict:
 
     ``endpoints``: ``endpoint_stats`` of the model (``pool``: whether it is a model pool, whose
     entries are the run summary's too); ``tools``, ``tool_errors`` (``[tool, kind, count]``)
-    and the session counts of an environment run in this process. About 1 µs for one tool
-    and one endpoint, 1.8 µs with its encoding.
+    and the session counts of an environment run in this process. Cheap enough to send with
+    every result, encoding included (measured: benchmarks/results/micro.md).
     """
     counts: JsonDict = {}
     model: Any = getattr(runner, "model", None)

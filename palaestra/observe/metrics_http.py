@@ -19,14 +19,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.observe.metrics_run import local_sources
+from palaestra.observe.sources import local_sources
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from palaestra.agents.base import Agent
-    from palaestra.env_client import EnvironmentClient
+    from palaestra.environment.client import EnvironmentClient
     from palaestra.models.base import Model
     from palaestra.observe.metrics import Source
     from palaestra.observe.metrics_counts import RolloutCounts

@@ -5,22 +5,23 @@ A rollout the server reports failed, in palaestra's form (``failure``) or NeMo G
 so is any answer that is not a 2xx row with a numeric ``reward``. Never a score. A 503 carrying
 a failure means the server cannot reach its model or environment: it is raised as
 ``EnvironmentUnreachable``/``ModelUnreachable``, so the collector's stop rule applies. The
-answers are decoded by ``palaestra.protocol``, whose twins the agent server encodes with.
+answers are decoded by ``palaestra.wire.protocol``, whose twins the agent server encodes with.
 """
 
 from __future__ import annotations
 
 import orjson
 
-from palaestra.agents.base import AgentResult
-from palaestra.boundary import Boundary, describe
+from palaestra.environment.boundary import Boundary, describe
 from palaestra.errors import (
     AgentServerTimeout,
     ConfigError,
     EnvironmentUnreachable,
     ModelUnreachable,
 )
-from palaestra.protocol import (
+from palaestra.transport import HttpClient, TransportError, shown_url
+from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
+from palaestra.wire.protocol import (
     LIVENESS,
     NO_ECHO_HEADER,
     RUN,
@@ -29,8 +30,6 @@ from palaestra.protocol import (
     failure_from_fields,
     run_result,
 )
-from palaestra.transport import HttpClient, TransportError, shown_url
-from palaestra.types import Failure, FailureKind, JsonDict
 
 _CONNECT_SECONDS = 10.0
 

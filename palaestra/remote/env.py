@@ -15,11 +15,10 @@ resumable). A session the server no longer knows (restarted, expired, forged tok
 type ``session_lost``) is a ``SessionLost`` failure, never a fresh session scored as if it were
 the rollout's.
 
-What a call raised is mapped once, by a ``Boundary`` per call (``palaestra.boundary``): a
-transport timeout is the call's timeout failure, any other transport error its failure. A
-failure the server answered (``failure`` fields in a non-2xx body) keeps its kind. The wire
-names and codecs are ``palaestra.protocol``'s, shared with the server; no web framework is
-imported here.
+What a call raised is mapped once, by a ``Boundary`` per call (``palaestra.environment.boundary``):
+a transport timeout is the call's timeout failure, any other transport error its failure. A failure
+the server answered (``failure`` fields in a non-2xx body) keeps its kind. The wire names and codecs
+are ``palaestra.wire.protocol``'s, shared with the server; no web framework is imported here.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from http.cookies import SimpleCookie
 
 import orjson
 
-from palaestra.boundary import Boundary, describe
+from palaestra.environment.boundary import Boundary, describe
 from palaestra.errors import (
     ConfigError,
     EnvironmentFailure,
@@ -46,8 +45,17 @@ from palaestra.errors import (
     VerifierFailure,
     VerifierTimeout,
 )
-from palaestra.models.http import RetryPolicy
-from palaestra.protocol import (
+from palaestra.models.openai.retry import RetryPolicy
+from palaestra.transport import (
+    ConnectFailed,
+    FramedHeaders,
+    HttpAnswer,
+    HttpClient,
+    TransportError,
+    shown_url,
+)
+from palaestra.types import JsonDict, StepResult, Verdict
+from palaestra.wire.protocol import (
     CLOSE_HEADER,
     CLOSE_SESSION,
     CLOSED_HEADER,
@@ -72,16 +80,6 @@ from palaestra.protocol import (
     tools_of,
     verdict_from_answer,
 )
-from palaestra.step_env import StepResult
-from palaestra.transport import (
-    ConnectFailed,
-    FramedHeaders,
-    HttpAnswer,
-    HttpClient,
-    TransportError,
-    shown_url,
-)
-from palaestra.types import JsonDict, Verdict
 
 __all__ = ["RemoteEnvironmentClient", "verdict_from_answer"]
 

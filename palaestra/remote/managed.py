@@ -46,7 +46,6 @@ from urllib.parse import urlsplit
 import orjson
 
 from palaestra.errors import ConfigError
-from palaestra.protocol import HEALTH
 from palaestra.remote.env import LIVENESS_ROUTES, OPENAPI
 from palaestra.spec import ServeSpec
 from palaestra.transport import (
@@ -58,6 +57,7 @@ from palaestra.transport import (
     shown_url,
 )
 from palaestra.transport.client import parse_target
+from palaestra.wire.protocol import HEALTH
 
 PORT_PLACEHOLDER = "{port}"
 LAUNCHER = str(Path(__file__).with_name("launcher.py"))
@@ -316,7 +316,7 @@ async def serve_command(spec: ServeSpec) -> None:
     it on ``spec.port`` (a free one for 0), announce its address once it is healthy (the
     supervisor's ready line), pass its output on, and stop it when this process is asked to
     stop (SIGTERM, Ctrl-C). A command that exits is this server's exit, with its last lines."""
-    from palaestra.serve.announce import ready_line
+    from palaestra.http.announce import ready_line
 
     assert spec.env.cmd is not None
     host = "127.0.0.1" if spec.host in ("0.0.0.0", "::", "") else spec.host

@@ -28,7 +28,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from palaestra.processes import pid_namespace
+from palaestra._util.processes import pid_namespace
 from palaestra.sandbox.workdir import PREFIX, owner, stale
 
 _JOIN = 'echo $$ >"$0" && exec "$@"'

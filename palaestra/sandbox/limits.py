@@ -153,7 +153,7 @@ def thread_limit(limits: Limits | None) -> Limit:
 
     The one of ``memory_mb`` and ``processes`` that allows fewer threads: each thread takes
     a stack (``RLIMIT_STACK``, which the run inherits) and, with glibc, a 64 MB malloc arena
-    of address space (measured: 14 Python threads fit in the default 1024 MB).
+    of address space (measured: benchmarks/results/micro.md).
     """
     if limits is None:
         return Limit.PROCESSES
@@ -168,8 +168,8 @@ def limit_from_kill(cpu_spent: float | None, duration: float, limits: Limits) ->
 
     The kernel sends it, without a word, a second past the soft limit to a program that
     ignored the SIGXCPU it got there. It is named when the run had spent at least the soft
-    limit: the CPU time we read can fall short of what the kernel counted (measured: 1.77 s
-    for a kill at 2 s on a loaded VM), so the hard limit itself is too strict a test.
+    limit: the CPU time we read can fall short of what the kernel counted (measured on a
+    loaded VM: benchmarks/results/micro.md), so the hard limit itself is too strict a test.
     ``cpu_spent`` is the run's CPU time when it could be read; otherwise the most the run
     could have spent, ``duration`` on every core, must reach the soft limit.
     """

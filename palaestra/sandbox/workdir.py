@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from palaestra._util.processes import alive, pid_namespace, same_process, started
 from palaestra.errors import ConfigError
-from palaestra.processes import alive, pid_namespace, same_process, started
 
 PREFIX = "palaestra-sandbox-"
 MAX_FILES_OUT = 1000

@@ -22,13 +22,25 @@ from starlette.routing import Route
 
 from palaestra.agents.base import Agent
 from palaestra.collection.tasks import task_problem
-from palaestra.env_client import EnvironmentClient
+from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ServiceUnreachable
+from palaestra.http.guard import BodyTooLarge
+from palaestra.http.json import (
+    HotRoutedApp,
+    JSONResponse,
+    RequestError,
+    error_response,
+    json_object,
+    request_error_response,
+)
+from palaestra.http.sessions import header_of
 from palaestra.models.affinity import rollout_scope
 from palaestra.models.base import Model
 from palaestra.observe.metrics_counts import ObservedAgent
 from palaestra.observe.metrics_http import agent_metrics, metrics_route
-from palaestra.protocol import (
+from palaestra.serve.env_app import aggregate_endpoint
+from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.wire.protocol import (
     AGGREGATE_METRICS,
     LIVENESS,
     NO_ECHO_HEADER,
@@ -38,25 +50,14 @@ from palaestra.protocol import (
     failure_error,
     run_answer,
 )
-from palaestra.serve.env_app import aggregate_endpoint
-from palaestra.serve.guard import BodyTooLarge
-from palaestra.serve.http_json import (
-    HotRoutedApp,
-    JSONResponse,
-    RequestError,
-    error_response,
-    json_object,
-    request_error_response,
-)
-from palaestra.serve.sessions_http import header_of
-from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.wire.rows import PARAMS
 
 _NO_ECHO_HEADER = NO_ECHO_HEADER.encode()
 
 
 def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
     """An ASGI app running ``agent`` against ``env`` and ``model`` for each request."""
-    agent = ObservedAgent(agent)  # counts its rollouts for /metrics (about 1 us a request)
+    agent = ObservedAgent(agent)  # counts its rollouts for /metrics (a few counters a request)
 
     async def health(request: Request) -> Response:
         return JSONResponse(agent_health(agent.name, env.name))
@@ -73,9 +74,9 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
 
     async def responses(request: Request) -> Response:
         params = await json_object(request)
-        _check_task({"responses_create_params": params})
+        _check_task({PARAMS: params})
         with rollout_scope():
-            result = await agent.run({"responses_create_params": params}, env, model)
+            result = await agent.run({PARAMS: params}, env, model)
         if result.response is None:
             failure = result.failure or Failure(FailureKind.INTERNAL_ERROR, "no response")
             return error_response(502, failure.reason, kind=str(failure.kind))

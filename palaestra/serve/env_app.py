@@ -41,12 +41,39 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.collection.metrics import aggregate_rows
-from palaestra.env_client import LocalEnvironmentClient
-from palaestra.environment import Environment, check_tool_names
+from palaestra.collection.aggregate import aggregate_rows
+from palaestra.environment.base import Environment, check_tool_names
+from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.sessions import Session
+from palaestra.environment.step import StepEnvironment
 from palaestra.errors import RolloutFailure, SessionLost, ToolCallRejected
+from palaestra.http.guard import BodyTooLarge
+from palaestra.http.json import (
+    Handler,
+    HotRequest,
+    HotRoutedApp,
+    JSONResponse,
+    RequestError,
+    error_response,
+    json_object,
+    request_error_response,
+    require,
+)
+from palaestra.http.sessions import SessionSigner, header_of, token_of
 from palaestra.observe.metrics_http import environment_metrics, metrics_route
-from palaestra.protocol import (
+from palaestra.serve.evaluator import (
+    PROTOCOL,
+    evaluator_answer,
+    evaluator_task,
+    indexed_task,
+    is_evaluator_seed,
+    is_evaluator_verify,
+    prompt_of,
+    task_at,
+    text_response,
+)
+from palaestra.types import Failure, JsonDict, Verdict
+from palaestra.wire.protocol import (
     AGENT_REF,
     AGGREGATE_METRICS,
     CLOSE_HEADER,
@@ -77,33 +104,6 @@ from palaestra.protocol import (
     verdict_fields,
     verify_answer,
 )
-from palaestra.serve.evaluator import (
-    PROTOCOL,
-    evaluator_answer,
-    evaluator_task,
-    indexed_task,
-    is_evaluator_seed,
-    is_evaluator_verify,
-    prompt_of,
-    task_at,
-    text_response,
-)
-from palaestra.serve.guard import BodyTooLarge
-from palaestra.serve.http_json import (
-    Handler,
-    HotRequest,
-    HotRoutedApp,
-    JSONResponse,
-    RequestError,
-    error_response,
-    json_object,
-    request_error_response,
-    require,
-)
-from palaestra.serve.sessions_http import SessionSigner, header_of, token_of
-from palaestra.sessions import Session
-from palaestra.step_env import StepEnvironment
-from palaestra.types import Failure, JsonDict, Verdict
 
 logger = logging.getLogger("palaestra.serve")
 
@@ -125,8 +125,9 @@ survives, where the two caps above alone allowed 32 GB. It still holds 10,000 ro
 RETRY_AFTER_SECONDS = 1
 """What a refused seed is told to wait: sessions free as rollouts finish, within seconds."""
 
-# The session's headers, written by hand (http.cookies costs 10 us a seed): the cookie as
-# Starlette's set_cookie(httponly=True, samesite="lax") writes it, and its deletion.
+# The session's headers, written by hand (cheaper than http.cookies, and paid on every seed):
+# the cookie as Starlette's set_cookie(httponly=True, samesite="lax") writes it, and its
+# deletion.
 _SESSION_HEADER = SESSION_HEADER.encode()
 _FAILURES_HEADER = FAILURES_HEADER.encode()
 _CLOSE_HEADER = CLOSE_HEADER.encode()
@@ -374,7 +375,7 @@ def _seeding(
     signer: SessionSigner,
 ) -> Handler:
     """``handler``, which first seeds a session from the body's head when the request carries
-    ``SEED_HEADER`` (see ``palaestra.protocol``), and then runs in that session.
+    ``SEED_HEADER`` (see ``palaestra.wire.protocol``), and then runs in that session.
 
     A route that raises what no exception handler maps (a bare 500, without the session's
     token) closes the session it seeded first: its client never learns the token, so nothing

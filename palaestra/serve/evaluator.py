@@ -13,8 +13,9 @@ import orjson
 
 from palaestra.collection.tasks import read_tasks
 from palaestra.errors import ConfigError
-from palaestra.serve.http_json import RequestError
+from palaestra.http.json import RequestError
 from palaestra.types import JsonDict, assistant_message, input_items
+from palaestra.wire.rows import PARAMS
 
 PROTOCOL = "nemo-gym+nemo-evaluator"
 
@@ -58,7 +59,7 @@ def prompt_of(idx: int, task: JsonDict) -> JsonDict:
     the row to run, and that row must be the whole task (without ``expected_answer`` a
     palaestra agent's verify could only fail, which NeMo Evaluator reads as a reward of 0).
     """
-    items = input_items(task["responses_create_params"])
+    items = input_items(task[PARAMS])
     messages = [
         {"role": str(i.get("role", "user")), "content": _text(i.get("content"))}
         for i in items
@@ -66,7 +67,7 @@ def prompt_of(idx: int, task: JsonDict) -> JsonDict:
     ]
     system = next((m["content"] for m in messages if m["role"] in ("system", "developer")), None)
     prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    metadata = {k: v for k, v in task.items() if k != "responses_create_params"}
+    metadata = {k: v for k, v in task.items() if k != PARAMS}
     return {
         "prompt": prompt,
         "expected_answer": task.get("expected_answer"),
@@ -83,7 +84,7 @@ def evaluator_task(body: JsonDict, dataset: list[JsonDict]) -> JsonDict:
     if "idx" in metadata and dataset:
         return task_at(dataset, {"idx": metadata["idx"]})[1]
     return {
-        "responses_create_params": {"input": []},
+        PARAMS: {"input": []},
         **metadata,
         "expected_answer": body.get("expected"),
     }

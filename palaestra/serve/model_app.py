@@ -22,17 +22,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from palaestra.errors import InputError, ModelAuthError, ModelError, ModelTimeout
-from palaestra.models.affinity import ROLLOUT_SCOPE, KeyedScopes, RolloutScope, valid_key
-from palaestra.models.base import Model
-from palaestra.models.chat_format import (
-    chat_request_to_responses_params,
-    response_to_chat_completion,
-)
-from palaestra.models.pool import ModelPool
-from palaestra.observe.metrics_http import metrics_route, model_metrics
-from palaestra.protocol import ROLLOUT_COOKIE, ROLLOUT_HEADER
-from palaestra.serve.guard import BodyTooLarge
-from palaestra.serve.http_json import (
+from palaestra.http.guard import BodyTooLarge
+from palaestra.http.json import (
     HotRoutedApp,
     JSONResponse,
     RequestError,
@@ -41,8 +32,17 @@ from palaestra.serve.http_json import (
     request_error_response,
     require,
 )
-from palaestra.serve.sessions_http import header_of
+from palaestra.http.sessions import header_of
+from palaestra.models.affinity import ROLLOUT_SCOPE, KeyedScopes, RolloutScope, valid_key
+from palaestra.models.base import Model
+from palaestra.models.chat_format import (
+    chat_request_to_responses_params,
+    response_to_chat_completion,
+)
+from palaestra.models.pool import ModelPool
+from palaestra.observe.metrics_http import metrics_route, model_metrics
 from palaestra.types import JsonDict
+from palaestra.wire.protocol import ROLLOUT_COOKIE, ROLLOUT_HEADER
 
 ChatMethod = Callable[[JsonDict], Awaitable[JsonDict]]
 

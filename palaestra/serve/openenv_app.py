@@ -43,11 +43,11 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from palaestra.env_client import EnvironmentClient
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
+from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import InputError, PalaestraError, RolloutFailure
-from palaestra.serve.guard import BodyTooLarge
-from palaestra.serve.http_json import JSONResponse, error_response
+from palaestra.http.guard import BodyTooLarge
+from palaestra.http.json import JSONResponse, error_response
 from palaestra.training.openenv_episode import Episode, EpisodeFailed
 from palaestra.types import JsonDict
 

@@ -2,7 +2,7 @@
 
 ``palaestra serve env|model|agent`` parse their flags into a ``ServeSpec`` and call ``serve``;
 a stack's supervisor writes each server's spec to a file and starts ``palaestra serve spec
-FILE``. The parts come from ``palaestra.assembly``, as a collection run's do.
+FILE``. The parts come from ``palaestra.collection.assembly``, as a collection run's do.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-from palaestra.assembly import build_agent, build_model, find, open_environment
+from palaestra.collection.assembly import build_agent, build_model, find, open_environment
 from palaestra.errors import ConfigError, ModelError
 from palaestra.spec import ServeSpec
 
@@ -27,8 +27,8 @@ def serve(spec: ServeSpec) -> None:
     by each, and the hot path makes no cycles) and the open-files limit lifted to the hard
     limit (each concurrent session's client holds a connection).
     """
+    from palaestra._util.loop import run_on_fast_loop
     from palaestra.collection.runtime import collector_gc, raise_open_files_limit
-    from palaestra.serve.uvicorn_runner import run_on_fast_loop
 
     raise_open_files_limit()
     with collector_gc():
@@ -96,7 +96,7 @@ async def _listed_id(model: Model) -> str:
     """The id ``/v1/models`` lists when none is given: for a backend reached over HTTP with
     no model named, the backend's own (a client sends the listed id back as ``model``, and the
     request goes upstream with it: a URL there would be refused); else the model's name."""
-    from palaestra.models.endpoint import RemoteModel
+    from palaestra.models.openai.endpoint import RemoteModel
     from palaestra.models.pool import ModelPool
 
     # A pool's endpoints share its config: unnamed together, and the first lists for all.
@@ -137,8 +137,8 @@ def _cap(value: int | None, default: int) -> int | None:
 
 async def serve_guarded(app: Any, spec: ServeSpec, *, label: str, path: str = "") -> None:
     """Serve behind the token/body-size guard; announce the address for humans and supervisors."""
-    from palaestra.serve.announce import ready_line, serve_announced
-    from palaestra.serve.guard import Guard
+    from palaestra.http.announce import ready_line, serve_announced
+    from palaestra.http.guard import Guard
     from palaestra.transport import unix_url
 
     unix = {"unix": unix_url(str(spec.unix_socket))} if spec.unix_socket else {}

@@ -7,8 +7,9 @@ Names load on first use: ``import palaestra.training`` imports no trainer, torch
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from palaestra._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from palaestra.training.rollouts import Group, OnFailure, Rollout, RolloutFailed, RolloutStats
@@ -30,10 +31,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'palaestra.training' has no attribute {name!r}")
+__getattr__ = lazy_exports("palaestra.training", _LAZY)
 
 
 __all__ = [

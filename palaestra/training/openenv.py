@@ -23,9 +23,9 @@ verdict that is a failure raises ``EpisodeFailed`` (kind and reason): OpenEnv's 
 it as failed and TRL's rollout function stops, never a reward of 0.
 
 The OpenEnv calls are synchronous; palaestra's environment code is async. The factory runs one
-event loop in a daemon thread for all its sessions (a call hops to it and back: ~50 µs of
-CPU, measured with a trivial coroutine on this 2-core machine), so
-it may be used from any thread. Close the factory (``close()`` or ``with``) to release it.
+event loop in a daemon thread for all its sessions (a call hops to it and back, at a small CPU
+cost: benchmarks/results/micro.md), so it may be used from any thread. Close the factory
+(``close()`` or ``with``) to release it.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
-from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
+from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.errors import ConfigError, InputError
 from palaestra.training.openenv_episode import (
     Episode,
@@ -162,7 +162,7 @@ class PalaestraSessionFactory(ResourceSessionFactory):  # type: ignore[misc, unu
 
             return await RemoteEnvironmentClient.connect(env, token=token)
         if isinstance(env, str):
-            from palaestra.registry import find_environment
+            from palaestra.environment.registry import find_environment
 
             env = find_environment(env).environment()
         if isinstance(env, Environment):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import orjson
 
 from palaestra.agents.tool_calling import request_params
-from palaestra.env_client import EnvironmentClient
+from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import InputError, PalaestraError, ToolCallRejected
 from palaestra.models.chat_format import chat_request_to_responses_params, responses_to_chat
 from palaestra.types import (
@@ -32,6 +32,7 @@ from palaestra.types import (
     assistant_message,
     function_call_output,
 )
+from palaestra.wire.rows import PARAMS
 
 
 class EpisodeFailed(PalaestraError):
@@ -66,9 +67,9 @@ def mcp_tools(tools: list[JsonDict]) -> list[JsonDict]:
 
 def prompt_messages(task: JsonDict) -> list[JsonDict]:
     """The task's prompt (``responses_create_params``) as Chat Completions messages."""
-    params = task.get("responses_create_params")
+    params = task.get(PARAMS)
     if not isinstance(params, dict):
-        raise InputError("the task has no object here", field="responses_create_params")
+        raise InputError("the task has no object here", field=PARAMS)
     messages: list[JsonDict] = responses_to_chat({**params, "tools": []})["messages"]
     return messages
 

@@ -25,10 +25,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from palaestra.agents.base import AgentResult
 from palaestra.errors import PalaestraError
 from palaestra.training.tokens import Contiguity, ContiguityError, model_calls, training_sequence
-from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
 
 __all__ = ["Group", "OnFailure", "Rollout", "RolloutFailed", "RolloutStats", "rollout_of"]
 

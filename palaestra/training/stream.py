@@ -40,7 +40,7 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 from palaestra.agents.base import Agent, BoundAgent
-from palaestra.assembly import (
+from palaestra.collection.assembly import (
     AGENT_REF_TYPE,
     FoundEnvironment,
     build_agent,
@@ -48,15 +48,14 @@ from palaestra.assembly import (
     find,
     open_environment,
 )
-from palaestra.collection.api import default_concurrency, run_spec
 from palaestra.collection.collector import UNREACHABLE_STOP
-from palaestra.collection.rows import dispatch_row
+from palaestra.collection.records import dispatch_row
 from palaestra.collection.tasks import check_input_file, read_tasks, task_problem
-from palaestra.env_client import EnvironmentClient
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
+from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ConfigError, ModelAuthError, RolloutFailure, ServiceUnreachable
 from palaestra.models.base import Model
-from palaestra.rows import PARAMS
+from palaestra.run.collect import default_concurrency, run_spec
 from palaestra.spec import EnvSpec, ModelConfig, RunSpec
 from palaestra.training.rollouts import (
     ON_FAILURE,
@@ -70,6 +69,7 @@ from palaestra.training.rollouts import (
 )
 from palaestra.training.sampler import TaskSampler
 from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.wire.rows import PARAMS
 
 __all__ = ["Policy", "RolloutSampler", "Tasks"]
 
@@ -383,7 +383,7 @@ class RolloutSampler:
         return rollout_of(result, **identity)
 
     def _request_seed(self, group: Group, sample: int) -> int:
-        # crc32 of the identity: cheap (~0.2 us), stable across processes (unlike hash()).
+        # crc32 of the identity: cheap, and stable across processes (unlike hash()).
         return zlib.crc32(f"{self.seed}:{group.group_id}:{sample}".encode()) & 0x7FFFFFFF
 
     def _finish(self, item: _Pending) -> Group:

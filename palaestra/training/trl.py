@@ -53,8 +53,10 @@ from typing import Any, Literal, TypeVar
 
 import orjson
 
-from palaestra.env_client import EnvironmentClient, LocalEnvironmentClient
-from palaestra.environment import Environment
+from palaestra.environment.base import Environment
+from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
+from palaestra.environment.step import StepEnvironment
+from palaestra.environment.verdicts import verdict_problem
 from palaestra.errors import (
     ConfigError,
     RolloutFailure,
@@ -62,9 +64,8 @@ from palaestra.errors import (
     ToolCallRejected,
 )
 from palaestra.models.chat_format import chat_request_to_responses_params, responses_to_chat
-from palaestra.step_env import StepEnvironment
 from palaestra.types import Failure, FailureKind, JsonDict, Verdict
-from palaestra.verdicts import verdict_problem
+from palaestra.wire.rows import PARAMS
 
 __all__ = ["TASK_COLUMN", "TrlEnvironment", "use_chatml_tool_template"]
 
@@ -319,7 +320,7 @@ def use_chatml_tool_template(tokenizer: Any) -> bool:
 
 def trl_row(task: JsonDict) -> JsonDict:
     """One TRL dataset row for a palaestra task: its ``prompt`` messages and the task as JSON."""
-    params = task.get("responses_create_params")
+    params = task.get(PARAMS)
     if not isinstance(params, dict):
         raise ConfigError("a task row needs 'responses_create_params' with an 'input'")
     messages = responses_to_chat({"input": params.get("input", [])})["messages"]
@@ -333,10 +334,10 @@ def task_of(row: JsonDict) -> JsonDict:
         task: JsonDict = orjson.loads(encoded)
         return task
     task = {key: value for key, value in row.items() if key != "prompt"}
-    if "responses_create_params" not in task:
+    if PARAMS not in task:
         prompt = row.get("prompt", [])
         chat = prompt if isinstance(prompt, list) else [{"role": "user", "content": str(prompt)}]
-        task["responses_create_params"] = chat_request_to_responses_params({"messages": chat})
+        task[PARAMS] = chat_request_to_responses_params({"messages": chat})
     return task
 
 
@@ -377,7 +378,7 @@ def _client(
     env: str | type[Environment] | Environment | EnvironmentClient, args: JsonDict
 ) -> EnvironmentClient:
     if isinstance(env, str):
-        from palaestra.registry import find_environment
+        from palaestra.environment.registry import find_environment
 
         env = find_environment(env).environment
     if isinstance(env, type) and issubclass(env, Environment):

@@ -56,11 +56,11 @@ import orjson
 
 from palaestra.errors import ConfigError
 from palaestra.models.chat_format import responses_to_chat
-from palaestra.rows import PARAMS
 from palaestra.training.rollouts import Group, Rollout
 from palaestra.training.stream import Policy, RolloutSampler, Tasks
 from palaestra.training.sync import SyncRolloutSampler
 from palaestra.types import JsonDict
+from palaestra.wire.rows import PARAMS
 
 __all__ = ["TASK_COLUMN", "TrlRolloutFunc", "prompt_key", "prompt_messages"]
 

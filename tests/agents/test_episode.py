@@ -12,9 +12,9 @@ from starlette.routing import Route
 
 from palaestra import Environment, LocalEnvironmentClient, Session, Verdict
 from palaestra.agents import SingleTurnAgent
-from palaestra.env_client import EnvironmentClient
+from palaestra.environment.client import EnvironmentClient
+from palaestra.http.runner import BackgroundServer
 from palaestra.remote.env import RemoteEnvironmentClient
-from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, say
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from palaestra import LocalEnvironmentClient, Session
 from palaestra.agents import StepAgent
-from palaestra.step_env import StepEnvironment, StepResult
-from palaestra.types import JsonDict
+from palaestra.environment.step import StepEnvironment
+from palaestra.types import JsonDict, StepResult
 from tests.support.fake_model import FakeModel, say
 
 TASK: JsonDict = {"responses_create_params": {"input": "play"}}

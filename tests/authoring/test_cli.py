@@ -8,7 +8,7 @@ import orjson
 from click.testing import CliRunner
 
 from palaestra.authoring import init_environment
-from palaestra.cli.test_env import test_env_command as palaestra_test
+from palaestra.cli.review import test_env_command as palaestra_test
 
 UNDOCUMENTED = '''
 from palaestra import Environment, tool

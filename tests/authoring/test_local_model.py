@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from palaestra.authoring import SmokeOptions, Status, check_environment, init_environment
-from palaestra.cli.test_env import test_env_command as palaestra_test
-from palaestra.registry import builtin_names
+from palaestra.cli.review import test_env_command as palaestra_test
+from palaestra.environment.registry import builtin_names
 from tests.models.test_local import needs_local
 
 pytestmark = [pytest.mark.local_model, needs_local]

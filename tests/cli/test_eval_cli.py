@@ -1,6 +1,6 @@
 """``palaestra eval`` as a user runs it: real processes, a scripted model over real HTTP.
 
-Two fast environments (mcqa, weather; see ``tests.evaluate.test_evaluation`` for the
+Two fast environments (mcqa, weather; see ``tests.run.test_eval`` for the
 script): the figures of each and overall, the report, the exit status, and an evaluation
 interrupted with Ctrl-C in its second environment that ``--resume`` finishes without doing
 again what was done.
@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from tests.cli.test_collect_cli import PALAESTRA, rows, run_cli
-from tests.evaluate.test_evaluation import TwoEnvironments
+from tests.run.test_eval import TwoEnvironments
 from tests.support.scripted_model import ScriptedModelServer
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.cli.test_collect_cli import rows, run_cli, weather_script
-from tests.evaluate.test_evaluation import TwoEnvironments
-from tests.evaluate.test_evaluation_options import scaled_env
+from tests.run.test_eval import TwoEnvironments
+from tests.run.test_eval_options import scaled_env
 from tests.support.network import free_port
 from tests.support.scripted_model import ScriptedModelServer
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from palaestra.http.announce import parse_ready_line
 from palaestra.remote.env import RemoteEnvironmentClient
-from palaestra.serve.announce import parse_ready_line
 from palaestra.transport import HttpClient, unix_url
 from tests.cli.test_collect_cli import PALAESTRA, run_cli, weather_script
 from tests.support.scripted_model import ScriptedModelServer
@@ -126,7 +126,7 @@ def test_a_token_file_keeps_the_secret_out_of_argv(tmp_path: Path) -> None:
 
 
 def test_the_cap_defaults_named_in_the_help_are_the_servers() -> None:
-    from palaestra.cli.serve_servers import serve_env_command
+    from palaestra.cli.serve.servers import serve_env_command
     from palaestra.serve.env_app import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TASK_BYTES
 
     helps = {p.name: p.help or "" for p in serve_env_command.params}

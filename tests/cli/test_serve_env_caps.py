@@ -7,12 +7,12 @@ from pathlib import Path
 import orjson
 
 from palaestra.serve.env_app import DEFAULT_MAX_TOTAL_TASK_BYTES
-from palaestra.serve.stack_config import load_stack
+from palaestra.stack.config import load_stack
 from tests.cli.test_serve_cli import Served
 
 
 def test_the_total_task_bytes_cap_is_a_flag_with_the_servers_default() -> None:
-    from palaestra.cli.serve_servers import serve_env_command
+    from palaestra.cli.serve.servers import serve_env_command
 
     helps = {p.name: p.help or "" for p in serve_env_command.params}
     assert f"Default: {DEFAULT_MAX_TOTAL_TASK_BYTES} " in helps["max_total_task_bytes"]

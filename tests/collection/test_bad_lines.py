@@ -7,8 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from palaestra.collection.aggregate import RunMetrics
 from palaestra.collection.files import failed_attempts, finished_pairs, keep_dispatched
-from palaestra.collection.metrics import RunMetrics
 from palaestra.errors import InputError
 
 ROW = {"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1.0, "response": {}}

@@ -11,8 +11,8 @@ import pytest
 from palaestra import Environment, LocalEnvironmentClient, Session, ToolCallingAgent, tool
 from palaestra.agents import BoundAgent
 from palaestra.collection import collector as collector_module
+from palaestra.collection.aggregate import aggregate
 from palaestra.collection.collector import CollectConfig, RunSummary, collect
-from palaestra.collection.metrics import aggregate
 from palaestra.collection.tasks import read_tasks as real_read_tasks
 from palaestra.errors import ConfigError, ModelError, ModelUnreachable
 from palaestra.types import JsonDict

@@ -21,11 +21,10 @@ import orjson
 import pytest
 from rich.console import Console
 
-from palaestra.agents.base import AgentResult
+from palaestra.cli.progress import summary_table
+from palaestra.collection.aggregate import aggregate
 from palaestra.collection.collector import CollectConfig, RunSummary, collect
 from palaestra.collection.lock import OutputLock
-from palaestra.collection.metrics import aggregate
-from palaestra.collection.progress import summary_table
 from palaestra.errors import (
     ConfigError,
     EnvironmentUnreachable,
@@ -35,7 +34,7 @@ from palaestra.errors import (
     RunStopped,
 )
 from palaestra.observe.metrics_counts import RolloutCounts
-from palaestra.types import Failure, FailureKind, JsonDict, Verdict
+from palaestra.types import AgentResult, Failure, FailureKind, JsonDict, Verdict
 from tests.collection.test_collector import Quiet, read_jsonl
 
 Outcome = Callable[[JsonDict], AgentResult]

@@ -14,10 +14,10 @@ from pathlib import Path
 import orjson
 
 import palaestra
-from palaestra.models.endpoint import TIMEOUTS_TO_STOP
-from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
+from palaestra.models.openai.endpoint import TIMEOUTS_TO_STOP
 from palaestra.spec import ModelConfig
 from palaestra.types import JsonDict
+from palaestra.wire.rows import ROLLOUT_INDEX, TASK_INDEX
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
 

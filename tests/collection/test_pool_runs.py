@@ -15,9 +15,9 @@ import pytest
 
 import palaestra
 from palaestra.errors import ConfigError
-from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
 from palaestra.spec import ModelConfig
 from palaestra.types import JsonDict
+from palaestra.wire.rows import ROLLOUT_INDEX, TASK_INDEX
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
 

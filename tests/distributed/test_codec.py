@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from palaestra.agents.base import AgentResult
-from palaestra.collection.rows import rollout_row
+from palaestra.collection.records import rollout_row
 from palaestra.distributed.codec import (
     decode_error,
     decode_result,
@@ -24,7 +23,7 @@ from palaestra.errors import (
     SandboxLimitExceeded,
     VerifierFailure,
 )
-from palaestra.types import Failure, FailureKind, Verdict
+from palaestra.types import AgentResult, Failure, FailureKind, Verdict
 
 TASK = {"responses_create_params": {"input": "hi"}, "_ng_task_index": 0, "_ng_rollout_index": 0}
 

@@ -7,11 +7,10 @@ import asyncio
 
 import pytest
 
-from palaestra.agents.base import AgentResult
 from palaestra.distributed.codec import decode_task, encode_result
 from palaestra.distributed.dispatch import CRASHES_ALLOWED, Dispatcher, WorkerLost
 from palaestra.errors import RunStopped, WorkerCrash
-from palaestra.types import JsonDict, Verdict
+from palaestra.types import AgentResult, JsonDict, Verdict
 
 
 class FakeWorker:

@@ -26,7 +26,7 @@ from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import rows, weather_script
 from tests.distributed.envs import Numbered, numbered_tasks
-from tests.observe.test_metrics_run import (
+from tests.run.test_metrics import (
     Samples,
     by_label,
     failing_weather,

@@ -12,13 +12,13 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
+from palaestra.environment.registry import find_environment
 from palaestra.envs.code_gen import runner
 from palaestra.envs.code_gen.data import generate, humaneval_problems, humaneval_task
 from palaestra.envs.code_gen.environment import CodeGen
 from palaestra.envs.code_gen.extract import extract_code
 from palaestra.envs.code_gen.runner import same_output, same_value
 from palaestra.errors import ConfigError
-from palaestra.registry import find_environment
 from palaestra.sandbox import SandboxResult, isolation
 from palaestra.sandbox.workdir import PREFIX
 from palaestra.types import FailureKind, JsonDict

@@ -6,11 +6,11 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
+from palaestra.environment.judge import JudgeFailure, parse_label
+from palaestra.environment.registry import find_environment
+from palaestra.environment.sessions import Session
 from palaestra.envs.equivalence_judge.environment import EquivalenceJudge
-from palaestra.envs.equivalence_judge.judge import JudgeFailure, parse_label
 from palaestra.errors import ModelError
-from palaestra.registry import find_environment
-from palaestra.sessions import Session
 from palaestra.types import FailureKind, JsonDict, Verdict, assistant_message
 from tests.support.fake_model import FakeModel, say
 from tests.support.scripted_model import ScriptedModelServer, text_response

@@ -11,11 +11,11 @@ import pytest
 from palaestra import LocalEnvironmentClient, SingleTurnAgent, ToolCallingAgent
 from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.tasks import read_tasks
+from palaestra.environment.registry import find_environment
 from palaestra.envs.function_calling.compare import check_calls
 from palaestra.envs.function_calling.data import convert_function, load_tasks, tool_name
 from palaestra.envs.function_calling.environment import FunctionCalling
 from palaestra.errors import ConfigError
-from palaestra.registry import find_environment
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.support.fake_model import FakeModel, call, response, say
 

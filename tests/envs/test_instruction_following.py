@@ -7,6 +7,8 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks
+from palaestra.environment.registry import find_environment
+from palaestra.environment.sessions import Session
 from palaestra.envs.instruction_following import text
 from palaestra.envs.instruction_following.checks_custom import EUROPEAN_CAPITALS_NORTH_OF_45
 from palaestra.envs.instruction_following.environment import (
@@ -15,8 +17,6 @@ from palaestra.envs.instruction_following.environment import (
     ifbench_tasks,
 )
 from palaestra.errors import ConfigError
-from palaestra.registry import find_environment
-from palaestra.sessions import Session
 from palaestra.types import FailureKind, JsonDict, Verdict, assistant_message
 from tests.support.fake_model import FakeModel, say
 

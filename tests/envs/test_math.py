@@ -8,10 +8,10 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.envs.math.checking import symbolic_check
-from palaestra.envs.math.environment import DEFAULT_MIXTURE, Math
+from palaestra.environment.boxed_math import DEFAULT_MIXTURE, symbolic_check
+from palaestra.environment.registry import find_environment
+from palaestra.envs.math.environment import Math
 from palaestra.envs.math.metrics import answer_metrics
-from palaestra.registry import find_environment
 from palaestra.types import FailureKind, JsonDict
 from tests.cli.test_collect_cli import rows, run_cli
 from tests.support.fake_model import FakeModel, say

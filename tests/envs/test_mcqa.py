@@ -6,9 +6,9 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
+from palaestra.environment.registry import find_environment
+from palaestra.environment.sessions import Session
 from palaestra.envs.mcqa.environment import MultipleChoice, last_boxed
-from palaestra.registry import find_environment
-from palaestra.sessions import Session
 from palaestra.types import FailureKind, JsonDict, Verdict, assistant_message
 from tests.support.fake_model import FakeModel, say
 

@@ -13,15 +13,14 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
-from palaestra.agents.base import AgentResult
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.envs.math.checking import symbolic_check
+from palaestra.environment.boxed_math import symbolic_check
+from palaestra.environment.registry import find_environment
 from palaestra.envs.python_tool.environment import PythonTool, cell_text, shorten
 from palaestra.errors import ToolFailure
-from palaestra.registry import find_environment
 from palaestra.sandbox import CellResult, Limit, Limits, isolation
 from palaestra.sandbox.workdir import PREFIX
-from palaestra.types import FailureKind, JsonDict
+from palaestra.types import AgentResult, FailureKind, JsonDict
 from tests.sandbox.conftest import RecordedUidPool, leftovers, new_leftovers
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 

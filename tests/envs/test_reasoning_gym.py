@@ -7,10 +7,10 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.envs.reasoning_gym import scoring
+from palaestra.environment import reasoning_gym as scoring
+from palaestra.environment.registry import find_environment
 from palaestra.envs.reasoning_gym.environment import DEFAULT_MIXTURE, ReasoningGym
 from palaestra.errors import ConfigError
-from palaestra.registry import find_environment
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, say
 
@@ -132,11 +132,14 @@ def test_generation_is_deterministic_and_follows_the_mixture() -> None:
     assert set(DEFAULT_MIXTURE) <= set(scoring.dataset_names())
 
 
-def test_a_generator_or_mixture_is_chosen_by_import_path_or_subclass(tmp_path: Path) -> None:
-    single = find_environment("palaestra.envs.reasoning_gym.environment:gsm_symbolic")
-    assert single.name == "reasoning_gym_gsm_symbolic"
-    rows = list(single.environment().generate_tasks(3, seed=1))
+def test_a_generator_or_mixture_is_chosen_by_argument_or_subclass(tmp_path: Path) -> None:
+    single = find_environment("reasoning_gym")
+    rows = list(single.environment(datasets="gsm_symbolic").generate_tasks(3, seed=1))
     assert {r["dataset"] for r in rows} == {"gsm_symbolic"}
+    mixed = ReasoningGym(datasets={"gcd": 1.0, "lcm": 1.0}, dataset_configs={"gcd": {}})
+    assert {r["dataset"] for r in mixed.generate_tasks(20, seed=1)} == {"gcd", "lcm"}
+    typed = ReasoningGym(datasets="gcd:1, lcm:3")  # as --env-arg datasets=... gives it
+    assert typed.datasets == {"gcd": 1.0, "lcm": 3.0}
     (tmp_path / "mix.py").write_text(
         "from palaestra.envs.reasoning_gym.environment import ReasoningGym\n"
         "class Mix(ReasoningGym):\n"
@@ -147,9 +150,9 @@ def test_a_generator_or_mixture_is_chosen_by_import_path_or_subclass(tmp_path: P
     rows = list(mine.environment().generate_tasks(20, seed=1))
     assert {r["dataset"] for r in rows} == {"gcd", "lcm"}
     with pytest.raises(ConfigError, match="unknown reasoning-gym datasets"):
-        ReasoningGym.mixture({"gcd": 1.0, "nope": 2.0})
-    with pytest.raises(ConfigError, match="has no Environment subclass"):
-        find_environment("palaestra.envs.reasoning_gym.environment:nope")
+        ReasoningGym(datasets={"gcd": 1.0, "nope": 2.0})
+    with pytest.raises(ConfigError, match="not NAME or NAME:WEIGHT"):
+        ReasoningGym(datasets="gcd:x")
 
 
 def test_answer_extraction() -> None:

@@ -10,12 +10,12 @@ import pytest
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.tasks import read_tasks
+from palaestra.environment.registry import find_environment
 from palaestra.envs.text_to_sql.database import SCHEMA, database_image
 from palaestra.envs.text_to_sql.environment import TextToSql
 from palaestra.envs.text_to_sql.query import QueryError, ReadOnlyDatabase
 from palaestra.envs.text_to_sql.questions import TEMPLATES
 from palaestra.errors import ToolCallRejected
-from palaestra.registry import find_environment
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 

@@ -7,14 +7,14 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.generated import write_generated_tasks
-from palaestra.collection.reverify import reverify
 from palaestra.collection.tasks import read_tasks
+from palaestra.environment.registry import find_environment
 from palaestra.envs.workplace.environment import Workplace
 from palaestra.envs.workplace.scenarios import SCENARIOS
 from palaestra.envs.workplace.schedule import free_slots
 from palaestra.envs.workplace.store import office
 from palaestra.errors import ToolCallRejected
-from palaestra.registry import find_environment
+from palaestra.run.reverify import reverify
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 

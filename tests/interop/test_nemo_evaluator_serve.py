@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 import palaestra
-from palaestra.processes import alive
+from palaestra._util.processes import alive
 from palaestra.types import JsonDict
 from tests.cli.test_run_cli import read_until
 from tests.interop.peer_run import SCRIPTS

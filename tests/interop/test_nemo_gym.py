@@ -6,13 +6,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
+from palaestra.environment.sessions import Session
 from palaestra.envs.counter.environment import Counter
 from palaestra.envs.weather.environment import Weather
-from palaestra.models.openai_responses import OpenAIResponsesModel
+from palaestra.http.runner import BackgroundServer
+from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.serve.agent_app import agent_app
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.uvicorn_runner import BackgroundServer
-from palaestra.sessions import Session
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.cli.test_collect_cli import weather_script
 from tests.interop.peer_run import run_peer

@@ -19,10 +19,10 @@ import orjson
 
 from palaestra import Environment, Session, Verdict
 from palaestra.envs.weather.environment import Weather
-from palaestra.protocol import SEED_SESSION, SESSION_HEADER, VERIFY
+from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import JsonDict
+from palaestra.wire.protocol import SEED_SESSION, SESSION_HEADER, VERIFY
 from tests.cli.test_collect_cli import run_cli, weather_script
 from tests.interop.peer_run import run_peer
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer

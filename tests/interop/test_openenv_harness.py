@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from palaestra.envs.counter.environment import Counter
+from palaestra.http.guard import Guard
+from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.guard import Guard
-from palaestra.serve.uvicorn_runner import BackgroundServer
 from tests.interop.peer_run import run_peer
 from tests.support.peers import REPO_ROOT
 

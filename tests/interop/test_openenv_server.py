@@ -16,12 +16,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from palaestra.serve.announce import parse_ready_line
+from palaestra.http.announce import parse_ready_line
 from tests.interop.peer_run import run_peer
 from tests.support.peers import peer_python
 
 TASK = {"responses_create_params": {"input": "Add 3."}, "initial_value": 1, "target_value": 4}
-COMMAND = "from palaestra.cli.serve_openenv import serve_openenv_command as c; c()"
+COMMAND = "from palaestra.cli.serve.openenv import serve_openenv_command as c; c()"
 
 
 @pytest.fixture

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from palaestra.environment.sessions import Session
 from palaestra.envs.counter.environment import Counter
-from palaestra.protocol import FAILURES_HEADER
+from palaestra.http.guard import Guard
+from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.guard import Guard
-from palaestra.serve.uvicorn_runner import BackgroundServer
-from palaestra.sessions import Session
 from palaestra.types import FailureKind, JsonDict, Verdict
+from palaestra.wire.protocol import FAILURES_HEADER
 from tests.interop.peer_run import run_peer
 
 TOOLS = Counter().tools()

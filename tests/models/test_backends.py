@@ -22,7 +22,7 @@ from palaestra.models import (
     model_config,
 )
 from palaestra.models.local import LocalModel
-from palaestra.models.openai_backend import openai_backend
+from palaestra.models.openai.backend import openai_backend
 from palaestra.transport import HttpClient
 from palaestra.types import JsonDict
 from tests.support.distribution import on_sys_path, write_distribution

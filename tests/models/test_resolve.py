@@ -19,8 +19,8 @@ from palaestra.models import (
     model_config,
     open_model,
 )
-from palaestra.models.auto_api import AutoApiModel
-from palaestra.models.http import ModelHttpError
+from palaestra.models.openai.auto_api import AutoApiModel
+from palaestra.models.openai.retry import ModelHttpError
 from palaestra.types import output_text
 from tests.support.fake_model import FakeModel, say
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response

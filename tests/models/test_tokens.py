@@ -6,8 +6,8 @@ import pytest
 
 from palaestra.errors import ConfigError, ModelError
 from palaestra.models import ModelConfig, OpenAIChatModel, build_model
-from palaestra.models.auto_api import AutoApiModel
-from palaestra.models.token_client import OpenAITokenModel, glue
+from palaestra.models.openai.auto_api import AutoApiModel
+from palaestra.models.openai.token_client import OpenAITokenModel, glue
 from palaestra.models.tokens import CHAT_CAPTURE_PARAMS, captured_tokens, token_history
 from palaestra.models.tool_formats import parse_hermes, tool_format
 from palaestra.types import JsonDict

@@ -10,12 +10,11 @@ import sys
 
 import pytest
 
-from palaestra.agents.base import AgentResult
-from palaestra.env_client import EnvironmentClient
+from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ModelUnreachable
 from palaestra.models.base import Model
 from palaestra.observe.metrics_counts import BUCKETS, ObservedAgent, PhaseHistogram, RolloutCounts
-from palaestra.types import Failure, FailureKind, JsonDict, Verdict
+from palaestra.types import AgentResult, Failure, FailureKind, JsonDict, Verdict
 
 
 def test_a_value_on_a_bound_is_counted_in_that_bucket_and_above_every_bound_in_inf() -> None:
@@ -86,7 +85,7 @@ def test_an_observed_agent_counts_scores_failed_verdicts_and_what_it_raises() ->
 def test_importing_palaestra_and_its_servers_leaves_prometheus_client_unloaded() -> None:
     code = (
         "import sys, palaestra, palaestra.serve.env_app, palaestra.serve.agent_app, "
-        "palaestra.serve.model_app, palaestra.serve.head_app, palaestra.collection.api; "
+        "palaestra.serve.model_app, palaestra.stack.head, palaestra.run.collect; "
         "print('prometheus_client' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -102,7 +101,7 @@ def test_a_scrape_of_an_environment_without_a_sandbox_does_not_load_the_sandbox_
         "from palaestra import LocalEnvironmentClient\n"
         "from palaestra.envs.weather.environment import Weather\n"
         "from palaestra.observe.metrics import registry_of\n"
-        "from palaestra.observe.metrics_run import local_sources\n"
+        "from palaestra.observe.sources import local_sources\n"
         "registry = registry_of(local_sources(LocalEnvironmentClient(Weather())))\n"
         "assert b'palaestra_tool_calls' in generate_latest(registry)\n"
         "print('palaestra.sandbox.runner' in sys.modules)"

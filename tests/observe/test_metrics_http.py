@@ -20,21 +20,21 @@ from prometheus_client import generate_latest
 import palaestra
 from palaestra import LocalEnvironmentClient, ToolCallingAgent, tool
 from palaestra.envs.weather.environment import Weather
+from palaestra.http.guard import Guard
+from palaestra.http.runner import BackgroundServer
 from palaestra.models import build_model
 from palaestra.models.affinity import rollout_scope
-from palaestra.models.openai_responses import OpenAIResponsesModel
+from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.observe.metrics import Source, model_families, registry_of
-from palaestra.observe.metrics_run import local_sources
+from palaestra.observe.sources import local_sources
 from palaestra.serve.agent_app import agent_app
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.guard import Guard
-from palaestra.serve.head_app import head_app
 from palaestra.serve.model_app import model_app
-from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.spec import ModelConfig
+from palaestra.stack.head import head_app
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import rows, weather_script
-from tests.observe.test_metrics_run import (
+from tests.run.test_metrics import (
     Samples,
     by_label,
     function_call_items,

@@ -11,12 +11,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.agents.base import AgentResult
 from palaestra.errors import ConfigError, EnvironmentUnreachable, ModelUnreachable
+from palaestra.http.json import JSONResponse
+from palaestra.http.runner import BackgroundServer
 from palaestra.remote.agent import RemoteAgent
-from palaestra.serve.http_json import JSONResponse
-from palaestra.serve.uvicorn_runner import BackgroundServer
-from palaestra.types import FailureKind, JsonDict
+from palaestra.types import AgentResult, FailureKind, JsonDict
 from tests.transport.raw_server import Servers, answer, answer_always
 
 TASK: JsonDict = {"responses_create_params": {"input": "x"}}

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from palaestra import ToolCallingAgent
+from palaestra.environment.sessions import Session
+from palaestra.environment.tools import tool
 from palaestra.envs.counter.environment import Counter
 from palaestra.errors import (
     EnvironmentFailure,
@@ -20,12 +22,10 @@ from palaestra.errors import (
     ToolCallRejected,
     ToolFailure,
 )
-from palaestra.models.http import RetryPolicy
+from palaestra.http.runner import BackgroundServer
+from palaestra.models.openai.retry import RetryPolicy
 from palaestra.remote.env import RemoteEnvironmentClient, verdict_from_answer
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.uvicorn_runner import BackgroundServer
-from palaestra.sessions import Session
-from palaestra.tools import tool
 from palaestra.transport import HttpAnswer, HttpClient, unix_url
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say

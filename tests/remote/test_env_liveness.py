@@ -11,8 +11,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from palaestra.errors import ConfigError
+from palaestra.http.runner import BackgroundServer
 from palaestra.remote.env import RemoteEnvironmentClient
-from palaestra.serve.uvicorn_runner import BackgroundServer
 
 
 def server(statuses: dict[str, int]) -> tuple[Starlette, list[str]]:

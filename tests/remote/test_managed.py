@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from palaestra._util.processes import alive
 from palaestra.errors import ConfigError
-from palaestra.processes import alive
 from palaestra.remote.managed import ManagedServer, managed_server
 from palaestra.transport import unix_url
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
@@ -301,8 +301,8 @@ def test_a_port_another_server_holds_is_refused_in_one_line_before_anything_runs
     tmp_path: Path, model: ScriptedModelServer
 ) -> None:
     from palaestra.envs.weather.environment import Weather
+    from palaestra.http.runner import BackgroundServer
     from palaestra.serve.env_app import environment_app
-    from palaestra.serve.uvicorn_runner import BackgroundServer
 
     write_tasks(tmp_path)
     with BackgroundServer(environment_app(Weather())) as weather:

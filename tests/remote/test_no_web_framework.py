@@ -8,8 +8,8 @@ import sys
 import orjson
 
 from palaestra.envs.counter.environment import Counter
+from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.uvicorn_runner import BackgroundServer
 
 ROLLOUT = """
 import asyncio, sys

@@ -15,9 +15,9 @@ import orjson
 import pytest
 
 from palaestra import ToolCallingAgent
+from palaestra.collection.served_tasks import served_tasks
 from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.remote.managed import ManagedServer, managed_server
-from palaestra.remote.served_tasks import served_tasks
 from palaestra.types import JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 from tests.support.recording_peers import recorded

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from palaestra.processes import pid_namespace, started
+from palaestra._util.processes import pid_namespace, started
 from palaestra.sandbox import Sandbox
 from palaestra.sandbox.workdir import PREFIX, WorkDir, mount_tmpfs, sweep_stale
 

@@ -10,10 +10,10 @@ import orjson
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.collector import CollectConfig, collect
 from palaestra.envs.weather.environment import Weather
-from palaestra.models.openai_responses import OpenAIResponsesModel
+from palaestra.http.runner import BackgroundServer
+from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.remote.agent import RemoteAgent
 from palaestra.serve.agent_app import agent_app
-from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import FailureKind
 from tests.cli.test_collect_cli import weather_script
 from tests.collection.test_collector import Quiet, read_jsonl

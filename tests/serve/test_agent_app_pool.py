@@ -6,15 +6,15 @@ from __future__ import annotations
 import aiohttp
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
-from palaestra.collection.rows import rollout_row
+from palaestra.collection.records import rollout_row
 from palaestra.envs.weather.environment import Weather
+from palaestra.http.runner import BackgroundServer
 from palaestra.models import build_model
 from palaestra.remote.agent import RemoteAgent
-from palaestra.rows import FACTS
 from palaestra.serve.agent_app import agent_app
-from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.spec import ModelConfig
 from palaestra.types import JsonDict
+from palaestra.wire.rows import FACTS
 from tests.cli.test_collect_cli import weather_script
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer
 

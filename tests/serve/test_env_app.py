@@ -13,16 +13,16 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.agents import StepAgent
+from palaestra.environment.sessions import Session
+from palaestra.environment.tools import tool
 from palaestra.envs.counter.environment import Counter
 from palaestra.envs.number_guess.environment import NumberGuess, task
 from palaestra.envs.synonyms.environment import Synonyms
 from palaestra.errors import EnvironmentFailure, ToolCallRejected
+from palaestra.http.guard import Guard
+from palaestra.http.runner import BackgroundServer
 from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.guard import Guard
-from palaestra.serve.uvicorn_runner import BackgroundServer
-from palaestra.sessions import Session
-from palaestra.tools import tool
 from palaestra.transport import FramedHeaders, HttpAnswer, HttpClient
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.envs.test_counter import stepper

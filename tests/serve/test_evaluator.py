@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import aiohttp
 
+from palaestra.environment.registry import find_environment
 from palaestra.envs.mcqa.environment import MultipleChoice
-from palaestra.registry import find_environment
+from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.evaluator import load_dataset, prompt_of
-from palaestra.serve.uvicorn_runner import BackgroundServer
 from palaestra.types import JsonDict, Verdict
 
 

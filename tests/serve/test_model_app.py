@@ -15,10 +15,10 @@ import aiohttp
 import pytest
 
 from palaestra.errors import ModelAuthError, ModelError
+from palaestra.http.guard import Guard
 from palaestra.models.base import Model
-from palaestra.models.openai_responses import OpenAIResponsesModel
+from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.serve import BackgroundServer, model_app
-from palaestra.serve.guard import Guard
 from palaestra.types import JsonDict
 from tests.support.fake_model import FakeModel, call, response, say
 

@@ -10,11 +10,11 @@ import pytest
 
 from palaestra.models import build_model
 from palaestra.models.affinity import rollout_scope
-from palaestra.models.openai_responses import OpenAIResponsesModel
-from palaestra.protocol import ROLLOUT_COOKIE
+from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.serve import BackgroundServer, model_app
 from palaestra.spec import ModelConfig
 from palaestra.types import JsonDict
+from palaestra.wire.protocol import ROLLOUT_COOKIE
 from tests.support.scripted_model import ScriptedModelServer, text_response
 
 ROLLOUTS = ("r0", "r1", "r2", "r3")

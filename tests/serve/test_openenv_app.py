@@ -14,11 +14,11 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from palaestra import LocalEnvironmentClient
+from palaestra.environment.sessions import Session
 from palaestra.envs.counter.environment import Counter
-from palaestra.serve.guard import Guard
+from palaestra.http.guard import Guard
+from palaestra.http.runner import BackgroundServer
 from palaestra.serve.openenv_app import openenv_app, task_source
-from palaestra.serve.uvicorn_runner import BackgroundServer
-from palaestra.sessions import Session
 from palaestra.types import FailureKind, JsonDict, Verdict
 
 TASK = {"responses_create_params": {"input": "Add 3."}, "initial_value": 1, "target_value": 4}

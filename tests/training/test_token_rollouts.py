@@ -10,10 +10,9 @@ import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, Session, tool
 from palaestra.agents import ToolCallingAgent
-from palaestra.agents.base import AgentResult
 from palaestra.models import ModelConfig, build_model
 from palaestra.training.tokens import ContiguityError, check_contiguity, training_sequence
-from palaestra.types import JsonDict, output_text
+from palaestra.types import AgentResult, JsonDict, output_text
 from tests.support.scripted_model import (
     ScriptedModelServer,
     Sequence,

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from palaestra import Environment, Session, ToolError, Verdict, output_text, tool
+from palaestra.environment.step import StepEnvironment
 from palaestra.errors import ConfigError, RolloutFailure
-from palaestra.step_env import StepEnvironment, StepResult
 from palaestra.training.trl import (
     TASK_COLUMN,
     TrlEnvironment,
@@ -25,7 +25,7 @@ from palaestra.training.trl import (
     task_of,
     trl_row,
 )
-from palaestra.types import FailureKind, JsonDict, function_calls
+from palaestra.types import FailureKind, JsonDict, StepResult, function_calls
 
 
 class Shop(Environment):

@@ -11,7 +11,7 @@ import pytest
 
 from palaestra.errors import ToolFailure
 from palaestra.models.base import ModelStats
-from palaestra.models.http import RetryPolicy, Timeouts, post_json
+from palaestra.models.openai.retry import RetryPolicy, Timeouts, post_json
 from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.transport import HttpClient, Proxies
 from tests.transport.raw_server import Peer, Server, Servers, answer, parse_request

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from palaestra import ConfigError, JsonDict
-from palaestra.answers import task_row
-from palaestra.jsonl import read_objects
+from palaestra.environment.answers import task_row
+from palaestra.wire.jsonl import read_objects
 
 SYSTEM_PROMPT = (
     "You are an expert Python programmer. Answer with Python code (standard library only) in a "

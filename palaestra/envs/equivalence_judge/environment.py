@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from palaestra import Environment, FailureKind, JsonDict, Model, Session, Verdict, output_text
-from palaestra.answers import strip_reasoning, task_row
-from palaestra.envs.equivalence_judge.judge import JudgeFailure, JudgeModels, judge, judge_metrics
-from palaestra.envs.mcqa import generator
+from palaestra.environment import puzzles as generator
+from palaestra.environment.answers import strip_reasoning, task_row
+from palaestra.environment.judge import JudgeFailure, JudgeModels, judge, judge_metrics
 
 SHORT_ANSWER_HINT = "Answer with the final answer only, as briefly as possible."
 
@@ -46,10 +46,10 @@ class EquivalenceJudge(Environment):
         if not candidate:
             return Verdict(reward=0.0, metrics={"answer_found": False})
         try:
-            async with self.judges.use() as model:
-                result = await judge(
-                    model, question, str(expected), candidate, both_orders=self.judge_both_orders
-                )
+            model = self.judges.use(self.context)
+            result = await judge(
+                model, question, str(expected), candidate, both_orders=self.judge_both_orders
+            )
         except JudgeFailure as failure:
             return Verdict.failed(FailureKind.VERIFIER_ERROR, str(failure))
         return Verdict(

@@ -14,7 +14,7 @@ from typing import Any
 
 from palaestra import ConfigError, JsonDict
 from palaestra.envs.function_calling.compare import answerable
-from palaestra.jsonl import read_objects
+from palaestra.wire.jsonl import read_objects
 
 CATEGORIES: tuple[str, ...] = (
     "simple_python",

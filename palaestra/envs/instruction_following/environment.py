@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict, output_text
-from palaestra.answers import strip_reasoning, task_row
+from palaestra.environment.answers import strip_reasoning, task_row
 from palaestra.envs.instruction_following import (
     checks_counts,
     checks_custom,
     checks_format,
     checks_words,
 )
-from palaestra.jsonl import read_objects
+from palaestra.wire.jsonl import read_objects
 
 CHECKERS: dict[str, checks_counts.Checker] = {
     **checks_counts.CHECKERS,

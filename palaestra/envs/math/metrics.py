@@ -18,9 +18,9 @@ from pathlib import Path
 import orjson
 
 from palaestra import InputError, JsonDict
-from palaestra.collection.metrics import PASS_THRESHOLD, pass_at_k
-from palaestra.jsonl import read_objects
-from palaestra.rows import ROLLOUT_INDEX, TASK_INDEX
+from palaestra.environment.estimators import PASS_THRESHOLD, mean_pass_at_k
+from palaestra.wire.jsonl import read_objects
+from palaestra.wire.rows import ROLLOUT_INDEX, TASK_INDEX
 
 Equivalent = Callable[[str, str], bool]
 
@@ -50,7 +50,7 @@ def answer_metrics(
     return {
         "tasks": len(by_task),
         "k": k,
-        **pass_at_k(rewards),
+        **mean_pass_at_k(rewards),
         f"majority@{k}": sum(majority) / len(majority),
     }
 

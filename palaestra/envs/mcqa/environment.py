@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterator
 
 from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
-from palaestra.answers import last_boxed, last_labelled, strip_reasoning, task_row
-from palaestra.envs.mcqa.generator import make_question
+from palaestra.environment.answers import last_boxed, last_labelled, strip_reasoning, task_row
+from palaestra.environment.puzzles import make_question
 from palaestra.errors import InvalidTask
 
 GRADING_MODES = ("strict_boxed", "lenient_boxed", "answer_colon", "regex")

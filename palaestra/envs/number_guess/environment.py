@@ -7,8 +7,9 @@ import re
 from collections.abc import Iterator
 
 from palaestra import JsonDict, Session, Verdict
-from palaestra.answers import task_row
-from palaestra.step_env import StepEnvironment, StepResult
+from palaestra.environment.answers import task_row
+from palaestra.environment.step import StepEnvironment
+from palaestra.types import StepResult
 
 _NUMBER = re.compile(r"-?\d+")
 SYSTEM = (

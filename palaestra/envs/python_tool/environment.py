@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from palaestra import ConfigError, JsonDict, Model, Session, ToolFailure, Verdict, tool
-from palaestra.envs.math.environment import DEFAULT_MIXTURE, Math
+from palaestra.environment.boxed_math import DEFAULT_MIXTURE, BoxedMath
 from palaestra.sandbox import (
     DEBIAN_PYTHON,
     CellResult,
@@ -48,7 +48,7 @@ class ToolState:
     closed: bool = False
 
 
-class PythonTool(Math):
+class PythonTool(BoxedMath):
     """Math with a stateful Python tool in the sandbox; reward on the final \\boxed{} answer."""
 
     name = "python_tool"

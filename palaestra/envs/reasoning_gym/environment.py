@@ -8,10 +8,10 @@ that, its last ``\\boxed{...}``), computed in the worker pool.
 Which generators ``generate_tasks`` (``--num-tasks N --seed S``) draws from:
 
 - ``--env reasoning_gym``: ``DEFAULT_MIXTURE``, quick generators with well-defined answers;
-- ``--env palaestra.envs.reasoning_gym.environment:NAME``: the one generator NAME
-  (e.g. ``:gsm_symbolic``), through this module's ``__getattr__``;
-- your own mixture: a subclass setting ``datasets`` (and ``dataset_configs``) in a small file,
-  ``--env ./my_mix.py``; or ``ReasoningGym.mixture({...})`` from Python.
+- ``--env reasoning_gym --env-arg datasets=NAME``: the one generator NAME (e.g.
+  ``gsm_symbolic``), or a JSON object of weights (``datasets='{"gcd": 1, "lcm": 2}'``), with
+  ``dataset_configs`` for reasoning-gym's config of each; ``ReasoningGym(datasets=...)`` from
+  Python; or a subclass setting ``datasets`` in a small file, ``--env ./my_mix.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
-from palaestra.answers import strip_reasoning
-from palaestra.envs.reasoning_gym import scoring
+from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict, output_text
+from palaestra.environment import reasoning_gym as scoring
+from palaestra.environment.answers import strip_reasoning
 
 DEFAULT_MIXTURE: dict[str, float] = dict.fromkeys(
     [
@@ -56,31 +56,27 @@ class ReasoningGym(Environment):
     """reasoning-gym generators (by name or weighted mixture), scored by reasoning-gym itself."""
 
     name = "reasoning_gym"
-    datasets: ClassVar[dict[str, float]] = DEFAULT_MIXTURE
-    """Generator name -> weight, for ``generate_tasks``."""
-    dataset_configs: ClassVar[dict[str, dict[str, Any]]] = {}
+    datasets: dict[str, float] = DEFAULT_MIXTURE
+    """Generator name -> weight, for ``generate_tasks`` (the constructor's ``datasets``)."""
+    dataset_configs: dict[str, dict[str, Any]] = {}
     """Generator name -> reasoning-gym config fields (e.g. ``{"chain_sum": {"max_terms": 6}}``)."""
     score_timeout: ClassVar[float] = 30.0
     """Seconds one scoring may take in the worker pool before the rollout fails as a timeout."""
 
-    @classmethod
-    def mixture(
-        cls,
-        datasets: str | Mapping[str, float],
-        configs: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> type[ReasoningGym]:
-        """A subclass drawing from one generator (a name) or a weighted mixture."""
-        weights = {datasets: 1.0} if isinstance(datasets, str) else dict(datasets)
-        scoring.check_mixture(weights)
-        label = next(iter(weights)) if len(weights) == 1 else "mixture"
-        attributes = {
-            "name": f"reasoning_gym_{label}",
-            "description": f"reasoning-gym: {', '.join(sorted(weights))}",
-            "datasets": weights,
-            "dataset_configs": {k: dict(v) for k, v in (configs or {}).items()},
-            "__module__": __name__,
-        }
-        return type(f"ReasoningGym_{label}", (cls,), attributes)
+    def __init__(
+        self,
+        datasets: str | Mapping[str, float] | None = None,
+        dataset_configs: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Draw from one generator (``datasets="gcd"``) or a weighted mixture (``{"gcd": 1,
+        "lcm": 2}``, or as text ``"gcd:1,lcm:2"`` for ``--env-arg``), each configured by
+        ``dataset_configs``; by default the class's own."""
+        if datasets is not None:
+            weights = _weights(datasets) if isinstance(datasets, str) else dict(datasets)
+            scoring.check_mixture(weights)
+            self.datasets = weights
+        if dataset_configs is not None:
+            self.dataset_configs = {k: dict(v) for k, v in dataset_configs.items()}
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """``count`` rows from ``datasets`` (weighted), reproducible from ``seed``."""
@@ -107,8 +103,13 @@ class ReasoningGym(Environment):
         return Verdict(reward=result["score"], metrics=metrics)
 
 
-def __getattr__(name: str) -> type[ReasoningGym]:
-    """``module:gsm_symbolic`` -> an environment of that one reasoning-gym generator."""
-    if name.startswith("_") or name not in scoring.dataset_names():
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return ReasoningGym.mixture(name)
+def _weights(text: str) -> dict[str, float]:
+    """``"gcd"`` or ``"gcd:1,lcm:2"`` (a weight left out is 1) as name -> weight."""
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, weight = part.partition(":")
+        try:
+            weights[name.strip()] = float(weight) if weight.strip() else 1.0
+        except ValueError:
+            raise ConfigError(f"datasets: {part!r} is not NAME or NAME:WEIGHT") from None
+    return weights

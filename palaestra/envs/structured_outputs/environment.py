@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
-from palaestra.answers import strip_reasoning
+from palaestra.environment.answers import strip_reasoning
 from palaestra.envs.structured_outputs.documents import (
     FORMATS,
     ParseError,

@@ -6,7 +6,7 @@ import json
 import random
 
 from palaestra import JsonDict
-from palaestra.answers import task_row
+from palaestra.environment.answers import task_row
 from palaestra.envs.structured_outputs.documents import FORMATS, JsonSchema
 
 _STRING: JsonSchema = {"type": "string"}

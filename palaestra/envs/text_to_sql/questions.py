@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable, Iterator
 
 from palaestra import JsonDict
-from palaestra.answers import task_row
+from palaestra.environment.answers import task_row
 from palaestra.envs.text_to_sql.database import DEPARTMENTS, TIERS, shop_data
 
 SYSTEM_PROMPT = (

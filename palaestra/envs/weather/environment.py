@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from palaestra.environment import Environment
-from palaestra.sessions import Session
-from palaestra.tools import tool
+from palaestra.environment.base import Environment
+from palaestra.environment.sessions import Session
+from palaestra.environment.tools import tool
 from palaestra.types import JsonDict, Verdict, function_calls
 
 

@@ -44,8 +44,9 @@ _GRAMMAR_CACHE_SIZE = 256
 
 
 def import_llama_cpp() -> ModuleType:
-    """Import llama_cpp, with OpenMP told not to spin (it made decoding 30x slower on a busy
-    2-core machine). The variable must be set before the OpenMP runtime loads, so here."""
+    """Import llama_cpp, with OpenMP told not to spin (spinning made decoding many times
+    slower on a busy machine: benchmarks/results/micro.md). The variable must be set before the
+    OpenMP runtime loads, so here."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         return importlib.import_module("llama_cpp")

@@ -4,8 +4,8 @@ llama.cpp knows both natively: ``Llama.generate`` yields each sampled id, and th
 sampled from are still in the context when it is yielded. The log-prob recorded is the model's
 raw one (log-softmax of the logits, before temperature, top-p and grammar), as vLLM reports by
 default (``logprobs_mode: raw_logprobs``), so a trainer's recomputed log-probs compare with it.
-Measured on SmolLM2-135M (49,152-token vocabulary): about 0.1 ms per token, against 10-20 ms to
-decode one on a thread.
+Computing the log-prob costs little next to decoding the token (measured on SmolLM2-135M, a
+49,152-token vocabulary: benchmarks/results/micro.md).
 
 Runs on the model's llama.cpp thread only (see ``engine``). ``llama_cpp`` is imported by the
 caller and passed in, and numpy (which llama-cpp-python requires) on first use, never at

@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterator
 
 from palaestra import JsonDict
-from palaestra.answers import task_row
+from palaestra.environment.answers import task_row
 from palaestra.envs.workplace.scenarios import mail
 from palaestra.envs.workplace.scenarios import office as office_scenarios
 from palaestra.envs.workplace.scenarios.base import Scenario

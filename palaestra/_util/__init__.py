@@ -1,0 +1,1 @@
+"""Private plumbing: lazy exports, process facts, arguments, the plug-in mechanism."""

@@ -1,0 +1,219 @@
+"""From a spec to running parts: the environment, its client, the model, the agent, the runner.
+
+The one place that does it. ``palaestra.collect`` (and so ``palaestra collect``), ``palaestra
+serve env|model|agent`` and the servers of a stack all go through here, so a spec means the
+same thing wherever it was written. Everything here runs once per run or server, never per
+rollout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from palaestra._util.arguments import call_with, effective_keywords
+from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
+from palaestra.agents.registry import agent_options, make_agent
+from palaestra.environment.base import Environment
+from palaestra.environment.client import DEFAULT_THREADS, EnvironmentClient, LocalEnvironmentClient
+from palaestra.environment.registry import find_environment, tasks_beside
+from palaestra.errors import ConfigError
+from palaestra.spec import AgentSpec, EnvSpec, ModelConfig, RunSpec
+from palaestra.transport import redacted_url
+from palaestra.types import JsonDict
+
+if TYPE_CHECKING:
+    from palaestra.models.base import Model
+    from palaestra.remote.agent import RemoteAgent
+
+AGENT_REF_TYPE = "responses_api_agents"
+"""NeMo Gym's ``agent_ref.type`` of a row written by an agent."""
+
+
+@dataclass(slots=True)
+class FoundEnvironment:
+    """An environment to run in this process: found by name (not built yet) or given built."""
+
+    name: str
+    cls: type[Environment]
+    args: dict[str, object]
+    example_tasks: Path | None
+    instance: Environment | None = None
+    given: bool = field(default=False)
+    """Whether ``instance`` was given from Python (its constructor arguments are unknown)."""
+
+    def build(self) -> Environment:
+        """The environment, built with ``args`` once (later calls return the same one)."""
+        if self.instance is None:
+            self.instance = call_with(self.cls, self.args, f"environment '{self.name}'")
+        return self.instance
+
+    def facts(self) -> JsonDict:
+        """What a run's rows depend on: the name and the constructor's arguments."""
+        if self.given:
+            return {"name": self.name}
+        return {"name": self.name, "args": effective_keywords(self.cls, self.args)}
+
+
+def find(spec: EnvSpec) -> FoundEnvironment | None:
+    """The environment ``spec`` names to run here; None when it is served (``url``) or absent.
+
+    An ``Environment`` instance or class given from Python is taken as it is; a name, file or
+    import path is looked up (nothing is built yet: ``build`` does that, checking ``args``).
+    """
+    if spec.url is not None and (spec.name or spec.environment is not None or spec.args):
+        raise ConfigError(
+            f"an environment is either served (url {spec.url}) or run here (name, args), not both"
+        )
+    given = spec.environment
+    if isinstance(given, Environment):
+        if spec.args:
+            raise ConfigError(
+                f"environment '{given.name}' was given built: pass its class to give it args"
+            )
+        cls = type(given)
+        return FoundEnvironment(given.name, cls, {}, tasks_beside(cls), given, given=True)
+    if isinstance(given, type) and issubclass(given, Environment):
+        return FoundEnvironment(given.name, given, dict(spec.args), tasks_beside(given))
+    if given is not None:
+        raise ConfigError(f"env must be a name, an Environment or its class, not {given!r}")
+    if spec.name is None:
+        return None
+    entry = find_environment(spec.name)
+    return FoundEnvironment(entry.name, entry.environment, dict(spec.args), entry.example_tasks)
+
+
+async def open_environment(
+    spec: EnvSpec, found: FoundEnvironment | None, *, threads: int = DEFAULT_THREADS
+) -> tuple[EnvironmentClient, str]:
+    """The environment client and the agent the environment asks for.
+
+    Served (``spec.url``): a ``RemoteEnvironmentClient``, connected (its tools learned).
+    Otherwise the environment runs in a ``LocalEnvironmentClient`` with ``threads`` worker
+    threads for its synchronous code (give it the rollouts in flight).
+    """
+    if spec.url is not None:
+        from palaestra.remote.env import RemoteEnvironmentClient
+
+        remote = await RemoteEnvironmentClient.connect(spec.url, token=spec.token)
+        return remote, remote.default_agent
+    if found is None:
+        raise ConfigError("name an environment (a name, ./file.py or module:Class) or its url")
+    environment = found.build()
+    return LocalEnvironmentClient(environment, threads=threads), environment.default_agent
+
+
+def build_agent(spec: AgentSpec, default: str) -> Agent:
+    """The agent ``spec`` names (``default``, the environment's own, when it names none)."""
+    return make_agent(spec.name or default, **spec.options)
+
+
+def build_model(config: ModelConfig) -> Model:
+    """The model ``config`` describes (``palaestra.models.build_model``)."""
+    from palaestra.models.backends import build_model as build
+
+    return build(config)
+
+
+def model_facts(config: ModelConfig) -> JsonDict:
+    """What a run's rows depend on in the model: which one, where, and its backend options
+    (not the key, retries or timeouts; the sampling overrides are recorded by the collector).
+    A pool's ``urls`` are recorded but not compared (``identity.NOT_COMPARED``): its replicas
+    serve one model, so a resume with one replica more or fewer continues the run."""
+    config = without_credentials(config)
+    facts: JsonDict = {
+        "backend": config.backend,
+        "url": config.url,
+        "model": config.model,
+        "options": dict(config.options),
+    }
+    if config.urls:
+        facts["urls"] = list(config.urls)
+    return facts
+
+
+def without_credentials(config: ModelConfig) -> ModelConfig:
+    """``config`` as a run saves it: its URLs without credentials (``redacted_url``; a key in
+    a query string is kept as ``***``). Nothing reads a saved URL back to send a request."""
+    url = redacted_url(config.url) if config.url is not None else None
+    urls = [redacted_url(each) for each in config.urls]
+    if url == config.url and urls == config.urls:
+        return config
+    return config.model_copy(update={"url": url, "urls": urls})
+
+
+@dataclass(slots=True)
+class Runner:
+    """A run's parts put together: what the collector drives, and how its rows are labelled."""
+
+    runner: RolloutRunner
+    label: str
+    """``agent_ref.name`` of every row: ``<environment>_<agent>``."""
+    facts: JsonDict
+    """The environment, agent and model as the run's identity records them."""
+
+
+@contextlib.asynccontextmanager
+async def open_runner(
+    spec: RunSpec, found: FoundEnvironment | None, *, threads: int = DEFAULT_THREADS
+) -> AsyncIterator[Runner]:
+    """The runner of ``spec``: a served agent (``spec.agent.url``), or an agent here bound to
+    the environment (``found``, or served at ``spec.env.url``) and the model. Closed on exit.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        if spec.agent.url is not None:
+            remote = await _remote_agent(spec.agent, stack)
+            facts: JsonDict = {"env": _env_facts(spec.env, found), "agent": {"url": remote.url}}
+            yield Runner(remote, remote_label(remote), facts)
+            return
+        env, default = await open_environment(spec.env, found, threads=threads)
+        stack.push_async_callback(env.aclose)
+        agent = build_agent(spec.agent, default)
+        model = build_model(spec.model)
+        stack.push_async_callback(model.aclose)
+        facts = bound_facts(spec, found, spec.agent.name or default)
+        yield Runner(BoundAgent(agent, env, model), f"{env.name}_{agent.name}", facts)
+
+
+def bound_facts(spec: RunSpec, found: FoundEnvironment | None, agent: str) -> JsonDict:
+    """The identity facts of a run of the agent named ``agent`` bound here (``Runner.facts``);
+    ``palaestra.distributed`` works them out before its workers start."""
+    return {
+        "env": _env_facts(spec.env, found),
+        "agent": {"name": agent, "options": agent_options(agent, spec.agent.options)},
+        "model": model_facts(spec.model),
+    }
+
+
+async def _remote_agent(spec: AgentSpec, stack: contextlib.AsyncExitStack) -> RemoteAgent:
+    """A served agent, asked its name (``GET /``) before the run so rows carry it."""
+    from palaestra.remote.agent import RemoteAgent
+
+    if spec.name or spec.options:
+        raise ConfigError(
+            f"the agent is served at {spec.url}: its name and options are the server's"
+        )
+    assert spec.url is not None
+    remote = RemoteAgent(spec.url, token=spec.token)
+    stack.push_async_callback(remote.aclose)
+    await remote.check()
+    return remote
+
+
+def remote_label(remote: RemoteAgent) -> str:
+    """A served agent's rows are labelled as the same agent's rows would be here:
+    ``<environment>_<agent>`` from what its ``GET /`` says (a palaestra agent server names
+    both), else its agent's name alone."""
+    environment = remote.environment
+    return f"{environment}_{remote.name}" if environment else remote.name
+
+
+def _env_facts(spec: EnvSpec, found: FoundEnvironment | None) -> JsonDict | None:
+    if spec.cmd is not None:  # a started server: the command, not the port it got this time
+        return {"cmd": spec.cmd}
+    if spec.url is not None:
+        return {"url": spec.url}
+    return found.facts() if found is not None else None

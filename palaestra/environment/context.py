@@ -1,0 +1,38 @@
+"""What whatever runs an environment lends it, once, before its first rollout.
+
+An environment never reaches for process-wide state or has attributes written into it from
+outside: the runner (``LocalEnvironmentClient``, so ``collect``, ``serve env``, ``palaestra
+test`` and the trainers' adapters) hands it an ``EnvironmentContext`` through
+``Environment.setup``. The context holds the runner's warm worker pool (``run_in_pool``), an
+HTTP client to share, and opens the models an environment asks for (judges, simulated users).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from palaestra.models.base import Model
+    from palaestra.sandbox.pool import WorkerPool
+    from palaestra.transport import HttpClient
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentContext:
+    """The runner's parts an environment may use; the runner owns and closes them."""
+
+    worker_pool: Callable[[], WorkerPool] | None = None
+    """The runner's worker pool, started on first call; None outside a runner."""
+    http: HttpClient | None = None
+    """An HTTP client to share for the models this context opens (None: each opens its own)."""
+
+    def open_model(self, spec: str, model_name: str | None = None) -> Model:
+        """A model from a spec as ``--model`` takes it (``local``, a URL, a configured name).
+
+        The caller closes it (``aclose``) when the environment closes.
+        """
+        from palaestra.models import open_model
+
+        return open_model(spec, model_name=model_name, http=self.http)

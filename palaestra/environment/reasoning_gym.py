@@ -1,0 +1,144 @@
+"""Making and scoring reasoning-gym tasks. ``score`` runs in the worker pool.
+
+reasoning-gym is imported inside the functions: ``import palaestra`` stays light, and only
+worker processes that score (and the process that generates tasks) pay for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from palaestra.environment.answers import last_boxed, last_tagged, task_row
+from palaestra.errors import ConfigError
+from palaestra.types import JsonDict
+
+SYSTEM_PROMPT = (
+    "Solve the problem. Think step by step, then give your final answer between <answer> and "
+    "</answer> tags, with nothing else inside them. If the question shows the format of the "
+    "answer, follow it exactly."
+)
+TASK_FIELDS = (
+    "dataset",
+    "question",
+    "answer",
+    "metadata",
+    "dataset_config",
+    "dataset_seed",
+    "dataset_size",
+    "index",
+)
+_REGENERATION_FIELDS = ("dataset_seed", "dataset_size", "index")
+
+
+def dataset_names() -> list[str]:
+    """Every generator reasoning-gym registers (``composite`` aside: use a mixture instead)."""
+    from reasoning_gym.factory import DATASETS
+
+    return sorted(name for name in DATASETS if name != "composite")
+
+
+def check_mixture(weights: Mapping[str, float]) -> None:
+    known = set(dataset_names())
+    unknown = sorted(set(weights) - known)
+    if unknown:
+        raise ConfigError(f"unknown reasoning-gym datasets {unknown}; known: {sorted(known)}")
+    if not weights or any(not (w > 0) for w in weights.values()):
+        raise ConfigError("a reasoning-gym mixture needs datasets with positive weights")
+
+
+def dataset_seed(seed: int, name: str) -> int:
+    """A per-dataset seed derived from the run's seed (stable across Python processes)."""
+    return random.Random(f"{seed}:{name}").randrange(2**31)
+
+
+def generate(
+    weights: Mapping[str, float], configs: Mapping[str, Mapping[str, Any]], count: int, seed: int
+) -> Iterator[JsonDict]:
+    """``count`` task rows drawn from the weighted mixture; the same seed gives the same rows."""
+    import reasoning_gym
+
+    check_mixture(weights)
+    names = sorted(weights)
+    picks = random.Random(seed).choices(names, [weights[n] for n in names], k=count)
+    datasets: dict[str, Any] = {}
+    used: Counter[str] = Counter()
+    for name in picks:
+        config = dict(configs.get(name, {}))
+        if name not in datasets:
+            datasets[name] = reasoning_gym.create_dataset(
+                name, seed=dataset_seed(seed, name), size=count, **config
+            )
+        index = used[name]
+        used[name] += 1
+        entry = datasets[name][index]
+        yield task_row(
+            entry["question"],
+            system=SYSTEM_PROMPT,
+            dataset=name,
+            question=entry["question"],
+            answer=_jsonable(entry["answer"]),
+            metadata=_jsonable(entry.get("metadata", {})),
+            dataset_config=config,
+            dataset_seed=dataset_seed(seed, name),
+            dataset_size=count,
+            index=index,
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as JSON data: tuples become lists, numpy scalars numbers, keys strings."""
+    return json.loads(json.dumps(value, default=_fallback))
+
+
+def _fallback(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return str(value)
+
+
+def extract_answer(text: str) -> str | None:
+    """The last ``<answer>...</answer>``; failing that, the last ``\\boxed{...}``."""
+    tagged = last_tagged(text)
+    return tagged if tagged is not None else last_boxed(text)
+
+
+def score(task: JsonDict, answer: str) -> JsonDict:
+    """reasoning-gym's own score of ``answer`` for ``task`` (run in a worker process).
+
+    When the task says how it was generated (``dataset_seed``, ``dataset_size``, ``index``) the
+    entry is made again, so the scorer sees exactly what the generator made (JSON loses tuples
+    and non-string keys); if that no longer gives the same question (another reasoning-gym
+    version), or the task says nothing of it, the stored ``answer``/``metadata`` are used.
+    Returns ``{"score": float, "entry": "regenerated" | "stored"}``, or ``{"problem": ...}``
+    when the task names an unknown dataset.
+    """
+    name = task["dataset"]
+    if name not in dataset_names():
+        return {"problem": f"unknown reasoning-gym dataset {name!r}"}
+    config = json.dumps(task.get("dataset_config") or {}, sort_keys=True)
+    if all(isinstance(task.get(f), int) for f in _REGENERATION_FIELDS):
+        made = _dataset(name, config, task["dataset_seed"], task["dataset_size"])
+        entry = made[task["index"]]
+        if entry["question"] == task["question"]:
+            return {"score": float(made.score_answer(answer, entry)), "entry": "regenerated"}
+    stored = {
+        "question": task["question"],
+        "answer": task.get("answer"),
+        "metadata": task.get("metadata") or {},
+    }
+    scorer = _dataset(name, config, 0, 1)
+    return {"score": float(scorer.score_answer(answer, stored)), "entry": "stored"}
+
+
+@functools.lru_cache(maxsize=64)
+def _dataset(name: str, config: str, seed: int, size: int) -> Any:
+    import reasoning_gym
+
+    return reasoning_gym.create_dataset(name, seed=seed, size=size, **json.loads(config))

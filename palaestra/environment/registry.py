@@ -1,0 +1,148 @@
+"""Finding environments by name: built-ins, entry-point plug-ins, files and import paths.
+
+``--env`` accepts a registered name (``weather``), a Python file (``./my_env.py`` or
+``./my_env.py:MyEnv``) or an import path (``my_package.envs:MyEnv``). Third-party packages
+register environments under the ``palaestra.environments`` entry-point group (``name =
+"package.module:Class"``); names are found through ``palaestra._util.plugins.Registry``, the one
+mechanism of every plug-in family.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from palaestra._util.plugins import Plugin, Registry
+from palaestra.environment.base import Environment
+from palaestra.errors import ConfigError
+
+ENTRY_POINT_GROUP = "palaestra.environments"
+_BUILTIN_PACKAGE = "palaestra.envs"
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentEntry:
+    """An environment found by name: its class, where it came from and its example tasks."""
+
+    name: str
+    description: str
+    source: str
+    """``built-in``, ``plug-in <module:Class>``, the file, or the import path."""
+    environment: type[Environment]
+    example_tasks: Path | None
+
+
+def builtin_names() -> list[str]:
+    """The built-in environments (the packages under ``palaestra/envs``), none imported."""
+    package = importlib.import_module(_BUILTIN_PACKAGE)
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg)
+
+
+def environments() -> Registry[type[Environment]]:
+    """The environments by name: built-ins, then the ``palaestra.environments`` plug-ins.
+
+    The same ``Registry`` as agents and model backends use; built fresh on each call (listing
+    ``palaestra/envs`` costs a directory read), so nothing is cached between runs.
+    """
+    builtins = {name: f"{_BUILTIN_PACKAGE}.{name}.environment" for name in builtin_names()}
+    return Registry("environment", ENTRY_POINT_GROUP, builtins, _environment_in)
+
+
+def available_environments() -> tuple[list[EnvironmentEntry], list[str]]:
+    """Every environment found (built-ins, then plug-ins) and one line per plug-in that broke.
+
+    A broken plug-in is reported, not fatal: it must not hide the others.
+    """
+    found, problems = environments().available()
+    return [_entry(plugin) for plugin in found], problems
+
+
+def find_environment(spec: str) -> EnvironmentEntry:
+    """Resolve ``--env``; a one-line ``ConfigError`` when nothing matches."""
+    path_part, _, class_name = spec.partition(":")
+    if path_part.endswith(".py"):
+        return _from_file(Path(path_part), class_name or None)
+    if class_name:
+        return _from_import(path_part, class_name)
+    registry = environments()
+    if registry.has(spec):
+        return _entry(registry.load(spec))
+    raise ConfigError(
+        f"unknown environment '{spec}'. Known: {', '.join(registry.names())}. Or pass a file "
+        f"(./my_env.py) or an import path (package.module:Class)."
+    )
+
+
+def _entry(plugin: Plugin[type[Environment]]) -> EnvironmentEntry:
+    cls = plugin.value
+    return EnvironmentEntry(plugin.name, cls.description, plugin.source, cls, tasks_beside(cls))
+
+
+def _from_file(path: Path, class_name: str | None) -> EnvironmentEntry:
+    if not path.is_file():
+        raise ConfigError(f"environment file not found: {path}")
+    module_name = f"palaestra_user_env_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise ConfigError(f"{path}: importing it raised {type(error).__name__}: {error}") from error
+    cls = _environment_in(module, str(path), class_name)
+    return EnvironmentEntry(cls.name, cls.description, str(path), cls, tasks_beside(cls))
+
+
+def _from_import(module_name: str, class_name: str) -> EnvironmentEntry:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(f"cannot import environment module '{module_name}': {error}") from error
+    cls = _environment_in(module, module_name, class_name)
+    return EnvironmentEntry(
+        cls.name, cls.description, f"{module_name}:{class_name}", cls, tasks_beside(cls)
+    )
+
+
+def _environment_in(target: object, where: str, class_name: str | None = None) -> type[Environment]:
+    if isinstance(target, type) and issubclass(target, Environment):
+        return target
+    if not isinstance(target, ModuleType):
+        raise ConfigError(f"{where} is not an Environment subclass")
+    if class_name:
+        cls = getattr(target, class_name, None)
+        if not (isinstance(cls, type) and issubclass(cls, Environment)):
+            raise ConfigError(f"{where} has no Environment subclass named '{class_name}'")
+        return cls
+    found = [
+        v
+        for v in vars(target).values()
+        if isinstance(v, type)
+        and issubclass(v, Environment)
+        and v is not Environment
+        and v.__module__ == target.__name__
+    ]
+    if len(found) != 1:
+        names = ", ".join(c.__name__ for c in found) or "none"
+        raise ConfigError(
+            f"{where} defines {len(found)} Environment subclasses ({names}); "
+            f"name one with {where}:ClassName"
+        )
+    return found[0]
+
+
+def tasks_beside(cls: type[Environment]) -> Path | None:
+    """The ``tasks.jsonl`` beside the module that defines ``cls`` (its example tasks), if any."""
+    module = sys.modules.get(cls.__module__)
+    file: str | None = getattr(module, "__file__", None)  # none in a notebook or the REPL
+    if not file:
+        return None
+    tasks = Path(file).with_name("tasks.jsonl")
+    return tasks if tasks.exists() else None

@@ -1,0 +1,152 @@
+"""``@tool``: turn a typed, documented method into a function tool the model can call.
+
+The JSON schema comes from the type hints (through pydantic) and the descriptions from the
+docstring (its first paragraph for the tool, its ``Args:`` section for the parameters).
+Arguments are validated against the same model before the tool runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast, get_type_hints, overload
+
+import pydantic
+
+from palaestra.types import JsonDict
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_TOOL_MARK = "__palaestra_tool__"
+SESSION_PARAMETER = "session"
+"""A tool parameter with this name receives the rollout's ``Session`` and is not in the schema."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """Everything palaestra knows about one tool."""
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    arguments: type[pydantic.BaseModel]
+    wants_session: bool
+    blocking: bool
+    """Kept for compatibility: every synchronous tool runs in a worker thread."""
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.function)
+
+    def schema(self) -> JsonDict:
+        """The function tool as Responses ``tools`` entry (``strict`` always written)."""
+        parameters = self.arguments.model_json_schema()
+        parameters.pop("title", None)
+        for prop in parameters.get("properties", {}).values():
+            prop.pop("title", None)
+        parameters["additionalProperties"] = False
+        parameters.setdefault("required", [])
+        strict = set(parameters["required"]) == set(parameters.get("properties", {}))
+        return {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": parameters,
+            "strict": strict,
+        }
+
+
+@overload
+def tool(function: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None, blocking: bool = False) -> Callable[[F], F]: ...
+
+
+def tool(
+    function: F | None = None, /, *, name: str | None = None, blocking: bool = False
+) -> F | Callable[[F], F]:
+    """Declare an environment method as a tool.
+
+    A plain (synchronous) tool runs in a worker thread and an ``async def`` tool on the event
+    loop, both within the environment's ``tool_timeout``: a slow tool stalls only its own
+    rollout. ``blocking`` is accepted for compatibility and changes nothing (every
+    synchronous tool runs in a thread now).
+
+    A tool is served at ``POST /<name>``: a name the environment server answers itself
+    (``seed_session``, ``verify``, ``close_session``, ``tools``, ``reset``, ``step``, ...; see
+    ``palaestra.wire.protocol.RESERVED_ROUTES``) is refused, in one line, when the class is defined.
+    """
+
+    def mark(fn: F) -> F:
+        setattr(fn, _TOOL_MARK, {"name": name or fn.__name__, "blocking": blocking})
+        return fn
+
+    return mark(function) if function is not None else mark
+
+
+def tool_options(attribute: object) -> dict[str, Any] | None:
+    """The options ``@tool`` recorded on a function, or None if it is not a tool."""
+    return cast(dict[str, Any] | None, getattr(attribute, _TOOL_MARK, None))
+
+
+def build_tool_spec(function: Callable[..., Any], *, name: str, blocking: bool) -> ToolSpec:
+    summary, arg_docs = parse_docstring(inspect.getdoc(function) or "")
+    hints = get_type_hints(function)
+    fields: dict[str, Any] = {}
+    wants_session = False
+    for index, parameter in enumerate(inspect.signature(function).parameters.values()):
+        if index == 0 and parameter.name == "self":
+            continue
+        if parameter.name == SESSION_PARAMETER:
+            wants_session = True
+            continue
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"tool {name}: *args/**kwargs cannot be described to a model")
+        if parameter.name not in hints:
+            raise TypeError(f"tool {name}: parameter '{parameter.name}' needs a type hint")
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (
+            hints[parameter.name],
+            pydantic.Field(default, description=arg_docs.get(parameter.name)),
+        )
+    model = pydantic.create_model(
+        f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )
+    return ToolSpec(name, summary or name, function, model, wants_session, blocking)
+
+
+_ARG_LINE = re.compile(r"^(\s*)\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_ARGS_HEADERS = ("args:", "arguments:", "parameters:")
+_OTHER_HEADERS = ("returns:", "raises:", "yields:", "examples:", "example:", "notes:")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary paragraph and per-argument text."""
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    section = "summary"
+    current: str | None = None
+    arg_indent: int | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped.lower() in _ARGS_HEADERS:
+            section, current, arg_indent = "args", None, None
+        elif stripped.lower() in _OTHER_HEADERS:
+            section = "other"
+        elif section == "summary":
+            if stripped:
+                summary.append(stripped)
+            elif summary:
+                section = "body"
+        elif section == "args" and stripped:
+            match = _ARG_LINE.match(line)
+            indent = len(line) - len(line.lstrip())
+            if match and (arg_indent is None or indent <= arg_indent):
+                arg_indent = indent
+                current = match.group(2)
+                args[current] = match.group(3).strip()
+            elif current is not None:
+                args[current] = f"{args[current]} {stripped}"
+    return " ".join(summary), args

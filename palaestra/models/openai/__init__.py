@@ -1,0 +1,1 @@
+"""OpenAI-compatible endpoints: Responses, Chat Completions, auto-detection, retries."""

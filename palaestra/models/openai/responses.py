@@ -1,0 +1,82 @@
+"""A remote model that speaks the OpenAI Responses API (``POST {base_url}/responses``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from palaestra.errors import ConfigError, ModelError
+from palaestra.models.chat_format import context_length_response
+from palaestra.models.openai.endpoint import RemoteEndpoint, RemoteModel
+from palaestra.models.openai.retry import ContextLengthExceeded, bad_answer
+from palaestra.types import JsonDict
+
+if TYPE_CHECKING:
+    from palaestra.spec import ModelConfig
+    from palaestra.transport import HttpClient
+
+# A Response in one of these states has no usable answer, whatever its output holds. A tuple,
+# compared with ==, not a set: a server may send unhashable JSON as ``status``.
+_FAILED = ("failed", "cancelled")
+
+
+def _described(error: Any) -> str:
+    """The server's ``error`` object as one line: ``code: message``."""
+    if isinstance(error, dict):
+        said = [str(error[key]) for key in ("code", "message") if error.get(key)]
+        return ": ".join(said) or "no error message"
+    return str(error) if error else "no error message"
+
+
+def _unusable(endpoint: RemoteEndpoint, answer: JsonDict) -> JsonDict:
+    """``answer`` when it is an empty incomplete Response, else the ``ModelError`` it is.
+
+    Over Chat Completions, an answer without choices is a model error; a Responses answer
+    without output, or with a failed status, is the same failure and must not be scored.
+    """
+    output, status = answer.get("output"), answer.get("status")
+    if isinstance(output, list) and status == "incomplete":
+        return answer  # cut off before any output, or a relayed context-length answer
+    endpoint.stats.failures += 1
+    url = endpoint.shown("responses")
+    if not isinstance(output, list):
+        raise bad_answer(f"POST {url} answered a JSON object without an 'output' list")
+    error = _described(answer.get("error"))
+    if status in _FAILED:
+        raise bad_answer(f"POST {url}: the model answered status '{status}': {error}")
+    raise bad_answer(f"POST {url}: the model answered no output (status '{status}'): {error}")
+
+
+async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> JsonDict:
+    """One Responses call on ``endpoint``; a context-length error becomes an incomplete Response."""
+    if params.get("stream"):
+        raise ModelError("streaming is not supported: remove 'stream' from the request params")
+    model = params.get("model") or await endpoint.model_name()
+    body = params if params.get("model") else {**params, "model": model}
+    try:
+        answer = await endpoint.post("responses", body)
+    except ContextLengthExceeded as exc:
+        return context_length_response(params, model=model, message=exc.message)
+    # Two lookups on the success path: a non-empty output list and a status that is not failed.
+    output = answer.get("output")
+    if output and isinstance(output, list) and answer.get("status") not in _FAILED:
+        return answer
+    return _unusable(endpoint, answer)
+
+
+class OpenAIResponsesModel(RemoteModel):
+    """Any OpenAI-compatible server with a Responses endpoint (OpenAI, vLLM, palaestra serve).
+
+    It cannot capture token ids (no server returns them over Responses): ``return_tokens`` or
+    ``token_mode`` with ``api: responses`` is a ``ConfigError``.
+    """
+
+    def __init__(self, config: ModelConfig | str, *, http: HttpClient | None = None) -> None:
+        super().__init__(config, http=http)
+        if self.tokens.capture:
+            raise ConfigError(
+                "model backend 'openai': return_tokens and token_mode need Chat Completions "
+                "or completions, not api: responses (use api: chat or auto)"
+            )
+
+    async def _respond(self, params: JsonDict) -> JsonDict:
+        return await respond_with_responses(self.endpoint, params)

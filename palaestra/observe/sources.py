@@ -1,0 +1,41 @@
+"""Where a process's metrics come from: the rollouts it runs, its model, its environment."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from palaestra.agents.base import RolloutRunner
+    from palaestra.environment.client import EnvironmentClient
+    from palaestra.models.base import Model
+    from palaestra.observe.metrics import Source
+    from palaestra.observe.metrics_counts import RolloutCounts
+
+
+def runner_sources(runner: RolloutRunner, counts: RolloutCounts) -> list[Source]:
+    """A collector's sources: its rollouts, and the model and environment it runs here (or
+    in its workers)."""
+    from palaestra.observe import metrics
+
+    found = [metrics.rollout_families(counts)]
+    model: Model | None = getattr(runner, "model", None)
+    if model is not None:  # an agent bound here; a served agent's model is its server's
+        found.append(metrics.model_families(model))
+    env = getattr(runner, "env", None)
+    if env is not None:
+        found += local_sources(env)
+    workers = getattr(runner, "worker_counts", None)
+    if callable(workers):  # rollouts run in workers: their model and environment counters
+        found.append(metrics.worker_families(workers))
+    return found
+
+
+def local_sources(env: EnvironmentClient) -> list[Source]:
+    """An environment run in this process has tool, session and pool counters; a served one
+    keeps them on its server."""
+    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.observe import metrics
+
+    if isinstance(env, LocalEnvironmentClient):
+        return [metrics.environment_families(env)]
+    return []

@@ -1,0 +1,1 @@
+"""``palaestra run``: the stack file, its supervisor, sockets, state and head server."""

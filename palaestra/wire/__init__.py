@@ -1,0 +1,1 @@
+"""Formats on the wire and on disk: protocol codecs, row types, JSONL."""

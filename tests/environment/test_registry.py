@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from palaestra.environment.registry import find_environment
+from palaestra.errors import ConfigError
+
+PLUGIN = '''
+from palaestra import Environment, tool
+
+
+class Dice(Environment):
+    """Roll dice; a plug-in environment."""
+
+    @tool
+    def roll(self) -> int:
+        """Roll a die."""
+        return 4
+
+    def verify(self, session, response):
+        return 1.0
+'''
+
+
+def install_fake_plugin(root: Path, *, broken: bool = False) -> dict[str, str]:
+    """A package with a ``palaestra.environments`` entry point, importable from ``root``."""
+    (root / "dice_plugin.py").write_text(PLUGIN)
+    dist = root / "dice_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dice-plugin\nVersion: 1.0\n")
+    target = "missing_module:Nope" if broken else "dice_plugin:Dice"
+    (dist / "entry_points.txt").write_text(f"[palaestra.environments]\ndice = {target}\n")
+    return {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "200"}
+
+
+def test_envs_lists_entry_point_plugins(tmp_path: Path) -> None:
+    environ = install_fake_plugin(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "palaestra", "envs"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.strip().startswith("dice"))
+    assert "roll" in line and "plug-in dice_plugin:Dice" in line
+
+
+def test_a_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:
+    environ = install_fake_plugin(tmp_path, broken=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "palaestra", "envs"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    assert "weather" in done.stdout
+    assert "environment 'dice' (missing_module:Nope) failed to load" in done.stderr
+
+
+def test_find_by_import_path_and_file(tmp_path: Path) -> None:
+    assert find_environment("palaestra.envs.counter.environment:Counter").name == "counter"
+    (tmp_path / "two.py").write_text(PLUGIN + PLUGIN.replace("Dice", "Coin"))
+    with pytest.raises(ConfigError, match=r"2 Environment subclasses.*two.py:ClassName"):
+        find_environment(str(tmp_path / "two.py"))
+    assert find_environment(f"{tmp_path / 'two.py'}:Coin").name == "coin"
+    with pytest.raises(ConfigError, match="not found"):
+        find_environment(str(tmp_path / "absent.py"))

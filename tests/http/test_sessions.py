@@ -1,0 +1,18 @@
+"""Session tokens: signed by the server, checked on every request."""
+
+from __future__ import annotations
+
+import pytest
+
+from palaestra.http.sessions import SessionSigner
+
+
+@pytest.mark.parametrize("secret", [b"k" * 32, b"k" * 200])
+def test_a_token_names_its_session_and_a_changed_one_names_none(secret: bytes) -> None:
+    signer = SessionSigner(secret)
+    token = signer.token("abc123")
+    assert signer.session_id(token) == "abc123"
+    assert signer.session_id("abc124" + token[6:]) is None  # another id, the same signature
+    assert signer.session_id(token[:-1] + ("0" if token[-1] != "0" else "1")) is None
+    assert SessionSigner(b"other" * 8).session_id(token) is None  # another server's secret
+    assert signer.session_id("no-signature") is None
