@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.cli.test_collect_cli import run_cli
-from tests.test_tools import REFUSAL, SEEDING_TOOL
+from tests.environment.test_tools import REFUSAL, SEEDING_TOOL
 
 
 def assert_refused_in_one_line(stderr: str) -> None:
