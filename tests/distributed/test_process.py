@@ -153,7 +153,8 @@ def test_a_rerun_rollout_whose_failure_is_raised_says_it_was_rerun_in_its_failur
     assert all("row cannot be written" in f["failure"]["reason"] for f in failures)
     reruns = {f["n"]: f["_palaestra"].get("worker_reruns") for f in failures}
     assert lost and all(reruns[n] == 1 for n in lost)  # in flight on the killed worker
-    assert {reruns[n] for n in set(reruns) - lost} == {None}  # absent from those that ran once
+    # A rollout sent to the killed worker may die before it notes itself: rerun, not in lost.
+    assert set(reruns.values()) <= {None, 1} and None in reruns.values()
 
 
 def test_a_task_that_kills_its_worker_every_time_is_a_worker_crash_and_the_others_finish(
