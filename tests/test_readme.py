@@ -10,10 +10,10 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def environment_table() -> list[str]:
-    """The names in the first column of the table under "### Built-in environments"."""
-    section = README.read_text(encoding="utf-8").split("### Built-in environments", 1)[1]
+    """The names in the first column of the table under "## Built-in environments"."""
+    section = README.read_text(encoding="utf-8").split("\n## Built-in environments\n", 1)[1]
     names: list[str] = []
-    for line in section.split("\n### ", 1)[0].splitlines():
+    for line in section.split("\n#", 1)[0].splitlines():
         cells = line.split("|")
         if len(cells) > 2 and not set(cells[1].strip()) <= {"-"} and cells[1].strip() != "name":
             names += [name.strip() for name in cells[1].split(",")]
