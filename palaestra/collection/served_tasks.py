@@ -35,7 +35,7 @@ IN_FLIGHT = 16
 _SECONDS = 60.0
 
 
-def task_row(seed: JsonDict) -> JsonDict:
+def task_from_seed(seed: JsonDict) -> JsonDict:
     """A NeMo Gym task row from an evaluator seed answer (``idx`` is only for messages)."""
     messages = seed.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -154,7 +154,7 @@ async def _seed(client: HttpClient, base: str, auth: dict[str, str], idx: int) -
         )
     if not isinstance(seed.get("prompt"), str) and not seed.get("messages"):
         raise ConfigError(f"{what} answered no 'prompt' or 'messages': {body_excerpt(answer.body)}")
-    return task_row(seed)
+    return task_from_seed(seed)
 
 
 def _json(answer: HttpAnswer, what: str) -> JsonDict:

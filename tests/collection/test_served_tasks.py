@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from palaestra.collection.served_tasks import served_tasks, task_row
+from palaestra.collection.served_tasks import served_tasks, task_from_seed
 from palaestra.environment.registry import find_environment
 from palaestra.envs.mcqa.environment import MultipleChoice
 from palaestra.errors import ConfigError
@@ -35,7 +35,7 @@ def test_a_seed_with_messages_becomes_a_row_with_those_messages_and_its_answer()
         ],
         "system": "You add.",
     }
-    assert task_row(seed) == {
+    assert task_from_seed(seed) == {
         "responses_create_params": {"input": seed["messages"]},
         "expected_answer": "4",
         "metadata": {"a": 2, "b": 2},
@@ -43,7 +43,7 @@ def test_a_seed_with_messages_becomes_a_row_with_those_messages_and_its_answer()
 
 
 def test_a_seed_without_messages_becomes_its_system_and_prompt() -> None:
-    row = task_row({"prompt": "Q?", "expected_answer": "A", "system": "Be brief."})
+    row = task_from_seed({"prompt": "Q?", "expected_answer": "A", "system": "Be brief."})
     assert row["responses_create_params"]["input"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Q?"},
