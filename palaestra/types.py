@@ -28,6 +28,7 @@ class FailureKind(enum.StrEnum):
     SANDBOX_LIMIT = "sandbox_limit"
     WORKER_CRASH = "worker_crash"
     INTERNAL_ERROR = "internal_error"
+    USER_MODEL_ERROR = "user_model_error"
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from palaestra.types import JsonDict, Verdict
 from palaestra.wire.protocol import RESERVED_ROUTES
 
 if TYPE_CHECKING:
-    pass
+    from palaestra.environment.users import UserTurn
 
 T = TypeVar("T")
 
@@ -134,6 +134,29 @@ class Environment:
         return await pool.run(
             function, *args, timeout=timeout, memory_mb=memory_mb, cpu_seconds=cpu_seconds, **kwargs
         )
+
+    def user_turn(
+        self, session: Session, conversation: list[JsonDict]
+    ) -> UserTurn | Awaitable[UserTurn | None] | None:
+        """The user's answer when the policy's answer called no tool; None: there is no user.
+
+        ``conversation`` is the trajectory so far (the task's input items, then every output
+        item). The default has no user: the rollout ends when the policy stops calling tools.
+        An environment with a simulated user returns its ``reply`` (``palaestra.environment.
+        users``); a ``UserTurn`` with ``done`` set ends the conversation. Raise
+        ``UserModelFailure`` when the user cannot answer.
+        """
+        return None
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        """The task's reference solution as tool calls, turn by turn; None: the task has none.
+
+        Each inner list holds the calls (``{"name": ..., "arguments": {...}}``) the policy
+        should make before its next answer to the user: one list per user turn. ``palaestra
+        test`` replays them (the oracle must score 1) and checks that doing nothing scores 0
+        where the task requires an action.
+        """
+        return None
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """Yield ``count`` task rows made from ``seed`` (same seed, same tasks).
