@@ -32,6 +32,7 @@ from http.cookies import SimpleCookie
 import orjson
 
 from palaestra.environment.boundary import Boundary, describe
+from palaestra.environment.users import UserTurn
 from palaestra.errors import (
     ConfigError,
     EnvironmentFailure,
@@ -121,6 +122,8 @@ class RemoteEnvironmentClient:
         self.name = name
         self.default_agent = "tool_calling"
         """The agent the served environment asks for (a NeMo Gym server: tool_calling)."""
+        self.has_user = False
+        """Whether the server announced a simulated user (``/user_turn``)."""
         self._owns_http = http is None
         self._http = http or HttpClient()  # no connection cap: --concurrency is the bound
         self._tools = tools or []
@@ -308,6 +311,12 @@ class RemoteEnvironmentClient:
             return verdict_from_answer(answer, task)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise VerifierFailure(f"verify answered an unusable body: {error}") from None
+
+    async def user_turn(self, session_id: str, conversation: list[JsonDict]) -> UserTurn | None:
+        """The served environment's user turn; None when the server announced no user."""
+        if not self.has_user:
+            return None
+        raise NotImplementedError
 
     async def reset(self, session_id: str) -> str:
         answer = await self._post_ok(RESET, {}, session_id)
