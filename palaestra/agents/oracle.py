@@ -20,7 +20,10 @@ any rollout, in one line.
 
 The oracle answers every gold turn in order and stops when the user is done (or there is no
 user: then only the first turn is replayed); turns beyond the gold ones are answered with the
-fixed text alone. Both agents stop at ``max_steps`` answers (marked ``truncated``).
+fixed text alone. A turn's gold actions may also hold what the policy should say, as
+``{"role": "assistant", "content": "..."}`` (for a verifier that reads the answer as well as
+the state: information the user asked for); the oracle says it, in its place among the calls,
+instead of the fixed text. Both agents stop at ``max_steps`` answers (marked ``truncated``).
 
 ``palaestra test`` runs both on every example task that has gold actions
 (``palaestra.authoring.reference``).
@@ -97,15 +100,21 @@ class OracleAgent:
         talk = Talk(params, result, self.name)
         runs = {tool["name"] for tool in env.tools()}
         for step in range(self.max_steps):
-            calls = gold[step] if step < len(gold) else []
+            actions = gold[step] if step < len(gold) else []
             phase = time.perf_counter()
-            for call in calls:
-                item = talk.call(call)
+            said = False
+            for action in actions:
+                if is_said(action):
+                    talk.say(action["content"])
+                    said = True
+                    continue
+                item = talk.call(action)
                 if runs:  # an environment without tools scores the calls its tasks bring
                     talk.add(await run_gold_call(item, session_id, env), Producer.TOOL)
                     result.tool_calls += 1
             result.add_time("tools", phase)
-            talk.say(self.text)
+            if not said:
+                talk.say(self.text)
             if await talk.user_answers(env, session_id) is False:
                 return
         result.truncated = "max_steps"
@@ -249,8 +258,23 @@ def checked_gold(value: object) -> GoldActions:
     return turns
 
 
+def is_said(action: JsonDict) -> bool:
+    """Whether a gold action is something to say (``{"role": "assistant", "content": ...}``)
+    rather than a call."""
+    return action.get("role") == "assistant"
+
+
+def gold_calls(gold: GoldActions) -> int:
+    """How many tool calls ``gold`` holds (what it says is not counted)."""
+    return sum(not is_said(action) for turn in gold for action in turn)
+
+
 def _checked_call(call: object, turn: int, index: int) -> JsonDict:
     where = f"gold_actions: turn {turn}, call {index}"
+    if isinstance(call, dict) and call.get("role") == "assistant":
+        if not isinstance(call.get("content"), str):
+            raise EnvironmentFailure(f"{where}: an assistant message needs a 'content' string")
+        return {"role": "assistant", "content": call["content"]}
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         raise EnvironmentFailure(f"{where} is not an object with a 'name'")
     arguments = call.get("arguments", {})

@@ -11,6 +11,7 @@ from typing import Any
 from palaestra._util.arguments import call_with, check_keywords
 from palaestra.authoring.examples import check_task_tools, check_tasks_parse
 from palaestra.authoring.golden import check_golden_answers
+from palaestra.authoring.reference import reference_checks
 from palaestra.authoring.report import Check, EnvironmentReport
 from palaestra.authoring.schemas import check_tool_docs, check_tool_schemas
 from palaestra.authoring.smoke import SmokeOptions, smoke_checks
@@ -43,6 +44,9 @@ def check_environment(
     - ``task tools``: the tools tasks name exist;
     - ``golden answers``: ``verify`` gives 1 on each task's ``golden_response`` and 0 on its
       wrong one (skipped when no task carries one; see ``palaestra.authoring.golden``);
+    - ``oracle``, ``null agent``: replaying each task's gold actions (``Environment.
+      gold_actions``) scores 1, and an agent that only refuses scores 0 wherever the gold
+      actions hold an action (skipped without gold actions; ``palaestra.authoring.reference``);
     - ``smoke run``, ``sessions closed``, ``framework CPU``: a few tasks collected end to end
       with ``smoke.model`` (default the embedded one) and no failure of palaestra's own, every
       session closed by its rollout, and palaestra's CPU per rollout outside the model (see
@@ -70,6 +74,7 @@ async def check_environment_async(
     client = LocalEnvironmentClient(build())
     try:
         report.checks.append(await check_golden_answers(client, rows))
+        report.checks += await reference_checks(client, rows)
     finally:
         await client.aclose()
     if smoke is None:

@@ -49,8 +49,8 @@ def test_env_command(
     as_json: bool,
 ) -> None:
     """Check the environment ENV (a name, ./file.py[:Class] or module:Class): tool schemas
-    and docs, example tasks, golden answers, and a smoke collection with a real model.
-    Exits 1 when a check fails."""
+    and docs, example tasks, golden answers, the oracle and null agents (tasks with gold
+    actions), and a smoke collection with a real model. Exits 1 when a check fails."""
     from palaestra.authoring import SmokeOptions, check_environment
 
     errors = Console(stderr=True)

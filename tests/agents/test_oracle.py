@@ -16,7 +16,7 @@ from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.errors import ConfigError, ModelUnreachable
 from palaestra.models.base import ModelStats
 from palaestra.types import AgentResult, FailureKind, output_text
-from tests.support.gold_envs import Dictation, Ledger
+from tests.support.gold_envs import Balance, Dictation, Ledger
 
 PAY = {"responses_create_params": {"input": "Pay 5."}, "amount": 5}
 DICTATE = {
@@ -53,6 +53,14 @@ def test_the_oracle_runs_the_gold_calls_in_the_environment_and_scores_1() -> Non
     assert output_text(result.response) == ORACLE_TEXT
     assert result.producers == ["policy", "tool", "policy"]
     assert (result.model_calls, result.tool_calls, result.response["model"]) == (0, 1, "oracle")
+
+
+def test_the_oracle_says_what_the_gold_actions_say_instead_of_its_fixed_text() -> None:
+    result = run(OracleAgent(), Balance(), PAY)
+    assert result.verdict is not None and result.verdict.reward == 1.0
+    assert kinds(result) == ["function_call", "function_call_output", "assistant"]
+    assert result.response is not None
+    assert output_text(result.response) == "Your balance is 5."
 
 
 def test_the_null_agent_calls_nothing_and_scores_0_where_an_action_was_needed() -> None:

@@ -3,6 +3,7 @@
 ``Ledger``: pay the task's ``amount``; the verifier reads the state (paid exactly that).
 ``Lenient``: a Ledger whose verifier always says 1 (doing nothing is rewarded).
 ``Misled``: a Ledger whose gold actions pay the wrong amount (the oracle scores 0).
+``Balance``: a Ledger whose verifier also wants the balance said; the gold actions say it.
 ``Dictation``: a scripted user dictates two words over two turns; the gold actions write one
 per turn, and the verifier wants both, in order, each after the user said it.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import orjson
 
-from palaestra import Environment, JsonDict, Session, Verdict, tool
+from palaestra import Environment, JsonDict, Session, Verdict, output_text, tool
 from palaestra.environment.users import ScriptedUser, UserTurn
 
 
@@ -96,3 +97,16 @@ class Dictation(Environment):
 def written(call: JsonDict) -> str:
     """The word a ``write`` call writes."""
     return str(orjson.loads(call["arguments"])["word"])
+
+
+class Balance(Ledger):
+    """Pay, then tell the user the new balance: the verifier reads the state and the answer."""
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        amount = int(task["amount"])
+        say = {"role": "assistant", "content": f"Your balance is {amount}."}
+        return [[{"name": "pay", "arguments": {"amount": amount}}, say]]
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        told = f"balance is {session.state['paid']}" in output_text(response)
+        return Verdict(reward=float(told and session.state["paid"] == session.task["amount"]))

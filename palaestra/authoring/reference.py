@@ -1,0 +1,163 @@
+"""The oracle and null checks: the gold actions score 1, doing nothing scores 0. No model.
+
+For an environment whose tasks carry gold actions (``Environment.gold_actions``),
+``palaestra test`` runs two agents on every example task, in this process:
+
+- ``oracle``: the oracle agent (``palaestra.agents.oracle``) replays the task's gold calls turn
+  by turn, with the environment's simulated user answering between turns; ``verify`` must give
+  exactly 1. A task that scores less, or whose rollout fails, is named with its verdict.
+- ``null agent``: the null agent never calls a tool and answers every turn with a polite
+  refusal; on every task whose gold actions hold at least one action (a call, or an answer
+  to give) ``verify`` must give exactly 0. A reward above 0 there can be had by doing nothing, which
+  a policy in training will find; a null rollout that fails instead of scoring (a verifier
+  that breaks on a plain refusal) fails the check too, since a real model refuses as well.
+  Tasks whose gold actions are empty (doing nothing is right) are not checked.
+
+An environment that does not implement ``gold_actions``, or whose tasks all give None, skips
+both checks with a note. The user an environment simulates is the one the client lends it:
+a user that needs a model gets none here, and its rollouts fail as ``user_model_error``
+(named in the check) unless the environment answers without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from palaestra.agents.oracle import (
+    GoldActions,
+    NoModel,
+    NullAgent,
+    OracleAgent,
+    gold_actions,
+    gold_calls,
+)
+from palaestra.authoring.report import Check, counted
+from palaestra.environment.base import Environment
+from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.errors import RolloutFailure
+from palaestra.types import AgentResult, JsonDict
+
+ORACLE = "oracle"
+NULL = "null agent"
+SHOWN = 3
+"""Problems a check's reason names (the details list them all)."""
+SHOWN_METRICS = 4
+"""Metrics of a verdict shown beside its reward in a problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class GoldTask:
+    index: int
+    row: JsonDict
+    gold: GoldActions
+
+    @property
+    def calls(self) -> int:
+        return gold_calls(self.gold)
+
+    @property
+    def acts(self) -> bool:
+        """Whether the task requires an action: a call, or an answer to give."""
+        return any(self.gold)
+
+
+async def reference_checks(client: LocalEnvironmentClient, rows: list[JsonDict]) -> list[Check]:
+    """The ``oracle`` and ``null agent`` checks of ``rows`` run in ``client``'s environment."""
+    if type(client.environment).gold_actions is Environment.gold_actions:
+        note = "no gold actions (implement Environment.gold_actions to replay a task's solution)"
+        return [Check.skipped(ORACLE, note), Check.skipped(NULL, note)]
+    tasks, problems = await _gold_tasks(client, rows)
+    if problems:  # gold_actions itself broke: nothing to replay on those tasks
+        reason = _joined(problems)
+        return [Check.failed(ORACLE, reason, problems=problems), Check.skipped(NULL, reason)]
+    if not tasks:
+        note = "no example task has gold actions (gold_actions gave None for each)"
+        return [Check.skipped(ORACLE, note), Check.skipped(NULL, note)]
+    return [await _oracle_check(client, tasks), await _null_check(client, tasks)]
+
+
+async def _gold_tasks(
+    client: LocalEnvironmentClient, rows: list[JsonDict]
+) -> tuple[list[GoldTask], list[str]]:
+    tasks: list[GoldTask] = []
+    problems: list[str] = []
+    for index, row in enumerate(rows):
+        try:
+            gold = await gold_actions(client, row)
+        except RolloutFailure as failure:
+            problems.append(f"task {index}: {failure}")
+            continue
+        if gold is not None:
+            tasks.append(GoldTask(index, row, gold))
+    return tasks, problems
+
+
+async def _oracle_check(client: LocalEnvironmentClient, tasks: list[GoldTask]) -> Check:
+    problems: list[str] = []
+    for task in tasks:
+        # Every gold turn is answered, however many: the budget is not what is checked.
+        agent = OracleAgent(max_steps=max(len(task.gold), 1) + 16)
+        result = await agent.run(task.row, client, NoModel())
+        if not _scored(result, 1.0):
+            problems.append(f"task {task.index}: {_outcome(result, 'the gold actions', 1)}")
+    if problems:
+        return Check.failed(ORACLE, _joined(problems), problems=problems, tasks=len(tasks))
+    calls = sum(task.calls for task in tasks)
+    return Check.passed(
+        ORACLE,
+        f"replaying the gold actions scores 1 on {counted(len(tasks), 'task')} "
+        f"({counted(calls, 'call')})",
+        tasks=len(tasks),
+        calls=calls,
+    )
+
+
+async def _null_check(client: LocalEnvironmentClient, tasks: list[GoldTask]) -> Check:
+    acting = [task for task in tasks if task.acts]
+    idle = len(tasks) - len(acting)
+    if not acting:
+        return Check.skipped(NULL, "no task requires an action (every gold action list is empty)")
+    problems: list[str] = []
+    for task in acting:
+        result = await NullAgent().run(task.row, client, NoModel())
+        if not _scored(result, 0.0):
+            problems.append(f"task {task.index}: {_outcome(result, 'doing nothing', 0)}")
+    details = {"tasks": len(acting), "no_action_needed": idle}
+    if problems:
+        return Check.failed(NULL, _joined(problems), problems=problems, **details)
+    aside = f"; {counted(idle, 'task')} needing no action not checked" if idle else ""
+    return Check.passed(
+        NULL,
+        f"doing nothing scores 0 on {counted(len(acting), 'task')} that require an action{aside}",
+        **details,
+    )
+
+
+def _scored(result: AgentResult, wanted: float) -> bool:
+    verdict = result.verdict
+    return result.failure is None and verdict is not None and float(verdict.reward) == wanted
+
+
+def _outcome(result: AgentResult, what: str, wanted: int) -> str:
+    """How a rollout missed ``wanted``: its reward and metrics, or its failure."""
+    verdict = result.verdict
+    if result.failure is not None or verdict is None:
+        failure = result.failure
+        why = f"{failure.kind}: {failure.reason}" if failure is not None else "no verdict"
+        return f"{what} was not scored ({why})"
+    shown = _metrics(verdict.metrics.items())
+    return f"{what} scored {float(verdict.reward):g}, not {wanted}" + (
+        f" ({shown})" if shown else ""
+    )
+
+
+def _metrics(items: Iterable[tuple[str, object]]) -> str:
+    pairs = [f"{key}={value}" for key, value in items if value not in ("", None)]
+    more = len(pairs) - SHOWN_METRICS
+    return ", ".join(pairs[:SHOWN_METRICS]) + (f", +{more} more" if more > 0 else "")
+
+
+def _joined(problems: list[str]) -> str:
+    more = len(problems) - SHOWN
+    return "; ".join(problems[:SHOWN]) + (f"; +{more} more" if more > 0 else "")
