@@ -14,15 +14,16 @@ For an environment whose tasks carry gold actions (``Environment.gold_actions``)
   Tasks whose gold actions are empty (doing nothing is right) are not checked.
 
 An environment that does not implement ``gold_actions``, or whose tasks all give None, skips
-both checks with a note. The user an environment simulates is the one the client lends it:
-a user that needs a model gets none here, and its rollouts fail as ``user_model_error``
-(named in the check) unless the environment answers without one.
+both checks with a note. An environment whose simulated user needs a model gets the one
+``palaestra test --user-model`` names; without one, its rollouts that fail as
+``user_model_error`` could not be made, and the check is skipped saying so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from palaestra.agents.oracle import (
     GoldActions,
@@ -36,7 +37,7 @@ from palaestra.authoring.report import Check, counted
 from palaestra.environment.base import Environment
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.errors import RolloutFailure
-from palaestra.types import AgentResult, JsonDict
+from palaestra.types import AgentResult, FailureKind, JsonDict
 
 ORACLE = "oracle"
 NULL = "null agent"
@@ -62,8 +63,15 @@ class GoldTask:
         return any(self.gold)
 
 
-async def reference_checks(client: LocalEnvironmentClient, rows: list[JsonDict]) -> list[Check]:
-    """The ``oracle`` and ``null agent`` checks of ``rows`` run in ``client``'s environment."""
+async def reference_checks(
+    client: LocalEnvironmentClient, rows: list[JsonDict], *, user_model: bool = False
+) -> list[Check]:
+    """The ``oracle`` and ``null agent`` checks of ``rows`` run in ``client``'s environment.
+
+    ``user_model``: whether the client lends the environment a user model. Without one, a
+    rollout that fails as ``user_model_error`` could not be made: the check is skipped saying
+    so (with one, it fails like any other failure).
+    """
     if type(client.environment).gold_actions is Environment.gold_actions:
         note = "no gold actions (implement Environment.gold_actions to replay a task's solution)"
         return [Check.skipped(ORACLE, note), Check.skipped(NULL, note)]
@@ -74,7 +82,10 @@ async def reference_checks(client: LocalEnvironmentClient, rows: list[JsonDict])
     if not tasks:
         note = "no example task has gold actions (gold_actions gave None for each)"
         return [Check.skipped(ORACLE, note), Check.skipped(NULL, note)]
-    return [await _oracle_check(client, tasks), await _null_check(client, tasks)]
+    return [
+        await _oracle_check(_Runs(client, user_model), tasks),
+        await _null_check(_Runs(client, user_model), tasks),
+    ]
 
 
 async def _gold_tasks(
@@ -93,18 +104,49 @@ async def _gold_tasks(
     return tasks, problems
 
 
-async def _oracle_check(client: LocalEnvironmentClient, tasks: list[GoldTask]) -> Check:
-    problems: list[str] = []
+class _Runs:
+    """One check's rollouts: the tasks that missed, and those that could not be made."""
+
+    def __init__(self, client: LocalEnvironmentClient, user_model: bool) -> None:
+        self.client = client
+        self.user_model = user_model
+        self.problems: list[str] = []
+        self.unmade: list[int] = []
+
+    async def run(self, agent: OracleAgent | NullAgent, task: GoldTask, wanted: int) -> None:
+        result = await agent.run(task.row, self.client, NoModel())
+        failure = result.failure
+        needs_model = failure is not None and failure.kind is FailureKind.USER_MODEL_ERROR
+        if needs_model and not self.user_model:  # the user needed a model it was not given
+            self.unmade.append(task.index)
+            return
+        if not _scored(result, float(wanted)):
+            what = "the gold actions" if isinstance(agent, OracleAgent) else "doing nothing"
+            self.problems.append(f"task {task.index}: {_outcome(result, what, wanted)}")
+
+    def verdict(self, name: str, passed: str, **details: Any) -> Check:
+        """Failed when a task missed; skipped when a task needed a user model; else passed."""
+        if self.problems:
+            return Check.failed(name, _joined(self.problems), problems=self.problems, **details)
+        if self.unmade:
+            shown = ", ".join(map(str, self.unmade[:SHOWN]))
+            more = f" (+{len(self.unmade) - SHOWN} more)" if len(self.unmade) > SHOWN else ""
+            return Check.skipped(
+                name,
+                f"the simulated user needs a user model (pass --user-model): "
+                f"{counted(len(self.unmade), 'task')} not run ({shown}{more})",
+                unmade=self.unmade,
+                **details,
+            )
+        return Check.passed(name, passed, **details)
+
+
+async def _oracle_check(runs: _Runs, tasks: list[GoldTask]) -> Check:
     for task in tasks:
         # Every gold turn is answered, however many: the budget is not what is checked.
-        agent = OracleAgent(max_steps=max(len(task.gold), 1) + 16)
-        result = await agent.run(task.row, client, NoModel())
-        if not _scored(result, 1.0):
-            problems.append(f"task {task.index}: {_outcome(result, 'the gold actions', 1)}")
-    if problems:
-        return Check.failed(ORACLE, _joined(problems), problems=problems, tasks=len(tasks))
+        await runs.run(OracleAgent(max_steps=len(task.gold) + 16), task, 1)
     calls = sum(task.calls for task in tasks)
-    return Check.passed(
+    return runs.verdict(
         ORACLE,
         f"replaying the gold actions scores 1 on {counted(len(tasks), 'task')} "
         f"({counted(calls, 'call')})",
@@ -113,24 +155,19 @@ async def _oracle_check(client: LocalEnvironmentClient, tasks: list[GoldTask]) -
     )
 
 
-async def _null_check(client: LocalEnvironmentClient, tasks: list[GoldTask]) -> Check:
+async def _null_check(runs: _Runs, tasks: list[GoldTask]) -> Check:
     acting = [task for task in tasks if task.acts]
     idle = len(tasks) - len(acting)
     if not acting:
         return Check.skipped(NULL, "no task requires an action (every gold action list is empty)")
-    problems: list[str] = []
     for task in acting:
-        result = await NullAgent().run(task.row, client, NoModel())
-        if not _scored(result, 0.0):
-            problems.append(f"task {task.index}: {_outcome(result, 'doing nothing', 0)}")
-    details = {"tasks": len(acting), "no_action_needed": idle}
-    if problems:
-        return Check.failed(NULL, _joined(problems), problems=problems, **details)
+        await runs.run(NullAgent(), task, 0)
     aside = f"; {counted(idle, 'task')} needing no action not checked" if idle else ""
-    return Check.passed(
+    return runs.verdict(
         NULL,
         f"doing nothing scores 0 on {counted(len(acting), 'task')} that require an action{aside}",
-        **details,
+        tasks=len(acting),
+        no_action_needed=idle,
     )
 
 

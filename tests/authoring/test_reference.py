@@ -12,7 +12,9 @@ import pytest
 
 from palaestra import Environment, JsonDict, Session
 from palaestra.authoring import EnvironmentReport, Status, check_environment
-from tests.support.gold_envs import Dictation, Ledger, Lenient, Misled
+from palaestra.models.base import ModelStats
+from palaestra.types import assistant_message, empty_usage
+from tests.support.gold_envs import Counter, Dictation, Ledger, Lenient, Misled
 
 ROOT = Path(__file__).resolve().parents[2]
 PAY = [
@@ -71,6 +73,44 @@ def test_the_oracle_check_replays_both_turns_of_a_scripted_user(tmp_path: Path) 
         report.check("oracle").reason == "replaying the gold actions scores 1 on 1 task (2 calls)"
     )
     assert report.check("null agent").status is Status.PASS
+
+
+class Customer:
+    """A user model that has been paid: it says so and is done."""
+
+    name = "customer"
+
+    def __init__(self) -> None:
+        self.stats = ModelStats()
+        self.calls = 0
+
+    async def respond(self, params: JsonDict) -> JsonDict:
+        self.calls += 1
+        return {"output": [assistant_message("Thanks. DONE")], "usage": empty_usage()}
+
+    async def check(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_a_user_that_needs_a_model_is_played_by_the_user_model_given(tmp_path: Path) -> None:
+    customer = Customer()
+    path = tasks_file(tmp_path / "t.jsonl", PAY)
+    report = check_environment(Counter, tasks=path, smoke=None, user_model=customer)
+    assert report.check("oracle").status is Status.PASS
+    assert report.check("null agent").status is Status.PASS
+    assert customer.calls == 4  # one user turn in each of 2 oracle and 2 null rollouts
+
+
+def test_without_a_user_model_the_checks_of_such_a_user_are_skipped(tmp_path: Path) -> None:
+    report = check(Counter, tasks_file(tmp_path / "t.jsonl", PAY))
+    oracle = report.check("oracle")
+    assert oracle.status is Status.SKIP and report.check("null agent").status is Status.SKIP
+    assert oracle.reason == (
+        "the simulated user needs a user model (pass --user-model): 2 tasks not run (0, 1)"
+    )
 
 
 def test_without_gold_actions_both_checks_are_skipped_with_a_note(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@
 ``Lenient``: a Ledger whose verifier always says 1 (doing nothing is rewarded).
 ``Misled``: a Ledger whose gold actions pay the wrong amount (the oracle scores 0).
 ``Balance``: a Ledger whose verifier also wants the balance said; the gold actions say it.
+``Counter``: a Ledger whose user is the run's user model (``ModelUser``), none lent: a failure.
 ``Dictation``: a scripted user dictates two words over two turns; the gold actions write one
 per turn, and the verifier wants both, in order, each after the user said it.
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 import orjson
 
 from palaestra import Environment, JsonDict, Session, Verdict, output_text, tool
-from palaestra.environment.users import ScriptedUser, UserTurn
+from palaestra.environment.users import ModelUser, ScriptedUser, UserTurn
+from palaestra.errors import UserModelFailure
 
 
 class Ledger(Environment):
@@ -110,3 +112,14 @@ class Balance(Ledger):
     def verify(self, session: Session, response: JsonDict) -> Verdict:
         told = f"balance is {session.state['paid']}" in output_text(response)
         return Verdict(reward=float(told and session.state["paid"] == session.task["amount"]))
+
+
+class Counter(Ledger):
+    """A ledger whose customer is played by the run's user model, until it says DONE."""
+
+    async def user_turn(self, session: Session, conversation: list[JsonDict]) -> UserTurn:
+        model = self.context.user_model
+        if model is None:
+            raise UserModelFailure("this environment's user needs a user model")
+        user = ModelUser(model, "You are paying in. Say DONE when paid.", stop_signals=["DONE"])
+        return await user.reply(conversation)
