@@ -11,7 +11,9 @@ For an environment whose tasks carry gold actions (``Environment.gold_actions``)
   to give) ``verify`` must give exactly 0. A reward above 0 there can be had by doing nothing, which
   a policy in training will find; a null rollout that fails instead of scoring (a verifier
   that breaks on a plain refusal) fails the check too, since a real model refuses as well.
-  Tasks whose gold actions are empty (doing nothing is right) are not checked.
+  Tasks whose gold actions are empty (doing nothing is right) are not checked; an environment
+  whose gold actions also hold lookups that change nothing says which tasks doing nothing
+  fails with a ``requires_action(task) -> bool`` method (it then decides alone).
 
 An environment that does not implement ``gold_actions``, or whose tasks all give None, skips
 both checks with a note. An environment whose simulated user needs a model gets the one
@@ -52,6 +54,9 @@ class GoldTask:
     index: int
     row: JsonDict
     gold: GoldActions
+    required: bool | None = None
+    """The environment's own answer to "does doing nothing fail this task?" (its
+    ``requires_action``), when it has one."""
 
     @property
     def calls(self) -> int:
@@ -59,8 +64,9 @@ class GoldTask:
 
     @property
     def acts(self) -> bool:
-        """Whether the task requires an action: a call, or an answer to give."""
-        return any(self.gold)
+        """Whether the task requires an action: the environment's word, else whether its gold
+        actions hold any (a call, or an answer to give)."""
+        return any(self.gold) if self.required is None else self.required
 
 
 async def reference_checks(
@@ -99,9 +105,22 @@ async def _gold_tasks(
         except RolloutFailure as failure:
             problems.append(f"task {index}: {failure}")
             continue
-        if gold is not None:
-            tasks.append(GoldTask(index, row, gold))
+        if gold is None:
+            continue
+        try:
+            tasks.append(GoldTask(index, row, gold, _required(client.environment, row)))
+        except Exception as error:  # the environment's own code: named, never a traceback
+            raised = f"{type(error).__name__}: {error}"
+            problems.append(f"task {index}: requires_action raised {raised}")
     return tasks, problems
+
+
+def _required(environment: Environment, task: JsonDict) -> bool | None:
+    """``environment.requires_action(task)`` when the environment defines it: an environment
+    whose gold actions include lookups that change nothing (τ²-bench's) says which tasks
+    doing nothing fails, so a task where refusing is right is not held against it."""
+    requires = getattr(environment, "requires_action", None)
+    return None if requires is None else bool(requires(task))
 
 
 class _Runs:
@@ -159,7 +178,7 @@ async def _null_check(runs: _Runs, tasks: list[GoldTask]) -> Check:
     acting = [task for task in tasks if task.acts]
     idle = len(tasks) - len(acting)
     if not acting:
-        return Check.skipped(NULL, "no task requires an action (every gold action list is empty)")
+        return Check.skipped(NULL, "no example task requires an action")
     for task in acting:
         await runs.run(NullAgent(), task, 0)
     aside = f"; {counted(idle, 'task')} needing no action not checked" if idle else ""

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from palaestra import Environment, JsonDict, Session
+from palaestra import Environment, JsonDict, Session, tool
 from palaestra.authoring import EnvironmentReport, Status, check_environment
 from palaestra.models.base import ModelStats
 from palaestra.types import assistant_message, empty_usage
@@ -64,6 +64,33 @@ def test_a_task_that_needs_no_action_is_left_out_of_the_null_check(tmp_path: Pat
     null = report.check("null agent")
     assert null.status is Status.PASS
     assert null.reason.endswith("; 1 task needing no action not checked")
+
+
+class Lookup(Ledger):
+    """Gold actions that look the balance up first; paying nothing needs no action."""
+
+    @tool
+    def balance(self, session: Session) -> int:
+        """The amount paid so far."""
+        return int(session.state["paid"])
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        look = {"name": "balance", "arguments": {}}
+        pay = [{"name": "pay", "arguments": {"amount": task["amount"]}}] if task["amount"] else []
+        return [[look, *pay]]
+
+    def requires_action(self, task: JsonDict) -> bool:
+        return bool(task["amount"])
+
+
+def test_an_environment_says_which_tasks_doing_nothing_fails(tmp_path: Path) -> None:
+    nothing = {"responses_create_params": {"input": "Pay nothing."}, "amount": 0}
+    report = check(Lookup, tasks_file(tmp_path / "t.jsonl", [*PAY, nothing]))
+    assert report.check("oracle").details == {"tasks": 3, "calls": 5}
+    assert report.check("null agent").reason == (
+        "doing nothing scores 0 on 2 tasks that require an action; "
+        "1 task needing no action not checked"
+    )
 
 
 def test_the_oracle_check_replays_both_turns_of_a_scripted_user(tmp_path: Path) -> None:
