@@ -205,3 +205,11 @@ def test_palaestra_test_prints_one_line_per_reference_check(
     assert lines[0] == f"{cls.lower()} (tests.support.gold_envs:{cls})"
     assert oracle in lines and null in lines
     assert lines[-1].endswith(f"10 checks, {code} failed, 4 skipped")
+
+
+@pytest.mark.parametrize("name", ["workplace", "function_calling"])
+def test_builtins_with_gold_actions_pass_the_oracle_and_null_checks(name: str) -> None:
+    report = check_environment(name, smoke=None)
+    oracle, null = report.check("oracle"), report.check("null agent")
+    assert (oracle.status, null.status) == (Status.PASS, Status.PASS), (oracle, null)
+    assert oracle.details["tasks"] == 5
