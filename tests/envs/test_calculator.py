@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent, ToolError
-from palaestra.authoring.golden import check_golden_answers
+from palaestra.authoring import check_environment_async
 from palaestra.authoring.report import Status
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.registry import find_environment
@@ -82,11 +82,14 @@ async def test_a_rollout_that_never_answers_scores_zero_as_unanswered() -> None:
     assert result.verdict.metrics["given_answer"] is None
 
 
-async def test_every_example_task_scores_its_golden_answer_one_and_its_wrong_answer_zero() -> None:
+async def test_the_golden_answers_and_the_oracle_score_one_and_doing_nothing_scores_zero() -> None:
     rows = tasks()
     assert sorted(row["kind"] for row in rows) == sorted(KINDS)  # one task of each kind
-    check = await check_golden_answers(LocalEnvironmentClient(Calculator()), rows)
-    assert check.status is Status.PASS, check.reason
+    report = await check_environment_async("calculator", smoke=None)
+    for name in ("golden answers", "oracle", "null agent"):
+        check = report.check(name)
+        assert check.status is Status.PASS and check.details["tasks"] == 10, check.reason
+    assert Calculator().gold_actions({"expected_answer": "3"}) is None  # a task of your own
 
 
 def test_generated_tasks_are_repeatable_and_their_expression_gives_the_answer() -> None:

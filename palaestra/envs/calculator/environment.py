@@ -65,6 +65,15 @@ class Calculator(Environment):
             },
         )
 
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        """Calculate the task's ``expression``, then say the result; None without one."""
+        expression = task.get("expression")
+        if not isinstance(expression, str):
+            return None
+        answer = f"The answer is {task['expected_answer']}."
+        call = {"name": "calculate", "arguments": {"expression": expression}}
+        return [[call, {"role": "assistant", "content": answer}]]
+
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """Problems of ten kinds, drawn with equal weight (``problems.KINDS``); same seed,
         same tasks."""

@@ -130,8 +130,9 @@ def problem(rng: random.Random) -> Problem:
 def task_row(item: Problem) -> JsonDict:
     """The task row for ``item``: system message, the worked example, then the question.
 
-    Temperature 0 so that a run is repeatable. The golden answer calls ``calculate`` with the
-    solving expression and states the result; the wrong one states the result plus one.
+    Temperature 0 so that a run is repeatable. ``expression`` solves it (the gold action);
+    the golden answer calls ``calculate`` with it and states the result; the wrong one states
+    the result plus one.
     """
     return {
         "responses_create_params": {
@@ -143,6 +144,7 @@ def task_row(item: Problem) -> JsonDict:
             "temperature": 0.0,
         },
         "kind": item.kind,
+        "expression": item.expression,
         "expected_answer": str(item.answer),
         "golden_response": [
             _call(item.expression),
