@@ -306,6 +306,16 @@ async def test_the_example_task_file_is_found_by_name():
     assert {t["category"] for t in examples()} == set(CATEGORIES)
 
 
+async def test_a_task_without_its_bfcl_fields_is_an_invalid_input_failure(env):
+    task = {"responses_create_params": {"input": "hi"}, "user_turns": ["hi"]}
+    result = await ToolCallingAgent().run(
+        task, LocalEnvironmentClient(env), FakeModel(lambda _: say("hi"))
+    )
+    assert result.verdict is None and result.failure is not None
+    assert result.failure.kind == "invalid_input"
+    assert "involved_classes, ground_truth" in result.failure.reason
+
+
 # --- tools run on BFCL's backends -------------------------------------------------------------
 
 

@@ -36,6 +36,7 @@ from palaestra.envs.bfcl_multi_turn.data import (
     parse_call,
     parse_categories,
 )
+from palaestra.errors import InvalidTask
 from palaestra.wire.jsonl import read_objects
 
 
@@ -79,9 +80,11 @@ class BfclMultiTurn(Environment):
     def seed(self, task: JsonDict) -> Rollout:
         missing = [k for k in ("user_turns", "involved_classes", "ground_truth") if k not in task]
         if missing:
-            raise ConfigError(f"bfcl_multi_turn: the task has no {', '.join(missing)}")
-        turns = task["user_turns"]
-        return Rollout(Backends(task), ScriptedUser(turns[1:]))
+            raise InvalidTask(f"bfcl_multi_turn: the task has no {', '.join(missing)}")
+        try:
+            return Rollout(Backends(task), ScriptedUser(task["user_turns"][1:]))
+        except (KeyError, TypeError, AttributeError) as error:
+            raise InvalidTask(f"bfcl_multi_turn: malformed task ({error!r})") from error
 
     def call(self, session: Session, name: str, arguments: JsonDict) -> str:
         """Run one model call on the rollout's backends: BFCL's execution text."""
