@@ -441,6 +441,11 @@ def test_the_example_tasks_are_found_by_name_and_replay_to_utility_1(env: AgentD
     client = LocalEnvironmentClient(env)
     for row in examples:
         gold = env.gold_actions(row)[0]
+        golden = row["golden_response"]
+        assert [
+            {"name": i["name"], "arguments": orjson.loads(i["arguments"])} for i in golden[:-1]
+        ] == gold
+        assert golden[-1]["content"][0]["text"] == row["gold_output"]
         verdict = asyncio.run(play(client, row, [(gold, ""), ([], "Done.")]))
         assert verdict.reward == 1.0, row["user_task_id"]
         assert asyncio.run(play(client, row, [([], REFUSAL)])).reward == 0.0

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
+import orjson
+
 from palaestra.errors import ConfigError
-from palaestra.types import JsonDict
+from palaestra.types import JsonDict, assistant_message
 
 VERSION = "v1.2.2"
 """The benchmark version whose tasks are run (AgentDojo's latest in agentdojo 0.1.35:
@@ -192,9 +194,21 @@ def cases(
 
 def task_row(suites: Mapping[str, Any], case: Case, version: str) -> JsonDict:
     """The task row of ``case``: AgentDojo's system message and the user task's prompt, the
-    suite's tools, and what ``seed`` needs to rebuild the case."""
+    suite's tools, what ``seed`` needs to rebuild the case, and AgentDojo's ground truth: the
+    answer its ground-truth pipeline gives (``gold_output``) and, as ``golden_response``, the
+    ground-truth calls followed by that answer."""
     suite = suites[case.suite]
     user_task = suite.get_user_task_by_id(case.user_task_id)
+    golden: list[JsonDict] = [
+        {
+            "type": "function_call",
+            "call_id": f"gold_{index}",
+            "name": call["name"],
+            "arguments": orjson.dumps(call["arguments"]).decode(),
+        }
+        for index, call in enumerate(ground_truth(start(suites, case)))
+    ]
+    golden.append(assistant_message(user_task.GROUND_TRUTH_OUTPUT))
     return {
         "responses_create_params": {
             "input": [
@@ -210,6 +224,7 @@ def task_row(suites: Mapping[str, Any], case: Case, version: str) -> JsonDict:
         "attack": case.attack,
         "injections": case.injections,
         "gold_output": user_task.GROUND_TRUTH_OUTPUT,
+        "golden_response": golden,
     }
 
 
