@@ -48,6 +48,25 @@ TRAINABLE_PRODUCERS: frozenset[str] = frozenset({Producer.POLICY})
 """The producers whose items a trainer may put in the loss: the policy's alone."""
 
 
+def producers_of(output: list[JsonDict], recorded: Any = None) -> list[str]:
+    """Who produced each item of ``output``: ``recorded`` (a row's ``_palaestra.producers``)
+    when it is aligned with it, else derived as rows without it were written (a tool output is
+    the tool's, a ``role: user`` message the environment's, anything else the policy's)."""
+    if isinstance(recorded, list) and len(recorded) == len(output):
+        return [str(producer) for producer in recorded]
+    return [_derived_producer(item) for item in output]
+
+
+def _derived_producer(item: Any) -> str:
+    if not isinstance(item, dict):
+        return Producer.POLICY
+    if item.get("type") == "function_call_output":
+        return Producer.TOOL
+    if item.get("role") == "user":
+        return Producer.ENVIRONMENT
+    return Producer.POLICY
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     """An explicit failure: the rollout has no reward. ``masked``: leave it out of training."""

@@ -64,7 +64,7 @@ class Environment:
     verify_timeout: ClassVar[float] = 60.0
     seed_timeout: ClassVar[float] = 60.0
     close_timeout: ClassVar[float] = 60.0
-    user_turn_timeout: ClassVar[float] = 600.0
+    user_turn_timeout: ClassVar[float] = 300.0
     """Seconds ``user_turn`` may take (a user model's answer: generous, as a policy's is)."""
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}
     pool_workers: ClassVar[int | None] = None

@@ -71,14 +71,17 @@ from palaestra.wire.protocol import (
     SESSION_LOST,
     STEP,
     TOOLS,
+    USER_TURN,
     VERIFY,
     error_of,
     failure_from_fields,
+    has_user_turn,
     observation_of,
     seeds_with_first_call,
     step_from_answer,
     tool_route,
     tools_of,
+    user_turn_of,
     verdict_from_answer,
 )
 
@@ -218,6 +221,7 @@ class RemoteEnvironmentClient:
         palaestra = seeds_with_first_call(answer)
         self._seeds_along = self._may_seed_along and palaestra
         self._no_echo = palaestra
+        self.has_user = has_user_turn(answer)
 
     async def _announced_routes(self) -> frozenset[str] | None:
         """The paths a server lists in ``GET /openapi.json`` (every FastAPI app serves it);
@@ -313,10 +317,20 @@ class RemoteEnvironmentClient:
             raise VerifierFailure(f"verify answered an unusable body: {error}") from None
 
     async def user_turn(self, session_id: str, conversation: list[JsonDict]) -> UserTurn | None:
-        """The served environment's user turn; None when the server announced no user."""
+        """The served environment's user turn (``POST /user_turn``, palaestra's extension);
+        None when the server announced no user. A user model that failed on the server comes
+        back as its ``user_model_error``."""
         if not self.has_user:
             return None
-        raise NotImplementedError
+        body = {"conversation": conversation}
+        status, raw, _ = await self._post(USER_TURN, body, session_id, _ENV)
+        if status != 200:
+            raise _answered(EnvironmentFailure, "user_turn", status, raw)
+        try:
+            turn = user_turn_of(orjson.loads(raw))
+        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+            raise EnvironmentFailure(f"{USER_TURN} answered an unusable body: {error}") from None
+        return None if turn is None else UserTurn(*turn)
 
     async def reset(self, session_id: str) -> str:
         answer = await self._post_ok(RESET, {}, session_id)
