@@ -169,6 +169,9 @@ async def close_session(env: EnvironmentClient, session_id: str, result: AgentRe
             result.verdict = None
 
 
+_POLICY = Producer.POLICY.value
+
+
 class Conversation:
     """One rollout's growing trajectory: the task's input, then every item produced so far.
 
@@ -191,7 +194,7 @@ class Conversation:
         """Append an item someone other than the policy produced (a tool output, a user's
         message, an environment's observation)."""
         self.outputs.append(item)
-        self.producers.append(producer)
+        self.producers.append(producer.value)
 
     async def ask(self, model: Model) -> JsonDict:
         phase = time.perf_counter()
@@ -200,7 +203,7 @@ class Conversation:
         self.result.model_calls += 1
         output = response.get("output") or []
         self.outputs.extend(output)
-        self.producers.extend([Producer.POLICY] * len(output))
+        self.producers.extend([_POLICY] * len(output))
         add_usage(self.usage, response.get("usage"))
         self.result.response = {**response, "output": self.outputs, "usage": self.usage}
         return response

@@ -133,6 +133,13 @@ agent_flags = _stacked(
         "the rest are answered with an error output.",
     ),
     click.option(
+        "--max-user-turns",
+        type=click.IntRange(min=0),
+        help="Most messages a simulated user adds to a rollout (tool_calling agent, "
+        "environments with a user; default 30). A conversation cut there is still scored, "
+        "and marked `_palaestra.truncated: max_user_turns`.",
+    ),
+    click.option(
         "--agent-arg",
         "agent_args",
         multiple=True,
@@ -147,7 +154,7 @@ def agent_spec(options: Mapping[str, Any]) -> AgentSpec:
     from palaestra.spec import AgentSpec
 
     given = assignments(options.get("agent_args", ()), "--agent-arg")
-    for flag in ("max_steps", "max_calls_per_turn"):
+    for flag in ("max_steps", "max_calls_per_turn", "max_user_turns"):
         if options.get(flag) is not None:
             given[flag] = options[flag]
     return AgentSpec(name=options.get("agent_name"), options=given)

@@ -111,3 +111,25 @@ async def test_a_user_model_for_a_served_environment_is_refused_in_one_line(tmp_
         await palaestra.collect_async(
             env_url="http://127.0.0.1:9", user_model="local", output=tmp_path / "o.jsonl"
         )
+
+
+async def test_serve_env_opens_its_own_user_model_and_announces_its_user() -> None:
+    from palaestra import ToolCallingAgent
+    from palaestra.remote.env import RemoteEnvironmentClient
+    from tests.cli.test_serve_cli import Served
+    from tests.support.fake_model import FakeModel, say
+
+    with ScriptedModelServer(lambda params: text_response("unused")) as user:
+        served = Served("env", ENV, "--user-model", user.url, "--user-model-name", "served-user")
+        try:
+            remote = await RemoteEnvironmentClient.connect(served.url)
+            try:
+                assert remote.has_user
+                task = {"responses_create_params": {"input": "hi"}}
+                result = await ToolCallingAgent().run(task, remote, FakeModel(lambda p: say("x")))
+            finally:
+                await remote.aclose()
+        finally:
+            served.stop()
+    assert result.failure is None and result.response is not None
+    assert said_by_user({"response": result.response}) == ["my model is served-user"]
