@@ -50,3 +50,26 @@ async def test_user_turns_are_in_the_sequence_but_never_in_the_loss_mask() -> No
     generated = sum(len(item["generation_token_ids"]) for item in policy_items)
     assert sequence.generated_tokens == generated
     assert result.producers == ["policy", "user", "policy", "user", "policy"]
+
+
+async def test_a_sampler_lends_its_user_model_and_trains_on_the_policy_tokens_only() -> None:
+    from palaestra.training import RolloutSampler
+    from tests.environment.test_users import Answering
+    from tests.support.user_envs import ModelInterview
+
+    user = Answering("I need a seat to Lyon.", "Thanks, DONE")
+    task: JsonDict = {"responses_create_params": {"input": "Hello"}, "persona": "You are Ana."}
+    script = Sequence([text_response("Hi."), text_response("Seat booked.")] * 2)
+    with ScriptedModelServer(script, api="chat", tokenizer=ToyTokenizer()) as server:
+        policy = ModelConfig(url=server.url, model="scripted-model")
+        sampler = RolloutSampler(
+            ModelInterview, tasks=[task], group_size=1, policy=policy, user_model=user
+        )
+        async with sampler:
+            (group,) = await sampler.batch([0])
+    (rollout,) = group.rollouts
+    assert rollout.failure is None and len(user.requests) == 2
+    said = ToyTokenizer().encode("I need a seat to Lyon.")
+    start = _find(rollout.token_ids, said)
+    assert not any(rollout.loss_mask[start : start + len(said)])
+    assert len(rollout.turn_ends) == 2  # two policy calls, the user's between them
