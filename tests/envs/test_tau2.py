@@ -370,6 +370,31 @@ def test_the_user_model_gets_tau2s_scenario_and_the_policy_gets_the_policy() -> 
     assert {t["name"] for t in policy.requests[0]["tools"]} >= {"book_reservation"}
 
 
+def test_a_conversation_that_overflows_the_policys_context_is_a_model_error() -> None:
+    env = env_of("airline")
+
+    def overflow(params: JsonDict) -> JsonDict:
+        answer = response(status="incomplete")
+        answer["incomplete_details"] = {
+            "reason": None,
+            "code": "context_length_exceeded",
+            "message": "Requested tokens (4644) exceed context window of 4096",
+        }
+        return answer
+
+    async def go() -> AgentResult:
+        client = LocalEnvironmentClient(env, user_model=scripted([("say", "hi", {})]))
+        try:
+            return await ToolCallingAgent().run(env.task_row("9"), client, FakeModel(overflow))
+        finally:
+            await client.aclose()
+
+    result = asyncio.run(go())
+    assert result.verdict is not None and result.verdict.failure is not None
+    assert result.verdict.failure.kind == FailureKind.MODEL_ERROR
+    assert "n_ctx" in result.verdict.failure.reason
+
+
 def test_unknown_domains_and_users_are_one_line_errors() -> None:
     with pytest.raises(ConfigError, match="domain"):
         Tau2(domain="banking")
