@@ -249,9 +249,11 @@ def collect(
 
 
 def default_concurrency(spec: RunSpec) -> int:
-    """16 rollouts in flight, or 1 per worker for the embedded model (it answers one request
-    at a time, and one rollout at a time keeps its prompt cache warm)."""
-    local = spec.model.backend == "local" and spec.agent.url is None
+    """16 rollouts in flight, or 1 per worker for the embedded model, as the policy or as the
+    user model (it answers one request at a time, and one rollout at a time keeps its prompt
+    cache warm; 16 conversations queued on it would wait past their time limits)."""
+    user = spec.user_model is not None and spec.user_model.backend == "local"
+    local = (spec.model.backend == "local" or user) and spec.agent.url is None
     return (spec.collection.workers or 1) if local else 16
 
 

@@ -133,3 +133,11 @@ async def test_serve_env_opens_its_own_user_model_and_announces_its_user() -> No
             served.stop()
     assert result.failure is None and result.response is not None
     assert said_by_user({"response": result.response}) == ["my model is served-user"]
+
+
+def test_an_embedded_user_model_runs_one_conversation_at_a_time_by_default() -> None:
+    from palaestra.run.collect import default_concurrency, run_spec
+
+    remote = "http://127.0.0.1:9/v1"
+    assert default_concurrency(run_spec(env="weather", model=remote, user_model="local")) == 1
+    assert default_concurrency(run_spec(env="weather", model=remote, user_model=remote)) == 16
