@@ -147,6 +147,12 @@ class Environment:
         An environment with a simulated user returns its ``reply`` (``palaestra.environment.
         users``); a ``UserTurn`` with ``done`` set ends the conversation. Raise
         ``UserModelFailure`` when the user cannot answer.
+
+        Overriding it is what gives an environment a user: the runner checks once whether the
+        class overrides it (``client.has_user``) and never calls it otherwise. It may be plain
+        or ``async``, runs within ``user_turn_timeout`` like a tool, and is served as ``POST
+        /user_turn``. The tool-calling agent bounds the conversation (``max_steps``,
+        ``max_user_turns``).
         """
         return None
 
