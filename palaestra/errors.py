@@ -30,6 +30,7 @@ named with their module)::
     │   │       └── SessionExpired     its id is unknown, closed or expired (a LookupError)
     │   ├── ToolFailure                tool_error: a tool raised (not the model's mistake)
     │   │   └── ToolTimeout            timeout
+    │   ├── UserModelFailure           user_model_error: the simulated user's model failed
     │   ├── VerifierFailure            verifier_error: verify raised or returned no score
     │   │   ├── VerifierTimeout        timeout
     │   │   └── JudgeFailure           palaestra.environment.judge: the judge gave no verdict
@@ -211,6 +212,12 @@ class ToolTimeout(ToolFailure):
     """A tool ran past the environment's ``tool_timeout``."""
 
     kind = FailureKind.TIMEOUT
+
+
+class UserModelFailure(RolloutFailure):
+    """The simulated user's model failed or answered nothing: the rollout has no score."""
+
+    kind = FailureKind.USER_MODEL_ERROR
 
 
 class VerifierFailure(RolloutFailure):

@@ -10,6 +10,7 @@ secrets) is saved beside the output, so ``--resume`` can tell whether it continu
     ├── env: EnvSpec            which environment (name, file, import path or served URL) + args
     ├── model: ModelConfig      which model backend and endpoint, key source, retries, timeouts,
     │                           sampling overrides
+    ├── user_model: ModelConfig | None   the simulated user's model (``--user-model``), if any
     ├── agent: AgentSpec        which harness (or a served agent's URL) + its options
     └── collection: CollectOptions   input, output, repeats, concurrency, resume, ...
 
@@ -196,6 +197,10 @@ class RunSpec(pydantic.BaseModel):
     model: ModelConfig = pydantic.Field(default_factory=lambda: ModelConfig(backend="local"))
     agent: AgentSpec = pydantic.Field(default_factory=AgentSpec)
     collection: CollectOptions = pydantic.Field(default_factory=CollectOptions)
+    user_model: ModelConfig | None = None
+    """The model that plays the simulated user of an environment that has one
+    (``--user-model``), lent to the environment through its context; None: no user model.
+    The same config as ``model`` (``local`` and ``local``) is one model, loaded once."""
 
     def to_json(self) -> JsonDict:
         """The spec as saved beside the output: JSON types only, no secrets."""
@@ -216,6 +221,9 @@ class ServeSpec(pydantic.BaseModel):
     env: EnvSpec = pydantic.Field(default_factory=EnvSpec)
     model: ModelConfig = pydantic.Field(default_factory=lambda: ModelConfig(backend="local"))
     agent: AgentSpec = pydantic.Field(default_factory=AgentSpec)
+    user_model: ModelConfig | None = None
+    """An env server's (or an agent server's in-process environment's) simulated-user model
+    (``--user-model``); None: none."""
     host: str = "127.0.0.1"
     port: int = pydantic.Field(default=0, ge=0, le=65535)
     """0 picks a free port (printed when the server is ready)."""

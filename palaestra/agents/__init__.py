@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from palaestra._util.lazy import lazy_exports
 from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
+from palaestra.agents.oracle import NullAgent, OracleAgent
 from palaestra.agents.single_turn import SingleTurnAgent
 from palaestra.agents.step import StepAgent
 from palaestra.agents.tool_calling import ToolCallingAgent
@@ -39,6 +40,8 @@ __all__ = [
     "AgentFactory",
     "AgentResult",
     "BoundAgent",
+    "NullAgent",
+    "OracleAgent",
     "RolloutRunner",
     "SingleTurnAgent",
     "StepAgent",

@@ -33,6 +33,9 @@ class Agent(Protocol):
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
         """Run the task to a verdict or a failure, which it returns rather than raises.
 
+        An agent may also define ``async preflight(env, model)``: ``BoundAgent.check`` calls
+        it instead of ``model.check()`` (for an agent that needs no model, or more than one).
+
         The one exception is ``ModelUnreachable``: when the model cannot be reached at all,
         the agent raises it so the collector can stop instead of failing every task.
         """
@@ -50,7 +53,14 @@ class BoundAgent:
         self.agent, self.env, self.model = agent, env, model
 
     async def check(self) -> None:
-        await self.model.check()
+        """Fail fast when nothing could run. An agent with a ``preflight(env, model)``
+        says what it needs (the oracle and null agents never call the model, so they neither
+        reach nor load it); otherwise the model must answer."""
+        own = getattr(self.agent, "preflight", None)
+        if callable(own):
+            await own(self.env, self.model)
+        else:
+            await self.model.check()
 
     async def run(self, task: JsonDict) -> AgentResult:
         with rollout_scope() as scope:

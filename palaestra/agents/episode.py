@@ -29,7 +29,15 @@ from palaestra.errors import (
     VerifierFailure,
 )
 from palaestra.models.base import Model
-from palaestra.types import AgentResult, Failure, JsonDict, add_usage, empty_usage, input_items
+from palaestra.types import (
+    AgentResult,
+    Failure,
+    JsonDict,
+    Producer,
+    add_usage,
+    empty_usage,
+    input_items,
+)
 from palaestra.wire.rows import PARAMS
 
 Body = Callable[[str, AgentResult], Awaitable[None]]
@@ -161,11 +169,16 @@ async def close_session(env: EnvironmentClient, session_id: str, result: AgentRe
             result.verdict = None
 
 
+_POLICY = Producer.POLICY.value
+
+
 class Conversation:
     """One rollout's growing trajectory: the task's input, then every item produced so far.
 
     ``ask`` sends the whole of it to the model and keeps ``result.response`` current (usage
     summed over calls), so a failure later in the rollout keeps the trajectory so far.
+    ``producers`` says who produced each output item (``result.producers``, the row's
+    ``producers``): ``ask`` adds the policy's, ``add`` anyone else's.
     """
 
     def __init__(self, params: JsonDict, result: AgentResult) -> None:
@@ -173,14 +186,24 @@ class Conversation:
         self.result = result
         self.history = input_items(params)
         self.outputs: list[JsonDict] = []
+        self.producers: list[str] = []
+        result.producers = self.producers
         self.usage = empty_usage()
+
+    def add(self, item: JsonDict, producer: Producer) -> None:
+        """Append an item someone other than the policy produced (a tool output, a user's
+        message, an environment's observation)."""
+        self.outputs.append(item)
+        self.producers.append(producer.value)
 
     async def ask(self, model: Model) -> JsonDict:
         phase = time.perf_counter()
         response = await model.respond({**self.params, "input": self.history + self.outputs})
         self.result.add_time("model", phase)
         self.result.model_calls += 1
-        self.outputs.extend(response.get("output") or [])
+        output = response.get("output") or []
+        self.outputs.extend(output)
+        self.producers.extend([_POLICY] * len(output))
         add_usage(self.usage, response.get("usage"))
         self.result.response = {**response, "output": self.outputs, "usage": self.usage}
         return response

@@ -35,6 +35,8 @@ AGENTS: Registry[AgentFactory] = Registry(
         "tool_calling": "palaestra.agents.tool_calling:ToolCallingAgent",
         "single_turn": "palaestra.agents.single_turn:SingleTurnAgent",
         "step": "palaestra.agents.step:StepAgent",
+        "oracle": "palaestra.agents.oracle:OracleAgent",
+        "null": "palaestra.agents.oracle:NullAgent",
     },
     callable_plugin("an agent (a class or factory taking its options as keyword arguments)"),
 )

@@ -19,6 +19,7 @@ from palaestra.types import (
     Failure,
     FailureKind,
     JsonDict,
+    Producer,
     output_text,
     user_message,
 )
@@ -58,7 +59,7 @@ class StepAgent:
         result: AgentResult,
     ) -> None:
         conversation = Conversation(dict(task[PARAMS]), result)
-        conversation.outputs.append(user_message(await env.reset(session_id)))
+        conversation.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
         result.response = {"output": conversation.outputs, "usage": conversation.usage}
         for _ in range(self.max_steps):
             response = await conversation.ask(model)
@@ -67,6 +68,6 @@ class StepAgent:
             result.add_time("steps", phase)
             if step.terminated or step.truncated:
                 break
-            conversation.outputs.append(user_message(step.observation))
+            conversation.add(user_message(step.observation), Producer.ENVIRONMENT)
         else:  # the episode was still going when the step budget ran out
             result.truncated = "max_steps"

@@ -1,12 +1,20 @@
 """The tool-calling agent: NeMo Gym simple_agent semantics, bounded and honest about failures.
 
 seed → repeat { call the model with the input plus every output item so far; stop when the
-answer is incomplete or calls no tool; run each function call and append its output } at most
-``max_steps`` model calls → verify → close.
+answer is incomplete; when it calls no tool, ask the environment's simulated user for its turn
+(none: stop); run each function call and append its output } at most ``max_steps`` model calls
+→ verify → close.
 
 A rollout whose last allowed answer still called tools is verified as it stands and marked
 ``truncated = "max_steps"``. At most ``max_calls_per_turn`` calls of one answer run; the rest
 are answered with an error output (every ``call_id`` gets its output), not executed.
+
+An environment with a simulated user (``Environment.user_turn``, ``client.has_user``) answers
+each answer that calls no tool: its message is appended as a ``role: user`` message produced
+by ``user`` (never trained on) and the policy is asked again, until the user is done (a done
+turn, or None), ``max_steps`` model calls were made, or ``max_user_turns`` user messages were
+added (then ``truncated = "max_user_turns"``). Without a user the loop is as it always was: no
+call is made to ask (``has_user`` is known once, when the client is made).
 """
 
 from __future__ import annotations
@@ -23,8 +31,10 @@ from palaestra.models.base import Model
 from palaestra.types import (
     AgentResult,
     JsonDict,
+    Producer,
     function_call_output,
     function_calls,
+    user_message,
 )
 from palaestra.wire.rows import PARAMS
 
@@ -34,13 +44,18 @@ class ToolCallingAgent:
 
     name = "tool_calling"
 
-    def __init__(self, *, max_steps: int = 8, max_calls_per_turn: int = 64) -> None:
+    def __init__(
+        self, *, max_steps: int = 8, max_calls_per_turn: int = 64, max_user_turns: int = 30
+    ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         if max_calls_per_turn < 1:
             raise ValueError("max_calls_per_turn must be at least 1")
+        if max_user_turns < 0:
+            raise ValueError("max_user_turns must be at least 0")
         self.max_steps = max_steps
         self.max_calls_per_turn = max_calls_per_turn
+        self.max_user_turns = max_user_turns
         self._over_cap = f"Error: not executed: at most {max_calls_per_turn} calls per turn"
 
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
@@ -60,20 +75,44 @@ class ToolCallingAgent:
         result: AgentResult,
     ) -> None:
         conversation = Conversation(params, result)
+        has_user = env.has_user
         for _ in range(self.max_steps):
             response = await conversation.ask(model)
             calls = function_calls(response)
-            if response.get("status") == "incomplete" or not calls:
+            if response.get("status") == "incomplete":
                 break
+            if not calls:
+                if not has_user or not await self._user_turn(conversation, session_id, env):
+                    break
+                continue
             phase = time.perf_counter()
             for call in calls[: self.max_calls_per_turn]:
-                conversation.outputs.append(await self._run_call(call, session_id, env))
+                conversation.add(await self._run_call(call, session_id, env), Producer.TOOL)
                 result.tool_calls += 1
             for call in calls[self.max_calls_per_turn :]:
-                conversation.outputs.append(function_call_output(call_id_of(call), self._over_cap))
+                output = function_call_output(call_id_of(call), self._over_cap)
+                conversation.add(output, Producer.TOOL)
             result.add_time("tools", phase)
-        else:  # the model still called tools when the step budget ran out
+        else:  # the model still called tools (or the user still talked) when the budget ran out
             result.truncated = "max_steps"
+
+    async def _user_turn(
+        self, conversation: Conversation, session_id: str, env: EnvironmentClient
+    ) -> bool:
+        """Ask the user for its turn and append its message; whether the conversation goes on."""
+        result = conversation.result
+        if result.user_turns >= self.max_user_turns:
+            result.truncated = "max_user_turns"
+            return False
+        phase = time.perf_counter()
+        turn = await env.user_turn(session_id, conversation.history + conversation.outputs)
+        result.add_time("user", phase)
+        if turn is None:
+            return False
+        if turn.text:
+            conversation.add(user_message(turn.text), Producer.USER)
+            result.user_turns += 1
+        return not turn.done
 
     async def _run_call(self, call: JsonDict, session_id: str, env: EnvironmentClient) -> JsonDict:
         call_id = call_id_of(call)

@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from palaestra._util.arguments import call_with, check_keywords
 from palaestra.authoring.examples import check_task_tools, check_tasks_parse
 from palaestra.authoring.golden import check_golden_answers
+from palaestra.authoring.reference import reference_checks
 from palaestra.authoring.report import Check, EnvironmentReport
 from palaestra.authoring.schemas import check_tool_docs, check_tool_schemas
 from palaestra.authoring.smoke import SmokeOptions, smoke_checks
+from palaestra.collection.assembly import build_model
 from palaestra.environment.base import Environment
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.environment.registry import find_environment, tasks_beside
 from palaestra.errors import ConfigError
+from palaestra.models.base import Model
+from palaestra.spec import ModelConfig
 
 SMOKE_CHECKS = ("smoke run", "sessions closed", "framework CPU")
 DEFAULT_SMOKE = SmokeOptions()
+UserModel = str | ModelConfig | Model | None
+"""A user model as ``check_environment`` takes it (see there)."""
 
 
 def check_environment(
@@ -29,6 +36,7 @@ def check_environment(
     env_args: Mapping[str, Any] | None = None,
     tasks: str | os.PathLike[str] | None = None,
     smoke: SmokeOptions | None = DEFAULT_SMOKE,
+    user_model: UserModel = None,
 ) -> EnvironmentReport:
     """Check an environment as a reviewer would and return the report (never raises for a
     failed check: ``report.ok`` says whether all passed).
@@ -43,14 +51,26 @@ def check_environment(
     - ``task tools``: the tools tasks name exist;
     - ``golden answers``: ``verify`` gives 1 on each task's ``golden_response`` and 0 on its
       wrong one (skipped when no task carries one; see ``palaestra.authoring.golden``);
+    - ``oracle``, ``null agent``: replaying each task's gold actions (``Environment.
+      gold_actions``) scores 1, and an agent that only refuses scores 0 wherever the gold
+      actions hold an action (skipped without gold actions; ``palaestra.authoring.reference``);
     - ``smoke run``, ``sessions closed``, ``framework CPU``: a few tasks collected end to end
       with ``smoke.model`` (default the embedded one) and no failure of palaestra's own, every
       session closed by its rollout, and palaestra's CPU per rollout outside the model (see
       ``palaestra.authoring.smoke``). ``smoke=None`` skips them.
 
+    ``user_model`` plays an environment's simulated user (``EnvironmentContext.user_model``) in
+    the oracle, null and smoke runs: ``local``, a base URL or configured name, a
+    ``ModelConfig`` (opened, checked and closed here) or a ``Model`` (used as it is). Without
+    one, the oracle and null checks of a user that needs a model are skipped, saying so.
+
     An environment that cannot be found or built is a one-line ``ConfigError``.
     """
-    return asyncio.run(check_environment_async(env, env_args=env_args, tasks=tasks, smoke=smoke))
+    return asyncio.run(
+        check_environment_async(
+            env, env_args=env_args, tasks=tasks, smoke=smoke, user_model=user_model
+        )
+    )
 
 
 async def check_environment_async(
@@ -59,6 +79,7 @@ async def check_environment_async(
     env_args: Mapping[str, Any] | None = None,
     tasks: str | os.PathLike[str] | None = None,
     smoke: SmokeOptions | None = DEFAULT_SMOKE,
+    user_model: UserModel = None,
 ) -> EnvironmentReport:
     """``check_environment`` for code already inside an event loop."""
     cls, source, build = _environment(env, dict(env_args or {}))
@@ -67,18 +88,38 @@ async def check_environment_async(
     path = Path(tasks) if tasks is not None else tasks_beside(cls)
     parsed, rows = check_tasks_parse(path)
     report.checks += [parsed, check_task_tools(cls, rows)]
-    client = LocalEnvironmentClient(build())
-    try:
-        report.checks.append(await check_golden_answers(client, rows))
-    finally:
-        await client.aclose()
-    if smoke is None:
-        report.checks += [Check.skipped(name, "no model (--no-model)") for name in SMOKE_CHECKS]
-    elif path is None or not rows:
-        report.checks += [Check.skipped(name, "no example tasks to run") for name in SMOKE_CHECKS]
-    else:
-        report.checks += await smoke_checks(build(), path, smoke)
+    async with _opened(user_model) as user:
+        client = LocalEnvironmentClient(build(), user_model=user)
+        try:
+            report.checks.append(await check_golden_answers(client, rows))
+            report.checks += await reference_checks(client, rows, user_model=user is not None)
+        finally:
+            await client.aclose()
+        if smoke is None:
+            report.checks += [Check.skipped(n, "no model (--no-model)") for n in SMOKE_CHECKS]
+        elif path is None or not rows:
+            report.checks += [Check.skipped(n, "no example tasks to run") for n in SMOKE_CHECKS]
+        else:
+            report.checks += await smoke_checks(build(), path, smoke, user_model=user)
     return report
+
+
+@contextlib.asynccontextmanager
+async def _opened(user_model: UserModel) -> AsyncIterator[Model | None]:
+    """The user model to lend: a ``Model`` as given; a spec or config opened, checked (a
+    model that cannot be reached is one line now) and closed on exit."""
+    if user_model is None or isinstance(user_model, Model):
+        yield user_model
+        return
+    from palaestra.models.resolve import model_config
+
+    config = model_config(user_model) if isinstance(user_model, str) else user_model
+    model = build_model(config)
+    try:
+        await model.check()
+        yield model
+    finally:
+        await model.aclose()
 
 
 def _environment(

@@ -107,10 +107,17 @@ class TimedModel:
         await self.model.aclose()
 
 
-async def smoke_checks(environment: Environment, tasks: Path, options: SmokeOptions) -> list[Check]:
+async def smoke_checks(
+    environment: Environment,
+    tasks: Path,
+    options: SmokeOptions,
+    *,
+    user_model: Model | None = None,
+) -> list[Check]:
     """Collect ``options.tasks`` of ``tasks`` with ``options.model``: the smoke, sessions and
-    CPU checks. ``environment`` is this run's own instance (it is closed at the end)."""
-    client = LocalEnvironmentClient(environment, threads=4)
+    CPU checks. ``environment`` is this run's own instance (it is closed at the end);
+    ``user_model`` is lent to its simulated user, if any (the caller closes it)."""
+    client = LocalEnvironmentClient(environment, threads=4, user_model=user_model)
     sessions = CountingSessions(environment.session_ttl)
     client.sessions = sessions
     try:

@@ -24,6 +24,8 @@ from palaestra.cli.options import (
     model_flags,
     scale_fields,
     scale_flags,
+    user_model_config,
+    user_model_flags,
 )
 from palaestra.cli.options import model_config as model_config_of
 
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     help="Rollouts JSONL. Default: runs/<env>.jsonl.",
 )
 @model_flags()
+@user_model_flags
 @agent_flags
 @click.option(
     "--repeats",
@@ -153,6 +156,7 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
     return RunSpec(
         env=env_spec(options, token),
         model=model_config_of(options, sampling=sampling),
+        user_model=user_model_config(options),
         agent=agent,
         collection=CollectOptions(
             input=options["input_path"],

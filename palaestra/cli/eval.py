@@ -27,6 +27,8 @@ from palaestra.cli.options import (
     model_flags,
     scale_fields,
     scale_flags,
+    user_model_config,
+    user_model_flags,
 )
 from palaestra.cli.options import model_config as model_config_of
 from palaestra.errors import ConfigError
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     "KEY=VALUE is enough. The value is a YAML scalar (a number, true/false, null, else text).",
 )
 @model_flags()
+@user_model_flags
 @agent_flags
 @click.option(
     "--repeats",
@@ -141,6 +144,7 @@ def eval_command(**options: Any) -> None:
             envs,
             output_dir=options["output_dir"],
             model=model_config_of(options, sampling=sampling),
+            user_model=user_model_config(options),
             agent=agent_spec(options),
             repeats=options["repeats"],
             concurrency=options["concurrency"],

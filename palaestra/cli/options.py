@@ -133,6 +133,13 @@ agent_flags = _stacked(
         "the rest are answered with an error output.",
     ),
     click.option(
+        "--max-user-turns",
+        type=click.IntRange(min=0),
+        help="Most messages a simulated user adds to a rollout (tool_calling agent, "
+        "environments with a user; default 30). A conversation cut there is still scored, "
+        "and marked `_palaestra.truncated: max_user_turns`.",
+    ),
+    click.option(
         "--agent-arg",
         "agent_args",
         multiple=True,
@@ -147,7 +154,7 @@ def agent_spec(options: Mapping[str, Any]) -> AgentSpec:
     from palaestra.spec import AgentSpec
 
     given = assignments(options.get("agent_args", ()), "--agent-arg")
-    for flag in ("max_steps", "max_calls_per_turn"):
+    for flag in ("max_steps", "max_calls_per_turn", "max_user_turns"):
         if options.get(flag) is not None:
             given[flag] = options[flag]
     return AgentSpec(name=options.get("agent_name"), options=given)
@@ -236,6 +243,71 @@ def model_config(
         max_retries=options.get("max_retries"),
         request_timeout=options.get("request_timeout"),
         sampling=sampling or None,
+        options=backend_options or None,
+    )
+
+
+user_model_flags = _stacked(
+    click.option(
+        "--user-model",
+        "user_model_spec",
+        multiple=True,
+        help="The model that plays the simulated user of an environment that has one "
+        "(τ²-bench's customer, ...), separate from the policy: the same forms as --model "
+        "('local', a base URL, a name from --model-config, a backend's name; repeat it for "
+        "replicas). 'local' with --model local shares the one embedded model.",
+    ),
+    click.option("--user-model-name", help="The `model` field sent to the user model's endpoint."),
+    click.option(
+        "--user-api-key-env",
+        metavar="VARIABLE",
+        help="Read the user model endpoint's key from this environment variable (default: "
+        "the policy's key, if the user model is the same endpoint; else none).",
+    ),
+    click.option(
+        "--user-model-option",
+        "user_model_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A backend option of the user model (repeatable), the value a YAML scalar.",
+    ),
+)
+
+
+def user_model_config(options: Mapping[str, Any]) -> ModelConfig | None:
+    """The user model the ``user_model_flags`` describe; None when ``--user-model`` is absent.
+
+    Resolved as ``--model`` is (``palaestra.models.model_config``), with the run's
+    ``--model-config``, ``--api``, ``--max-retries`` and ``--request-timeout``. Naming the
+    policy's own model (``--model local --user-model local``) takes the policy's key, model
+    name and backend options too, unless given: the same config, so one model serves both.
+    """
+    from palaestra.models.resolve import model_config as resolve
+
+    specs = tuple(options.get("user_model_spec") or ())
+    if not specs:
+        for flag in ("user_model_name", "user_api_key_env"):
+            if options.get(flag):
+                raise ConfigError(f"--{flag.replace('_', '-')} needs --user-model")
+        if options.get("user_model_options"):
+            raise ConfigError("--user-model-option needs --user-model")
+        return None
+    same_endpoint = specs == tuple(options.get("model_spec") or ())
+    key = options.get("api_key") if same_endpoint and not options.get("api_key_env") else None
+    backend_options = assignments(options.get("user_model_options", ()), "--user-model-option")
+    if same_endpoint and not backend_options:  # the policy's model: its options too (one model)
+        backend_options = assignments(options.get("model_options", ()), "--model-option")
+    return resolve(
+        specs,
+        api=options.get("api"),
+        model_name=options.get("user_model_name")
+        or (options.get("model_name") if same_endpoint else None),
+        api_key=None if options.get("user_api_key_env") else key or None,
+        api_key_env=options.get("user_api_key_env")
+        or (options.get("api_key_env") if same_endpoint else None),
+        config_path=options.get("model_config"),
+        max_retries=options.get("max_retries"),
+        request_timeout=options.get("request_timeout"),
         options=backend_options or None,
     )
 

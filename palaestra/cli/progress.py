@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 
 from rich.console import Console
@@ -125,6 +126,9 @@ def summary_table(summary: RunSummary, elapsed: float, *, failures_as_zero: bool
         table.add_row("output", str(summary.files.output))
         table.add_row("failures file", str(summary.files.failures))
         table.add_row("metrics", str(summary.files.aggregate_metrics))
+        # What a newcomer does next: read the trajectories behind the figures.
+        command = f"palaestra view {shlex.quote(str(summary.files.output))}"
+        table.add_row("read the rollouts", escape(command))
     if summary.stopped_reason:
         table.add_row("[red]stopped[/]", escape(summary.stopped_reason))
     return table

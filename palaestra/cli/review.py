@@ -32,6 +32,12 @@ STYLES = {"pass": "green", "fail": "red", "skip": "yellow"}
     help="The smoke run's model: local (the embedded one), a base URL or a configured name.",
 )
 @click.option(
+    "--user-model",
+    help="The model playing an environment's simulated user in the oracle, null and smoke "
+    "runs (the forms --model takes). Without it, the oracle and null checks of a user that "
+    "needs a model are skipped.",
+)
+@click.option(
     "--smoke-tasks",
     type=click.IntRange(min=1),
     default=2,
@@ -45,19 +51,24 @@ def test_env_command(
     tasks: Path | None,
     no_model: bool,
     model: str,
+    user_model: str | None,
     smoke_tasks: int,
     as_json: bool,
 ) -> None:
     """Check the environment ENV (a name, ./file.py[:Class] or module:Class): tool schemas
-    and docs, example tasks, golden answers, and a smoke collection with a real model.
-    Exits 1 when a check fails."""
+    and docs, example tasks, golden answers, the oracle and null agents (tasks with gold
+    actions), and a smoke collection with a real model. Exits 1 when a check fails."""
     from palaestra.authoring import SmokeOptions, check_environment
 
     errors = Console(stderr=True)
     with exit_on_user_error(errors):
         smoke = None if no_model else SmokeOptions(tasks=smoke_tasks, model=model)
         report = check_environment(
-            env, env_args=assignments(env_args, "--env-arg"), tasks=tasks, smoke=smoke
+            env,
+            env_args=assignments(env_args, "--env-arg"),
+            tasks=tasks,
+            smoke=smoke,
+            user_model=user_model,
         )
     if as_json:
         click.echo(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())

@@ -87,13 +87,19 @@ def find(spec: EnvSpec) -> FoundEnvironment | None:
 
 
 async def open_environment(
-    spec: EnvSpec, found: FoundEnvironment | None, *, threads: int = DEFAULT_THREADS
+    spec: EnvSpec,
+    found: FoundEnvironment | None,
+    *,
+    threads: int = DEFAULT_THREADS,
+    user_model: Model | None = None,
 ) -> tuple[EnvironmentClient, str]:
     """The environment client and the agent the environment asks for.
 
-    Served (``spec.url``): a ``RemoteEnvironmentClient``, connected (its tools learned).
+    Served (``spec.url``): a ``RemoteEnvironmentClient``, connected (its tools learned); a
+    served environment's user model is its server's (``serve env --user-model``).
     Otherwise the environment runs in a ``LocalEnvironmentClient`` with ``threads`` worker
-    threads for its synchronous code (give it the rollouts in flight).
+    threads for its synchronous code (give it the rollouts in flight), lent ``user_model``
+    (the caller's to close).
     """
     if spec.url is not None:
         from palaestra.remote.env import RemoteEnvironmentClient
@@ -103,7 +109,8 @@ async def open_environment(
     if found is None:
         raise ConfigError("name an environment (a name, ./file.py or module:Class) or its url")
     environment = found.build()
-    return LocalEnvironmentClient(environment, threads=threads), environment.default_agent
+    client = LocalEnvironmentClient(environment, threads=threads, user_model=user_model)
+    return client, environment.default_agent
 
 
 def build_agent(spec: AgentSpec, default: str) -> Agent:
@@ -116,6 +123,39 @@ def build_model(config: ModelConfig) -> Model:
     from palaestra.models.backends import build_model as build
 
     return build(config)
+
+
+@contextlib.asynccontextmanager
+async def opened_user_model(
+    config: ModelConfig | None, policy: tuple[ModelConfig, Model] | None = None
+) -> AsyncIterator[Model | None]:
+    """The user model ``config`` describes, checked (reached, or its weights loaded) and
+    closed on exit; None when there is none.
+
+    When it is the policy's own model (the same config but for sampling, which the collector
+    writes into each task: ``--model local --user-model local``), it is ``policy``'s model
+    object itself, so the embedded model is loaded once and one endpoint's connections serve
+    both. Its calls then count in that model's request statistics.
+    """
+    if config is None:
+        yield None
+        return
+    if policy is not None and same_model(config, policy[0]):
+        yield policy[1]
+        return
+    model = build_model(config)
+    try:
+        await model.check()
+        yield model
+    finally:
+        await model.aclose()
+
+
+def same_model(one: ModelConfig, other: ModelConfig) -> bool:
+    """Whether two configs name one model (all but ``sampling`` equal, the key included)."""
+    return one.model_copy(update={"sampling": {}}) == other.model_copy(
+        update={"sampling": {}}
+    ) and (one.api_key == other.api_key)
 
 
 def model_facts(config: ModelConfig) -> JsonDict:
@@ -164,16 +204,22 @@ async def open_runner(
     the environment (``found``, or served at ``spec.env.url``) and the model. Closed on exit.
     """
     async with contextlib.AsyncExitStack() as stack:
+        user_model_here(spec)  # a user model named for a served part: refused
         if spec.agent.url is not None:
             remote = await _remote_agent(spec.agent, stack)
             facts: JsonDict = {"env": _env_facts(spec.env, found), "agent": {"url": remote.url}}
             yield Runner(remote, remote_label(remote), facts)
             return
-        env, default = await open_environment(spec.env, found, threads=threads)
-        stack.push_async_callback(env.aclose)
-        agent = build_agent(spec.agent, default)
         model = build_model(spec.model)
         stack.push_async_callback(model.aclose)
+        user_model = await stack.enter_async_context(
+            opened_user_model(user_model_here(spec), (spec.model, model))
+        )
+        env, default = await open_environment(
+            spec.env, found, threads=threads, user_model=user_model
+        )
+        stack.push_async_callback(env.aclose)
+        agent = build_agent(spec.agent, default)
         facts = bound_facts(spec, found, spec.agent.name or default)
         yield Runner(BoundAgent(agent, env, model), f"{env.name}_{agent.name}", facts)
 
@@ -181,11 +227,30 @@ async def open_runner(
 def bound_facts(spec: RunSpec, found: FoundEnvironment | None, agent: str) -> JsonDict:
     """The identity facts of a run of the agent named ``agent`` bound here (``Runner.facts``);
     ``palaestra.distributed`` works them out before its workers start."""
-    return {
+    facts: JsonDict = {
         "env": _env_facts(spec.env, found),
         "agent": {"name": agent, "options": agent_options(agent, spec.agent.options)},
         "model": model_facts(spec.model),
     }
+    if spec.user_model is not None:  # only when named: a run without one reads as before
+        facts["user_model"] = model_facts(spec.user_model)
+    return facts
+
+
+def user_model_here(spec: RunSpec) -> ModelConfig | None:
+    """The user model to open in this process: a served environment has its own (its server's
+    ``--user-model``), so naming one for it is a mistake, not silently ignored."""
+    served = spec.env.url or spec.env.cmd
+    if spec.user_model is not None and served is not None:
+        raise ConfigError(
+            f"the environment is served ({served}): its user model is its server's "
+            "(palaestra serve env --user-model), not this run's"
+        )
+    if spec.user_model is not None and spec.agent.url is not None:
+        raise ConfigError(
+            f"the agent is served at {spec.agent.url}: the user model is its server's"
+        )
+    return spec.user_model
 
 
 async def _remote_agent(spec: AgentSpec, stack: contextlib.AsyncExitStack) -> RemoteAgent:

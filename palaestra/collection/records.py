@@ -110,6 +110,10 @@ def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
     }
     if result.truncated:
         facts["truncated"] = result.truncated
+    if result.producers is not None:  # who produced each output item (RunFacts.producers)
+        facts["producers"] = result.producers
+    if result.user_turns:
+        facts["user_turns"] = result.user_turns
     if result.endpoints is not None:  # a model pool: where the calls went, and any move
         facts["endpoints"] = result.endpoints
         if len(result.endpoints) > 1:

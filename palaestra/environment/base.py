@@ -43,7 +43,7 @@ from palaestra.types import JsonDict, Verdict
 from palaestra.wire.protocol import RESERVED_ROUTES
 
 if TYPE_CHECKING:
-    pass
+    from palaestra.environment.users import UserTurn
 
 T = TypeVar("T")
 
@@ -64,6 +64,8 @@ class Environment:
     verify_timeout: ClassVar[float] = 60.0
     seed_timeout: ClassVar[float] = 60.0
     close_timeout: ClassVar[float] = 60.0
+    user_turn_timeout: ClassVar[float] = 300.0
+    """Seconds ``user_turn`` may take (a user model's answer: generous, as a policy's is)."""
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}
     pool_workers: ClassVar[int | None] = None
     """Worker processes for ``run_in_pool`` (started on first use); ``None``: one per core."""
@@ -134,6 +136,35 @@ class Environment:
         return await pool.run(
             function, *args, timeout=timeout, memory_mb=memory_mb, cpu_seconds=cpu_seconds, **kwargs
         )
+
+    def user_turn(
+        self, session: Session, conversation: list[JsonDict]
+    ) -> UserTurn | Awaitable[UserTurn | None] | None:
+        """The user's answer when the policy's answer called no tool; None: there is no user.
+
+        ``conversation`` is the trajectory so far (the task's input items, then every output
+        item). The default has no user: the rollout ends when the policy stops calling tools.
+        An environment with a simulated user returns its ``reply`` (``palaestra.environment.
+        users``); a ``UserTurn`` with ``done`` set ends the conversation. Raise
+        ``UserModelFailure`` when the user cannot answer.
+
+        Overriding it is what gives an environment a user: the runner checks once whether the
+        class overrides it (``client.has_user``) and never calls it otherwise. It may be plain
+        or ``async``, runs within ``user_turn_timeout`` like a tool, and is served as ``POST
+        /user_turn``. The tool-calling agent bounds the conversation (``max_steps``,
+        ``max_user_turns``).
+        """
+        return None
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        """The task's reference solution as tool calls, turn by turn; None: the task has none.
+
+        Each inner list holds the calls (``{"name": ..., "arguments": {...}}``) the policy
+        should make before its next answer to the user: one list per user turn. ``palaestra
+        test`` replays them (the oracle must score 1) and checks that doing nothing scores 0
+        where the task requires an action.
+        """
+        return None
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """Yield ``count`` task rows made from ``seed`` (same seed, same tasks).

@@ -4,7 +4,8 @@ The agent never touches an ``Environment`` directly; it talks to a client. The i
 client below calls the environment's methods with no HTTP hop; a remote client speaks the
 NeMo Gym resources-server protocol. An agent cannot tell them apart.
 
-How the in-process client calls environment code (seed, tools, verify, close, reset, step):
+How the in-process client calls environment code (seed, tools, verify, close, reset, step,
+user_turn):
 
 - ``async def`` code runs on the event loop, within its time limit.
 - Plain (synchronous) code runs in a worker thread (``palaestra.environment.threads``), within its
@@ -14,8 +15,8 @@ How the in-process client calls environment code (seed, tools, verify, close, re
   trivial and run inline.
 
 The limits are the environment's ``tool_timeout`` (tools, ``reset``, ``step``),
-``verify_timeout``, ``seed_timeout`` and ``close_timeout``. Whatever the code raises is mapped
-once, by a ``Boundary`` per entry point (``palaestra.environment.boundary``).
+``verify_timeout``, ``seed_timeout``, ``close_timeout`` and ``user_turn_timeout``. Whatever the
+code raises is mapped once, by a ``Boundary`` per entry point (``palaestra.environment.boundary``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.sessions import Session, SessionStore
 from palaestra.environment.step import StepEnvironment
 from palaestra.environment.threads import ThreadRunner
+from palaestra.environment.users import UserTurn
 from palaestra.environment.verdicts import as_verdict, finite
 from palaestra.errors import (
     EnvironmentFailure,
@@ -59,6 +61,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from palaestra.models.base import Model
     from palaestra.sandbox.pool import WorkerPool
 
 UNKNOWN_TOOL = "(unknown)"
@@ -74,9 +77,12 @@ nothing."""
 
 @runtime_checkable
 class EnvironmentClient(Protocol):
-    """The environment as an agent sees it: sessions, tool calls and verification."""
+    """The environment as an agent sees it: sessions, tool calls, the user and verification."""
 
     name: str
+    has_user: bool
+    """Whether the environment has a simulated user (``user_turn``): known once, when the
+    client is made, so an agent asks for user turns only where there is a user."""
 
     def tools(self) -> list[JsonDict]: ...
 
@@ -90,6 +96,12 @@ class EnvironmentClient(Protocol):
         Raises ``ToolCallRejected`` when the call is the model's mistake, ``ToolFailure``
         when the tool itself broke.
         """
+        ...
+
+    async def user_turn(self, session_id: str, conversation: list[JsonDict]) -> UserTurn | None:
+        """The user's answer to the policy's last message (``Environment.user_turn``); None:
+        no user. Raises ``UserModelFailure`` (``user_model_error``) when the user's model
+        failed, an ``EnvironmentFailure`` when the environment's code did."""
         ...
 
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict: ...
@@ -154,12 +166,21 @@ class LocalEnvironmentClient:
     """Runs an ``Environment`` in this process: direct method calls, no serialisation.
 
     ``threads`` bounds the worker threads that run synchronous environment code (see the
-    module docstring); give it at least the number of rollouts in flight.
+    module docstring); give it at least the number of rollouts in flight. ``user_model`` is
+    the run's user model (``--user-model``), lent to the environment through its context;
+    the caller owns it (opens and closes it).
     """
 
-    def __init__(self, environment: Environment, *, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(
+        self,
+        environment: Environment,
+        *,
+        threads: int = DEFAULT_THREADS,
+        user_model: Model | None = None,
+    ) -> None:
         self.environment = environment
         self.name = environment.name
+        self.has_user = has_user(environment)
         self.sessions = SessionStore(environment.session_ttl)
         self._tools = environment.tools()
         self.tool_calls: Counter[str] = Counter()
@@ -169,7 +190,7 @@ class LocalEnvironmentClient:
         failure's kind (``tool_error``, ``timeout``). Both are read by ``/metrics``."""
         self._pool: WorkerPool | None = None
         self._threads = ThreadRunner(threads)
-        environment.setup(EnvironmentContext(worker_pool=self._worker_pool))
+        environment.setup(EnvironmentContext(worker_pool=self._worker_pool, user_model=user_model))
         env = environment
         self._seed = Entry.of(
             env.seed, env.seed_timeout, EnvironmentFailure, EnvironmentTimeout, "seed"
@@ -179,6 +200,13 @@ class LocalEnvironmentClient:
         )
         self._close = Entry.of(
             env.close, env.close_timeout, EnvironmentFailure, EnvironmentTimeout, "close"
+        )
+        self._user_turn = Entry.of(
+            env.user_turn,
+            env.user_turn_timeout,
+            EnvironmentFailure,
+            EnvironmentTimeout,
+            "user_turn",
         )
         self._tool_entries = {
             name: Entry.of(
@@ -247,6 +275,22 @@ class LocalEnvironmentClient:
     async def verify(self, session_id: str, task: JsonDict, response: JsonDict) -> Verdict:
         session = self.sessions.get(session_id)
         return as_verdict(await self._run(self._verify, (session, response)))
+
+    async def user_turn(self, session_id: str, conversation: list[JsonDict]) -> UserTurn | None:
+        """The user's next message (``Environment.user_turn``), within ``user_turn_timeout``.
+
+        ``UserModelFailure`` passes through the boundary as it is (``user_model_error``);
+        anything else the environment's code raised is an ``env_error``.
+        """
+        if not self.has_user:
+            return None
+        session = self.sessions.get(session_id)
+        turn = await self._run(self._user_turn, (session, conversation))
+        if turn is None or isinstance(turn, UserTurn):
+            return turn
+        raise EnvironmentFailure(
+            f"user_turn returned {type(turn).__name__}, not a UserTurn or None"
+        )
 
     async def reset(self, session_id: str) -> str:
         """Start a turn-based episode (``StepEnvironment``); return the first observation."""
@@ -328,6 +372,11 @@ class LocalEnvironmentClient:
         # An expired session's close failing must not fail an unrelated rollout.
         with contextlib.suppress(Exception):
             await self._run(self._close, (session,))
+
+
+def has_user(environment: Environment) -> bool:
+    """Whether ``environment`` overrides ``Environment.user_turn`` (has a simulated user)."""
+    return getattr(type(environment), "user_turn", None) is not Environment.user_turn
 
 
 async def within(seconds: float, awaitable: Awaitable[Any]) -> Any:

@@ -4,7 +4,8 @@ An environment never reaches for process-wide state or has attributes written in
 outside: the runner (``LocalEnvironmentClient``, so ``collect``, ``serve env``, ``palaestra
 test`` and the trainers' adapters) hands it an ``EnvironmentContext`` through
 ``Environment.setup``. The context holds the runner's warm worker pool (``run_in_pool``), an
-HTTP client to share, and opens the models an environment asks for (judges, simulated users).
+HTTP client to share, the run's user model (``--user-model``) and opens the models an
+environment asks for (judges).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ class EnvironmentContext:
     """The runner's worker pool, started on first call; None outside a runner."""
     http: HttpClient | None = None
     """An HTTP client to share for the models this context opens (None: each opens its own)."""
+    user_model: Model | None = None
+    """The run's user model (``--user-model``), for environments with a simulated user
+    (``palaestra.environment.users.ModelUser``); None when the run named none."""
 
     def open_model(self, spec: str, model_name: str | None = None) -> Model:
         """A model from a spec as ``--model`` takes it (``local``, a URL, a configured name).

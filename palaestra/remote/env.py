@@ -32,6 +32,7 @@ from http.cookies import SimpleCookie
 import orjson
 
 from palaestra.environment.boundary import Boundary, describe
+from palaestra.environment.users import UserTurn
 from palaestra.errors import (
     ConfigError,
     EnvironmentFailure,
@@ -70,14 +71,17 @@ from palaestra.wire.protocol import (
     SESSION_LOST,
     STEP,
     TOOLS,
+    USER_TURN,
     VERIFY,
     error_of,
     failure_from_fields,
+    has_user_turn,
     observation_of,
     seeds_with_first_call,
     step_from_answer,
     tool_route,
     tools_of,
+    user_turn_of,
     verdict_from_answer,
 )
 
@@ -121,6 +125,8 @@ class RemoteEnvironmentClient:
         self.name = name
         self.default_agent = "tool_calling"
         """The agent the served environment asks for (a NeMo Gym server: tool_calling)."""
+        self.has_user = False
+        """Whether the server announced a simulated user (``/user_turn``)."""
         self._owns_http = http is None
         self._http = http or HttpClient()  # no connection cap: --concurrency is the bound
         self._tools = tools or []
@@ -215,6 +221,7 @@ class RemoteEnvironmentClient:
         palaestra = seeds_with_first_call(answer)
         self._seeds_along = self._may_seed_along and palaestra
         self._no_echo = palaestra
+        self.has_user = has_user_turn(answer)
 
     async def _announced_routes(self) -> frozenset[str] | None:
         """The paths a server lists in ``GET /openapi.json`` (every FastAPI app serves it);
@@ -308,6 +315,22 @@ class RemoteEnvironmentClient:
             return verdict_from_answer(answer, task)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise VerifierFailure(f"verify answered an unusable body: {error}") from None
+
+    async def user_turn(self, session_id: str, conversation: list[JsonDict]) -> UserTurn | None:
+        """The served environment's user turn (``POST /user_turn``, palaestra's extension);
+        None when the server announced no user. A user model that failed on the server comes
+        back as its ``user_model_error``."""
+        if not self.has_user:
+            return None
+        body = {"conversation": conversation}
+        status, raw, _ = await self._post(USER_TURN, body, session_id, _ENV)
+        if status != 200:
+            raise _answered(EnvironmentFailure, "user_turn", status, raw)
+        try:
+            turn = user_turn_of(orjson.loads(raw))
+        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+            raise EnvironmentFailure(f"{USER_TURN} answered an unusable body: {error}") from None
+        return None if turn is None else UserTurn(*turn)
 
     async def reset(self, session_id: str) -> str:
         answer = await self._post_ok(RESET, {}, session_id)

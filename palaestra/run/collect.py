@@ -28,6 +28,7 @@ from palaestra.collection.assembly import (
     FoundEnvironment,
     find,
     open_runner,
+    user_model_here,
     without_credentials,
 )
 from palaestra.collection.collector import CollectConfig, Progress, RunSummary
@@ -73,6 +74,11 @@ class RunFields(TypedDict, total=False):
     also ``ModelConfig(urls=[...])``)."""
     api_key: str
     """The model endpoint's key (never saved); or name a variable in ``ModelConfig``."""
+    user_model: str | list[str] | ModelConfig | None
+    """The model that plays the simulated user of an environment that has one, in the forms
+    ``model`` takes (``"local"``, a URL, a name, a ``ModelConfig``); lent to the environment
+    through its context. The same as ``model`` (``"local"`` and ``"local"``) is one model.
+    Default: none."""
     sampling: Mapping[str, Any]
     """Overrides of ``temperature``, ``top_p``, ``max_output_tokens`` for every task."""
     agent: str | AgentSpec
@@ -132,6 +138,7 @@ def run_spec(**fields: Unpack[RunFields]) -> RunSpec:
         model=_model_config(given),
         agent=_agent_spec(given),
         collection=validated(CollectOptions, options, "collect"),
+        user_model=_user_model_config(given),
     )
 
 
@@ -153,6 +160,7 @@ async def collect_async(
     if spec is not None and fields:
         raise TypeError("pass a RunSpec or keyword arguments, not both")
     spec = spec if spec is not None else run_spec(**fields)
+    user_model_here(spec)  # before anything is reached: a served part has its own
     if spec.env.cmd is not None:
         return await _managed(spec, progress)
     return await _run(spec, progress)
@@ -170,6 +178,7 @@ async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> R
     saved = spec.model_copy(
         update={
             "model": without_credentials(spec.model),
+            "user_model": spec.user_model and without_credentials(spec.user_model),
             "collection": options.model_copy(
                 update={"input": tasks, "output": output, "concurrency": concurrency}
             ),
@@ -240,9 +249,11 @@ def collect(
 
 
 def default_concurrency(spec: RunSpec) -> int:
-    """16 rollouts in flight, or 1 per worker for the embedded model (it answers one request
-    at a time, and one rollout at a time keeps its prompt cache warm)."""
-    local = spec.model.backend == "local" and spec.agent.url is None
+    """16 rollouts in flight, or 1 per worker for the embedded model, as the policy or as the
+    user model (it answers one request at a time, and one rollout at a time keeps its prompt
+    cache warm; 16 conversations queued on it would wait past their time limits)."""
+    user = spec.user_model is not None and spec.user_model.backend == "local"
+    local = (spec.model.backend == "local" or user) and spec.agent.url is None
     return (spec.collection.workers or 1) if local else 16
 
 
@@ -339,6 +350,21 @@ def _model_config(given: dict[str, Any]) -> ModelConfig:
             f"model must be a name, a URL, a list of URLs or a ModelConfig, not {model!r}"
         )
     return model_config(model, api_key=api_key, sampling=sampling)
+
+
+def _user_model_config(given: dict[str, Any]) -> ModelConfig | None:
+    """``user_model`` as a ``ModelConfig`` (resolved as ``model`` is); None when not given."""
+    from palaestra.models.resolve import model_config
+
+    model = given.get("user_model")
+    if model is None or isinstance(model, ModelConfig):
+        return model
+    pool = isinstance(model, list | tuple) and all(isinstance(url, str) for url in model)
+    if not (isinstance(model, str) or pool):
+        raise ConfigError(
+            f"user_model must be a name, a URL, a list of URLs or a ModelConfig, not {model!r}"
+        )
+    return model_config(model)
 
 
 def _agent_spec(given: dict[str, Any]) -> AgentSpec:

@@ -5,7 +5,10 @@ is in the ``x-palaestra-session`` header for clients that keep no cookies. ``POS
 runs a tool on the parsed arguments and answers its JSON result. ``POST /verify`` answers the
 request plus ``reward`` and the verifier fields; ``POST /close_session`` frees the session.
 ``POST /aggregate_metrics`` and ``GET /tools`` (palaestra's addition: the tool schemas) round
-it off. Validation problems are 422 naming the field; a body that is not JSON is 400.
+it off. An environment with a simulated user (``Environment.user_turn``) also answers ``POST
+/user_turn`` (``{"conversation": [...]}`` in, ``{"turn": {"text", "done"} | null}`` out) and
+says so in ``GET /tools``; its user model (``user_model``) is this server's to lend it.
+Validation problems are 422 naming the field; a body that is not JSON is 400.
 
 A request carrying a session token this server does not know (expired, closed, issued before a
 restart, forged) is a 404 whose error ``type`` is ``session_lost``: never a fresh, empty
@@ -34,7 +37,7 @@ import inspect
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -73,6 +76,9 @@ from palaestra.serve.evaluator import (
     text_response,
 )
 from palaestra.types import Failure, JsonDict, Verdict
+
+if TYPE_CHECKING:
+    from palaestra.models.base import Model
 from palaestra.wire.protocol import (
     AGENT_REF,
     AGGREGATE_METRICS,
@@ -93,6 +99,7 @@ from palaestra.wire.protocol import (
     SESSION_LOST,
     STEP,
     TOOLS,
+    USER_TURN,
     VERIFY,
     failure_error,
     failure_from_fields,
@@ -101,6 +108,7 @@ from palaestra.wire.protocol import (
     step_answer,
     tool_route,
     tools_answer,
+    user_turn_answer,
     verdict_fields,
     verify_answer,
 )
@@ -152,17 +160,19 @@ def environment_app(
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     max_task_bytes: int | None = DEFAULT_MAX_TASK_BYTES,
     max_total_task_bytes: int | None = DEFAULT_MAX_TOTAL_TASK_BYTES,
+    user_model: Model | None = None,
 ) -> HotRoutedApp:
     """An ASGI app serving ``environment``; sessions live in this process and expire.
 
     ``dataset`` is the task list NeMo Evaluator's clients address by index. ``max_sessions``
     caps the live sessions and ``max_total_task_bytes`` the bytes of their tasks together (a
     seed over either is a 503 with ``Retry-After``); ``max_task_bytes`` caps the size of one
-    seeded task (413). ``None`` lifts a cap.
+    seeded task (413). ``None`` lifts a cap. ``user_model`` is lent to the environment's
+    simulated user (its context's ``user_model``); the caller closes it.
     """
     tasks = dataset or []
     check_tool_names(type(environment).__name__, environment.tool_specs)  # if set by hand
-    client = LocalEnvironmentClient(environment)
+    client = LocalEnvironmentClient(environment, user_model=user_model)
     signer = SessionSigner(secret or secrets.token_bytes(32))
     caps = SessionCaps(max_sessions, max_task_bytes, max_total_task_bytes)
     seed = _seed(client, signer, tasks, caps)
@@ -172,6 +182,8 @@ def environment_app(
     )
     if isinstance(environment, StepEnvironment):
         session_routes.update({RESET: _reset(client, signer), STEP: _step(client, signer)})
+    if client.has_user:
+        session_routes[USER_TURN] = _user_turn(client, signer)
     # The routes a rollout crosses, answered without Starlette's router (HotRoutedApp). A
     # session route may seed its session first (SEED_HEADER): one exchange instead of two;
     # the app, made below, answers what each part raises as that part's own route would.
@@ -332,7 +344,10 @@ def _dataset_size(dataset: list[JsonDict]) -> Handler:
 
 def _tools(client: LocalEnvironmentClient) -> Handler:
     async def tools(request: Request) -> Response:
-        return JSONResponse(tools_answer(client.tools(), client.environment.default_agent))
+        answer = tools_answer(
+            client.tools(), client.environment.default_agent, user=client.has_user
+        )
+        return JSONResponse(answer)
 
     return tools
 
@@ -546,6 +561,20 @@ def _step(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
         return JSONResponse(step_answer(await client.step(session_id, body["action"])))
 
     return step
+
+
+def _user_turn(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
+    """``POST /user_turn`` with ``{"conversation": [...]}``: the simulated user's turn. A user
+    model that failed is a 500 carrying ``user_model_error`` (``_on_error``)."""
+
+    async def user_turn(request: Request) -> Response:
+        body = await json_object(request)
+        require(body, "conversation", list, "the trajectory so far (Responses items)")
+        session_id = _session_of(request, signer)
+        turn = await client.user_turn(session_id, body["conversation"])
+        return JSONResponse(user_turn_answer(None if turn is None else (turn.text, turn.done)))
+
+    return user_turn
 
 
 def _close(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:

@@ -11,7 +11,13 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-from palaestra.collection.assembly import build_agent, build_model, find, open_environment
+from palaestra.collection.assembly import (
+    build_agent,
+    build_model,
+    find,
+    open_environment,
+    opened_user_model,
+)
 from palaestra.errors import ConfigError, ModelError
 from palaestra.spec import ServeSpec
 
@@ -68,14 +74,16 @@ async def _serve_env(spec: ServeSpec) -> None:
     if found is None:
         raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
     dataset = load_dataset(spec.tasks or found.example_tasks)
-    app = environment_app(
-        found.build(),
-        dataset=dataset,
-        max_sessions=_cap(spec.max_sessions, DEFAULT_MAX_SESSIONS),
-        max_task_bytes=_cap(spec.max_task_bytes, DEFAULT_MAX_TASK_BYTES),
-        max_total_task_bytes=_cap(spec.max_total_task_bytes, DEFAULT_MAX_TOTAL_TASK_BYTES),
-    )
-    await serve_guarded(app, spec, label=f"environment {found.name}")
+    async with opened_user_model(spec.user_model) as user_model:  # the server's own
+        app = environment_app(
+            found.build(),
+            dataset=dataset,
+            max_sessions=_cap(spec.max_sessions, DEFAULT_MAX_SESSIONS),
+            max_task_bytes=_cap(spec.max_task_bytes, DEFAULT_MAX_TASK_BYTES),
+            max_total_task_bytes=_cap(spec.max_total_task_bytes, DEFAULT_MAX_TOTAL_TASK_BYTES),
+            user_model=user_model,
+        )
+        await serve_guarded(app, spec, label=f"environment {found.name}")
 
 
 async def _serve_model(spec: ServeSpec) -> None:
@@ -111,21 +119,29 @@ async def _serve_agent(spec: ServeSpec) -> None:
     from palaestra.serve.agent_app import agent_app
 
     found = find(spec.env)
-    env, default = await open_environment(spec.env, found)
-    try:
-        agent = build_agent(spec.agent, default)
-        model = build_model(spec.model)
-    except BaseException:
-        await env.aclose()
-        raise
-    try:
-        await model.check()
-    except BaseException:
-        await env.aclose()
-        await model.aclose()
-        raise
-    app = agent_app(agent, env, model)  # its lifespan closes env and model
-    await serve_guarded(app, spec, label=f"agent {agent.name} on {env.name}")
+    if spec.user_model is not None and spec.env.url is not None:
+        raise ConfigError(
+            f"the environment is served at {spec.env.url}: its user model is its server's"
+        )
+    model = build_model(spec.model)
+    async with contextlib.AsyncExitStack() as stack:
+        app = None
+        try:
+            user_model = await stack.enter_async_context(
+                opened_user_model(spec.user_model, (spec.model, model))
+            )
+            env, default = await open_environment(spec.env, found, user_model=user_model)
+            try:
+                agent = build_agent(spec.agent, default)
+                await model.check()
+            except BaseException:
+                await env.aclose()
+                raise
+            app = agent_app(agent, env, model)  # its lifespan closes env and model
+        finally:
+            if app is None:
+                await model.aclose()
+        await serve_guarded(app, spec, label=f"agent {agent.name} on {env.name}")
 
 
 def _cap(value: int | None, default: int) -> int | None:

@@ -11,12 +11,15 @@ servers:
 
 An agent's ``env`` and ``model`` name other servers of the stack (or, for ``env``, an
 environment to run inside the agent; for ``model``, ``local``, a URL or a name from
-``palaestra_models.yaml``). A name that is none of these is refused at load time, naming the
-field and the servers of that kind it could mean. ``agent`` is any agent, built-in or plug-in,
-and ``options`` its keyword arguments (``max_steps`` and ``max_calls_per_turn`` may also be
-given beside it); ``args`` are the environment's constructor arguments. A key that does not
-apply to a server's kind is refused, naming it. Secrets never live here: the bearer token comes
-from ``PALAESTRA_SERVER_TOKEN`` or from ``env.yaml`` beside the stack file.
+``palaestra_models.yaml``). An env server (or an agent running its environment inside) may name
+a ``user_model`` the same way: the model that plays the environment's simulated user (``serve
+env --user-model``); a model server it names is started first. A name that is none of these is
+refused at load time, naming the field and the servers of that kind it could mean. ``agent`` is
+any agent, built-in or plug-in, and ``options`` its keyword arguments (``max_steps`` and
+``max_calls_per_turn`` may also be given beside it); ``args`` are the environment's constructor
+arguments. A key that does not apply to a server's kind is refused, naming it. Secrets never
+live here: the bearer token comes from ``PALAESTRA_SERVER_TOKEN`` or from ``env.yaml`` beside
+the stack file.
 
 Each server is started from a ``ServeSpec`` (``serve_spec``): the same specification
 ``palaestra serve`` builds from its flags, so a stack server and a hand-started one agree.
@@ -82,6 +85,10 @@ class ServerSpec(pydantic.BaseModel):
     """The agent's keyword arguments."""
     max_steps: int | None = pydantic.Field(default=None, ge=1)
     max_calls_per_turn: int | None = pydantic.Field(default=None, ge=1)
+    user_model: str | list[str] | None = None
+    """env (or agent, running its environment inside): the model of the environment's
+    simulated user: a model server of the stack, ``local``, a URL or a configured name; or a
+    list of base URLs of one model's replicas."""
 
     def agent_options(self) -> dict[str, Any]:
         """``options`` with ``max_steps`` / ``max_calls_per_turn`` given beside them."""
@@ -94,11 +101,21 @@ _MODEL_KEYS = frozenset(
 )
 _KEYS = {
     "env": frozenset(
-        {"env", "args", "cmd", "tasks", "max_sessions", "max_task_bytes", "max_total_task_bytes"}
+        {
+            "env",
+            "args",
+            "cmd",
+            "tasks",
+            "max_sessions",
+            "max_task_bytes",
+            "max_total_task_bytes",
+            "user_model",
+        }
     ),
     "model": _MODEL_KEYS | {"backend", "model_id"},
     "agent": _MODEL_KEYS
-    | {"env", "args", "model", "agent", "options", "max_steps", "max_calls_per_turn"},
+    | {"env", "args", "model", "agent", "options", "max_steps", "max_calls_per_turn"}
+    | {"user_model"},
 }
 """The keys each kind of server takes (besides ``kind`` and ``port``)."""
 
@@ -111,8 +128,17 @@ class StackConfig(pydantic.BaseModel):
     servers: dict[str, ServerSpec]
 
     def start_order(self) -> list[str]:
-        """Environments and models first, then the agents that use them."""
-        return sorted(self.servers, key=lambda name: self.servers[name].kind == "agent")
+        """Environments and models first, then the agents that use them; an environment
+        whose user model is a model server of the stack after the model servers."""
+
+        def rank(name: str) -> int:
+            server = self.servers[name]
+            if server.kind == "agent":
+                return 2
+            user = server.user_model
+            return int(server.kind == "env" and isinstance(user, str) and user in self.servers)
+
+        return sorted(self.servers, key=rank)
 
     def serve_spec(
         self, name: str, urls: Mapping[str, str], *, token: str | None, environ: Mapping[str, str]
@@ -124,6 +150,7 @@ class StackConfig(pydantic.BaseModel):
         """
         server = self.servers[name]
         where: dict[str, Any] = {"host": self.host, "port": server.port}
+        user_model = _user_model(server, urls, token, environ)
         if server.kind == "env":
             return ServeSpec(
                 kind="env",
@@ -132,6 +159,7 @@ class StackConfig(pydantic.BaseModel):
                 max_sessions=server.max_sessions,
                 max_task_bytes=server.max_task_bytes,
                 max_total_task_bytes=server.max_total_task_bytes,
+                user_model=user_model,
                 **where,
             )
         if server.kind == "model":
@@ -146,7 +174,9 @@ class StackConfig(pydantic.BaseModel):
         else:
             model = _model(server, server.model or "local", None, environ)
         agent = AgentSpec(name=server.agent, options=server.agent_options())
-        return ServeSpec(kind="agent", env=env, model=model, agent=agent, **where)
+        return ServeSpec(
+            kind="agent", env=env, model=model, agent=agent, user_model=user_model, **where
+        )
 
 
 def load_stack(path: Path, overrides: Sequence[str] = ()) -> StackConfig:
@@ -211,6 +241,26 @@ def _model(
     return config
 
 
+def _user_model(
+    server: ServerSpec, urls: Mapping[str, str], token: str | None, environ: Mapping[str, str]
+) -> ModelConfig | None:
+    """The user model a server names: a model server of the stack (reached with the stack's
+    token), else resolved as ``--user-model`` is; None when it names none."""
+    from palaestra.models.resolve import model_config
+
+    named = server.user_model
+    if named is None:
+        return None
+    url = urls.get(named) if isinstance(named, str) else None
+    if url:
+        key = "PALAESTRA_SERVER_TOKEN" if token else None
+        return model_config(f"{url}/v1", api_key_env=key)
+    config = model_config(named)
+    if config.api_key_env is None and environ.get("OPENAI_API_KEY"):
+        config = config.model_copy(update={"api_key_env": "OPENAI_API_KEY"})
+    return config
+
+
 _OUTSIDE = {
     "env": "a known environment (see `palaestra envs`), a ./file.py or a module:Class",
     "model": "'local', an http(s) URL or a name in palaestra_models.yaml",
@@ -249,6 +299,10 @@ def _check_references(config: StackConfig, path: Path) -> None:
             raise ConfigError(f"{path}: field 'servers.{name}.{key}': only {takers} take it")
         if spec.kind == "model" and isinstance(spec.backend, list):
             _check_pool(spec.backend, f"{path}: field 'servers.{name}.backend'")
+        if spec.user_model is not None:
+            _check_model_reference(
+                config, spec.user_model, f"{path}: field 'servers.{name}.user_model'"
+            )
         if spec.kind != "agent":
             continue
         if not spec.env:
@@ -270,6 +324,21 @@ def _check_references(config: StackConfig, path: Path) -> None:
                     f"server of this stack ({_could_mean(config, field, value)}), nor "
                     f"{_OUTSIDE[field]}"
                 )
+
+
+def _check_model_reference(config: StackConfig, value: str | list[str], where: str) -> None:
+    """A ``user_model``: a model server of the stack, or a model outside it that exists."""
+    if isinstance(value, list):
+        _check_pool(value, where)
+        return
+    target = config.servers.get(value)
+    if target is not None and target.kind != "model":
+        raise ConfigError(f"{where}: '{value}' is a {target.kind} server, not a model server")
+    if target is None and not _outside("model", value):
+        raise ConfigError(
+            f"{where}: '{value}' is not a model server of this stack "
+            f"({_could_mean(config, 'model', value)}), nor {_OUTSIDE['model']}"
+        )
 
 
 def _check_model_options(raw: dict[str, Any], path: Path) -> None:

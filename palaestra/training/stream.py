@@ -47,6 +47,8 @@ from palaestra.collection.assembly import (
     build_model,
     find,
     open_environment,
+    opened_user_model,
+    user_model_here,
 )
 from palaestra.collection.collector import UNREACHABLE_STOP
 from palaestra.collection.records import dispatch_row
@@ -102,6 +104,9 @@ class RolloutSampler:
       say ``return_tokens``. ``sampling`` overrides ``temperature``, ``top_p``,
       ``max_output_tokens`` of every task.
     - ``agent`` / ``agent_options``: the harness (default: the environment's own).
+    - ``user_model``: the model of an environment's simulated user (a spec as ``policy``
+      takes, or a ``Model``, which stays the caller's to close); never trained: its turns are
+      prompt tokens of the policy's next call.
     - ``concurrency``: rollouts in flight (default 16, 1 for the local model).
     - ``on_failure``: ``"exclude"``, ``"mask"`` or ``"raise"`` (``palaestra.training.rollouts``).
     - ``task_sampler``: a ``TaskSampler``, or a dict of its options, to skip saturated tasks.
@@ -130,6 +135,7 @@ class RolloutSampler:
         task_sampler: TaskSampler | Mapping[str, Any] | None = None,
         seed: int = 0,
         seed_requests: bool = True,
+        user_model: str | ModelConfig | Model | None = None,
     ) -> None:
         if on_failure not in ON_FAILURE:
             raise ConfigError(
@@ -148,8 +154,11 @@ class RolloutSampler:
             "sampling": sampling,
             "agent": agent,
             "agent_options": agent_options,
+            "user_model": user_model if isinstance(user_model, str | ModelConfig) else None,
         }
         self.spec: RunSpec = run_spec(**{k: v for k, v in fields.items() if v is not None})
+        self._given_user_model = user_model if isinstance(user_model, Model) else None
+        self._user_models = contextlib.AsyncExitStack()
         self._found: FoundEnvironment | None = find(self.spec.env)
         if self._found is None and self.spec.env.url is None:
             raise ConfigError("name an environment (env=NAME, a class or instance) or env_url")
@@ -182,12 +191,22 @@ class RolloutSampler:
         """Connect the environment, build the agent and the model, and check the model."""
         if self._env is not None:
             return self
-        env, default = await open_environment(self.spec.env, self._found, threads=self.concurrency)
+        user_model = self._given_user_model or await self._user_models.enter_async_context(
+            opened_user_model(user_model_here(self.spec))
+        )
+        try:
+            env, default = await open_environment(
+                self.spec.env, self._found, threads=self.concurrency, user_model=user_model
+            )
+        except BaseException:
+            await self._user_models.aclose()
+            raise
         try:
             self._agent = build_agent(self.spec.agent, default)
             await self._use(self._policy)
         except BaseException:
             await env.aclose()
+            await self._user_models.aclose()
             raise
         self._env = env
         self._agent_ref = {"type": AGENT_REF_TYPE, "name": f"{env.name}_{self._agent.name}"}
@@ -199,8 +218,11 @@ class RolloutSampler:
         try:
             await self._drop_model()
         finally:
-            if env is not None:
-                await env.aclose()
+            try:
+                if env is not None:
+                    await env.aclose()
+            finally:
+                await self._user_models.aclose()
 
     async def __aenter__(self) -> RolloutSampler:
         return await self.open()

@@ -59,6 +59,9 @@ TOOLS: Final = "/tools"
 RESET: Final = "/reset"
 """palaestra's turn-based extension: the first observation."""
 STEP: Final = "/step"
+USER_TURN: Final = "/user_turn"
+"""palaestra's simulated-user extension: ``{"conversation": [...]}`` in, the user's turn out
+(``user_turn_answer``); a server announces it in ``GET /tools`` (``"user_turn": true``)."""
 HEALTH: Final = "/health"
 """NeMo Evaluator's health route (``GET``)."""
 DATASET_SIZE: Final = "/dataset_size"
@@ -78,6 +81,7 @@ RESERVED_ROUTES: Final = frozenset(
         TOOLS,
         RESET,
         STEP,
+        USER_TURN,
         HEALTH,
         DATASET_SIZE,
     )
@@ -309,6 +313,10 @@ def run_answer(task: JsonDict, result: AgentResult) -> JsonDict:
     }
     if result.truncated:
         facts["truncated"] = result.truncated
+    if result.producers is not None:
+        facts["producers"] = result.producers
+    if result.user_turns:
+        facts["user_turns"] = result.user_turns
     if result.endpoints is not None:  # a model pool's endpoints, in order: the row's own keys
         facts["endpoints"] = result.endpoints
         if len(result.endpoints) > 1:
@@ -337,6 +345,10 @@ def run_result(status: int, body: JsonDict, task: JsonDict) -> AgentResult:
     endpoints = facts.get("endpoints")
     if isinstance(endpoints, list) and endpoints:
         result.endpoints = [str(url) for url in endpoints]
+    producers = facts.get("producers")
+    if isinstance(producers, list):
+        result.producers = [str(producer) for producer in producers]
+    result.user_turns = int(facts.get("user_turns", 0))
     failure = failure_from_fields(body)
     if failure is None and 200 <= status < 300 and REWARD in body:
         try:
@@ -391,8 +403,40 @@ def step_from_answer(answer: JsonDict) -> StepResult:
 # --- tools (/tools) and liveness ---------------------------------------------------------------
 
 
-def tools_answer(tools: list[JsonDict], default_agent: str) -> JsonDict:
-    return {"tools": tools, "default_agent": default_agent, "seed_with_first_call": True}
+def tools_answer(tools: list[JsonDict], default_agent: str, *, user: bool = False) -> JsonDict:
+    answer: JsonDict = {
+        "tools": tools,
+        "default_agent": default_agent,
+        "seed_with_first_call": True,
+    }
+    if user:  # only when there is one: the answer of a server without a user is as it was
+        answer["user_turn"] = True
+    return answer
+
+
+def has_user_turn(answer: Any) -> bool:
+    """Whether a ``/tools`` answer announces a simulated user (``POST /user_turn``)."""
+    return isinstance(answer, dict) and answer.get("user_turn") is True
+
+
+def user_turn_answer(turn: tuple[str, bool] | None) -> JsonDict:
+    """``POST /user_turn``'s answer: ``{"turn": {"text", "done"}}``, or ``{"turn": null}``
+    when the environment has nothing to say (the conversation ends)."""
+    if turn is None:
+        return {"turn": None}
+    return {"turn": {"text": turn[0], "done": turn[1]}}
+
+
+def user_turn_of(answer: Any) -> tuple[str, bool] | None:
+    """(text, done) of a ``/user_turn`` answer, None for ``{"turn": null}``; ``KeyError`` or
+    ``TypeError`` when it is unusable."""
+    turn = answer["turn"]
+    if turn is None:
+        return None
+    text, done = turn["text"], turn.get("done", False)
+    if not isinstance(text, str) or not isinstance(done, bool):
+        raise TypeError("turn.text must be a string and turn.done a boolean")
+    return text, done
 
 
 def seeds_with_first_call(answer: Any) -> bool:

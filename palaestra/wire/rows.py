@@ -75,7 +75,18 @@ class RunFacts(TypedDict, total=False):
     tool_calls: int
     timings: dict[str, float]
     truncated: str
-    """Why the agent stopped before the model finished (``"max_steps"``)."""
+    """Why the agent stopped before the model finished (``"max_steps"``, or
+    ``"max_user_turns"`` when a simulated user still had something to say)."""
+    producers: list[str]
+    """Who produced each item of ``response.output``, aligned with it: ``policy`` (the model
+    being trained: messages, reasoning, tool calls), ``tool`` (a tool's output), ``user`` (a
+    simulated user's message) or ``environment`` (a turn-based environment's observation).
+    Only ``policy`` items are trainable (``palaestra.types.TRAINABLE_PRODUCERS``). Kept here,
+    not on the items, so the trajectory can be sent back to any model server as it is (OpenAI
+    rejects unknown input fields). Absent in rows of older runs and of agents that do not say:
+    ``palaestra.types.producers_of`` derives it then."""
+    user_turns: int
+    """Messages a simulated user added to the trajectory (absent: 0)."""
     verifier_fields: list[str]
     """The fields the verifier returned: the aggregate averages these, not the task's own."""
     endpoints: list[str]

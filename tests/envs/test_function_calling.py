@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent, ToolCallingAgent
+from palaestra.agents.oracle import NoModel, NullAgent, OracleAgent
 from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.registry import find_environment
@@ -283,6 +284,54 @@ def test_every_bfcl_task_is_answerable_by_its_canonical_answer() -> None:
         ]
         check = check_calls(calls, task["expected_calls"], tools)
         assert check.ok, (task["bfcl_id"], check.reason)
+
+
+@needs_bfcl
+async def test_the_oracle_scores_1_on_every_bfcl_task_and_doing_nothing_0() -> None:
+    client = LocalEnvironmentClient(FunctionCalling())
+    missed, rewarded, acting = [], [], 0
+    for task in load_tasks():
+        oracle = await OracleAgent().run(task, client, NoModel())
+        if oracle.verdict is None or oracle.failure is not None or oracle.verdict.reward != 1:
+            missed.append(task["bfcl_id"])
+        if task["expected_calls"]:
+            acting += 1
+            null = await NullAgent().run(task, client, NoModel())
+            if null.verdict is None or null.verdict.reward != 0:
+                rewarded.append(task["bfcl_id"])
+    await client.aclose()
+    assert (missed, rewarded) == ([], [])
+    assert acting > 2300  # irrelevance tasks expect no call: refusing is right there
+
+
+def test_gold_actions_leave_out_what_may_be_left_out_and_follow_the_schema() -> None:
+    tool = {
+        "name": "find",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unisex": {"type": "string"},
+                "rooms": {"type": "array", "items": {"type": "object"}},
+            },
+        },
+    }
+    expected = [
+        {
+            "name": "find",
+            "arguments": {
+                "city": ["Oslo", "oslo"],
+                "unisex": [True],
+                "venue": ["", "home"],
+                "rooms": [[{"beds": [2, 3], "view": ["", "sea"]}]],
+            },
+        }
+    ]
+    task = {"expected_calls": expected, "responses_create_params": {"tools": [tool]}}
+    assert FunctionCalling().gold_actions(task) == [
+        [{"name": "find", "arguments": {"city": "Oslo", "unisex": "True", "rooms": [{"beds": 2}]}}]
+    ]
+    assert FunctionCalling().gold_actions({"responses_create_params": {}}) is None
 
 
 @needs_bfcl

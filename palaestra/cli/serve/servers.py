@@ -21,6 +21,8 @@ from palaestra.cli.options import (
     env_options,
     env_spec,
     model_flags,
+    user_model_config,
+    user_model_flags,
 )
 from palaestra.cli.options import model_config as model_config_of
 from palaestra.errors import ConfigError
@@ -123,6 +125,7 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
     "server by); a seed over it is answered 503 with Retry-After. 0 lifts the cap. "
     "Default: 268435456 (256 MiB).",
 )
+@user_model_flags
 @host_option
 @port_option
 @unix_socket_option
@@ -144,6 +147,7 @@ def serve_env_command(env_name: str, **options: Any) -> None:
             max_sessions=options["max_sessions"],
             max_task_bytes=options["max_task_bytes"],
             max_total_task_bytes=options["max_total_task_bytes"],
+            user_model=user_model_config(options),
             **listen_fields(options),
         )
         _serve(spec)
@@ -152,6 +156,7 @@ def serve_env_command(env_name: str, **options: Any) -> None:
 @click.command("agent")
 @env_options()
 @model_flags()
+@user_model_flags
 @agent_flags
 @host_option
 @port_option
@@ -168,6 +173,7 @@ def serve_agent_command(**options: Any) -> None:
             kind="agent",
             env=env_spec(options, where["token"]),
             model=model_config_of(options),
+            user_model=user_model_config(options),
             agent=agent_spec(options),
             **where,
         )

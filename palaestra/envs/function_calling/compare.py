@@ -160,6 +160,48 @@ def value_matches(value: Any, accepted: Any, schema: JsonDict, depth: int) -> bo
     return _loose_equal(value, accepted, depth)
 
 
+def reference_calls(expected: list[JsonDict], tools: list[JsonDict]) -> list[JsonDict]:
+    """One set of calls that ``expected`` accepts: an argument that may be left out (``""``
+    accepted) is, the others take their first accepted value in the type the tool's schema
+    gives it (BFCL lists ``true`` for some string parameters: ``"True"``), nested specs built
+    alike. The environment's gold actions, for ``palaestra test``'s oracle."""
+    schemas = {t.get("name"): t.get("parameters") or {} for t in tools if isinstance(t, dict)}
+    return [
+        {
+            "name": call.get("name"),
+            "arguments": _reference_fields(
+                call.get("arguments") or {}, schemas.get(call.get("name")) or {}
+            ),
+        }
+        for call in expected
+    ]
+
+
+def _reference_fields(spec: JsonDict, schema: JsonDict) -> JsonDict:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    properties = properties if isinstance(properties, dict) else {}
+    fields: JsonDict = {}
+    for key, accepted in spec.items():
+        values = accepted if isinstance(accepted, list) else [accepted]
+        if values and "" not in values:
+            fields[key] = _reference_value(values[0], properties.get(key) or {})
+    return fields
+
+
+def _reference_value(accepted: Any, schema: JsonDict) -> Any:
+    if isinstance(accepted, dict) and all(isinstance(v, list) for v in accepted.values()):
+        return _reference_fields(accepted, schema)
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind == "string" and accepted is not None and not isinstance(accepted, str):
+        return str(accepted)
+    if isinstance(accepted, list):
+        items = schema.get("items") if isinstance(schema, dict) else None
+        return [
+            _reference_value(item, items if isinstance(items, dict) else {}) for item in accepted
+        ]
+    return accepted
+
+
 def answerable(expected: list[JsonDict], tools: list[JsonDict]) -> bool:
     """Whether some calls could match ``expected`` under this comparison (the data can be wrong:
     an argument the schema lacks, no accepted value, or only values of the wrong type)."""

