@@ -20,6 +20,9 @@ from tests.models.test_local import needs_local
 pytestmark = [pytest.mark.local_model, needs_local]
 
 SMALL = SmokeOptions(tasks=1, max_output_tokens=48, max_steps=2)
+ENV_ARGS = {"tau2": {"user": "gold"}}
+"""Built-ins that need an argument to run here: tau2's user is a model (``--user-model``) unless
+it is told to replay the gold user, which makes its oracle and null checks deterministic."""
 
 
 def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> None:
@@ -50,7 +53,7 @@ def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_builtin_environment_passes_palaestra_test(name: str) -> None:
-    report = check_environment(name, smoke=SMALL)
+    report = check_environment(name, env_args=ENV_ARGS.get(name), smoke=SMALL)
     assert report.ok, [(check.name, check.reason) for check in report.failures]
     run = report.check("smoke run")
     assert run.status is Status.PASS and run.details["rollouts"] == 1
