@@ -13,7 +13,7 @@ For an environment whose tasks carry gold actions (``Environment.gold_actions``)
   that breaks on a plain refusal) fails the check too, since a real model refuses as well.
   Tasks whose gold actions are empty (doing nothing is right) are not checked; an environment
   whose gold actions also hold lookups that change nothing says which tasks doing nothing
-  fails with a ``requires_action(task) -> bool`` method (it then decides alone).
+  fails with ``Environment.requires_action(task)`` (it then decides alone).
 
 An environment that does not implement ``gold_actions``, or whose tasks all give None, skips
 both checks with a note. An environment whose simulated user needs a model gets the one
@@ -116,11 +116,11 @@ async def _gold_tasks(
 
 
 def _required(environment: Environment, task: JsonDict) -> bool | None:
-    """``environment.requires_action(task)`` when the environment defines it: an environment
-    whose gold actions include lookups that change nothing (τ²-bench's) says which tasks
-    doing nothing fails, so a task where refusing is right is not held against it."""
-    requires = getattr(environment, "requires_action", None)
-    return None if requires is None else bool(requires(task))
+    """``environment.requires_action(task)``: an environment whose gold actions include lookups
+    that change nothing (τ²-bench's) says which tasks doing nothing fails, so a task where
+    refusing is right is not held against it; None leaves it to the gold actions."""
+    required = environment.requires_action(task)
+    return None if required is None else bool(required)
 
 
 class _Runs:

@@ -166,6 +166,12 @@ class Environment:
         """
         return None
 
+    def requires_action(self, task: JsonDict) -> bool | None:
+        """Whether doing nothing must score 0 on ``task``; None (the default): decide from the
+        gold actions (any action required). An environment whose gold actions may be lookups
+        that change nothing (τ²-bench's) says which tasks refusing fails."""
+        return None
+
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """Yield ``count`` task rows made from ``seed`` (same seed, same tasks).
 
