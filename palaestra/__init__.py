@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from palaestra._util.lazy import lazy_exports
 from palaestra._util.moved import install as _install_moved_modules
 from palaestra.agents import Agent, AgentResult, SingleTurnAgent, ToolCallingAgent
+from palaestra.environment.answers import last_boxed, strip_reasoning, task_row
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment.sessions import Session
@@ -20,6 +21,7 @@ from palaestra.environment.tools import tool
 from palaestra.errors import (
     ConfigError,
     InputError,
+    InvalidTask,
     ModelError,
     PalaestraError,
     RolloutFailure,
@@ -33,6 +35,7 @@ from palaestra.types import (
     JsonDict,
     StepResult,
     Verdict,
+    function_calls,
     input_items,
     output_text,
 )
@@ -89,6 +92,7 @@ __all__ = [
     "FailureKind",
     "FailureRow",
     "InputError",
+    "InvalidTask",
     "JsonDict",
     "LocalEnvironmentClient",
     "Model",
@@ -113,8 +117,12 @@ __all__ = [
     "collect_async",
     "eval",
     "eval_async",
+    "function_calls",
     "input_items",
+    "last_boxed",
     "output_text",
     "run_spec",
+    "strip_reasoning",
+    "task_row",
     "tool",
 ]

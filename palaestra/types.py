@@ -161,6 +161,7 @@ def output_text(response: JsonDict) -> str:
 
 
 def function_calls(response: JsonDict) -> list[JsonDict]:
+    """The ``function_call`` items of a response's output, in order."""
     return [item for item in response.get("output", []) if item.get("type") == "function_call"]
 
 

@@ -22,11 +22,10 @@ from typing import Any, ClassVar
 import orjson
 import pydantic
 
-from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
+from palaestra import ConfigError, Environment, FailureKind, InvalidTask, JsonDict, Session, Verdict
 from palaestra.environment.base import check_tool_names
 from palaestra.environment.tools import SESSION_PARAMETER, ToolSpec
 from palaestra.envs.agentdojo import suites as dojo
-from palaestra.errors import InvalidTask
 
 REWARDS = ("utility", "utility_and_not_hijacked")
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from palaestra.errors import ConfigError
-from palaestra.types import JsonDict, assistant_message
+from palaestra import ConfigError, JsonDict
+from palaestra.types import assistant_message
 
 VERSION = "v1.2.2"
 """The benchmark version whose tasks are run (AgentDojo's latest in agentdojo 0.1.35:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pydantic
 
-from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
+from palaestra import ConfigError, Environment, FailureKind, InvalidTask, JsonDict, Session, Verdict
 from palaestra.environment.tools import ToolSpec
 from palaestra.environment.users import ScriptedUser, UserTurn
 from palaestra.envs.bfcl_multi_turn.backend import (
@@ -36,7 +36,6 @@ from palaestra.envs.bfcl_multi_turn.data import (
     parse_call,
     parse_categories,
 )
-from palaestra.errors import InvalidTask
 from palaestra.wire.jsonl import read_objects
 
 

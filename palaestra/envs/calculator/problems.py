@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from palaestra.types import JsonDict
+from palaestra import JsonDict
 
 SYSTEM_PROMPT = (
     "You are a careful assistant. Use the calculate function for arithmetic, "

@@ -14,8 +14,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from palaestra import ConfigError, JsonDict
-from palaestra.environment.answers import task_row
+from palaestra import ConfigError, JsonDict, task_row
 from palaestra.wire.jsonl import read_objects
 
 SYSTEM_PROMPT = (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from palaestra.environment.answers import PYTHON_TAGS, code_blocks, strip_reasoning
+from palaestra import strip_reasoning
+from palaestra.environment.answers import PYTHON_TAGS, code_blocks
 
 
 def extract_code(text: str, entry_point: str | None = None) -> str | None:

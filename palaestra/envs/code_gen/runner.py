@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from palaestra import JsonDict
+from palaestra import InvalidTask, JsonDict
 from palaestra.envs.code_gen.harness import test_statements
-from palaestra.errors import InvalidTask
 from palaestra.sandbox import Limit, Limits, Sandbox, SandboxResult, limit_from_error
 
 HARNESS = Path(__file__).with_name("harness.py").read_text()

@@ -12,9 +12,18 @@ import random
 from collections.abc import Iterator
 from typing import ClassVar
 
-from palaestra import Environment, FailureKind, JsonDict, Model, Session, Verdict, output_text
+from palaestra import (
+    Environment,
+    FailureKind,
+    JsonDict,
+    Model,
+    Session,
+    Verdict,
+    output_text,
+    strip_reasoning,
+    task_row,
+)
 from palaestra.environment import puzzles as generator
-from palaestra.environment.answers import strip_reasoning, task_row
 from palaestra.environment.judge import JudgeFailure, JudgeModels, judge, judge_metrics
 
 SHORT_ANSWER_HINT = "Answer with the final answer only, as briefly as possible."

@@ -14,8 +14,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict, output_text
-from palaestra.environment.answers import strip_reasoning, task_row
+from palaestra import (
+    ConfigError,
+    Environment,
+    FailureKind,
+    JsonDict,
+    Session,
+    Verdict,
+    output_text,
+    strip_reasoning,
+    task_row,
+)
 from palaestra.envs.instruction_following import (
     checks_counts,
     checks_custom,

@@ -17,10 +17,20 @@ import random
 import re
 from collections.abc import Iterator
 
-from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
-from palaestra.environment.answers import last_boxed, last_labelled, strip_reasoning, task_row
+from palaestra import (
+    Environment,
+    FailureKind,
+    InvalidTask,
+    JsonDict,
+    Session,
+    Verdict,
+    last_boxed,
+    output_text,
+    strip_reasoning,
+    task_row,
+)
+from palaestra.environment.answers import last_labelled
 from palaestra.environment.puzzles import make_question
-from palaestra.errors import InvalidTask
 
 GRADING_MODES = ("strict_boxed", "lenient_boxed", "answer_colon", "regex")
 _LETTER = re.compile(r"\(?([A-Za-z])\)?[\s*_.]*")

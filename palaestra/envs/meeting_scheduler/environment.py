@@ -11,10 +11,7 @@ import random
 import re
 from collections.abc import Iterator
 
-from palaestra import JsonDict, Session, Verdict
-from palaestra.environment.answers import task_row
-from palaestra.environment.step import StepEnvironment
-from palaestra.types import StepResult
+from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
 
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
 _DAY = re.compile(r"\b(mon|tue|wed|thu|fri)[a-z]*\b", re.IGNORECASE)

@@ -6,10 +6,7 @@ import random
 import re
 from collections.abc import Iterator
 
-from palaestra import JsonDict, Session, Verdict
-from palaestra.environment.answers import task_row
-from palaestra.environment.step import StepEnvironment
-from palaestra.types import StepResult
+from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
 
 _NUMBER = re.compile(r"-?\d+")
 SYSTEM = (

@@ -19,9 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict, output_text
+from palaestra import (
+    ConfigError,
+    Environment,
+    FailureKind,
+    JsonDict,
+    Session,
+    Verdict,
+    output_text,
+    strip_reasoning,
+)
 from palaestra.environment import reasoning_gym as scoring
-from palaestra.environment.answers import strip_reasoning
 
 DEFAULT_MIXTURE: dict[str, float] = dict.fromkeys(
     [

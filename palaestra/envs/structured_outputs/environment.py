@@ -13,8 +13,15 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from palaestra import Environment, FailureKind, JsonDict, Session, Verdict, output_text
-from palaestra.environment.answers import strip_reasoning
+from palaestra import (
+    Environment,
+    FailureKind,
+    JsonDict,
+    Session,
+    Verdict,
+    output_text,
+    strip_reasoning,
+)
 from palaestra.envs.structured_outputs.documents import (
     FORMATS,
     ParseError,

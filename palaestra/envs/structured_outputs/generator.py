@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-from palaestra import JsonDict
-from palaestra.environment.answers import task_row
+from palaestra import JsonDict, task_row
 from palaestra.envs.structured_outputs.documents import FORMATS, JsonSchema
 
 _STRING: JsonSchema = {"type": "string"}

@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
+from palaestra import JsonDict
 from palaestra.envs.tau2.suite import Domain, Message, RewardInfo, Task, tau2_module
-from palaestra.types import JsonDict
 
 USER_STOP = "user_stop"
 PREMATURE = "max_steps"

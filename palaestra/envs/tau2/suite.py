@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from palaestra.errors import ConfigError
+from palaestra import ConfigError
 
 # τ²'s classes (the package ships no type information): named for the reader.
 Task = Any

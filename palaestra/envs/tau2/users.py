@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
+from palaestra import JsonDict, ModelError, function_calls, output_text
 from palaestra.environment.users import ModelUser, UserTurn, as_seen_by_user
 from palaestra.envs.tau2.suite import Action, Message, Tau2Environment, tau2_module
-from palaestra.errors import ModelError, UserModelFailure
-from palaestra.types import JsonDict, function_calls, output_text
+from palaestra.errors import UserModelFailure
 
 MAX_TOOL_ROUNDS = 10
 """User tool calls one user turn may make before it must answer (then: user_model_error)."""

@@ -10,8 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
-from palaestra import JsonDict
-from palaestra.environment.answers import task_row
+from palaestra import JsonDict, task_row
 from palaestra.envs.text_to_sql.database import DEPARTMENTS, TIERS, shop_data
 
 SYSTEM_PROMPT = (

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from palaestra.environment.base import Environment
-from palaestra.environment.sessions import Session
-from palaestra.environment.tools import tool
-from palaestra.types import JsonDict, Verdict, function_calls
+from palaestra import Environment, JsonDict, Session, Verdict, function_calls, tool
 
 
 class Weather(Environment):

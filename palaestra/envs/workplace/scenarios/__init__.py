@@ -10,8 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from palaestra import JsonDict
-from palaestra.environment.answers import task_row
+from palaestra import JsonDict, task_row
 from palaestra.envs.workplace.scenarios import mail
 from palaestra.envs.workplace.scenarios import office as office_scenarios
 from palaestra.envs.workplace.scenarios.base import Scenario
