@@ -208,16 +208,17 @@ class RunSpec(pydantic.BaseModel):
 
 
 class ServeSpec(pydantic.BaseModel):
-    """One server (``palaestra serve env|model|agent``, or a server of a stack): what it
-    serves, built from the same parts as a run, and where it listens.
+    """One server (``palaestra serve env|model|agent|openenv``, or a server of a stack): what
+    it serves, built from the same parts as a run, and where it listens.
 
     An ``env`` server serves ``env``; a ``model`` server serves ``model``; an ``agent`` server
-    runs ``agent`` against ``env`` (in process, or at ``env.url``) and ``model``.
+    runs ``agent`` against ``env`` (in process, or at ``env.url``) and ``model``; an
+    ``openenv`` server serves ``env`` in OpenEnv's protocol (its resets pick from ``tasks``).
     """
 
     model_config = _FROZEN
 
-    kind: Literal["env", "model", "agent"]
+    kind: Literal["env", "model", "agent", "openenv"]
     env: EnvSpec = pydantic.Field(default_factory=EnvSpec)
     model: ModelConfig = pydantic.Field(default_factory=lambda: ModelConfig(backend="local"))
     agent: AgentSpec = pydantic.Field(default_factory=AgentSpec)

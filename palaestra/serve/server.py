@@ -51,6 +51,8 @@ async def serve_async(spec: ServeSpec) -> None:
         await _serve_env(spec)
     elif spec.kind == "model":
         await _serve_model(spec)
+    elif spec.kind == "openenv":
+        await _serve_openenv(spec)
     else:
         await _serve_agent(spec)
 
@@ -84,6 +86,27 @@ async def _serve_env(spec: ServeSpec) -> None:
             user_model=user_model,
         )
         await serve_guarded(app, spec, label=f"environment {found.name}")
+
+
+async def _serve_openenv(spec: ServeSpec) -> None:
+    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.serve.evaluator import load_dataset
+    from palaestra.serve.openenv_app import openenv_app, task_source
+
+    found = find(spec.env)
+    if found is None or spec.env.url is not None or spec.env.cmd is not None:
+        raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
+    environment = found.build()
+    async with opened_user_model(spec.user_model) as user_model:  # the server's own
+        app = openenv_app(
+            LocalEnvironmentClient(environment, user_model=user_model),
+            task_source(load_dataset(spec.tasks or found.example_tasks), environment),
+            name=found.name,
+            description=environment.description,
+            token=spec.token,
+        )
+        label = f"environment {found.name} (OpenEnv)"
+        await serve_guarded(app, spec, label=label, ws="auto")
 
 
 async def _serve_model(spec: ServeSpec) -> None:
@@ -151,8 +174,12 @@ def _cap(value: int | None, default: int) -> int | None:
     return value or None
 
 
-async def serve_guarded(app: Any, spec: ServeSpec, *, label: str, path: str = "") -> None:
-    """Serve behind the token/body-size guard; announce the address for humans and supervisors."""
+async def serve_guarded(
+    app: Any, spec: ServeSpec, *, label: str, path: str = "", ws: str = "none"
+) -> None:
+    """Serve behind the token/body-size guard; announce the address for humans and supervisors.
+
+    ``ws``: uvicorn's WebSocket protocol, ``"auto"`` for an app with WebSocket routes."""
     from palaestra.http.announce import ready_line, serve_announced
     from palaestra.http.guard import Guard
     from palaestra.transport import unix_url
@@ -170,4 +197,5 @@ async def serve_guarded(app: Any, spec: ServeSpec, *, label: str, path: str = ""
         port=spec.port,
         on_ready=on_ready,
         unix_socket=spec.unix_socket,
+        ws=ws,
     )
