@@ -160,7 +160,9 @@ def test_a_rollout_that_hits_max_steps_is_marked_and_counted_in_the_summary(
     metrics = orjson.loads((tmp_path / "o_aggregate_metrics.json").read_bytes())
     assert metrics[0]["key_metrics"]["truncated"] == 2
     identity = orjson.loads((tmp_path / "o_run.json").read_bytes())
-    options = {"max_steps": 2, "max_calls_per_turn": 4}
+    # The agent's every keyword, the defaults too (max_user_turns): a changed default is a
+    # changed run.
+    options = {"max_steps": 2, "max_calls_per_turn": 4, "max_user_turns": 30}
     assert identity["agent"] == {"name": "tool_calling", "options": options}
 
 
