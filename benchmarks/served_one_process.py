@@ -30,10 +30,21 @@ async def served_cpu(rollouts: int, reps: int) -> list[float]:
     import mock_model
     from run import write_tasks
 
-    from palaestra.collection.assembly import build_agent, build_model, find, open_environment
-    from palaestra.http.guard import Guard
-    from palaestra.http.runner import make_server
-    from palaestra.run.collect import collect_async
+    try:  # this layout
+        from palaestra.collection.assembly import build_agent, build_model, find, open_environment
+        from palaestra.http.guard import Guard
+        from palaestra.http.runner import make_server
+        from palaestra.run.collect import collect_async
+    except ImportError:  # a base checkout from before palaestra/ was rebuilt into rooms
+        from palaestra.assembly import (  # type: ignore[no-redef]
+            build_agent,
+            build_model,
+            find,
+            open_environment,
+        )
+        from palaestra.collection.api import collect_async  # type: ignore[no-redef]
+        from palaestra.serve.guard import Guard  # type: ignore[no-redef]
+        from palaestra.serve.uvicorn_runner import make_server  # type: ignore[no-redef]
     from palaestra.serve.agent_app import agent_app
     from palaestra.serve.env_app import environment_app
     from palaestra.spec import EnvSpec, ServeSpec, validated
