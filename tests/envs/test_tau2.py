@@ -258,6 +258,14 @@ def test_a_conversation_the_user_never_ends_scores_0_in_both(tau2_side: Any) -> 
     assert ours.verdict.metrics["termination"] == "max_steps"
 
 
+def test_only_tasks_whose_gold_calls_write_require_an_action() -> None:
+    """What palaestra test's null check holds to 0: airline 9 (a cancellation) requires an
+    action; airline 1 (a refusal, gold calls that only read: silence scores 1 above) does not."""
+    env = env_of("airline", "gold")
+    assert env.requires_action({"tau2": {"domain": "airline", "task_id": "9"}}) is True
+    assert env.requires_action({"tau2": {"domain": "airline", "task_id": "1"}}) is False
+
+
 def test_oracle_scores_1_and_null_0_on_the_example_tasks() -> None:
     env = env_of("airline", "gold")
     rows = [row for _, row in read_rows(_example_tasks())]

@@ -34,6 +34,7 @@ from palaestra.envs.tau2.suite import (
     load_domain,
     stop_signals,
     tool_schemas,
+    write_tools,
 )
 from palaestra.envs.tau2.suite import tau2_module as _tau2
 from palaestra.envs.tau2.users import DeviceUser, GoldUser, gold_turns
@@ -163,6 +164,16 @@ class Tau2(Environment):
             return None
         agent, _ = gold_turns(criteria.actions)
         return [[{"name": a.name, "arguments": dict(a.arguments)} for a in turn] for turn in agent]
+
+    def requires_action(self, task: JsonDict) -> bool | None:
+        """Whether doing nothing must fail ``task``: its gold actions write to the database.
+        A task whose gold actions only look things up (τ² has some where refusing is right)
+        is not held to 0 by ``palaestra test``'s null check."""
+        criteria = self._task(task).evaluation_criteria
+        if criteria is None or criteria.actions is None:
+            return None
+        writes = write_tools(self.domain)
+        return any(a.requestor != "user" and a.name in writes for a in criteria.actions)
 
     async def verify(self, session: Session, response: JsonDict) -> Verdict:
         return await asyncio.to_thread(self._verify, session, response)

@@ -13,6 +13,7 @@ with ``ast``, never executed and never copied.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pickle
 import threading
@@ -202,3 +203,13 @@ def tool_schemas(domain: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]
 
 
 EnvironmentConstructor = Callable[..., "Tau2Environment"]
+
+
+@functools.cache
+def write_tools(domain: str) -> frozenset[str]:
+    """The domain's agent tools that change the database (τ²'s ``ToolType.WRITE``)."""
+    env_module = tau2_module(f"tau2.domains.{domain}.tools")
+    kit_name = {"airline": "AirlineTools", "retail": "RetailTools", "telecom": "TelecomTools"}
+    kit = getattr(env_module, kit_name[domain])(None)
+    write = tau2_module("tau2.environment.toolkit").ToolType.WRITE
+    return frozenset(name for name in kit.get_tools() if kit.tool_type(name) == write)
