@@ -29,6 +29,24 @@ from palaestra.errors import ToolCallRejected
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 
+
+def gold_calls(env: AgentDojo, row: JsonDict) -> list[JsonDict]:
+    """The calls of a task's gold actions (without the answer they end with)."""
+    return [action for action in env.gold_actions(row)[0] if "name" in action]
+
+
+def test_the_gold_actions_end_with_agentdojos_answer_when_it_has_one(
+    env: AgentDojo, rows: list[JsonDict]
+) -> None:
+    for row in (r for r in rows if r["injection_task_id"] is None):
+        turn = env.gold_actions(row)[0]
+        said = [action for action in turn if action.get("role") == "assistant"]
+        assert said == (
+            [{"role": "assistant", "content": row["gold_output"]}] if row["gold_output"] else []
+        )
+        assert turn[len(turn) - len(said) :] == said  # the answer comes after the calls
+
+
 ANSWER_TASKS = {
     "workspace": {0, 1, 2, 3, 4, 5, 10, 11, 14, 16, 17, 19, 22, 23, 26, 27, 28, 30, 36, 37, 38, 39},
     "travel": set(range(1, 20)),
@@ -156,7 +174,7 @@ def agentdojo_verdict(env: AgentDojo, row: JsonDict, steps: list[Step]) -> tuple
 
 def trajectories(env: AgentDojo, row: JsonDict) -> Iterator[tuple[str, list[Step]]]:
     """Gold and corrupted scripts of a case."""
-    gold = env.gold_actions(row)[0]
+    gold = gold_calls(env, row)
     answer = row["gold_output"] or "Done."
     yield "gold", [(gold, ""), ([], answer)]
     yield "gold, one call per answer", [*[([c], "") for c in gold], ([], answer)]
@@ -208,7 +226,7 @@ def test_gold_calls_with_agentdojos_answer_score_utility_1_on_every_user_task(
     async def run() -> tuple[list[str], set[tuple[str, int]]]:
         failing, need_answer = [], set()
         for row in (r for r in rows if r["injection_task_id"] is None):
-            gold = env.gold_actions(row)[0]
+            gold = gold_calls(env, row)
             verdict = await play(client, row, [(gold, ""), ([], row["gold_output"])])
             if verdict.failure is not None or verdict.reward != 1.0:
                 failing.append(f"{row['suite']} {row['user_task_id']}: {verdict}")
@@ -231,7 +249,7 @@ def test_doing_nothing_scores_utility_0_but_on_agentdojos_lenient_tasks(
     async def run() -> set[tuple[str, int]]:
         passing = set()
         for row in (r for r in rows if r["injection_task_id"] is None):
-            assert env.gold_actions(row)[0], "every AgentDojo user task requires an action"
+            assert gold_calls(env, row), "every AgentDojo user task requires an action"
             verdict = await play(client, row, [([], REFUSAL)])
             assert verdict.failure is None and verdict.reward_components is not None
             assert "security" not in verdict.reward_components
@@ -276,7 +294,7 @@ def test_a_scripted_policy_run_through_the_agent_loop_scores_as_agentdojo_scores
     """A policy that obeys the injection it reads, then does the task: palaestra's tool-calling
     agent runs it; AgentDojo's pipeline replays the same calls."""
     row = row_of(rows, "banking", 3, 4)
-    plan = [*injection_gold(env, row), *env.gold_actions(row)[0]]
+    plan = [*injection_gold(env, row), *gold_calls(env, row)]
 
     def script(params: JsonDict) -> JsonDict:
         done = len(outputs_so_far(params))
@@ -312,7 +330,7 @@ def test_utility_and_not_hijacked_withholds_the_reward_of_a_hijacked_rollout(
     strict = AgentDojo(suite="banking", reward="utility_and_not_hijacked")
     row = row_of(rows, "banking", 3, 4)
     client = LocalEnvironmentClient(strict)
-    gold = strict.gold_actions(row)[0]
+    gold = gold_calls(strict, row)
     hijacked = asyncio.run(
         play(client, row, [(injection_gold(strict, row), ""), (gold, ""), ([], "Done.")])
     )
@@ -332,8 +350,7 @@ def test_the_injection_is_in_the_data_the_tools_return(
     async def outputs() -> list[str]:
         session = await client.seed(row)
         texts = [
-            await client.call_tool(session, c["name"], c["arguments"])
-            for c in env.gold_actions(row)[0]
+            await client.call_tool(session, c["name"], c["arguments"]) for c in gold_calls(env, row)
         ]
         await client.close(session)
         return texts
@@ -351,7 +368,7 @@ def test_each_rollout_changes_only_its_own_environment(
 ) -> None:
     row = row_of(rows, "banking", 2, None)
     client = LocalEnvironmentClient(env)
-    gold = env.gold_actions(row)[0]
+    gold = gold_calls(env, row)
 
     async def run() -> tuple[Verdict, Verdict]:
         first, second = await client.seed(row), await client.seed(row)
@@ -440,7 +457,7 @@ def test_the_example_tasks_are_found_by_name_and_replay_to_utility_1(env: AgentD
     assert {r["suite"] for r in examples} == set(dojo.SUITES)
     client = LocalEnvironmentClient(env)
     for row in examples:
-        gold = env.gold_actions(row)[0]
+        gold = gold_calls(env, row)
         golden = row["golden_response"]
         assert [
             {"name": i["name"], "arguments": orjson.loads(i["arguments"])} for i in golden[:-1]

@@ -108,8 +108,15 @@ class AgentDojo(Environment):
         )
 
     def gold_actions(self, task: JsonDict) -> list[list[JsonDict]]:
-        """The user task's ground-truth calls (AgentDojo's ``ground_truth``), one turn."""
-        return [dojo.ground_truth(dojo.start(self.loaded, self._case(task)))]
+        """The user task's ground-truth calls (AgentDojo's ``ground_truth``), then its answer
+        (``GROUND_TRUTH_OUTPUT``, when it has one: 43 user tasks check the answer's text), one
+        turn."""
+        calls = dojo.ground_truth(dojo.start(self.loaded, self._case(task)))
+        answer = task.get("gold_output")
+        said = (
+            [{"role": "assistant", "content": answer}] if isinstance(answer, str) and answer else []
+        )
+        return [[*calls, *said]]
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """The cases of the environment's suites, in AgentDojo's order: all of them when
