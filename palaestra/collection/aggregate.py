@@ -29,9 +29,10 @@ import heapq
 import math
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -202,7 +203,7 @@ class AgentAggregate:
 
     truncated: int = 0
 
-    def add(self, row: JsonDict) -> None:
+    def add(self, row: Mapping[str, Any]) -> None:
         reward = row.get(REWARD, 0.0)
         if not isinstance(reward, int | float) or not math.isfinite(reward):
             return  # not a score (older versions wrote a NaN reward, as null)
@@ -328,7 +329,7 @@ class RunMetrics:
             for _, row in read_objects(failures):
                 self.add_failure(row)
 
-    def add_rollout(self, row: JsonDict) -> None:
+    def add_rollout(self, row: Mapping[str, Any]) -> None:
         """Count one rollout row; a row without ``_ng_task_index`` is its own task.
 
         (NeMo Gym's ``/aggregate_metrics`` may send rows without one.)
@@ -336,14 +337,14 @@ class RunMetrics:
         if TASK_INDEX not in row:
             row = {**row, TASK_INDEX: self._rows}
         self._rows += 1
-        ref: AgentRef = row.get(AGENT_REF) or {}
+        ref: AgentRef = row.get(AGENT_REF) or AgentRef()
         key = orjson.dumps(ref, option=orjson.OPT_SORT_KEYS)
         agent = self.agents.get(key)
         if agent is None:
             agent = self.agents[key] = AgentAggregate(ref)
         agent.add(row)
 
-    def add_failure(self, row: JsonDict) -> None:
+    def add_failure(self, row: Mapping[str, Any]) -> None:
         failure = row[FAILURE]
         self.failure_kinds[failure["kind"]] += 1
         if failure.get("masked", True):

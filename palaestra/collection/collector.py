@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from palaestra.agents.base import RolloutRunner
 from palaestra.collection.aggregate import RunMetrics
@@ -59,7 +59,7 @@ from palaestra.errors import (
     VerifierFailure,
 )
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
-from palaestra.wire.rows import AGENT_REF, AggregateEntry
+from palaestra.wire.rows import AGENT_REF, AggregateEntry, SourceRef, TaskRow
 
 UNREACHABLE_STOP = 3
 """Consecutive rollouts that found a service unreachable (after retries) before the run stops."""
@@ -345,11 +345,11 @@ class _Run:
         if not recorded:
             observer.rollout_abandoned()
 
-    async def _attempt(self, dispatched: JsonDict, job: Job) -> bool:
+    async def _attempt(self, dispatched: TaskRow, job: Job) -> bool:
         """Run one dispatched task and record how it ended; False when the run stopped under
         it with nothing recorded (a resume runs it again)."""
         try:
-            result = await self.runner.run(dispatched)
+            result = await self.runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
         except ModelAuthError as error:  # every rollout would fail alike: write nothing
             self.stop(error.reason)
             return False
@@ -377,7 +377,7 @@ class _Run:
         self._record_result(dispatched, result, job)
         return True
 
-    def _record_result(self, dispatched: JsonDict, result: AgentResult, job: Job) -> None:
+    def _record_result(self, dispatched: TaskRow, result: AgentResult, job: Job) -> None:
         failure = result.failure or (result.verdict.failure if result.verdict else None)
         if failure is not None:
             self._record_failure(dispatched, failure, result, job)
@@ -405,14 +405,14 @@ class _Run:
 
     def _record_failure(
         self,
-        dispatched: JsonDict,
+        dispatched: TaskRow,
         failure: Failure,
         result: AgentResult | None,
         job: Job,
         worker_reruns: int = 0,
     ) -> None:
         """``worker_reruns``: of a failure without its result (a result carries its own)."""
-        source = {"path": str(self.config.input), "line": job.task.line}
+        source: SourceRef = {"path": str(self.config.input), "line": job.task.line}
         if result is not None:
             worker_reruns = result.worker_reruns
         row = failure_row(

@@ -22,9 +22,10 @@ import contextlib
 import errno
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -114,7 +115,7 @@ def writing(path: Path) -> Iterator[None]:
         raise OutputError(path, error) from None
 
 
-def encode(row: JsonDict) -> bytes:
+def encode(row: Mapping[str, Any]) -> bytes:
     """One JSONL line; raises (``TypeError``) before anything is written if ``row`` is not JSON."""
     return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
 
@@ -140,7 +141,7 @@ class JsonlAppender:
         self._pending: list[bytes] = []
         self._error: OutputError | None = None
 
-    def append(self, row: JsonDict) -> None:
+    def append(self, row: Mapping[str, Any]) -> None:
         self.write(encode(row))
 
     def write(self, line: bytes) -> None:

@@ -1,12 +1,15 @@
 """The rows a run writes: dispatched inputs, finished rollouts and failure records.
 
-Their shapes are ``palaestra.wire.rows``' ``TaskRow``, ``RolloutRow`` and ``FailureRow``; they are
-built as plain dicts (the hot path), with the field names from there. A failure row carries
+Their shapes are ``palaestra.wire.rows``' ``TaskRow``, ``RolloutRow`` and ``FailureRow``; the
+builders return them typed so, and build them as plain dicts (the hot path: ``cast`` costs
+nothing), with the field names from there. A failure row carries
 NeMo Gym's ``_ng_failure_class`` beside palaestra's ``failure``, so NeMo Gym's resume reads a
 palaestra failures file as its own.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 from palaestra.environment.verdicts import verdict_problem
 from palaestra.errors import InputError, VerifierFailure
@@ -20,23 +23,26 @@ from palaestra.wire.rows import (
     ROLLOUT_INDEX,
     SOURCE,
     TASK_INDEX,
+    FailureRow,
+    RolloutRow,
+    TaskRow,
 )
 
 
 def dispatch_row(
     task: JsonDict, *, task_index: int, rollout_index: int, agent_ref: JsonDict, overrides: JsonDict
-) -> JsonDict:
+) -> TaskRow:
     """The task as it is sent to the agent: sampling overrides applied, identities added."""
-    row = dict(task)
+    row: JsonDict = dict(task)
     if overrides:
         row[PARAMS] = {**task[PARAMS], **overrides}
     row.setdefault(AGENT_REF, agent_ref)
     row[TASK_INDEX] = task_index
     row[ROLLOUT_INDEX] = rollout_index
-    return row
+    return cast(TaskRow, row)
 
 
-def rollout_row(dispatched: JsonDict, result: AgentResult, *, attempt: int) -> JsonDict:
+def rollout_row(dispatched: TaskRow, result: AgentResult, *, attempt: int) -> RolloutRow:
     """A scored rollout in NeMo Gym's output form: the verify answer plus identities.
 
     Raises ``VerifierFailure`` when the verdict is not a score (see ``scored_fields``).
@@ -45,13 +51,13 @@ def rollout_row(dispatched: JsonDict, result: AgentResult, *, attempt: int) -> J
     """
     assert result.verdict is not None
     fields = scored_fields(result.verdict)
-    row = dict(dispatched)
+    row: JsonDict = dict(dispatched)
     row[RESPONSE] = result.response
     row.update(fields)
     facts = _run_facts(result, attempt)
     facts["verifier_fields"] = list(fields)
     row[FACTS] = facts
-    return row
+    return cast(RolloutRow, row)
 
 
 def scored_fields(verdict: Verdict) -> JsonDict:
@@ -68,18 +74,18 @@ def scored_fields(verdict: Verdict) -> JsonDict:
 
 
 def failure_row(
-    dispatched: JsonDict,
+    dispatched: TaskRow,
     failure: Failure,
     result: AgentResult | None,
     *,
     attempt: int,
     worker_reruns: int = 0,
-) -> JsonDict:
+) -> FailureRow:
     """A rollout that has no reward; the partial trajectory is kept for debugging.
 
     ``worker_reruns`` is for a failure without its result (raised, or a trajectory that
     cannot be written): a result says it itself."""
-    row = dict(dispatched)
+    row: JsonDict = dict(dispatched)
     row.update(failure_fields(failure))
     if result is not None:
         row[RESPONSE] = result.response
@@ -88,17 +94,18 @@ def failure_row(
         row[FACTS] = {"attempt": attempt}
         if worker_reruns:
             row[FACTS]["worker_reruns"] = worker_reruns
-    return row
+    return cast(FailureRow, row)
 
 
-def input_error_row(error: InputError, *, task_index: int) -> JsonDict:
+def input_error_row(error: InputError, *, task_index: int) -> FailureRow:
     """A task line that could not be read; no rollout of it can run."""
-    return {
+    row: JsonDict = {
         TASK_INDEX: task_index,
         ROLLOUT_INDEX: None,
         **failure_fields(Failure(FailureKind.INVALID_INPUT, error.describe())),
         SOURCE: {"path": error.path, "line": error.line, "field": error.field},
     }
+    return cast(FailureRow, row)
 
 
 def _run_facts(result: AgentResult, attempt: int) -> JsonDict:

@@ -37,7 +37,7 @@ from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from palaestra.agents.base import Agent, BoundAgent
 from palaestra.collection.assembly import (
@@ -388,7 +388,7 @@ class RolloutSampler:
             "step": group.step,
         }
         try:
-            result = await runner.run(dispatched)
+            result = await runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
         except ModelAuthError:
             raise  # every rollout would fail alike
         except ServiceUnreachable as error:
