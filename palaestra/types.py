@@ -160,6 +160,20 @@ def output_text(response: JsonDict) -> str:
     return "".join(parts)
 
 
+def message_text(item: JsonDict) -> str:
+    """The text of one message item, whatever its content's form (a string, or parts)."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") in ("output_text", "input_text", "text")
+        )
+    return ""
+
+
 def function_calls(response: JsonDict) -> list[JsonDict]:
     """The ``function_call`` items of a response's output, in order."""
     return [item for item in response.get("output", []) if item.get("type") == "function_call"]

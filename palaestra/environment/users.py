@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 from palaestra.errors import ModelError, UserModelFailure
 from palaestra.models.base import Model
-from palaestra.types import JsonDict, output_text
+from palaestra.types import JsonDict, message_text, output_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,7 @@ def as_seen_by_user(conversation: Sequence[JsonDict]) -> list[JsonDict]:
         if item.get("type", "message") != "message":
             continue
         role = item.get("role")
-        text = _text_of(item)
+        text = message_text(item)
         if not text:
             continue
         if role == "assistant":
@@ -123,16 +123,3 @@ def as_seen_by_user(conversation: Sequence[JsonDict]) -> list[JsonDict]:
         elif role == "user":
             seen.append({"role": "assistant", "content": text})
     return seen
-
-
-def _text_of(item: JsonDict) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") in ("output_text", "input_text", "text")
-        )
-    return ""

@@ -21,6 +21,7 @@ import orjson
 
 from palaestra import JsonDict
 from palaestra.envs.tau2.suite import Domain, Message, RewardInfo, Task, tau2_module
+from palaestra.types import message_text
 
 USER_STOP = "user_stop"
 PREMATURE = "max_steps"
@@ -192,19 +193,6 @@ def components(info: RewardInfo) -> dict[str, float]:
         str(getattr(key, "value", key)): float(value)
         for key, value in (info.reward_breakdown or {}).items()
     }
-
-
-def message_text(item: JsonDict) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") in ("output_text", "input_text", "text")
-        )
-    return ""
 
 
 def _arguments(raw: Any) -> dict[str, Any] | None:
