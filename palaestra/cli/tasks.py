@@ -1,4 +1,5 @@
-"""``palaestra tasks``: an environment's tasks as NeMo Gym input JSONL (``export_tasks``)."""
+"""``palaestra tasks``: an environment's tasks as NeMo Gym input JSONL (``export_tasks``) or as
+Harbor task folders (``--format harbor``, ``export_harbor``)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,20 @@ from palaestra.cli.options import assignments, env_arg_option
     help="Name the agent in each row's agent_ref (NeMo Gym's collector sends a row there).",
 )
 @click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["nemo-gym", "harbor"]),
+    default="nemo-gym",
+    show_default=True,
+    help="nemo-gym: one JSONL file. harbor: a directory of Harbor task folders (task.toml, "
+    "instruction.md, environment/, tests/, solution/), for environments checkable from a file.",
+)
+@click.option(
     "--output",
     "output_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=click.Path(path_type=Path),
     required=True,
-    help="The JSONL file to write (replaced whole).",
+    help="The JSONL file to write (replaced whole), or with --format harbor a new directory.",
 )
 def tasks_command(env_name: str, **options: Any) -> None:
     """Write ENV's tasks as NeMo Gym input JSONL: for `collect --input`, NeMo Gym's
@@ -39,10 +49,29 @@ def tasks_command(env_name: str, **options: Any) -> None:
 
     ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class.
     """
+    console = Console(stderr=True)
+    if options["output_format"] == "harbor":
+        from palaestra.run.harbor_export import export_harbor
+
+        if options["agent_name"] is not None:
+            raise click.UsageError("--agent-name names a NeMo Gym agent: not with --format harbor")
+        with exit_on_user_error(console):
+            written = export_harbor(
+                env_name,
+                options["output_path"],
+                num_tasks=options["num_tasks"],
+                seed=options["seed"],
+                env_args=assignments(options["env_args"], "--env-arg"),
+            )
+        console.print(
+            f"wrote {written} Harbor task folders to {options['output_path']}", highlight=False
+        )
+        return
     from palaestra.run.export import export_tasks
 
-    console = Console(stderr=True)
     with exit_on_user_error(console):
+        if options["output_path"].is_dir():
+            raise click.UsageError(f"{options['output_path']} is a directory: --output is a file")
         written = export_tasks(
             env_name,
             options["output_path"],

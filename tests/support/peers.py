@@ -53,6 +53,8 @@ PEERS = {
         # venv also holds palaestra's runtime dependencies.
         Peer("openenv", ("openenv-core==0.3.0", *palaestra_runtime()), "3.12.1"),
         Peer("verifiers", ("verifiers==0.4.0",), "3.12.1"),
+        # Harbor (task folders): its own TaskConfig/Task models check the folders palaestra writes.
+        Peer("harbor", ("harbor==0.26.0",), "3.12.1"),
     )
 }
 

@@ -1,0 +1,29 @@
+"""``palaestra tasks ENV --format harbor``: the folders, and the one-line refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from palaestra.wire.harbor import read_tasks
+from tests.cli.test_collect_cli import run_cli
+
+
+def test_tasks_writes_harbor_folders_and_refuses_what_it_cannot(tmp_path: Path) -> None:
+    done = run_cli("tasks", "calculator", "--format", "harbor", "--output", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "wrote 10 Harbor task folders to out" in done.stderr
+    assert len(read_tasks(tmp_path / "out")) == 10
+
+    again = run_cli("tasks", "calculator", "--format", "harbor", "--output", "out", cwd=tmp_path)
+    assert again.returncode == 1 and "not an empty directory" in again.stderr
+
+    refused = run_cli("tasks", "weather", "--format", "harbor", "--output", "w", cwd=tmp_path)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+    assert "'weather' cannot be written as Harbor folders" in refused.stderr
+    assert not (tmp_path / "w").exists()
+
+    agent = ("--agent-name", "a", "--format", "harbor", "--output", "x")
+    assert run_cli("tasks", "calculator", *agent, cwd=tmp_path).returncode == 2
+
+    jsonl = run_cli("tasks", "calculator", "--output", "out", cwd=tmp_path)
+    assert jsonl.returncode == 2 and "is a directory" in jsonl.stderr

@@ -1,0 +1,50 @@
+"""The folders ``palaestra tasks ENV --format harbor`` writes, read by Harbor's own package.
+
+Harbor 0.26 (its peer venv, Python 3.12) loads each calculator folder with its ``Task`` class
+(TaskConfig validation, layout and verifier-script checks, ``Task.is_valid_dir``) and lints it
+with its default rules. The one finding allowed is ``shared-verifier``: the tests read the
+answer file the agent leaves in its machine, so they run in that machine (Harbor's default
+mode, and what the issue's runner does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from palaestra.run.harbor_export import export_harbor
+from palaestra.wire.harbor import parse_config, read_tasks
+from tests.interop.peer_run import run_peer
+
+
+def test_harbor_loads_and_lints_the_folders_palaestra_writes(tmp_path: Path) -> None:
+    assert export_harbor("calculator", tmp_path / "out") == 10
+    ours = {task.name: task for task in read_tasks(tmp_path / "out")}
+    theirs = run_peer("harbor", "harbor_tasks.py", {"root": str(tmp_path / "out")}, cwd=tmp_path)
+    assert [task["name"] for task in theirs["tasks"]] == sorted(ours)
+    for task in theirs["tasks"]:
+        mine = ours[task["name"]]
+        assert task["valid"] and task["has_solution"]
+        assert task["instruction"] == mine.instruction
+        assert task["schema_version"] == mine.config.schema_version == "1.4"
+        assert task["network_mode"] == "no-network"
+        environment = mine.config.environment
+        assert (task["cpus"], task["memory_mb"], task["storage_mb"]) == (
+            environment.cpus,
+            environment.memory_mb,
+            environment.storage_mb,
+        )
+        assert task["build_timeout_sec"] == environment.build_timeout_sec
+        assert task["agent_timeout_sec"] == mine.config.agent.timeout_sec
+        assert task["agent_user"] == mine.config.agent.user == "agent"
+        assert task["verifier_timeout_sec"] == mine.config.verifier.timeout_sec
+        assert task["metadata"] == mine.config.metadata
+        assert [f["rule"] for f in task["findings"]] == ["shared-verifier"], task["findings"]
+
+    # Harbor writing a task.toml with every section it has: palaestra reads each key.
+    config = parse_config(theirs["harbor_written"], "harbor's task.toml")
+    assert config.task is not None and config.task.name == "org/name"
+    assert config.verifier.environment_mode == "separate"
+    assert config.verifier.environment is not None and config.verifier.environment.cpus == 1
+    assert config.agent.allowed_hosts == ["example.com"] and config.agent.user == 1000
+    assert (config.environment.cpus, config.environment.workdir) == (2.5, "/app")
+    assert config.solution.env == {"C": "3"} and config.artifacts == ["/logs/out"]

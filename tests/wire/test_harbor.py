@@ -1,0 +1,200 @@
+"""Harbor task folders: task.toml as Harbor reads it, the layout checks, the digest, the writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from palaestra.errors import ConfigError
+from palaestra.wire.harbor import (
+    EnvironmentConfig,
+    TaskConfig,
+    TaskFolder,
+    dump_config,
+    folder_digest,
+    parse_config,
+    read_task,
+    read_tasks,
+    write_task,
+)
+
+# A task.toml as Harbor's own examples write it (the legacy spellings included).
+HARBOR_TOML = """\
+version = "1.0"
+
+[metadata]
+author_name = "someone"
+difficulty = "easy"
+category = "file-operations"
+tags = ["bash", "files"]
+
+[verifier]
+timeout_sec = 120.0
+
+[agent]
+timeout_sec = 300.0
+
+[environment]
+build_timeout_sec = 900.0
+cpus = 2
+memory = "2G"
+storage = "10G"
+allow_internet = false
+"""
+
+
+def make_task(root: Path, *, toml: str = HARBOR_TOML, solution: bool = True) -> Path:
+    root.mkdir(parents=True)
+    (root / "task.toml").write_text(toml)
+    (root / "instruction.md").write_text("Create /app/hello.txt containing hello.\n")
+    (root / "environment").mkdir()
+    (root / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    if solution:
+        (root / "solution").mkdir()
+        (root / "solution" / "solve.sh").write_text("#!/bin/bash\necho hello > /app/hello.txt\n")
+    return root
+
+
+def test_harbor_fields_and_legacy_spellings_read_as_harbor_reads_them(tmp_path: Path) -> None:
+    task = read_task(make_task(tmp_path / "hello"))
+    config = task.config
+    assert config.schema_version == "1.0"  # `version` is the old name of schema_version
+    assert config.verifier.timeout_sec == 120.0 and config.agent.timeout_sec == 300.0
+    environment = config.environment
+    assert (environment.build_timeout_sec, environment.cpus) == (900.0, 2)
+    assert (environment.memory_mb, environment.storage_mb) == (2048, 10240)
+    assert environment.network_mode == "no-network"  # allow_internet = false
+    assert config.metadata["tags"] == ["bash", "files"]
+    assert task.name == "hello" and task.has_solution
+    assert task.instruction.startswith("Create /app/hello.txt")
+
+
+def test_harbor_defaults_hold_when_the_file_says_nothing() -> None:
+    config = parse_config("", "task.toml")
+    assert config.verifier.timeout_sec == 600.0 and config.agent.timeout_sec is None
+    assert config.environment.build_timeout_sec == 600.0
+    assert config.environment.network_mode == "public"  # Harbor's default: say no-network
+    assert config.verifier.environment_mode is None
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[verifier]\ntimout_sec = 5\n", "unknown key 'verifier.timout_sec'"),
+        ("colour = 1\n", "unknown key 'colour'"),
+        ("[environment]\ncpus = 'many'\n", "environment.cpus"),
+        ("[environment]\nnetwork_mode = 'sometimes'\n", "environment.network_mode"),
+        ("[agent]\nallowed_hosts = ['example.com']\n", "only valid when network_mode"),
+        ("[task]\nname = 'no-org'\n", "task.name"),
+        ("[verifier\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_task_toml_is_one_line_naming_the_file_and_the_field(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    folder = make_task(tmp_path / "bad", toml=toml)
+    with pytest.raises(ConfigError) as raised:
+        read_task(folder)
+    text = str(raised.value)
+    assert "\n" not in text and str(folder / "task.toml") in text and message in text
+
+
+@pytest.mark.parametrize(
+    ("remove", "message"),
+    [
+        ("task.toml", "no task.toml"),
+        ("instruction.md", "missing instruction.md"),
+        ("environment/Dockerfile", "missing environment/Dockerfile"),
+        ("tests/test.sh", "missing tests/test.sh"),
+    ],
+)
+def test_a_folder_missing_a_part_is_named_with_the_part(
+    tmp_path: Path, remove: str, message: str
+) -> None:
+    folder = make_task(tmp_path / "t")
+    (folder / remove).unlink()
+    with pytest.raises(ConfigError, match=message) as raised:
+        read_task(folder)
+    assert str(folder) in str(raised.value)
+
+
+def test_a_prebuilt_image_needs_no_dockerfile_and_the_oracle_is_optional(tmp_path: Path) -> None:
+    toml = '[environment]\ndocker_image = "debian:bookworm-slim"\n'
+    folder = make_task(tmp_path / "t", toml=toml, solution=False)
+    (folder / "environment" / "Dockerfile").unlink()
+    task = read_task(folder)
+    assert task.config.environment.docker_image == "debian:bookworm-slim"
+    assert not task.has_solution
+
+
+def test_an_empty_instruction_and_multi_step_tasks_are_refused(tmp_path: Path) -> None:
+    folder = make_task(tmp_path / "empty")
+    (folder / "instruction.md").write_text(" \n")
+    with pytest.raises(ConfigError, match=r"instruction\.md: empty"):
+        read_task(folder)
+    stepped = make_task(tmp_path / "steps", toml='[[steps]]\nname = "one"\n')
+    with pytest.raises(ConfigError, match="multi-step"):
+        read_task(stepped)
+
+
+def test_a_folder_of_task_folders_is_read_in_name_order_and_a_bad_one_is_named(
+    tmp_path: Path,
+) -> None:
+    for name in ("b", "a", ".git"):
+        make_task(tmp_path / "set" / name)
+    assert [task.name for task in read_tasks(tmp_path / "set")] == ["a", "b"]
+    assert [task.name for task in read_tasks(tmp_path / "set" / "a")] == ["a"]
+    (tmp_path / "set" / "c").mkdir()
+    with pytest.raises(ConfigError, match=r"set/c: not a Harbor task folder: no task.toml"):
+        read_tasks(tmp_path / "set")
+    with pytest.raises(ConfigError, match="neither a Harbor task folder"):
+        read_tasks(tmp_path / "set" / "c")
+
+
+def test_the_digest_changes_with_any_content_name_or_mode_and_only_then(tmp_path: Path) -> None:
+    folder = make_task(tmp_path / "t")
+    first = folder_digest(folder)
+    assert first.startswith("sha256:") and folder_digest(folder) == first
+    copy = make_task(tmp_path / "u")  # the same files elsewhere: the same digest
+    assert folder_digest(copy) == first
+    assert read_task(folder).digest == first
+
+    test_script = folder / "tests" / "test.sh"
+    test_script.write_text(test_script.read_text() + "# edited\n")
+    edited = folder_digest(folder)
+    assert edited != first
+    test_script.chmod(0o755)
+    assert folder_digest(folder) not in (first, edited)
+    (folder / "tests" / "data.txt").write_text("")  # a new empty file counts too
+    assert len({first, edited, folder_digest(folder)}) == 3
+    renamed = make_task(tmp_path / "v")
+    (renamed / "solution" / "solve.sh").rename(renamed / "solution" / "solve2.sh")
+    assert folder_digest(renamed) != first
+
+
+def test_a_written_folder_reads_back_with_the_same_config(tmp_path: Path) -> None:
+    config = TaskConfig(
+        metadata={"author_name": "palaestra", "tags": ["x"]},
+        environment=EnvironmentConfig(cpus=1.0, memory_mb=512, network_mode="no-network"),
+    )
+    folder = TaskFolder(
+        config=config,
+        instruction="Do it.\n",
+        dockerfile="FROM debian:bookworm-slim\n",
+        test_script="#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+        tests={"task.json": "{}\n"},
+        solve_script="#!/bin/bash\ntrue\n",
+    )
+    path = write_task(folder, tmp_path / "out" / "one")
+    task = read_task(path)
+    assert task.config == config and task.config.environment.cpus == 1
+    assert isinstance(task.config.environment.cpus, int)  # written as Harbor writes 1.0
+    assert (path / "tests" / "test.sh").stat().st_mode & 0o111
+    assert (path / "solution" / "solve.sh").stat().st_mode & 0o111
+    assert (path / "tests" / "task.json").read_text() == "{}\n"
+    assert dump_config(config).startswith('schema_version = "1.4"\n')
+    with pytest.raises(FileExistsError):
+        write_task(folder, path)
