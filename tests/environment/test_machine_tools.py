@@ -256,7 +256,7 @@ async def test_a_rollout_with_the_mixin_and_a_scripted_model_verified_by_a_file(
 async def test_check_runs_in_a_fresh_shell_that_the_agents_functions_cannot_fool(
     machine: Machine,
 ) -> None:
-    await machine.run("cd /tmp && echo real > /work/f.txt && cat() { echo fake; } && sleep 300 &")
+    await machine.run("echo real > /work/f.txt; cd /tmp; cat() { echo fake; }; sleep 300 &")
     await machine.run("cd /tmp; cat() { echo fake; }")
     checked = await machine.check("pwd; cat f.txt; exit 4")
     assert (checked.status, checked.head) == (4, "/work\nreal\n")
