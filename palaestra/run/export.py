@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from palaestra.collection.assembly import AGENT_REF_TYPE, find
+from palaestra.collection.assembly import AGENT_REF_TYPE, FoundEnvironment, find
 from palaestra.collection.files import writing
 from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.tasks import read_tasks
@@ -50,32 +50,17 @@ def export_tasks(
     An unknown environment, a generator that cannot, or a bad example row is a one-line
     ``ConfigError``; the file is written whole (beside, then renamed) or not at all.
     """
-    fields: dict[str, Any] = {"args": dict(env_args or {})}
-    if isinstance(env, str):
-        fields["name"] = env
-    else:
-        fields["name"], fields["environment"] = getattr(env, "name", None), env
-    found = find(validated(EnvSpec, fields, "env"))
-    assert found is not None
+    found = found_environment(env, env_args)
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
     generated = path.with_name(f"{path.name}.{os.getpid()}.generated")
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        if num_tasks is not None:
-            source = write_generated_tasks(
-                found.build(), count=num_tasks, seed=seed, path=generated
-            )
-        elif found.example_tasks is not None:
-            source = found.example_tasks
-        else:
-            raise ConfigError(
-                f"environment '{found.name}' has no example tasks: pass --num-tasks to generate"
-            )
+        source = task_source(found, num_tasks, seed, generated)
         with writing(path):
             written = 0
             with temporary.open("wb") as file:
-                for idx, row in enumerate(_rows(source)):
+                for idx, row in enumerate(task_rows(source)):
                     file.write(orjson.dumps(nemo_gym_row(row, idx, agent), option=_LINE))
                     written += 1
             os.replace(temporary, path)
@@ -99,7 +84,34 @@ def nemo_gym_row(row: JsonDict, idx: int, agent: str | None = None) -> JsonDict:
 _LINE = orjson.OPT_APPEND_NEWLINE
 
 
-def _rows(path: Path) -> Iterator[JsonDict]:
+def found_environment(
+    env: str | Environment | type[Environment], env_args: Mapping[str, Any] | None
+) -> FoundEnvironment:
+    """The environment an export names (a name, a class or an instance), with its arguments."""
+    fields: dict[str, Any] = {"args": dict(env_args or {})}
+    if isinstance(env, str):
+        fields["name"] = env
+    else:
+        fields["name"], fields["environment"] = getattr(env, "name", None), env
+    found = find(validated(EnvSpec, fields, "env"))
+    assert found is not None
+    return found
+
+
+def task_source(found: FoundEnvironment, num_tasks: int | None, seed: int, generated: Path) -> Path:
+    """The tasks to export: ``num_tasks`` generated from ``seed`` into ``generated``, else the
+    example tasks; a one-line ``ConfigError`` when the environment has neither."""
+    if num_tasks is not None:
+        return write_generated_tasks(found.build(), count=num_tasks, seed=seed, path=generated)
+    if found.example_tasks is None:
+        raise ConfigError(
+            f"environment '{found.name}' has no example tasks: pass --num-tasks to generate"
+        )
+    return found.example_tasks
+
+
+def task_rows(path: Path) -> Iterator[JsonDict]:
+    """The task rows of ``path``; its first bad line as a one-line ``ConfigError``."""
     for line in read_tasks(path):
         if line.error is not None:
             raise ConfigError(line.error.describe())

@@ -32,13 +32,11 @@ from typing import Any
 
 import orjson
 
-from palaestra.collection.assembly import FoundEnvironment, find
-from palaestra.collection.generated import write_generated_tasks
+from palaestra.collection.assembly import FoundEnvironment
 from palaestra.environment.base import Environment
 from palaestra.errors import ConfigError
-from palaestra.run.export import _rows
-from palaestra.spec import EnvSpec, validated
-from palaestra.types import JsonDict
+from palaestra.run.export import found_environment, task_rows, task_source
+from palaestra.types import JsonDict, message_text
 from palaestra.wire.harbor import (
     AgentConfig,
     EnvironmentConfig,
@@ -94,13 +92,7 @@ def export_harbor(
     (beside, then renamed) or not at all. An environment that cannot be checked from a file,
     or an unknown one, is a one-line ``ConfigError``.
     """
-    fields: dict[str, Any] = {"args": dict(env_args or {})}
-    if isinstance(env, str):
-        fields["name"] = env
-    else:
-        fields["name"], fields["environment"] = getattr(env, "name", None), env
-    found = find(validated(EnvSpec, fields, "env"))
-    assert found is not None
+    found = found_environment(env, env_args)
     check = check_script(found)
     path = Path(output)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -112,17 +104,10 @@ def export_harbor(
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         environment = found.build()
-        if num_tasks is not None:
-            source = write_generated_tasks(environment, count=num_tasks, seed=seed, path=generated)
-        elif found.example_tasks is not None:
-            source = found.example_tasks
-        else:
-            raise ConfigError(
-                f"environment '{found.name}' has no example tasks: pass --num-tasks to generate"
-            )
+        source = task_source(found, num_tasks, seed, generated)
         temporary.mkdir()
         written = 0
-        for idx, row in enumerate(_rows(source)):
+        for idx, row in enumerate(task_rows(source)):
             folder = task_folder(found.name, environment, row, check)
             write_task(folder, temporary / f"{found.name}-{idx:04d}")
             written += 1
@@ -192,22 +177,10 @@ def _prompt(row: JsonDict) -> str:
         return given
     for item in reversed(given or []):
         if isinstance(item, dict) and item.get("role") == "user":
-            text = _text(item.get("content"))
+            text = message_text(item)
             if text.strip():
                 return text
     raise ConfigError("a task has no user message to write as instruction.md")
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text")
-        )
-    return ""
 
 
 def _solve_script(environment: Environment, row: JsonDict) -> str | None:
@@ -216,7 +189,7 @@ def _solve_script(environment: Environment, row: JsonDict) -> str | None:
     if not paths:
         return None
     answers = [
-        _text(step.get("content"))
+        message_text(step)
         for step in paths[0]
         if isinstance(step, dict) and step.get("role") == "assistant"
     ]
