@@ -38,7 +38,9 @@ named with their module)::
     │   ├── AgentServerTimeout         timeout: a served agent did not answer in time
     │   ├── WorkerCrash                worker_crash: a pool task killed its worker each time
     │   ├── WorkerTimeout              timeout: a pool task overran each time
-    │   └── SandboxLimitExceeded       sandbox_limit: sandboxed code hit a resource limit
+    │   ├── SandboxLimitExceeded       sandbox_limit: sandboxed code hit a resource limit
+    │   └── SandboxFailure             sandbox_error: a machine could not be built, started
+    │                                  or reached (infrastructure, never the agent's doing)
     ├── ToolError                      raised by a tool: its message goes back to the model
     ├── ToolCallRejected               the model's call was wrong: told to the model
     ├── PoolClosed                     palaestra.sandbox: the worker pool was shut down
@@ -252,6 +254,14 @@ class SandboxLimitExceeded(RolloutFailure):
     def __init__(self, reason: str, limit: str | None = None) -> None:
         self.limit = limit
         super().__init__(reason)
+
+
+class SandboxFailure(RolloutFailure):
+    """A machine could not be built, started, reached or torn down (an image that cannot be had,
+    a build over its time budget, a daemon that is gone). Infrastructure, not the agent: the
+    rollout is recorded as ``sandbox_error``, never scored."""
+
+    kind = FailureKind.SANDBOX_ERROR
 
 
 class ToolError(PalaestraError):

@@ -29,6 +29,7 @@ class FailureKind(enum.StrEnum):
     WORKER_CRASH = "worker_crash"
     INTERNAL_ERROR = "internal_error"
     USER_MODEL_ERROR = "user_model_error"
+    SANDBOX_ERROR = "sandbox_error"
 
 
 class Producer(enum.StrEnum):

@@ -1,0 +1,129 @@
+"""The provider interface: build an image from a Dockerfile folder, start boxes from it.
+
+::
+
+    provider = providers.get("rootfs")()            # or "docker"
+    image = await provider.build(Path("task/environment"), timeout=600)
+    box = await provider.start(image, BoxSpec(memory_mb=2048, cpus=1, storage_mb=4096))
+    try:
+        process = await box.launch(["bash", "-lc", "ls /"], stdin=subprocess.DEVNULL)
+        outcome = await supervise(process, limits)
+        box.root / "app"                            # the box's filesystem, seen from the host
+    finally:
+        await box.close()
+
+What every provider guarantees:
+
+- ``build`` is cached by the folder's content: the same Dockerfile and context build once per
+  machine (a cache under ``~/.cache/palaestra``). A base image that cannot be had offline, a
+  failing step, or a build over ``timeout`` raises ``SandboxFailure`` naming the image or step.
+- ``start`` gives a box whose filesystem is a copy-on-write layer over the image (starting
+  copies no image file), with no network at all, bounded by ``BoxSpec``. Starts are capped
+  (``max_starting`` at once per provider) and bounded in time; a start that fails raises
+  ``SandboxFailure``. Every box holds a lease (a file naming its owner process) from before
+  it exists until after it is gone, so a box whose collector was killed (even ``kill -9``) is
+  torn down by the next provider that starts on this machine (``reap``).
+- ``launch`` runs a command in the box as a ``SandboxProcess`` (``supervise`` bounds it); the
+  box's processes share its filesystem, so a shell and a later verifier see the same files.
+- ``close`` kills every process of the box and removes its filesystem and lease; it is
+  idempotent and safe on every path (success, failure, cancellation).
+
+A task that needs a network (``BoxSpec.network``) is refused with one line on a machine whose
+policy forbids it: nothing here may reach a private-range address.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from palaestra.sandbox.process import SandboxProcess
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """A built image: ``ref`` is the provider's name for it (a tag, a layer chain's digest).
+
+    ``workdir``, ``env`` and ``user`` are what the Dockerfile's ``WORKDIR``, ``ENV`` and
+    ``USER`` left in force: commands in a box start there, with those, as that user."""
+
+    provider: str
+    ref: str
+    digest: str
+    """sha256 of the folder it was built from (``palaestra.wire.harbor.folder_digest``)."""
+    workdir: str = "/"
+    env: Mapping[str, str] = field(default_factory=dict)
+    user: str = "root"
+
+
+@dataclass(frozen=True, slots=True)
+class BoxSpec:
+    """What one box may use (Harbor's ``[environment]``: cpus, memory, storage)."""
+
+    cpus: float = 1.0
+    memory_mb: int = 2048
+    storage_mb: int = 10240
+    processes: int = 512
+    network: bool = False
+    start_timeout: float = 120.0
+
+
+class Box(abc.ABC):
+    """One episode's machine. Use ``async with`` or call ``close``."""
+
+    root: Path
+    """The box's root filesystem as the host sees it (for an editor, or copying files in)."""
+    image: Image
+
+    @abc.abstractmethod
+    async def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: int,
+        user: str | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stream_limit: int = 2**16,
+        protocol: bool = False,
+    ) -> SandboxProcess:
+        """Start ``argv`` in the box (as ``user``, default the image's; in ``cwd``, default
+        the image's workdir). ``protocol``: stdin is a pipe the caller writes (a shell)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Kill everything in the box, remove its filesystem and its lease. Idempotent."""
+
+    async def __aenter__(self) -> Box:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+
+class Provider(abc.ABC):
+    """A plug-in (entry-point group ``palaestra.sandboxes``) that builds images and starts
+    boxes. One instance per collector process."""
+
+    name: ClassVar[str]
+    max_starting: int = 8
+    """Boxes starting at once; more wait their turn."""
+
+    @abc.abstractmethod
+    def problem(self) -> str | None:
+        """Why this provider cannot run here (one line), or ``None``."""
+
+    @abc.abstractmethod
+    async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:
+        """Build (or find in the cache) the image of the Dockerfile folder ``context``."""
+
+    @abc.abstractmethod
+    async def start(self, image: Image, spec: BoxSpec) -> Box:
+        """Start a box from ``image``; ``SandboxFailure`` if it cannot be had in time."""
+
+    @abc.abstractmethod
+    def reap(self) -> int:
+        """Tear down what dead owners left (boxes, mounts, directories); how many."""
