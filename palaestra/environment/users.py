@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from palaestra.errors import ModelError, UserModelFailure
+from palaestra.models.affinity import ROLLOUT_SCOPE
 from palaestra.models.base import Model
 from palaestra.types import JsonDict, message_text, output_text
 
@@ -96,10 +97,16 @@ class ModelUser:
             params["temperature"] = self.temperature
         if self.max_output_tokens is not None:
             params["max_output_tokens"] = self.max_output_tokens
+        # The user's calls are a session of their own within the rollout (``RolloutScope.user``).
+        scope = ROLLOUT_SCOPE.get()
+        token = None if scope is None else ROLLOUT_SCOPE.set(scope.user())
         try:
             response = await self.model.respond(params)
         except ModelError as error:
             raise UserModelFailure(f"the user model failed: {error.reason}") from error
+        finally:
+            if token is not None:
+                ROLLOUT_SCOPE.reset(token)
         text = output_text(response).strip()
         if not text:
             raise UserModelFailure("the user model answered nothing")

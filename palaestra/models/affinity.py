@@ -28,7 +28,7 @@ class RolloutScope:
     rollout).
     """
 
-    __slots__ = ("_key", "_token", "chosen", "urls")
+    __slots__ = ("_key", "_token", "_user", "chosen", "urls")
 
     def __init__(self, key: str | None = None) -> None:
         self._key = key
@@ -37,6 +37,7 @@ class RolloutScope:
         self.urls: list[str] | None = None
         """The endpoints the calls went to, in order; more than one means the rollout moved."""
         self._token: Token[RolloutScope | None] | None = None
+        self._user: RolloutScope | None = None
 
     @property
     def key(self) -> str:
@@ -46,6 +47,17 @@ class RolloutScope:
         if key is None:
             key = self._key = os.urandom(8).hex()
         return key
+
+    def user(self) -> RolloutScope:
+        """The scope of this rollout's simulated user (made once): its model calls are named
+        ``<key>.user``, a session of their own. The user's conversation shares no prefix with
+        the policy's (its roles are swapped), so a router gains nothing by sending both to one
+        replica, and a model server shared by both must not mistake one for the other; the
+        user's calls still stick together, and the id says whose rollout they belong to."""
+        user = self._user
+        if user is None:
+            user = self._user = RolloutScope(f"{self.key[: MAX_KEY_CHARS - 5]}.user")
+        return user
 
     def assign(self, pool: object, endpoint: object, url: str) -> None:
         """Stick this rollout to ``endpoint`` of ``pool`` from now on."""
@@ -77,7 +89,8 @@ map cannot be emptied as rollouts finish; beyond the cap the rollout least recen
 is forgotten (its next call, if any, goes least-loaded again). Far more than the rollouts in
 flight at once, and small when full (measured: benchmarks/results/micro.md)."""
 
-_VALID_KEY = re.compile(r"[0-9A-Za-z_.-]{1,64}")
+MAX_KEY_CHARS = 64
+_VALID_KEY = re.compile(rf"[0-9A-Za-z_.-]{{1,{MAX_KEY_CHARS}}}")
 """A key a client may send: short (the map holds 65,536 of them) and safe to forward."""
 
 

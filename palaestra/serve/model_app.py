@@ -5,7 +5,8 @@ Routes: ``GET /`` (liveness), ``GET /v1/models``, ``POST /v1/responses`` and
 chat requests directly; any other model answers them through the Responses conversion.
 
 Over a pool of endpoints the server keeps each rollout's calls on one endpoint when the client
-names the rollout: palaestra's clients send ``ROLLOUT_HEADER``; a client that sends none gets
+names the rollout: palaestra's clients send ``ROLLOUT_HEADER`` and ``SESSION_ID_HEADER``
+(``X-Session-ID``, which other clients and routers send too); a client that sends neither gets
 ``ROLLOUT_COOKIE`` set on every answer, which NeMo Gym's agents send back on the rollout's next
 model call. A client that does neither (a bare OpenAI client) is routed least-loaded per call.
 """
@@ -42,7 +43,7 @@ from palaestra.models.chat_format import (
 from palaestra.models.pool import ModelPool
 from palaestra.observe.metrics_http import metrics_route, model_metrics
 from palaestra.types import JsonDict
-from palaestra.wire.protocol import ROLLOUT_COOKIE, ROLLOUT_HEADER
+from palaestra.wire.protocol import ROLLOUT_COOKIE, ROLLOUT_HEADER, SESSION_ID_HEADER
 
 ChatMethod = Callable[[JsonDict], Awaitable[JsonDict]]
 
@@ -78,6 +79,7 @@ async def _as_chat(response: Awaitable[JsonDict]) -> JsonDict:
 
 
 _ROLLOUT_HEADER = ROLLOUT_HEADER.encode()
+_SESSION_ID_HEADER = SESSION_ID_HEADER.encode()
 
 
 def model_app(model: Model, *, model_id: str) -> Starlette:
@@ -94,7 +96,9 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         """``call``'s answer, made in the scope of the rollout the request names (if any)."""
         if pooled is None:
             return JSONResponse(await call)
-        key = valid_key(header_of(request, _ROLLOUT_HEADER))
+        key = valid_key(header_of(request, _ROLLOUT_HEADER)) or valid_key(
+            header_of(request, _SESSION_ID_HEADER)
+        )
         cookie = None
         if key is None:
             key = valid_key(request.cookies.get(ROLLOUT_COOKIE)) or RolloutScope().key

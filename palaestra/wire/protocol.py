@@ -107,6 +107,11 @@ SESSION_HEADER: Final = "x-palaestra-session"
 ROLLOUT_HEADER: Final = "x-palaestra-rollout"
 """Sent by palaestra's model clients on every call made inside a rollout: a short random id
 naming it, so a model server over a pool keeps the rollout's calls on one endpoint."""
+SESSION_ID_HEADER: Final = "x-session-id"
+"""The same id under the name the ecosystem's routers read (vLLM's router, SkyRL, prime-rl,
+verifiers): a router keeps a session's calls on one replica, where its prefix is cached.
+palaestra's clients send both headers with one value on every model call of a rollout; a
+palaestra model server over a pool routes by either (``ROLLOUT_HEADER`` first)."""
 ROLLOUT_COOKIE: Final = "palaestra_rollout"
 """The same id as a cookie, which a pooled model server sets for clients that send no header:
 NeMo Gym's agents send a model server's cookies back on the rollout's next call."""

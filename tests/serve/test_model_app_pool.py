@@ -1,5 +1,6 @@
 """A model server over a pool keeps each rollout's calls on one endpoint when it can tell them
-apart: by palaestra's rollout header, or by the cookie NeMo Gym's agents send back."""
+apart: by palaestra's rollout header, by ``X-Session-ID``, or by the cookie NeMo Gym's agents
+send back."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.serve import BackgroundServer, model_app
 from palaestra.spec import ModelConfig
 from palaestra.types import JsonDict
-from palaestra.wire.protocol import ROLLOUT_COOKIE
+from palaestra.wire.protocol import ROLLOUT_COOKIE, SESSION_ID_HEADER
 from tests.support.scripted_model import ScriptedModelServer, text_response
 
 ROLLOUTS = ("r0", "r1", "r2", "r3")
@@ -81,6 +82,25 @@ async def test_a_client_that_sends_the_model_server_s_cookies_back_stays_on_one_
     for rollout in ROLLOUTS:
         holders = _holders(a, b, rollout)
         assert len(holders) == 1 and holders[0][1] == 3, (rollout, holders)
+
+
+async def test_a_client_that_sends_only_x_session_id_stays_on_one_endpoint(
+    served_pool: tuple[str, ScriptedModelServer, ScriptedModelServer],
+) -> None:
+    url, a, b = served_pool
+    # As verifiers, prime-rl or SkyRL do: the rollout named by X-Session-ID, no cookie kept.
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
+        for rollout in ROLLOUTS:
+            for turn in range(3):
+                body = {"input": f"{rollout} turn {turn}"}
+                headers = {SESSION_ID_HEADER: f"session-{rollout}"}
+                async with http.post(f"{url}/responses", json=body, headers=headers) as answer:
+                    assert answer.status == 200
+                    assert ROLLOUT_COOKIE not in answer.cookies  # named: no cookie needed
+    for rollout in ROLLOUTS:
+        holders = _holders(a, b, rollout)
+        assert len(holders) == 1 and holders[0][1] == 3, (rollout, holders)
+    assert len(a.bodies("/v1/responses")) == len(b.bodies("/v1/responses")) == 6  # still spread
 
 
 async def test_calls_that_name_no_rollout_are_spread_over_the_endpoints(

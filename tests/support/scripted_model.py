@@ -187,6 +187,7 @@ class ScriptedModelServer:
         self.port = port
         self._requests: list[tuple[str, JsonDict]] = []
         self._authorizations: list[str | None] = []
+        self._headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
@@ -210,6 +211,12 @@ class ScriptedModelServer:
         """The ``Authorization`` header of every request received so far (None when absent)."""
         with self._lock:
             return list(self._authorizations)
+
+    @property
+    def headers(self) -> list[dict[str, str]]:
+        """The headers of every request received so far (names lower-case), in order."""
+        with self._lock:
+            return list(self._headers)
 
     @property
     def peak_in_flight(self) -> int:
@@ -324,6 +331,7 @@ class ScriptedModelServer:
         with self._lock:
             self._requests.append((request.path, body))
             self._authorizations.append(request.headers.get("Authorization"))
+            self._headers.append({name.lower(): value for name, value in request.headers.items()})
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         self._record(request, {})

@@ -33,7 +33,7 @@ from palaestra.transport import (
     shown_url,
 )
 from palaestra.types import JsonDict
-from palaestra.wire.protocol import ROLLOUT_HEADER
+from palaestra.wire.protocol import ROLLOUT_HEADER, SESSION_ID_HEADER
 
 if TYPE_CHECKING:
     from palaestra.spec import ModelConfig
@@ -100,8 +100,9 @@ class RemoteEndpoint:
         return self._http
 
     async def post(self, route: str, body: JsonDict) -> JsonDict:
-        """A model call; inside a rollout it names the rollout (``ROLLOUT_HEADER``), so a
-        model server over a pool keeps the rollout's calls on one endpoint."""
+        """A model call; inside a rollout it names the rollout (``ROLLOUT_HEADER`` and
+        ``SESSION_ID_HEADER``, one value), so a model server over a pool, or a router in front
+        of inference replicas, keeps the rollout's calls on one endpoint."""
         scope = ROLLOUT_SCOPE.get()
         try:
             answer = await post_json(
@@ -140,7 +141,7 @@ class RemoteEndpoint:
             framed = self._framed = FramedHeaders(
                 {**self._headers, "Content-Type": "application/json"}
             )
-        return framed.adding(ROLLOUT_HEADER, key)
+        return framed.adding(ROLLOUT_HEADER, key).adding(SESSION_ID_HEADER, key)
 
     async def post_to(self, url: str, body: JsonDict) -> JsonDict:
         """POST to a URL outside the base (vLLM's ``/tokenize`` lives at the server root), with

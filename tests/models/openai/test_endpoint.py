@@ -18,7 +18,7 @@ from palaestra.http.runner import BackgroundServer
 from palaestra.models.affinity import rollout_scope
 from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.spec import ModelConfig
-from palaestra.wire.protocol import ROLLOUT_HEADER
+from palaestra.wire.protocol import ROLLOUT_HEADER, SESSION_ID_HEADER
 from tests.support.scripted_model import text_response
 from tests.transport.raw_server import Servers, answer, answer_always
 
@@ -61,6 +61,7 @@ async def test_a_model_call_names_its_rollout_only_inside_one(
     assert keys[0] is None  # no rollout, no header
     assert keys[1] is not None and keys[1] == keys[2]  # one rollout, one key
     assert keys[3] is not None and keys[3] == keys[4] and keys[3] != keys[1]
+    assert [headers.get(SESSION_ID_HEADER) for headers in seen.headers] == keys
     for headers in seen.headers:  # the framed headers keep the key and the content type
         assert headers["authorization"] == "Bearer sk-secret"
         assert headers["content-type"] == "application/json"
