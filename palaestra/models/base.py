@@ -14,11 +14,13 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class ModelStats:
-    """Counters a model keeps for the run summary: requests sent, retries spent, failures."""
+    """Counters a model keeps for the run summary: requests sent, retries spent, failures,
+    and aborted generations resumed (``palaestra.models.openai.resume``)."""
 
     requests: int = 0
     retries: int = 0
     failures: int = 0
+    resumptions: int = 0
 
 
 @runtime_checkable

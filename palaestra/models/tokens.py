@@ -127,8 +127,13 @@ def captured_tokens(answer: JsonDict, where: str) -> JsonDict:
     if not isinstance(choice, dict):
         raise ModelError(f"{where}: the answer has no choice to read token ids from")
     log_probs, content = _log_probs(choice)
-    generated = _int_list(choice.get("token_ids")) or _ids_from_logprob_tokens(content)
-    prompt = _int_list(answer.get("prompt_token_ids")) or _int_list(choice.get("prompt_token_ids"))
+    # ``is None``, not ``or``: an empty generation (an abort before the first token) is ids.
+    generated = _int_list(choice.get("token_ids"))
+    if generated is None:
+        generated = _ids_from_logprob_tokens(content)
+    prompt = _int_list(answer.get("prompt_token_ids"))
+    if prompt is None:
+        prompt = _int_list(choice.get("prompt_token_ids"))
     missing = [
         name
         for name, value in (

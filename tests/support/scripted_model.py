@@ -37,6 +37,7 @@ from palaestra.models.chat_format import (
     response_to_chat_completion,
 )
 from palaestra.types import JsonDict
+from tests.support.aborting_engine import AbortingEngine
 from tests.support.toy_tokenizer import IM_END, ToyTokenizer, assistant_body
 
 
@@ -161,6 +162,10 @@ class ScriptedModelServer:
     it is called for each ``GET /v1/models`` and may answer a ``ScriptedFault``.
     ``peak_in_flight`` is the most requests the server was handling at one time. ``port``
     (default 0: a free one) lets a stopped server come back at the same address.
+
+    With ``decode_time`` (seconds per generated token) and a ``tokenizer``, generations take
+    time, and ``weight_update()`` aborts every one in flight as vLLM's ``POST /pause`` (mode
+    ``abort``) does: see ``AbortingEngine``.
     """
 
     def __init__(
@@ -174,6 +179,7 @@ class ScriptedModelServer:
         tokenizer: ToyTokenizer | None = None,
         flavour: Literal["vllm", "sglang"] = "vllm",
         port: int = 0,
+        decode_time: float = 0.0,
     ) -> None:
         self.script = script
         self.tokenizer = tokenizer
@@ -195,6 +201,8 @@ class ScriptedModelServer:
         self._stop: asyncio.Event | None = None
         self._startup_error: BaseException | None = None
         self._transports: set[asyncio.Transport] = set()
+        self.decode_time = decode_time
+        self.engine = AbortingEngine(self)
 
     @property
     def url(self) -> str:
@@ -223,6 +231,13 @@ class ScriptedModelServer:
         """The most requests the server was handling at one time so far."""
         with self._lock:
             return self._peak_in_flight
+
+    def weight_update(self, pause: float = 0.0) -> int:
+        """Abort every generation in flight, hold new ones for ``pause`` seconds, then serve
+        the next policy version; the number of generations aborted (thread-safe)."""
+        assert self._loop is not None
+        future = asyncio.run_coroutine_threadsafe(self.engine.update(pause), self._loop)
+        return future.result(timeout=30 + pause)
 
     def bodies(self, route: str) -> list[JsonDict]:
         """The bodies received on one route, e.g. ``"/v1/responses"``."""
@@ -354,6 +369,8 @@ class ScriptedModelServer:
         body = await self._json_body(request)
         if body is None:
             return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        if self.decode_time and self.tokenizer is not None:
+            return await self.engine.chat(body)
         params = chat_request_to_responses_params(body)
         convert = response_to_chat_completion
         if self.tokenizer is not None and body.get("return_token_ids"):
@@ -422,6 +439,8 @@ class ScriptedModelServer:
         prompt = body.get("prompt")
         if not isinstance(prompt, list) or not all(isinstance(t, int) for t in prompt):
             return web.json_response({"error": {"message": "prompt must be ids"}}, status=400)
+        if self.decode_time:
+            return await self.engine.completion(body, prompt)
         params = {"prompt_token_ids": prompt, "prompt": self.tokenizer.decode(prompt), "input": []}
         reply = self.script(params)
 

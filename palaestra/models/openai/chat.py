@@ -6,6 +6,8 @@ are converted to a chat request and the completion back to a Response.
 
 from __future__ import annotations
 
+from functools import partial
+
 from palaestra.errors import ModelError
 from palaestra.models.chat_format import (
     chat_to_response,
@@ -13,6 +15,7 @@ from palaestra.models.chat_format import (
     responses_to_chat,
 )
 from palaestra.models.openai.endpoint import RemoteEndpoint, RemoteModel
+from palaestra.models.openai.resume import aborted, resume_chat
 from palaestra.models.openai.retry import ContextLengthExceeded, bad_answer
 from palaestra.models.tokens import CHAT_CAPTURE_PARAMS, captured_tokens
 from palaestra.types import JsonDict
@@ -38,6 +41,15 @@ async def respond_with_chat(
         body.update(CHAT_CAPTURE_PARAMS)
     try:
         completion = await endpoint.post("chat/completions", body)
+        if aborted(completion):  # an engine paused for a weight update: continue the turn
+            completion = await resume_chat(
+                partial(endpoint.post, "chat/completions"),
+                body,
+                completion,
+                capture=capture,
+                stats=endpoint.stats,
+                where=f"POST {endpoint.shown('chat/completions')}",
+            )
     except ContextLengthExceeded as exc:
         return context_length_response(params, model=model, message=exc.message)
     try:

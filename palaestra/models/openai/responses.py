@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from palaestra.errors import ConfigError, ModelError
 from palaestra.models.chat_format import context_length_response
 from palaestra.models.openai.endpoint import RemoteEndpoint, RemoteModel
+from palaestra.models.openai.resume import MAX_RESUMPTIONS, too_many_aborts
 from palaestra.models.openai.retry import ContextLengthExceeded, bad_answer
 from palaestra.types import JsonDict
 
@@ -54,6 +55,17 @@ async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> 
     body = params if params.get("model") else {**params, "model": model}
     try:
         answer = await endpoint.post("responses", body)
+        for _ in range(MAX_RESUMPTIONS):
+            # An engine that aborted the generation for a weight update (vLLM answers such a
+            # Response "cancelled", its partial output kept): the Responses API cannot continue
+            # a message, so the call is asked again (``palaestra.models.openai.resume``).
+            if answer.get("status") != "cancelled" or not answer.get("output"):
+                break
+            endpoint.stats.resumptions += 1
+            answer = await endpoint.post("responses", body)
+        else:
+            if answer.get("status") == "cancelled" and answer.get("output"):
+                raise too_many_aborts(f"POST {endpoint.shown('responses')}", endpoint.stats)
     except ContextLengthExceeded as exc:
         return context_length_response(params, model=model, message=exc.message)
     # Two lookups on the success path: a non-empty output list and a status that is not failed.

@@ -25,6 +25,7 @@ constrains nothing), and the system prompt of the first turn stays for the whole
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -33,6 +34,7 @@ from palaestra.errors import ConfigError, ModelError
 from palaestra.models.chat_format import chat_to_response, context_length_response
 from palaestra.models.chat_format.requests import responses_to_chat
 from palaestra.models.openai.endpoint import RemoteModel
+from palaestra.models.openai.resume import aborted, resume_completion
 from palaestra.models.openai.retry import ContextLengthExceeded, ModelHttpError
 from palaestra.models.tokens import COMPLETION_CAPTURE_PARAMS, captured_tokens, token_history
 from palaestra.models.tool_formats import tool_format
@@ -225,6 +227,14 @@ class OpenAITokenModel(RemoteModel):
             body["stop_token_ids"] = closing.closing[:1]
         try:
             answer = await self.endpoint.post("completions", body)
+            if aborted(answer):  # an engine paused for a weight update: continue the turn
+                answer = await resume_completion(
+                    partial(self.endpoint.post, "completions"),
+                    body,
+                    answer,
+                    stats=self.endpoint.stats,
+                    where=f"POST {self.endpoint.shown('completions')}",
+                )
         except ContextLengthExceeded as exc:
             return context_length_response(
                 params, model=model, message=exc.message, input_tokens=len(prompt)
