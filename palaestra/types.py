@@ -229,6 +229,10 @@ class AgentResult:
     endpoints: list[str] | None = None
     """The model endpoints of a pool the rollout's calls went to, in order (more than one:
     it moved after a failure); None when the model is not a pool. Set by ``BoundAgent``."""
+    policy_versions: list[int] | None = None
+    """The policy version that served each model request of the rollout, in order (a call
+    an engine aborted and palaestra resumed has one per segment); None when no version was
+    known (``palaestra.models.versions``). Set by ``BoundAgent``."""
     worker_reruns: int = 0
     """Times the rollout was started again because the worker running it died (``--workers``,
     ``--executor ray``); the row says so when it is not 0. Set by the dispatcher."""

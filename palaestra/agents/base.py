@@ -67,6 +67,8 @@ class BoundAgent:
             result = await self.agent.run(task, self.env, self.model)
         if scope.urls is not None:
             result.endpoints = scope.urls
+        if scope.versions is not None:
+            result.policy_versions = scope.versions
         return result
 
     def endpoint_stats(self) -> list[JsonDict]:

@@ -125,6 +125,8 @@ def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
         facts["endpoints"] = result.endpoints
         if len(result.endpoints) > 1:
             facts["endpoint_moves"] = len(result.endpoints) - 1
+    if result.policy_versions is not None:  # which policy served each model request
+        facts["policy_versions"] = result.policy_versions
     if result.worker_reruns:
         facts["worker_reruns"] = result.worker_reruns
     return facts

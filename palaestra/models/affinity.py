@@ -28,7 +28,7 @@ class RolloutScope:
     rollout).
     """
 
-    __slots__ = ("_key", "_token", "_user", "chosen", "urls")
+    __slots__ = ("_key", "_token", "_user", "chosen", "urls", "versions")
 
     def __init__(self, key: str | None = None) -> None:
         self._key = key
@@ -36,6 +36,8 @@ class RolloutScope:
         """Per pool, the endpoint this rollout sticks to (the pool's own object)."""
         self.urls: list[str] | None = None
         """The endpoints the calls went to, in order; more than one means the rollout moved."""
+        self.versions: list[int] | None = None
+        """The policy version of each answered model request, in order (``models.versions``)."""
         self._token: Token[RolloutScope | None] | None = None
         self._user: RolloutScope | None = None
 

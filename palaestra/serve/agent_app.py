@@ -69,6 +69,8 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
             result = await agent.run(task, env, model)
         if scope.urls is not None:  # where the calls went: the row says so, as in process
             result.endpoints = scope.urls
+        if scope.versions is not None:  # which policy versions served them
+            result.policy_versions = scope.versions
         echoed = {} if header_of(request, _NO_ECHO_HEADER) == "1" else task
         return JSONResponse(run_answer(echoed, result))
 

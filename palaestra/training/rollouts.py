@@ -35,6 +35,10 @@ OnFailure = Literal["exclude", "mask", "raise"]
 """What a group does with a failed rollout (see the module docstring)."""
 
 ON_FAILURE: tuple[OnFailure, ...] = ("exclude", "mask", "raise")
+OnStale = Literal["exclude", "mask"]
+"""What a sampler does with a stale rollout (``max_staleness``): leave it out of its group, or
+keep it with every token masked."""
+ON_STALE: tuple[OnStale, ...] = ("exclude", "mask")
 
 REASONS_KEPT = 100
 """Distinct failure reasons counted; more count as one "(other reasons)" line."""
@@ -70,6 +74,11 @@ class Rollout:
     contiguity: Contiguity | None = None
     response: JsonDict | None = None
     """The whole trajectory (an OpenAI Response), also kept for a failed rollout."""
+    policy_versions: list[int] | None = None
+    """The policy version that served each model request, in order (``AgentResult``)."""
+    stale: bool = False
+    """Its requests were served by policies more than the sampler's ``max_staleness``
+    versions apart (or behind the current one): masked or excluded (``on_stale``)."""
 
     @property
     def failed(self) -> bool:
@@ -148,6 +157,10 @@ class RolloutStats:
     scored: int = 0
     masked: int = 0
     excluded: int = 0
+    stale: int = 0
+    """Scored rollouts found stale (``max_staleness``), masked or excluded as ``on_stale``."""
+    stale_excluded: int = 0
+    """Of those, the ones left out of their group (``on_stale="exclude"``)."""
     failures: Counter[str] = field(default_factory=Counter)
     reasons: Counter[str] = field(default_factory=Counter)
 
@@ -217,6 +230,7 @@ def rollout_of(
                 truncated=result.truncated,
                 contiguity=sequence.contiguity,
                 response=result.response,
+                policy_versions=result.policy_versions,
             )
     return failed_rollout(
         failure, result.response, contiguity=contiguity, truncated=result.truncated, **identity

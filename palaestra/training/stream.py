@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import zlib
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
@@ -57,12 +58,15 @@ from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ConfigError, ModelAuthError, RolloutFailure, ServiceUnreachable
 from palaestra.models.base import Model
+from palaestra.models.versions import POLICY_CLOCK, PolicyClock
 from palaestra.run.collect import default_concurrency, run_spec
 from palaestra.spec import EnvSpec, ModelConfig, RunSpec
 from palaestra.training.rollouts import (
     ON_FAILURE,
+    ON_STALE,
     Group,
     OnFailure,
+    OnStale,
     Rollout,
     RolloutFailed,
     RolloutStats,
@@ -111,6 +115,13 @@ class RolloutSampler:
     - ``on_failure``: ``"exclude"``, ``"mask"`` or ``"raise"`` (``palaestra.training.rollouts``).
     - ``task_sampler``: a ``TaskSampler``, or a dict of its options, to skip saturated tasks.
     - ``seed_requests``: give each rollout's request its own ``seed`` (default on).
+    - ``policy_version``: the version the policy's engines serve (see the property); every
+      rollout records the version of each model request (``Rollout.policy_versions``).
+    - ``max_staleness``: a scored rollout whose requests were served by versions more than
+      this apart, the current ``policy_version`` counting as the newest, is ``stale``:
+      ``on_stale="mask"`` (default) zeroes its loss mask and keeps it in its group (its
+      reward still counts in the group's baseline), ``"exclude"`` leaves it out. Counted in
+      ``stats.stale`` (and ``stats.stale_excluded``).
 
     Use it as an async context manager (or ``await open()`` / ``aclose()``). A mistake in the
     arguments or the tasks is a one-line ``ConfigError`` from the constructor or ``open``.
@@ -136,6 +147,9 @@ class RolloutSampler:
         seed: int = 0,
         seed_requests: bool = True,
         user_model: str | ModelConfig | Model | None = None,
+        policy_version: int | None = None,
+        max_staleness: int | None = None,
+        on_stale: OnStale = "mask",
     ) -> None:
         if on_failure not in ON_FAILURE:
             raise ConfigError(
@@ -145,6 +159,10 @@ class RolloutSampler:
             raise ConfigError(f"group_size must be at least 1, not {group_size}")
         if concurrency is not None and concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
+        if max_staleness is not None and max_staleness < 0:
+            raise ConfigError(f"max_staleness must be 0 or more, not {max_staleness}")
+        if on_stale not in ON_STALE:
+            raise ConfigError(f"on_stale must be one of {', '.join(ON_STALE)}, not {on_stale!r}")
         fields: dict[str, Any] = {
             "env": env,
             "env_args": env_args,
@@ -174,6 +192,9 @@ class RolloutSampler:
         self.seed_requests = seed_requests
         self.overrides: JsonDict = dict(self.spec.model.sampling)
         self.stats = RolloutStats()
+        self.clock = PolicyClock(policy_version)
+        self.max_staleness = max_staleness
+        self.on_stale: OnStale = on_stale
         self.step = 0
         """Batches (calls of ``stream`` or ``batch``) started so far."""
         self._next_group = 0
@@ -235,14 +256,29 @@ class RolloutSampler:
     ) -> None:
         await self.aclose()
 
-    async def set_policy(self, policy: Policy) -> None:
-        """Sample the next batches from ``policy`` (e.g. a local model with new weights).
+    @property
+    def policy_version(self) -> int | None:
+        """The version of the policy the engines serve now, as the trainer says: every model
+        request answered after it is set records it (unless the engine reports its own),
+        in the rollout's ``policy_versions``. May be set while a batch runs (asynchronous RL:
+        the weights were updated in place)."""
+        return self.clock.version
+
+    @policy_version.setter
+    def policy_version(self, version: int | None) -> None:
+        self.clock.version = version
+
+    async def set_policy(self, policy: Policy, *, version: int | None = None) -> None:
+        """Sample the next batches from ``policy`` (e.g. a local model with new weights),
+        version ``version`` when given (``policy_version``).
 
         Between batches only: a batch in flight keeps the model it started with. A model the
         sampler built is closed; one given as a ``Model`` stays the caller's.
         """
         if self._running:
             raise RuntimeError("set_policy between batches: a batch is still running")
+        if version is not None:
+            self.clock.version = version
         if not isinstance(policy, Model):
             policy = token_config(_model_config(policy, self.spec))
         await self._drop_model()
@@ -312,10 +348,14 @@ class RolloutSampler:
         runner = BoundAgent(self._agent, self._env, self._model)
         jobs = ((item, sample) for item in pending for sample in range(item.group.size))
         finished: asyncio.Queue[Group | BaseException] = asyncio.Queue()
-        workers = [
-            asyncio.create_task(self._work(runner, jobs, finished))
-            for _ in range(min(self.concurrency, sum(size for _, size in plan)))
-        ]
+        clock = POLICY_CLOCK.set(self.clock)  # the workers' copies of the context keep it
+        try:
+            workers = [
+                asyncio.create_task(self._work(runner, jobs, finished))
+                for _ in range(min(self.concurrency, sum(size for _, size in plan)))
+            ]
+        finally:
+            POLICY_CLOCK.reset(clock)
         self._running += 1
         try:
             for _ in pending:
@@ -402,7 +442,22 @@ class RolloutSampler:
             failure = Failure(FailureKind.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
             return failed_rollout(failure, None, **identity)
         self._unreachable = 0
-        return rollout_of(result, **identity)
+        rollout = rollout_of(result, **identity)
+        if self.max_staleness is not None and rollout.failure is None:
+            rollout = self._bound_staleness(rollout, self.max_staleness)
+        return rollout
+
+    def _bound_staleness(self, rollout: Rollout, bound: int) -> Rollout:
+        """``rollout`` marked stale (and masked) when its requests were served by policies
+        more than ``bound`` versions apart, counting the current version as the newest."""
+        versions = rollout.policy_versions
+        if not versions:
+            return rollout
+        newest = max(versions) if self.clock.version is None else self.clock.version
+        if max(newest, max(versions)) - min(versions) <= bound:
+            return rollout
+        masked = [0] * len(rollout.loss_mask) if self.on_stale == "mask" else rollout.loss_mask
+        return dataclasses.replace(rollout, stale=True, loss_mask=masked)
 
     def _request_seed(self, group: Group, sample: int) -> int:
         # crc32 of the identity: cheap, and stable across processes (unlike hash()).
@@ -413,6 +468,11 @@ class RolloutSampler:
         for rollout in item.results:
             assert rollout is not None
             self.stats.count(rollout, self.on_failure)
+            if rollout.stale:
+                self.stats.stale += 1
+                if self.on_stale == "exclude":
+                    self.stats.stale_excluded += 1
+                    continue
             if rollout.failure is not None:
                 group.failures.append(rollout)
                 if self.on_failure == "exclude":

@@ -93,6 +93,10 @@ class RunFacts(TypedDict, total=False):
     """The endpoints of a model pool the rollout's calls went to, in order."""
     endpoint_moves: int
     """Times the rollout moved to another endpoint of the pool after a failure (absent: 0)."""
+    policy_versions: list[int]
+    """The policy version that served each model request, in order: the engine's reported
+    version, else the trainer's (``RolloutSampler.policy_version``); a call resumed after an
+    abort has one entry per segment. Absent when no version was known."""
     worker_reruns: int
     """Times the rollout was started again because its worker died (absent: 0)."""
 

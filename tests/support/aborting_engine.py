@@ -57,6 +57,8 @@ class AbortingEngine:
         self.continued = 0
         """Requests that continued an aborted generation."""
         self.in_flight = 0
+        self.reports_version = False
+        """Answer ``metadata.weight_version`` (the version serving), as SGLang does."""
         self._abort: asyncio.Event | None = None
         self._running: asyncio.Event | None = None
         self._resume: dict[Any, list[_Plan]] = {}
@@ -137,6 +139,7 @@ class AbortingEngine:
             if isinstance(made, web.Response):
                 return made
             plan = made[0]
+        served = self.version  # an update aborts the generation: its tokens are this version's
         count, finish = await self._decode(plan, body.get("max_tokens"))
         ids, log_probs = plan.ids[:count], plan.log_probs[:count]
         if finish == "abort":
@@ -156,19 +159,20 @@ class AbortingEngine:
         if body.get("return_token_ids"):
             choice["token_ids"] = ids
             choice["prompt_token_ids"] = prompt
-        return web.json_response(
-            {
-                "id": "cmpl-engine",
-                "object": "text_completion",
-                "model": self.server.model,
-                "choices": [choice],
-                "usage": {
-                    "prompt_tokens": len(prompt),
-                    "completion_tokens": len(ids),
-                    "total_tokens": len(prompt) + len(ids),
-                },
-            }
-        )
+        answer: JsonDict = {
+            "id": "cmpl-engine",
+            "object": "text_completion",
+            "model": self.server.model,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(ids),
+                "total_tokens": len(prompt) + len(ids),
+            },
+        }
+        if self.reports_version:
+            answer["metadata"] = {"weight_version": str(served)}
+        return web.json_response(answer)
 
     # --- /v1/chat/completions -------------------------------------------------------------
 

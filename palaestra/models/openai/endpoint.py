@@ -25,6 +25,7 @@ from palaestra.models.openai.retry import (
     scrub_exception,
 )
 from palaestra.models.tokens import TokenOptions
+from palaestra.models.versions import served_by
 from palaestra.transport import (
     FramedHeaders,
     HttpClient,
@@ -130,6 +131,13 @@ class RemoteEndpoint:
             hung.transient = error.transient  # a pool moves the call, as for any timeout
             raise hung from None
         self.timeouts_in_a_row = 0
+        if scope is not None:
+            version = served_by(answer)
+            if version is not None:
+                if scope.versions is None:
+                    scope.versions = [version]
+                else:
+                    scope.versions.append(version)
         return answer
 
     def _rollout_headers(self, key: str) -> FramedHeaders:

@@ -1,0 +1,73 @@
+"""Which policy wrote which tokens: the policy version of every model request of a rollout.
+
+In asynchronous RL the weights change while rollouts run, and one rollout's calls (even one
+call's segments, when an update aborted it: ``palaestra.models.openai.resume``) can be served
+by several versions of the policy. A trainer that bounds off-policy staleness needs to know
+which. The version of a request is, in order of preference:
+
+1. the engine's own, read from its answer: a top-level ``policy_version`` or
+   ``weight_version``, or ``metadata.weight_version`` (SGLang's), an integer or a string of
+   one (``engine_version``);
+2. the trainer's: the ``PolicyClock`` of the running rollouts (``RolloutSampler``'s
+   ``policy_version``, set by ``set_policy(..., version=N)`` or assigned), read when the
+   request is answered: an update lands between requests, so the version that answered is the
+   one current then.
+
+Each answered model request inside a rollout adds its version to the rollout's scope
+(``RolloutScope.versions``); the rollout's row keeps them (``_palaestra.policy_versions``).
+A request with neither records nothing; a simulated user's calls record in the user's scope,
+never the policy's.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any
+
+from palaestra.types import JsonDict
+
+
+class PolicyClock:
+    """The policy version a trainer says its engines serve now (None: not told)."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, version: int | None = None) -> None:
+        self.version = version
+
+
+POLICY_CLOCK: ContextVar[PolicyClock | None] = ContextVar("palaestra_policy_clock", default=None)
+"""The clock of the rollouts the running task belongs to (set by ``RolloutSampler``)."""
+
+
+def _as_version(value: Any) -> int | None:
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def engine_version(answer: JsonDict) -> int | None:
+    """The policy version an engine reported in its answer, if any."""
+    for key in ("policy_version", "weight_version"):
+        if key in answer:
+            return _as_version(answer[key])
+    metadata = answer.get("metadata")
+    if isinstance(metadata, dict) and "weight_version" in metadata:
+        return _as_version(metadata["weight_version"])
+    return None
+
+
+def served_by(answer: JsonDict) -> int | None:
+    """The version that served ``answer``: the engine's, else the running rollouts' clock."""
+    version = engine_version(answer)
+    if version is None:
+        clock = POLICY_CLOCK.get()
+        version = None if clock is None else clock.version
+    return version
+
+
+def span(versions: list[int] | None) -> int:
+    """How many versions a rollout's requests span (0: one version, or none recorded)."""
+    return max(versions) - min(versions) if versions else 0
