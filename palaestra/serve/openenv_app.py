@@ -11,13 +11,15 @@ What OpenEnv's clients and ``openenv validate <url>`` use, read from openenv-cor
   ``reset`` data: ``task`` (a task row), else ``index``/``seed`` into the served tasks (else the
   next one), else a task the environment generates from ``seed``. The observation holds the
   prompt as chat ``messages`` and the ``tools`` (never the task: it may hold the answer).
-  ``step`` actions: ``{"type": "call_tool", "tool_name", "arguments"}`` and
-  ``{"type": "list_tools"}`` (OpenEnv's MCP actions), ``{"type": "message", "content"}`` (the
-  model's text, kept in the trajectory) and the terminal ``{"type": "verify"}`` (optionally with
-  a final ``content``, or a whole Responses ``response`` to score instead of the recorded
+  ``step`` actions: ``{"type": "call_tool", "tool_name", "arguments"}`` and ``{"type":
+  "list_tools"}`` (OpenEnv's MCP actions), ``{"type": "message", "content"}`` (the model's text,
+  kept in the trajectory; an environment with a simulated user answers it, as
+  ``observation.user``: ``{content, done}``) and the terminal ``{"type": "verify"}`` (optionally
+  with a final ``content``, or a whole Responses ``response`` to score instead of the recorded
   trajectory): it runs the environment's verifier, answers its reward with ``done: true`` and
   ends the episode. A verdict that is a failure is an error answer naming its kind, never a
-  reward.
+  reward. ``state`` says who produced each item of the trajectory so far (``producers``:
+  ``policy``, ``tool``, ``user``), as a row's ``producers`` do: only the policy's are trained.
 - ``POST /mcp``: JSON-RPC ``tools/list``, ``tools/call`` and OpenEnv's session methods
   (``openenv/session/create`` seeds an episode, ``openenv/session/close``).
 - ``GET /health``, ``/metadata``, ``/schema``, ``/openapi.json`` (production mode: no HTTP
@@ -272,7 +274,11 @@ async def _step(episode: Episode, action: JsonDict) -> tuple[JsonDict, bool]:
         return _observation({"tools": _listed(episode)}), False
     if kind == "message":
         episode.say(str(action.get("content") or ""))
-        return _observation({"recorded": True}), False
+        observation: JsonDict = {"recorded": True}
+        turn = await episode.user_turn()  # an environment with a simulated user answers
+        if turn is not None:
+            observation["user"] = {"content": turn.text, "done": turn.done}
+        return _observation(observation), False
     if kind == "verify":
         if action.get("content"):
             episode.say(str(action["content"]))
@@ -298,7 +304,11 @@ def _observation(
 def _state(episode: Episode | None) -> JsonDict:
     if episode is None:
         return {"episode_id": None, "step_count": 0}
-    return {"episode_id": episode.episode_id, "step_count": episode.step_count}
+    return {
+        "episode_id": episode.episode_id,
+        "step_count": episode.step_count,
+        "producers": episode.producers,  # who produced each item of the trajectory so far
+    }
 
 
 def _tools(client: EnvironmentClient) -> list[JsonDict]:

@@ -150,6 +150,15 @@ class PalaestraSessionFactory(ResourceSessionFactory):  # type: ignore[misc, unu
         self._loop = _LoopThread()
         try:
             self.client = self._loop.run(self._client_of(env, token))
+            if self.client.has_user:
+                # OpenEnv's harness owns the loop and has no user turn: the user would never
+                # speak. palaestra's OpenEnv server runs the user on each model message.
+                self._loop.run(self.client.aclose())
+                raise ConfigError(
+                    f"environment '{self.client.name}' has a simulated user, and OpenEnv's "
+                    "harness has no user turn: serve it with `palaestra serve openenv` (the "
+                    "user answers each message action) or collect with palaestra's agents"
+                )
         except BaseException:
             self._loop.stop()
             raise

@@ -23,14 +23,18 @@ import orjson
 
 from palaestra.agents.tool_calling import request_params
 from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.users import UserTurn
 from palaestra.errors import InputError, PalaestraError, ToolCallRejected
 from palaestra.models.chat_format import chat_request_to_responses_params, responses_to_chat
 from palaestra.types import (
     Failure,
     JsonDict,
+    Producer,
     Verdict,
     assistant_message,
     function_call_output,
+    input_items,
+    user_message,
 )
 from palaestra.wire.rows import PARAMS
 
@@ -93,7 +97,11 @@ class Episode:
         self.session_id = session_id
         self.episode_id = episode_id
         self.items: list[JsonDict] = []
-        """The trajectory so far: assistant messages, function calls and their outputs."""
+        """The trajectory so far: assistant messages, function calls and their outputs, and a
+        simulated user's messages."""
+        self.producers: list[str] = []
+        """Who produced each item of ``items`` (the row's ``producers``): the policy its calls
+        and messages, the tools their outputs, the simulated user its messages."""
         self.step_count = 0
         self._call_ids: Iterator[int] = itertools.count(1)
         self._closed = False
@@ -126,18 +134,33 @@ class Episode:
                 "status": "completed",
             }
         )
+        self.producers.append(Producer.POLICY)
         self.step_count += 1
         try:
             outcome = ToolOutcome(await self.client.call_tool(self.session_id, name, arguments))
         except ToolCallRejected as rejected:
             outcome = ToolOutcome(f"Error: {rejected}", rejected=True)  # as palaestra's agent
         self.items.append(function_call_output(call_id, outcome.text))
+        self.producers.append(Producer.TOOL)
         return outcome
 
     def say(self, text: str) -> None:
         """Record an assistant message (the model's answer) in the trajectory."""
         self.items.append(assistant_message(text, item_id=f"msg_{len(self.items)}"))
+        self.producers.append(Producer.POLICY)
         self.step_count += 1
+
+    async def user_turn(self) -> UserTurn | None:
+        """The simulated user's answer to the policy's last message, recorded as the user's
+        (never the policy's); None when the environment has no user or it said nothing."""
+        if not self.client.has_user:
+            return None
+        history = input_items(self.task[PARAMS]) + self.items
+        turn = await self.client.user_turn(self.session_id, history)
+        if turn is not None and turn.text:
+            self.items.append(user_message(turn.text))
+            self.producers.append(Producer.USER)
+        return turn
 
     def response(self, items: list[JsonDict] | None = None) -> JsonDict:
         """The trajectory (``items`` or the recorded one) as the Response ``verify`` reads."""

@@ -76,6 +76,9 @@ class Rollout:
     """The whole trajectory (an OpenAI Response), also kept for a failed rollout."""
     policy_versions: list[int] | None = None
     """The policy version that served each model request, in order (``AgentResult``)."""
+    producers: list[str] | None = None
+    """Who produced each item of ``response["output"]`` (``palaestra.types.Producer``), as
+    the row's ``producers``; the loss mask is 1 only inside the policy's items."""
     stale: bool = False
     """Its requests were served by policies more than the sampler's ``max_staleness``
     versions apart (or behind the current one): masked or excluded (``on_stale``)."""
@@ -210,7 +213,7 @@ def rollout_of(
     if failure is None:
         assert result.response is not None
         try:
-            sequence = training_sequence(result.response, verdict)
+            sequence = training_sequence(result.response, verdict, producers=result.producers)
         except ContiguityError as error:
             failure = Failure(
                 FailureKind.MODEL_ERROR, f"tokens cannot be trained on: {error.reason}"
@@ -231,6 +234,7 @@ def rollout_of(
                 contiguity=sequence.contiguity,
                 response=result.response,
                 policy_versions=result.policy_versions,
+                producers=result.producers,
             )
     return failed_rollout(
         failure, result.response, contiguity=contiguity, truncated=result.truncated, **identity

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from palaestra.errors import PalaestraError
-from palaestra.types import JsonDict, Verdict
+from palaestra.types import TRAINABLE_PRODUCERS, JsonDict, Verdict
 
 __all__ = [
     "Contiguity",
@@ -178,15 +178,25 @@ class TrainingSequence:
 
 
 def training_sequence(
-    response: Mapping[str, Any], verdict: Verdict | JsonDict | None = None
+    response: Mapping[str, Any],
+    verdict: Verdict | JsonDict | None = None,
+    *,
+    producers: Sequence[str] | None = None,
 ) -> TrainingSequence:
     """The token sequence, loss mask and log-probs of a rollout, with its rewards.
 
     ``verdict`` is the rollout's ``Verdict`` or a rollout row (``reward``,
-    ``reward_components``, ``step_rewards`` read from it). Raises ``ContiguityError`` when
-    the rollout has no model call with training fields, when its calls are not contiguous
-    (``check_contiguity``), or when ``step_rewards`` do not match its number of calls.
+    ``reward_components``, ``step_rewards`` read from it, and ``producers`` from its
+    ``_palaestra`` when not given). Raises ``ContiguityError`` when the rollout has no model
+    call with training fields, when its calls are not contiguous (``check_contiguity``), when
+    ``step_rewards`` do not match its number of calls, or when an item carrying a call's
+    token ids was not produced by the policy (``producers``, aligned with the output): the
+    mask covers the policy's tokens only, never a simulated user's or a tool's.
     """
+    if producers is None and isinstance(verdict, Mapping):
+        facts = verdict.get("_palaestra")
+        recorded = facts.get("producers") if isinstance(facts, Mapping) else None
+        producers = recorded if isinstance(recorded, list) else None
     contiguity = check_contiguity(response)
     if not contiguity.contiguous:
         raise ContiguityError(
@@ -199,6 +209,17 @@ def training_sequence(
         raise ContiguityError(
             "the rollout has no model call with token ids (set return_tokens or token_mode)"
         )
+    output = response.get("output")
+    if producers is not None and isinstance(output, list) and len(producers) == len(output):
+        for call in calls:
+            producer = producers[call.item_index]
+            if producer not in TRAINABLE_PRODUCERS:
+                raise ContiguityError(
+                    f"output item {call.item_index} carries model call {call.index}'s token "
+                    f"ids but was produced by '{producer}', not the policy: only the policy's "
+                    "tokens are trained",
+                    call=call.index,
+                )
     last = calls[-1]
     token_ids = last.prompt_token_ids + last.generation_token_ids
     mask = [0] * len(token_ids)

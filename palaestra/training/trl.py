@@ -123,6 +123,16 @@ class TrlEnvironment:
         self.on_failure = on_failure
         self.client = _client(env, args or {})
         self.name = self.client.name
+        if self.client.has_user:
+            # TRL's loop has no user turn: the user would never speak, and its turns could not
+            # be told from the policy's. rollout_func runs them and keeps them out of the mask.
+            name = self.name
+            self._loop_close_client()
+            raise ConfigError(
+                f"environment '{name}' has a simulated user, and TRL's environment_factory "
+                "runs tool calls only: use TrlRolloutFunc (rollout_func), which runs the "
+                "user's turns and keeps them out of the loss mask"
+            )
         self.failures: dict[str, int] = {}
         """Failed rollouts so far, by failure kind."""
         self._loop = _Loop(f"palaestra-trl-{self.name}")
@@ -131,6 +141,14 @@ class TrlEnvironment:
         """The class ``factory`` instantiates: ``reset`` plus one method per tool."""
         self.reward = _reward_function(self)
         """TRL reward function (``reward_funcs=env.reward``): the environment's verdicts."""
+
+    def _loop_close_client(self) -> None:
+        """Close the client opened for an environment that is then refused."""
+        loop = _Loop(f"palaestra-trl-{self.name}-refused")
+        try:
+            loop.run(self.client.aclose())
+        finally:
+            loop.close()
 
     def factory(self) -> _Rollout:
         """One environment instance for TRL (``environment_factory=env.factory``)."""

@@ -28,7 +28,10 @@ when the trainer has no ``tools``: give the trainer none, palaestra runs the too
 Here ``prompt_ids`` is the rollout's first prompt (the task, in the policy's chat template)
 and ``completion_ids`` everything after it up to the end of the last model call, with its
 ``logprobs`` (0.0 on environment tokens) and ``env_mask``. ``env_reward`` is the verdict's
-reward, ``env_failure`` None or ``"kind: reason"``.
+reward, ``env_failure`` None or ``"kind: reason"``, ``env_producers`` who produced each item
+of the rollout's output (``policy``, ``tool``, ``user``, ``environment``: the row's
+``producers``), so a reward function can tell a simulated user's turns from the policy's;
+``env_mask`` is 1 only inside the policy's items.
 
 A failed rollout is never scored 0. TRL needs one completion per prompt, so it is masked
 (``on_failure="mask"``, the default): reward None, which TRL leaves out of its group's mean
@@ -59,7 +62,7 @@ from palaestra.models.chat_format import responses_to_chat
 from palaestra.training.rollouts import Group, Rollout
 from palaestra.training.stream import Policy, RolloutSampler, Tasks
 from palaestra.training.sync import SyncRolloutSampler
-from palaestra.types import JsonDict
+from palaestra.types import JsonDict, producers_of
 from palaestra.wire.rows import PARAMS
 
 __all__ = ["TASK_COLUMN", "TrlRolloutFunc", "prompt_key", "prompt_messages"]
@@ -160,6 +163,7 @@ class TrlRolloutFunc:
                 "env_mask",
                 "env_reward",
                 "env_failure",
+                "env_producers",
             )
         }
         for group in groups:
@@ -225,6 +229,9 @@ def _append(out: dict[str, list[Any]], rollout: Rollout, fallback: list[int], en
     out["prompt_ids"].append(prompt)
     out["completion_ids"].append(completion)
     out["env_reward"].append(rollout.reward if rollout.failure is None else None)
+    output = (rollout.response or {}).get("output")
+    items = output if isinstance(output, list) else []
+    out["env_producers"].append(producers_of(items, rollout.producers))
 
 
 def _group_prompt(group: Group) -> list[int] | None:

@@ -1,17 +1,19 @@
 """One rollout as the page draws it: its conversation, verdict, failure, timings and usage.
 
 The row is regrouped here, not in the browser, so what the page shows is testable without
-one: the task's input and the trajectory's output as one list of items (a ``role: user``
-message among the outputs is a simulated user or an environment's observation, marked
-``simulated``), each function call paired with its output by ``call_id``, token id arrays
-replaced by their lengths (they can be megabytes; the token view fetches them on their own).
+one: the task's input and the trajectory's output as one list of items, each output item with
+its ``producer`` (the row's ``_palaestra.producers``: ``policy``, ``tool``, ``user`` or
+``environment``; derived for rows that lack them) and ``trainable`` (the policy's alone, as
+the loss mask), a simulated user's or an environment's message also marked ``simulated``,
+each function call paired with its output by ``call_id``, token id arrays replaced by their
+lengths (they can be megabytes; the token view fetches them on their own).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from palaestra.types import JsonDict, input_items
+from palaestra.types import TRAINABLE_PRODUCERS, JsonDict, Producer, input_items, producers_of
 from palaestra.wire.rows import (
     AGENT_REF,
     FACTS,
@@ -29,6 +31,8 @@ from palaestra.wire.rows import (
 )
 
 TOKEN_FIELDS = ("prompt_token_ids", "generation_token_ids", "generation_log_probs")
+_SIMULATED = (Producer.USER, Producer.ENVIRONMENT)
+"""Producers of messages the policy did not write and that are not tool outputs."""
 _ROW_FIELDS = {
     PARAMS, AGENT_REF, TASK_INDEX, ROLLOUT_INDEX, RESPONSE, REWARD, REWARD_COMPONENTS,
     STEP_REWARDS, FACTS, FAILURE, NG_FAILURE_CLASS, NG_FAILURE_TERMINAL, SOURCE,
@@ -51,9 +55,15 @@ def rollout_view(row: JsonDict) -> JsonDict:
         items.append({**item, "origin": "task"})
     names: dict[str, str] = {}
     token_calls = 0
-    for item in _items(response.get("output") or []):
+    output = [item for item in response.get("output") or [] if isinstance(item, dict)]
+    producers = producers_of(output, facts.get("producers"))
+    for item, producer in zip(_items(output), producers, strict=True):
         item["origin"] = "output"
-        if item["kind"] == "message" and item.get("role") == "user":
+        # Who produced it (the row's producers, else derived as for old rows), and whether a
+        # trainer puts its tokens in the loss: the policy's alone.
+        item["producer"] = producer
+        item["trainable"] = producer in TRAINABLE_PRODUCERS
+        if item["kind"] == "message" and producer in _SIMULATED:
             item["simulated"] = True
         if item["kind"] == "function_call":
             names[str(item.get("call_id"))] = str(item.get("name"))

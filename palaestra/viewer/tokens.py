@@ -25,7 +25,7 @@ from palaestra.training.tokens import (
     training_sequence,
 )
 from palaestra.types import JsonDict
-from palaestra.wire.rows import RESPONSE
+from palaestra.wire.rows import FACTS, RESPONSE
 
 
 def token_view(row: JsonDict, decoder: LocalVocabulary | None = None) -> JsonDict:
@@ -48,7 +48,14 @@ def token_view(row: JsonDict, decoder: LocalVocabulary | None = None) -> JsonDic
     contiguity = check_contiguity(response)
     sequences: list[JsonDict] = []
     if contiguity.contiguous:
-        sequence = training_sequence(response)
+        facts = row.get(FACTS)
+        recorded = facts.get("producers") if isinstance(facts, dict) else None
+        try:  # the mask a trainer would use: the policy's tokens only (the row's producers)
+            sequence = training_sequence(
+                response, producers=recorded if isinstance(recorded, list) else None
+            )
+        except ContiguityError as error:
+            return _view([], False, error.reason, None)
         sequences.append(
             {
                 "label": f"the rollout as trained on ({len(calls)} model calls)",

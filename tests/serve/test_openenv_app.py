@@ -75,7 +75,10 @@ def test_an_episode_resets_calls_tools_and_ends_with_the_verifiers_reward() -> N
             "done": False,
         }
         state = ask(socket, "state")
-        assert state == {"type": "state", "data": {"episode_id": "ep-1", "step_count": 1}}
+        assert state == {
+            "type": "state",
+            "data": {"episode_id": "ep-1", "step_count": 1, "producers": ["policy", "tool"]},
+        }
         done = ask(socket, "step", {"type": "verify", "content": "It is 4."})["data"]
         assert (done["reward"], done["done"]) == (1.0, True)
         assert done["observation"]["verdict"]["final_value"] == 4
@@ -196,3 +199,30 @@ def test_a_body_past_the_cap_without_a_length_is_a_413() -> None:
             conn.sendall(request)
             status_line = conn.makefile("rb").readline()
     assert status_line.split()[1] == b"413"  # before: 500 (no handler for the guard's refusal)
+
+
+def test_a_simulated_user_answers_the_model_s_messages_and_its_turns_are_the_user_s() -> None:
+    from tests.support.user_envs import Interview
+
+    environment = Interview()
+    app = openenv_app(
+        LocalEnvironmentClient(environment),
+        task_source([], environment),
+        name="interview",
+        description="a scripted user",
+    )
+    task = {"responses_create_params": {"input": "hello"}, "turns": ["book it", "thanks"]}
+    with BackgroundServer(Guard(app), ws="auto") as server, connect(ws_url(server.url)) as ws:
+        ask(ws, "reset", {"task": task})
+        first = ask(ws, "step", {"type": "message", "content": "How can I help?"})["data"]
+        assert first["observation"] == {
+            "recorded": True,
+            "user": {"content": "book it", "done": False},
+        }
+        ask(ws, "step", {"type": "call_tool", "tool_name": "note", "arguments": {"text": "x"}})
+        second = ask(ws, "step", {"type": "message", "content": "Booked."})["data"]
+        assert second["observation"]["user"] == {"content": "thanks", "done": False}
+        producers = ask(ws, "state")["data"]["producers"]
+        assert producers == ["policy", "user", "policy", "tool", "policy", "user"]
+        done = ask(ws, "step", {"type": "verify"})["data"]
+    assert done["reward"] == 1.0  # the user said every turn: heard through the OpenEnv server

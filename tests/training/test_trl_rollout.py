@@ -58,8 +58,12 @@ def test_one_entry_per_prompt_in_order_with_the_rollout_split_at_its_prompt(
         "env_mask",
         "env_reward",
         "env_failure",
+        "env_producers",
     }
     assert all(len(values) == 6 for values in out.values())
+    # who produced each output item: the policy's call, the tool's output, the policy's answer
+    for i in (0, 1, 4, 5):
+        assert out["env_producers"][i] == ["policy", "tool", "policy"]
     assert out["env_reward"] == [1.0, 1.0, None, None, 1.0, 1.0]
     assert out["env_failure"][:2] == [None, None]
     assert out["env_failure"][2].startswith("verifier_error: the task has no answer key")

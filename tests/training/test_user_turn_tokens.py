@@ -73,3 +73,5 @@ async def test_a_sampler_lends_its_user_model_and_trains_on_the_policy_tokens_on
     start = _find(rollout.token_ids, said)
     assert not any(rollout.loss_mask[start : start + len(said)])
     assert len(rollout.turn_ends) == 2  # two policy calls, the user's between them
+    # the rollout says who produced each item, as its row does, consistent with the mask
+    assert rollout.producers == ["policy", "user", "policy", "user"]

@@ -146,6 +146,7 @@ def simulated_user(task_index: int, reward: float) -> JsonDict:
         response={"id": "resp_2", "model": "scripted", "output": output, "usage": _usage(200, 20)},
         verdict=Verdict(reward=reward, step_rewards=[0.0, reward]),
         model_calls=2,
+        producers=["user", "policy", "user", "policy"],
         timings={"seed": 0.001, "model": 0.5, "steps": 0.01, "verify": 0.001, "total": 0.52},
     )
     return rollout_row(dispatched, result, attempt=1)

@@ -59,6 +59,29 @@ def test_user_turns_in_the_output_are_marked_as_simulated_and_the_tasks_are_not(
     assert view["verdict"]["step_rewards"] == [0.0, 0.5]
 
 
+def test_every_output_item_says_who_produced_it_and_only_the_policy_s_are_trainable() -> None:
+    view = rollout_view(simulated_user(0, 0.5))
+    output = [item for item in view["items"] if item["origin"] == "output"]
+    assert [(item["producer"], item["trainable"]) for item in output] == [
+        ("user", False),
+        ("policy", True),
+        ("user", False),
+        ("policy", True),
+    ]
+    assert all("producer" not in item for item in view["items"] if item["origin"] == "task")
+    # A row without producers (an older run, another writer) gets them derived: a tool
+    # output is the tool's, a user message the environment's, the rest the policy's.
+    row = simulated_user(0, 0.5)
+    del row["_palaestra"]["producers"]
+    row["response"]["output"].append(
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+    )
+    derived = [
+        item["producer"] for item in rollout_view(row)["items"] if item["origin"] == "output"
+    ]
+    assert derived == ["environment", "policy", "environment", "policy", "tool"]
+
+
 def test_a_failure_shows_its_kind_reason_and_the_trajectory_so_far() -> None:
     view = rollout_view(failed(4, FailureKind.TOOL_ERROR, "KeyError: 'Atlantis' (at w.py:41)"))
     assert view["verdict"] is None

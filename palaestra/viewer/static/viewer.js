@@ -272,30 +272,44 @@ async function renderRun(runNumber, params) {
 
 // --- one rollout --------------------------------------------------------------------------
 
+// Who produced an output item, and whether its tokens are trained on (the policy's alone).
+const PRODUCED_BY = { policy: "policy", tool: "tool", user: "simulated user", environment: "environment" };
+
+function producerChip(item) {
+  if (!item.producer) return null;
+  const label = PRODUCED_BY[item.producer] || item.producer;
+  return h("span", {
+    class: "chip producer " + (item.trainable ? "trained" : "untrained"),
+    "data-producer": item.producer,
+    title: item.trainable ? "produced by the policy: its tokens are in the loss" : "not produced by the policy: never in the loss",
+  }, `by ${label}${item.trainable ? " · trained" : ""}`);
+}
+
 function conversation(view) {
   const box = h("div", { class: "convo" });
   for (const item of view.items) {
     const tokens = item.tokens
       ? h("span", { class: "tok chip", title: "token ids on this item" }, `${item.tokens.prompt} prompt + ${item.tokens.generated} generated tokens`)
       : null;
+    const by = producerChip(item);
     if (item.kind === "message") {
       const cls = item.simulated ? "simulated" : item.role;
-      const who = item.simulated ? "user (simulated)" : item.role;
+      const who = item.producer === "user" ? "user (simulated)" : item.producer === "environment" ? "environment" : item.role;
       box.append(h("div", { class: "item message " + cls, "data-role": item.role },
         h("div", { class: "who" }, who,
-          item.simulated ? h("span", { class: "chip sim" }, "environment / simulated user turn") : null,
-          item.origin === "task" ? h("span", { class: "chip" }, "task") : null, tokens),
+          item.simulated ? h("span", { class: "chip sim" }, item.producer === "environment" ? "environment observation" : "simulated user turn") : null,
+          item.origin === "task" ? h("span", { class: "chip" }, "task") : null, by, tokens),
         h("div", { class: "body" }, item.text)));
     } else if (item.kind === "reasoning") {
-      box.append(h("div", { class: "item reasoning" }, h("div", { class: "who" }, "reasoning", tokens),
+      box.append(h("div", { class: "item reasoning" }, h("div", { class: "who" }, "reasoning", by, tokens),
         h("div", { class: "body" }, item.text || "(no text)")));
     } else if (item.kind === "function_call") {
       box.append(h("div", { class: "item function_call", "data-call": item.call_id },
-        h("div", { class: "who" }, "tool call → ", h("span", { class: "tool-name" }, item.name), h("span", { class: "muted" }, item.call_id), tokens),
+        h("div", { class: "who" }, "tool call → ", h("span", { class: "tool-name" }, item.name), h("span", { class: "muted" }, item.call_id), by, tokens),
         h("pre", { class: "arguments" }, pretty(item.arguments))));
     } else if (item.kind === "function_call_output") {
       box.append(h("div", { class: "item function_call_output", "data-call": item.call_id },
-        h("div", { class: "who" }, "tool output ←", h("span", { class: "tool-name" }, item.name || "?"), h("span", { class: "muted" }, item.call_id)),
+        h("div", { class: "who" }, "tool output ←", h("span", { class: "tool-name" }, item.name || "?"), h("span", { class: "muted" }, item.call_id), by),
         h("pre", { class: "output" }, pretty(item.output))));
     } else {
       box.append(h("div", { class: "item other" }, h("div", { class: "who" }, item.kind, tokens),
