@@ -326,6 +326,8 @@ def run_answer(task: JsonDict, result: AgentResult) -> JsonDict:
         facts["endpoints"] = result.endpoints
         if len(result.endpoints) > 1:
             facts["endpoint_moves"] = len(result.endpoints) - 1
+    if result.policy_versions is not None:  # which policy served each model request
+        facts["policy_versions"] = result.policy_versions
     if failure is None and result.verdict is not None:
         return {**task, RESPONSE: result.response, **result.verdict.to_fields(), FACTS: facts}
     failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
@@ -353,6 +355,9 @@ def run_result(status: int, body: JsonDict, task: JsonDict) -> AgentResult:
     producers = facts.get("producers")
     if isinstance(producers, list):
         result.producers = [str(producer) for producer in producers]
+    versions = facts.get("policy_versions")
+    if isinstance(versions, list) and all(type(version) is int for version in versions):
+        result.policy_versions = versions
     result.user_turns = int(facts.get("user_turns", 0))
     failure = failure_from_fields(body)
     if failure is None and 200 <= status < 300 and REWARD in body:

@@ -60,9 +60,14 @@ def test_a_run_answer_decodes_to_the_same_rollout_truncation_included() -> None:
         tool_calls=7,
         truncated="max_steps",
         timings={"model": 0.5},
+        producers=["policy", "user", "policy"],
+        policy_versions=[2, 3],
     )
     decoded = run_result(200, run_answer(TASK, scored), TASK)
     assert decoded.verdict == scored.verdict and decoded.failure is None
+    # who produced what, and which policy served it, survive a served agent
+    assert decoded.producers == ["policy", "user", "policy"]
+    assert decoded.policy_versions == [2, 3]
     assert (decoded.model_calls, decoded.tool_calls, decoded.timings) == (8, 7, {"model": 0.5})
     assert decoded.truncated == "max_steps"  # before: a served agent's truncation was lost
     failed = AgentResult(failure=Failure(FailureKind.MODEL_ERROR, "503"), model_calls=1)
