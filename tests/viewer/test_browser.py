@@ -177,6 +177,9 @@ def test_simulated_user_turns_are_marked_as_such(browser: Any, url: str) -> None
     open_view(browser, url, "/rollout/0/11")
     marked = texts(browser, ".item.simulated .body")
     assert marked == ["Hi! When are you free next week?", "Tuesday is bad for me; Wednesday works."]
+    # who produced each output item, and that only the policy's are trained on
+    chips = [text.lower() for text in texts(browser, ".chip.producer")]  # styled upper-case
+    assert chips == ["by simulated user", "by policy · trained"] * 2
     assert "step rewards" in browser.find_element("id", "verdict").text
     screenshot(browser, "4_simulated_user")
 
