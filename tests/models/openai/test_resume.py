@@ -3,6 +3,7 @@ aborts every generation in flight at each weight update, answering exactly as vL
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from typing import Any
@@ -11,12 +12,13 @@ import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, Session, tool
 from palaestra.agents import ToolCallingAgent
-from palaestra.errors import ModelError
+from palaestra.errors import ModelError, ModelTimeout
 from palaestra.models import ModelConfig, build_model
 from palaestra.models.openai.resume import MAX_RESUMPTIONS
 from palaestra.training import RolloutSampler
 from palaestra.training.tokens import check_contiguity
-from palaestra.types import AgentResult, JsonDict, output_text
+from palaestra.types import AgentResult, JsonDict, function_calls, output_text
+from palaestra.wire.rows import PARAMS
 from tests.support.scripted_model import (
     ScriptedModelServer,
     text_response,
@@ -298,3 +300,34 @@ async def test_a_cancelled_responses_answer_with_output_is_asked_again() -> None
         finally:
             await model.aclose()
     assert output_text(response) == "whole" and model.stats.resumptions == 2
+
+
+async def test_a_paused_engine_is_waited_for_unless_the_request_timeout_says_otherwise() -> None:
+    tokenizer = ToyTokenizer()
+    # A generation takes ~0.3 s here, well inside either limit: only the pause can exceed one.
+    for timeout, fails in ((30.0, False), (1.0, True)):
+        server = ScriptedModelServer(_script, api="chat", tokenizer=tokenizer, decode_time=0.006)
+        with server:
+            config = ModelConfig(
+                url=server.url,
+                model="scripted-model",
+                max_retries=0,
+                request_timeout=timeout,
+                options={"token_mode": True},
+            )
+            model = build_model(config)
+            try:
+                call = asyncio.ensure_future(model.respond(_task(2, 3)[PARAMS]))
+                while server.engine.in_flight == 0:  # decoding: the update will abort it
+                    await asyncio.sleep(0.005)
+                # the update holds the resumption 2.5 s: longer than the short limit
+                await asyncio.to_thread(server.weight_update, 2.5)
+                if fails:
+                    with pytest.raises(ModelTimeout):
+                        await call
+                else:
+                    response = await call
+                    assert function_calls(response)[0]["name"] == "add"
+            finally:
+                await model.aclose()
+        assert server.engine.aborted == 1
