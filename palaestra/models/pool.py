@@ -133,6 +133,8 @@ class Endpoint:
             "calls": self.calls,
             "failures": self.failures,
             "retries": self.retries,
+            # aborted generations its client resumed (``palaestra.models.openai.resume``)
+            "resumptions": self.model.stats.resumptions,
             "rollouts": self.rollouts,
             "moved_in": self.moved_in,
             "removed": self.removed,
@@ -366,8 +368,8 @@ class ModelPool:
             self._take_out(endpoint)
 
     def endpoint_stats(self) -> list[JsonDict]:
-        """Per endpoint: url, healthy, calls, failures, retries, rollouts, moved_in, removed,
-        in_flight_peak and latency (count, mean, p50, p99 in seconds, of the answered calls)."""
+        """Per endpoint: url, healthy, calls, failures, retries, resumptions, rollouts,
+        moved_in, removed, in_flight_peak and latency (count, mean, p50, p99 in seconds, of the answered calls)."""
         return [endpoint.stats() for endpoint in self.endpoints]
 
     async def aclose(self) -> None:

@@ -331,3 +331,19 @@ async def test_a_paused_engine_is_waited_for_unless_the_request_timeout_says_oth
             finally:
                 await model.aclose()
         assert server.engine.aborted == 1
+
+
+async def test_a_pool_reports_each_endpoint_s_resumptions() -> None:
+    from palaestra.http.runner import BackgroundServer
+
+    app = _always_aborting("/v1/chat/completions", _ABORTED_CHAT)
+    with BackgroundServer(app) as one, BackgroundServer(app) as two:
+        urls = [f"{one.url}/v1", f"{two.url}/v1"]
+        pool = build_model(ModelConfig(urls=urls, model="m", api="chat", max_retries=0))
+        try:
+            response = await pool.respond({"input": "hi", "max_output_tokens": 3})
+        finally:
+            await pool.aclose()
+    assert output_text(response) == "parparpar"
+    stats = pool.endpoint_stats()  # type: ignore[attr-defined]
+    assert sorted(entry["resumptions"] for entry in stats) == [0, 2]  # on the one it ran on
