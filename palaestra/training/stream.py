@@ -427,6 +427,7 @@ class RolloutSampler:
             "sample": sample,
             "step": group.step,
         }
+        version = self.clock.version
         try:
             result = await runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
         except ModelAuthError:
@@ -442,6 +443,11 @@ class RolloutSampler:
             failure = Failure(FailureKind.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
             return failed_rollout(failure, None, **identity)
         self._unreachable = 0
+        if result.policy_versions is None and version is not None and result.model_calls:
+            # A model that is not reached over HTTP (the embedded one) records no version per
+            # request; its weights change only between batches (set_policy), so each call was
+            # served by the version current when the rollout started.
+            result.policy_versions = [version] * result.model_calls
         rollout = rollout_of(result, **identity)
         if self.max_staleness is not None and rollout.failure is None:
             rollout = self._bound_staleness(rollout, self.max_staleness)

@@ -12,7 +12,7 @@ from palaestra.models import ModelConfig, build_model
 from palaestra.models.affinity import rollout_scope
 from palaestra.models.versions import POLICY_CLOCK, PolicyClock, engine_version, span
 from palaestra.training import RolloutSampler
-from palaestra.types import AgentResult, Verdict
+from palaestra.types import AgentResult, JsonDict, Verdict
 from tests.models.openai.test_resume import Adder, Updates, _script, _task
 from tests.support.scripted_model import ScriptedModelServer, text_response
 from tests.support.toy_tokenizer import ToyTokenizer
@@ -102,3 +102,28 @@ def test_a_negative_bound_or_an_unknown_on_stale_is_one_clear_line() -> None:
         RolloutSampler(Adder(), tasks=[_task(1, 2)], policy="http://x/v1", max_staleness=-1)
     with pytest.raises(ConfigError, match="on_stale must be one of exclude, mask"):
         RolloutSampler(Adder(), tasks=[_task(1, 2)], policy="http://x/v1", on_stale="drop")  # type: ignore[arg-type]
+
+
+async def test_a_model_not_reached_over_http_gets_the_version_current_at_the_rollout_s_start() -> (
+    None
+):
+    from tests.support.fake_model import FakeModel, call, response, say
+
+    def tokens(prompt: list[int], generated: list[int]) -> JsonDict:
+        fields = {"prompt_token_ids": prompt, "generation_token_ids": generated}
+        return {**fields, "generation_log_probs": [-0.1] * len(generated)}
+
+    def script(params: JsonDict) -> JsonDict:
+        if any(item.get("type") == "function_call_output" for item in params["input"]):
+            answer = say("The sum is 3.")
+            answer["output"][-1].update(tokens([1, 2, 3, 9], [4]))
+            return answer
+        return response({**call("add", '{"a": 1, "b": 2}'), **tokens([1, 2], [3])})
+
+    async with RolloutSampler(
+        Adder(), tasks=[_task(1, 2)], group_size=1, policy=FakeModel(script), policy_version=7
+    ) as sampler:
+        (group,) = await sampler.batch()
+    (rollout,) = group.rollouts
+    assert rollout.failure is None
+    assert rollout.policy_versions == [7, 7]  # two model calls, one version
