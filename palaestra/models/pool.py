@@ -369,7 +369,8 @@ class ModelPool:
 
     def endpoint_stats(self) -> list[JsonDict]:
         """Per endpoint: url, healthy, calls, failures, retries, resumptions, rollouts,
-        moved_in, removed, in_flight_peak and latency (count, mean, p50, p99 in seconds, of the answered calls)."""
+        moved_in, removed, in_flight_peak and latency (count, mean, p50, p99 in seconds, of
+        the answered calls)."""
         return [endpoint.stats() for endpoint in self.endpoints]
 
     async def aclose(self) -> None:

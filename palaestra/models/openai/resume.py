@@ -219,9 +219,10 @@ async def resume_chat(
         text += str((message or {}).get("content") or "") if isinstance(message, dict) else ""
         generated += _completion_tokens(answer, len(ids))
         left = _remaining(body, max_key, generated)
-        if left is not None and left <= 0:
+        if left is not None and left <= 0:  # the abort came on the last token allowed
             choice = {**choice, "finish_reason": "length", "message": {"content": ""}}
-            answer = {**answer, "choices": [choice]}
+            usage = {**(answer.get("usage") or {}), "completion_tokens": 0}  # counted above
+            answer = {**answer, "choices": [choice], "usage": usage}
             break
         stats.resumptions += 1
         resumed = {

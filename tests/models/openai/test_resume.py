@@ -273,6 +273,7 @@ async def test_max_tokens_bounds_the_whole_call_across_resumptions() -> None:
     assert model.stats.requests == 3 and model.stats.resumptions == 2
     assert response["status"] == "incomplete"
     assert output_text(response) == "parparpar"
+    assert response["usage"]["output_tokens"] == 3  # each segment's one token, counted once
 
 
 async def test_a_cancelled_responses_answer_with_output_is_asked_again() -> None:
