@@ -278,3 +278,19 @@ def test_leases_of_live_and_unreadable_owners_are_left_alone(tmp_path: Path) -> 
 def test_the_providers_are_registered_by_name() -> None:
     assert PROVIDERS.names()[:2] == ["rootfs", "docker"]
     assert PROVIDERS.load("rootfs").value is RootfsProvider
+
+
+async def test_two_builds_of_one_new_step_at_once_run_it_once(
+    provider: RootfsProvider, tmp_path: Path
+) -> None:
+    marker = os.urandom(8).hex()
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM debian:bookworm-slim\nRUN echo {marker} > /m && sleep 1\n"
+    )
+    twins = [
+        RootfsProvider(cache=provider.store.root, runtime=provider.runtime, base=provider.base)
+        for _ in range(2)
+    ]
+    first, second = await asyncio.gather(*(twin.build(tmp_path) for twin in twins))
+    assert first == second
+    assert sorted(twin.steps_run for twin in twins) == [0, 1]
