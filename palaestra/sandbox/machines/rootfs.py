@@ -108,6 +108,8 @@ class RootfsProvider(Provider):
         """Boxes of dead owners torn down when this provider was first used."""
         self.steps_run = 0
         """Build steps run (not found in the cache) by this provider."""
+        self.late: set[asyncio.Future[RootfsBox]] = set()
+        """Starts given up on (timed out, cancelled) still running: torn down when done."""
 
     def problem(self) -> str | None:
         if os.geteuid() != 0:
@@ -184,13 +186,20 @@ class RootfsProvider(Provider):
             try:
                 return await asyncio.wait_for(asyncio.shield(started), spec.start_timeout)
             except BaseException as error:
-                started.add_done_callback(_close_late)
+                self.late.add(started)
+                started.add_done_callback(self._close_late)
                 if isinstance(error, TimeoutError):
                     raise SandboxFailure(
                         f"a box of image {image.ref[:12]} did not start within "
                         f"{spec.start_timeout:g} s"
                     ) from None
                 raise
+
+    def _close_late(self, future: asyncio.Future[RootfsBox]) -> None:
+        """A box that finished starting after its caller gave up is torn down."""
+        self.late.discard(future)
+        if not future.cancelled() and future.exception() is None:
+            future.result().close_now()
 
     def _chain(self, image: Image) -> list[str]:
         try:
@@ -233,14 +242,6 @@ class RootfsProvider(Provider):
                 ) from None
             raise
         return RootfsBox(self, image, box_id, directory, lease, cgroup, spec)
-
-
-def _close_late(future: asyncio.Future[RootfsBox]) -> None:
-    """A box that finished starting after its caller gave up is torn down."""
-    if future.cancelled() or future.exception() is not None:
-        return
-    box = future.result()
-    box.close_now()
 
 
 class RootfsBox(Box):
