@@ -113,7 +113,10 @@ class RootfsProvider(Provider):
 
     def problem(self) -> str | None:
         if os.geteuid() != 0:
-            return "the rootfs provider needs root (kernel overlay mounts of the image's layers)"
+            return (
+                "the rootfs provider needs root: it mounts kernel overlays and its images' "
+                "files belong to uid 0 (without root, use the docker provider)"
+            )
         for tool in ("bwrap", "mount", "tar", "setpriv"):
             if shutil.which(tool) is None:
                 return f"the rootfs provider needs {tool}, which is not installed"
@@ -140,9 +143,12 @@ class RootfsProvider(Provider):
         return self.store.root / "build"
 
     def reap(self) -> int:
+        """Tear down the boxes and build steps of dead owners (and sweep the half-unpacked
+        layers they left); how many boxes and steps."""
         count = 0
         for directory in (self.runtime, self.build_dir):
             count += leases.reap(directory)
+        self.store.sweep()
         return count
 
     async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:

@@ -16,6 +16,7 @@ import pytest
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import leases
+from palaestra.sandbox.machines.layers import LayerStore
 from palaestra.sandbox.machines.provider import BoxSpec, Image
 from palaestra.sandbox.machines.registry import PROVIDERS
 from palaestra.sandbox.machines.rootfs import RootfsBox, RootfsProvider
@@ -307,3 +308,14 @@ async def test_the_base_images_local_archive_installs_packages_with_no_network(
         assert isinstance(box, RootfsBox)
         outcome = await run(box, "echo '{\"a\": 42}' | jq .a")
     assert (outcome.status, outcome.stdout) == (0, b"42\n"), outcome.stderr
+
+
+def test_half_built_layers_of_dead_makers_are_swept(tmp_path: Path) -> None:
+    store = LayerStore(tmp_path)
+    store.prepare()
+    mine = store.scratch("abc")
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    dead = store.layers / f".abc.{2**22 + 7}-1-{namespace}-0badf00d"
+    (dead / "usr").mkdir(parents=True)
+    assert store.sweep() == 1
+    assert [p.name for p in store.layers.iterdir()] == [mine.name]
