@@ -20,6 +20,7 @@ from palaestra.sandbox.machines.layers import LayerStore
 from palaestra.sandbox.machines.provider import BoxSpec, Image
 from palaestra.sandbox.machines.registry import PROVIDERS
 from palaestra.sandbox.machines.rootfs import RootfsBox, RootfsProvider
+from palaestra.sandbox.machines.transfer import copy_in, read_file
 from palaestra.sandbox.process import Outcome, supervise
 
 SPEC = BoxSpec(memory_mb=512, start_timeout=60)
@@ -319,3 +320,30 @@ def test_half_built_layers_of_dead_makers_are_swept(tmp_path: Path) -> None:
     (dead / "usr").mkdir(parents=True)
     assert store.sweep() == 1
     assert [p.name for p in store.layers.iterdir()] == [mine.name]
+
+
+async def test_files_go_in_and_out_through_the_box_so_planted_links_stay_inside(
+    provider: RootfsProvider, context: Path, tmp_path: Path
+) -> None:
+    tests = tmp_path / "tests"
+    (tests / "sub").mkdir(parents=True)
+    (tests / "test.sh").write_text("echo 1 > /logs/reward.txt\n")
+    (tests / "sub" / "data.txt").write_text("data\n")
+    marker = f"palaestra-planted-{os.urandom(4).hex()}"
+    image = await provider.build(context)
+    async with await provider.start(image, SPEC) as box:
+        assert isinstance(box, RootfsBox)
+        planted = await run(
+            box,
+            f"mkdir -p /tmp/{marker} && ln -s /tmp/{marker} /tests && "
+            "ln -s /etc/hostname /app/reward.txt",
+            user="root",
+        )
+        assert planted.status == 0, planted.stderr
+        await copy_in(box, tests, "/tests")
+        assert (box.root / "tmp" / marker / "sub" / "data.txt").read_text() == "data\n"
+        assert not Path("/tmp", marker).exists()  # the host's /tmp was never touched
+        assert await read_file(box, "/tests/sub/data.txt") == b"data\n"
+        assert await read_file(box, "/app/reward.txt") == (box.root / "etc/hostname").read_bytes()
+        assert await read_file(box, "/nowhere") is None
+        assert await read_file(box, "/tests/test.sh", max_bytes=4) == b"echo"
