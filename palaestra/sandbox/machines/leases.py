@@ -2,11 +2,11 @@
 
 A lease is ``<runtime>/<box id>.lease``, JSON: the owner's pid, its start time (clock ticks
 after boot, ``/proc/PID/stat``) and pid namespace, the box's directory, its mount points and
-its memory cgroup. It is written (and synced) *before* the box's directory, mount or cgroup
+its cgroups. It is written (and synced) *before* the box's directory, mount or cgroup
 is made and removed only after all of them are gone, so whatever state a killed collector
 left, a lease names it. ``reap`` (run when a provider starts) tears down the boxes of every
 owner that is gone (a pid that is no longer the process that started at that time): their
-processes are killed (through the box's cgroup), their mounts detached, their directories
+processes are killed (through the box's cgroups), their mounts detached, their directories
 removed, then the lease. A lease of another pid namespace is left alone (its owner cannot be
 judged from here), as is one that cannot be read yet (being written).
 """
@@ -42,7 +42,7 @@ class Lease:
     start: int | None = field(default_factory=lambda: started(os.getpid()))
     namespace: int | None = field(default_factory=pid_namespace)
     mounts: list[str] = field(default_factory=list)
-    cgroup: str | None = None
+    cgroups: list[str] = field(default_factory=list)
 
     def path(self, runtime: Path) -> Path:
         return runtime / f"{self.box}{SUFFIX}"
@@ -75,10 +75,10 @@ def read(path: Path) -> Lease | None:
 
 
 def tear_down(lease: Lease, runtime: Path) -> None:
-    """Kill the box's processes, detach its mounts, remove its directory and cgroup, then the
+    """Kill the box's processes, detach its mounts, remove its directory and cgroups, then the
     lease. Safe to repeat; what cannot be removed yet (a busy mount) keeps the lease."""
-    if lease.cgroup is not None:
-        kill_cgroup(Path(lease.cgroup))
+    for cgroup in lease.cgroups:
+        kill_cgroup(Path(cgroup))
     for point in lease.mounts:
         unmount(Path(point))
     directory = Path(lease.directory)
@@ -88,9 +88,9 @@ def tear_down(lease: Lease, runtime: Path) -> None:
         return
     if directory.exists():
         remove_tree(directory)
-    if lease.cgroup is not None:
+    for cgroup in lease.cgroups:
         with contextlib.suppress(FileNotFoundError):
-            _remove_cgroup(Path(lease.cgroup))
+            _remove_cgroup(Path(cgroup))
     with contextlib.suppress(FileNotFoundError):
         lease.path(runtime).unlink()
 

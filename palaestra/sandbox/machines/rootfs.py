@@ -16,8 +16,8 @@ No daemon: for clusters without Docker. ::
   and what the episode writes lands in its own upper directory only. Commands run there under
   bubblewrap (``inside``): new pid, network, ipc and uts namespaces, no network but ``lo``,
   as the image's user, in its workdir, with its environment; all of a box's processes are in
-  one memory cgroup bounded by ``BoxSpec.memory_mb`` (where memory cgroups can be made), and
-  ``BoxSpec.processes`` bounds a non-root user's processes.
+  the box's cgroups (``cgroups``), which bound their memory (``BoxSpec.memory_mb``), their
+  number (``processes``) and their CPU (``cpus``) together, where this machine allows.
 - **Lifecycle**: at most ``max_starting`` boxes start at once, each within
   ``BoxSpec.start_timeout``. A box's lease (``leases``) is written before anything of it
   exists; ``close`` kills its processes, detaches the overlay and removes its directory and
@@ -25,8 +25,8 @@ No daemon: for clusters without Docker. ::
   the provider is first used).
 
 Root is needed (kernel overlay mounts, the image's files belong to uid 0); ``problem`` says
-so elsewhere. ``BoxSpec.cpus`` and ``storage_mb`` are not enforced by this provider (the
-upper directory is on the cache's disk).
+so elsewhere. ``BoxSpec.storage_mb`` is not enforced by this provider (the upper directory
+is on the runtime directory's disk).
 """
 
 from __future__ import annotations
@@ -48,15 +48,15 @@ from typing import ClassVar
 
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox import seccomp
-from palaestra.sandbox.cgroup import MemoryCgroups, RunCgroup, find_memory_cgroups
+from palaestra.sandbox.cgroup import find_memory_cgroups
 from palaestra.sandbox.machines import inside, leases
 from palaestra.sandbox.machines.build import Builder
+from palaestra.sandbox.machines.cgroups import BoxCgroups, join_argv
 from palaestra.sandbox.machines.layers import LayerStore, default_cache, key_of, mount_overlay
 from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
 from palaestra.sandbox.process import SandboxProcess
 
 NAME = "rootfs"
-_MB = 1 << 20
 
 
 def default_runtime() -> Path:
@@ -103,7 +103,7 @@ class RootfsProvider(Provider):
             self.max_starting = max_starting
         self._starting: asyncio.Semaphore | None = None
         self._ready = False
-        self._cgroups: MemoryCgroups | None = None
+        self._cgroups: BoxCgroups | None = None
         self.reaped = 0
         """Boxes of dead owners torn down when this provider was first used."""
         self.steps_run = 0
@@ -134,7 +134,7 @@ class RootfsProvider(Provider):
         if not self.runtime.is_dir():
             self.runtime.mkdir(parents=True, mode=0o711)  # a box's non-root user passes through
         found = find_memory_cgroups()
-        self._cgroups = None if isinstance(found, str) else found
+        self._cgroups = BoxCgroups(None if isinstance(found, str) else found)
         self._ready = True
         self.reaped = self.reap()
 
@@ -155,6 +155,7 @@ class RootfsProvider(Provider):
         self.prepare()
         deadline = time.monotonic() + timeout
         context = Path(context)
+        assert self._cgroups is not None
         builder = Builder(self.store, self.build_dir, self.base, self._cgroups)
         state = await builder.build(context, deadline)
         self.steps_run += state.ran
@@ -226,19 +227,17 @@ class RootfsProvider(Provider):
         directory = self.runtime / box_id
         merged = directory / "merged"
         lease = leases.Lease(box=box_id, directory=str(directory), mounts=[str(merged)])
-        cgroup = None
+        cgroups: list[Path] = []
         try:
             if self._cgroups is not None:
-                cgroup = self._cgroups.create(spec.memory_mb * _MB)
-                lease.cgroup = str(cgroup.path)
+                cgroups = self._cgroups.create(spec.memory_mb, spec.processes, spec.cpus)
+                lease.cgroups = [str(path) for path in cgroups]
             lease.write(self.runtime)
             directory.mkdir(mode=0o711)
             for part in ("upper", "work", "merged"):
                 (directory / part).mkdir()
             mount_overlay(self.store.layers, chain, directory / "upper", directory / "work", merged)
         except BaseException as error:
-            if cgroup is not None and lease.cgroup is None:
-                cgroup.remove()
             leases.tear_down(lease, self.runtime)
             if isinstance(error, SandboxFailure):
                 raise
@@ -247,7 +246,8 @@ class RootfsProvider(Provider):
                     f"cannot start a box of image {image.ref[:12]}: {error}"
                 ) from None
             raise
-        return RootfsBox(self, image, box_id, directory, lease, cgroup, spec)
+        memory = bool(cgroups) and self._cgroups is not None and self._cgroups.memory is not None
+        return RootfsBox(self, image, box_id, directory, lease, cgroups, spec, memory_bound=memory)
 
 
 class RootfsBox(Box):
@@ -260,8 +260,10 @@ class RootfsBox(Box):
         box_id: str,
         directory: Path,
         lease: leases.Lease,
-        cgroup: RunCgroup | None,
+        cgroups: list[Path],
         spec: BoxSpec,
+        *,
+        memory_bound: bool = False,
     ) -> None:
         self.provider = provider
         self.image = image
@@ -270,7 +272,8 @@ class RootfsBox(Box):
         self.root = directory / "merged"
         self.upper = directory / "upper"
         self.lease = lease
-        self.cgroup = cgroup
+        self.cgroups = cgroups
+        self.memory_bound = memory_bound
         self.spec = spec
         self._processes: weakref.WeakSet[SandboxProcess] = weakref.WeakSet()
         self._closed = False
@@ -305,7 +308,7 @@ class RootfsBox(Box):
         environment = inside.environment(who, self.image.env, env)
         directory = cwd or self.image.workdir or "/"
         prlimit = [] if who.uid == 0 else [f"--nproc={self.spec.processes}"]
-        join = self.cgroup.join_argv() if self.cgroup is not None else []
+        join = join_argv(self.cgroups)
 
         def build_argv(status_fd: int | None, seccomp_fd: int | None) -> list[str]:
             return inside.argv(
@@ -328,7 +331,7 @@ class RootfsBox(Box):
             env={},
             stdin=stdin,
             stream_limit=stream_limit,
-            seccomp=seccomp.program(memfd=self.cgroup is not None),
+            seccomp=seccomp.program(memfd=self.memory_bound),
             protocol=protocol,
         )
         self._processes.add(process)

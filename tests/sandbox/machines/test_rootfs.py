@@ -128,7 +128,8 @@ async def test_close_kills_every_process_unmounts_and_removes_everything(
     box = await provider.start(image, SPEC)
     assert isinstance(box, RootfsBox)
     process = await box.launch(["sh", "-c", "sleep 300 & sleep 300"], stdin=subprocess.DEVNULL)
-    cgroup = box.lease.cgroup
+    cgroups = box.lease.cgroups
+    assert cgroups  # memory, pids and cpu where this machine has them
     assert mounts_under(runtime) == [str(box.root)]
     assert sorted(p.name for p in runtime.iterdir()) == sorted([box.id, f"{box.id}.lease"])
     await box.close()
@@ -137,7 +138,7 @@ async def test_close_kills_every_process_unmounts_and_removes_everything(
     process.close()
     assert mounts_under(runtime) == []
     assert list(runtime.iterdir()) == []
-    assert cgroup is None or not Path(cgroup).exists()
+    assert not any(Path(path).exists() for path in cgroups)
     with pytest.raises(SandboxFailure, match="closed"):
         await box.launch(["true"], stdin=subprocess.DEVNULL)
 
@@ -154,7 +155,7 @@ async def main():
     image = Image(**json.loads(image))
     box = await provider.start(image, BoxSpec(memory_mb=256))
     await box.launch(["sleep", "300"], stdin=subprocess.DEVNULL)
-    print(json.dumps({"root": str(box.root), "cgroup": box.lease.cgroup}), flush=True)
+    print(json.dumps({"root": str(box.root), "cgroups": box.lease.cgroups}), flush=True)
     await asyncio.sleep(300)
 
 asyncio.run(main())
@@ -198,7 +199,7 @@ async def test_the_box_of_a_killed_collector_is_reaped_by_the_next_provider(
     assert successor.reaped == 1
     assert mounts_under(runtime) == []
     assert list(runtime.iterdir()) == []
-    assert left["cgroup"] is None or not Path(left["cgroup"]).exists()
+    assert not any(Path(path).exists() for path in left["cgroups"])
     assert successor.reap() == 0
 
 
@@ -347,3 +348,16 @@ async def test_files_go_in_and_out_through_the_box_so_planted_links_stay_inside(
         assert await read_file(box, "/app/reward.txt") == (box.root / "etc/hostname").read_bytes()
         assert await read_file(box, "/nowhere") is None
         assert await read_file(box, "/tests/test.sh", max_bytes=4) == b"echo"
+
+
+async def test_a_box_as_root_is_bounded_in_processes(
+    provider: RootfsProvider, context: Path
+) -> None:
+    provider.prepare()
+    if provider._cgroups is None or provider._cgroups.pids is None:
+        pytest.skip("no pids cgroup controller here")
+    image = await provider.build(context)
+    async with await provider.start(image, BoxSpec(processes=16, start_timeout=60)) as box:
+        assert isinstance(box, RootfsBox)
+        bomb = await run(box, "for i in $(seq 40); do sleep 30 & done; wait", user="root")
+    assert b"fork" in bomb.stderr.lower() or b"resource temporarily" in bomb.stderr.lower()
