@@ -27,7 +27,12 @@ from palaestra.sandbox.workdir import PREFIX, owner
 
 log = logging.getLogger("palaestra.sandbox.machines")
 
-_JOIN = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
+_JOIN = (
+    '[ "$PPID" = "$0" ] || exit 125; '
+    'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
+)
+"""Join each cgroup named before ``--``, then become the command; give up if the collector
+(``$0``) is already gone, or a cgroup is (its box was torn down meanwhile)."""
 _PERIOD = 100_000
 
 
@@ -71,10 +76,12 @@ class BoxCgroups:
 
 
 def join_argv(paths: list[Path]) -> list[str]:
-    """The head of a launch chain that puts everything after it in the cgroups ``paths``."""
+    """The head of a launch chain that puts everything after it in the cgroups ``paths``
+    (started by this process: the head checks that its parent is still us)."""
     if not paths:
         return []
-    return ["/bin/sh", "-c", _JOIN, "sh", *(str(p / "cgroup.procs") for p in paths), "--"]
+    procs = [str(path / "cgroup.procs") for path in paths]
+    return ["/bin/sh", "-c", _JOIN, str(os.getpid()), *procs, "--"]
 
 
 def _make(base: Path) -> Path:

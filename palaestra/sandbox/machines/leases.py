@@ -76,21 +76,29 @@ def read(path: Path) -> Lease | None:
 
 def tear_down(lease: Lease, runtime: Path) -> None:
     """Kill the box's processes, detach its mounts, remove its directory and cgroups, then the
-    lease. Safe to repeat; what cannot be removed yet (a busy mount) keeps the lease."""
-    for cgroup in lease.cgroups:
-        kill_cgroup(Path(cgroup))
+    lease. Safe to repeat; what cannot be removed yet (a busy mount, a cgroup that keeps a
+    process) keeps the lease, for the next ``reap``.
+
+    A command its owner was starting when it died may join the box's cgroups only after the
+    first kill (the head of its launch chain was still running): each cgroup is killed again
+    until it can be removed, and once it is gone nothing can join it (the join fails and
+    the chain ends before it runs anything)."""
+    cgroups = [Path(cgroup) for cgroup in lease.cgroups]
+    for cgroup in cgroups:
+        kill_cgroup(cgroup)
     for point in lease.mounts:
         unmount(Path(point))
-    directory = Path(lease.directory)
     left = [point for point in lease.mounts if _mounted(Path(point))]
     if left:  # never remove a tree with a file system still mounted in it
         log.warning("box %s: %s still mounted; its lease is kept", lease.box, ", ".join(left))
         return
+    directory = Path(lease.directory)
     if directory.exists():
         remove_tree(directory)
-    for cgroup in lease.cgroups:
-        with contextlib.suppress(FileNotFoundError):
-            _remove_cgroup(Path(cgroup))
+    busy = [str(cgroup) for cgroup in cgroups if not _remove_cgroup(cgroup)]
+    if busy:
+        log.warning("box %s: cgroups %s keep processes; its lease is kept", lease.box, busy)
+        return
     with contextlib.suppress(FileNotFoundError):
         lease.path(runtime).unlink()
 
@@ -127,15 +135,19 @@ def kill_cgroup(path: Path) -> None:
         time.sleep(0.01)
 
 
-def _remove_cgroup(path: Path) -> None:
-    for _ in range(100):  # busy for a moment while killed processes exit
+def _remove_cgroup(path: Path, tries: int = 250) -> bool:
+    """Remove an emptied cgroup, killing what is (or comes) in it meanwhile; whether it is
+    gone. Killed processes keep it busy for a moment while they exit."""
+    for _ in range(tries):
         try:
             path.rmdir()
-            return
-        except OSError as error:
-            if isinstance(error, FileNotFoundError):
-                raise
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            kill_cgroup(path)
             time.sleep(0.02)
+    return False
 
 
 def unmount(point: Path) -> None:
