@@ -22,8 +22,9 @@ import os
 import secrets
 from pathlib import Path, PurePosixPath
 
+from palaestra._util.processes import pid_namespace
 from palaestra.sandbox.cgroup import MemoryCgroups
-from palaestra.sandbox.workdir import PREFIX, owner
+from palaestra.sandbox.workdir import PREFIX, owner, stale
 
 log = logging.getLogger("palaestra.sandbox.machines")
 
@@ -73,6 +74,21 @@ class BoxCgroups:
                     path.rmdir()
             raise
         return made
+
+    def sweep(self) -> None:
+        """Remove the empty cgroups of owners that are gone (killed between making a box's
+        cgroups and writing its lease; what a lease names is torn down with it)."""
+        namespace = pid_namespace()
+        bases = [found[0] for found in (self.pids, self.cpu) if found is not None]
+        if self.memory is not None:
+            bases.append(self.memory.base)
+        for base in bases:
+            with contextlib.suppress(OSError):
+                for entry in base.iterdir():
+                    name = entry.name
+                    if name.startswith(PREFIX) and stale(name[len(PREFIX) :], namespace):
+                        with contextlib.suppress(OSError):
+                            entry.rmdir()
 
 
 def join_argv(paths: list[Path]) -> list[str]:

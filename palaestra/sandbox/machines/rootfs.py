@@ -149,6 +149,8 @@ class RootfsProvider(Provider):
         for directory in (self.runtime, self.build_dir):
             count += leases.reap(directory)
         self.store.sweep()
+        if self._cgroups is not None:
+            self._cgroups.sweep()
         return count
 
     async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:

@@ -361,3 +361,20 @@ async def test_a_box_as_root_is_bounded_in_processes(
         assert isinstance(box, RootfsBox)
         bomb = await run(box, "for i in $(seq 40); do sleep 30 & done; wait", user="root")
     assert b"fork" in bomb.stderr.lower() or b"resource temporarily" in bomb.stderr.lower()
+
+
+def test_cgroups_of_a_dead_owner_without_a_lease_are_swept(provider: RootfsProvider) -> None:
+    provider.prepare()
+    assert provider._cgroups is not None
+    bases = [found[0] for found in (provider._cgroups.pids, provider._cgroups.cpu) if found]
+    if not bases:
+        pytest.skip("no pids or cpu cgroup controller here")
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    orphan = bases[0] / f"palaestra-sandbox-{2**22 + 7}-1-{namespace}-0badf00d0bad"
+    orphan.mkdir()
+    try:
+        provider.reap()
+        assert not orphan.exists()
+    finally:
+        if orphan.exists():
+            orphan.rmdir()
