@@ -88,6 +88,11 @@ async def episode(provider: RootfsProvider, image: Image, kind: int, failing: Pa
                 await process.wait()
                 return "command killed"
             if kind == 2:
+                procs = Path(box.lease.cgroups[0], "cgroup.procs")
+                for _ in range(200):  # until its launch chain has joined the box's cgroups
+                    if procs.read_text().strip():
+                        break
+                    await asyncio.sleep(0.01)
                 for path in box.lease.cgroups:
                     leases.kill_cgroup(Path(path))
                 await asyncio.wait_for(process.wait(), 10)
