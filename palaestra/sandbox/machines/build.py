@@ -80,7 +80,9 @@ class State:
 
 
 class Builder:
-    """Builds one Dockerfile folder into the ``store``; ``base`` gives the base tar."""
+    """Builds one Dockerfile folder into the ``store``; ``base`` gives the base tar. Steps
+    run in ``work`` (their upper directories, on the store's file system) and are mounted
+    under ``mounts`` (the provider's runtime directory, which a non-root user can reach)."""
 
     def __init__(
         self,
@@ -88,9 +90,11 @@ class Builder:
         work: Path,
         base: Callable[[], Path],
         cgroups: BoxCgroups,
+        mounts: Path,
     ) -> None:
         self.store = store
         self.work = work
+        self.mounts = mounts
         self.base = base
         self.cgroups = cgroups
 
@@ -232,15 +236,18 @@ class Builder:
         """Run one step in a leased work directory; its upper dir becomes layer ``name``."""
         box = f"build-{secrets.token_hex(6)}"
         directory = self.work / box
-        merged = directory / "merged"
-        lease = leases.Lease(box=box, directory=str(directory), mounts=[str(merged)])
+        merged = self.mounts / box  # reachable by a step's non-root user, unlike the cache
+        lease = leases.Lease(
+            box=box, directory=str(directory), mounts=[str(merged)], also=[str(merged)]
+        )
         cgroups = self.cgroups.create(BUILD_MEMORY_MB, BUILD_PROCESSES, float(os.cpu_count() or 1))
         lease.cgroups = [str(path) for path in cgroups]
         lease.write(self.work)
         try:
             upper = directory / "upper"
-            for part in (upper, directory / "work", merged):
+            for part in (upper, directory / "work"):
                 part.mkdir(parents=True)
+            merged.mkdir(mode=0o711)
             await asyncio.to_thread(
                 mount_overlay, self.store.layers, state.chain, upper, directory / "work", merged
             )

@@ -42,6 +42,8 @@ class Lease:
     start: int | None = field(default_factory=lambda: started(os.getpid()))
     namespace: int | None = field(default_factory=pid_namespace)
     mounts: list[str] = field(default_factory=list)
+    also: list[str] = field(default_factory=list)
+    """More directories to remove (a build step's mount point, apart from its layer)."""
     cgroups: list[str] = field(default_factory=list)
 
     def path(self, runtime: Path) -> Path:
@@ -92,9 +94,9 @@ def tear_down(lease: Lease, runtime: Path) -> None:
     if left:  # never remove a tree with a file system still mounted in it
         log.warning("box %s: %s still mounted; its lease is kept", lease.box, ", ".join(left))
         return
-    directory = Path(lease.directory)
-    if directory.exists():
-        remove_tree(directory)
+    for directory in (Path(lease.directory), *map(Path, lease.also)):
+        if directory.exists():
+            remove_tree(directory)
     busy = [str(cgroup) for cgroup in cgroups if not _remove_cgroup(cgroup)]
     if busy:
         log.warning("box %s: cgroups %s keep processes; its lease is kept", lease.box, busy)

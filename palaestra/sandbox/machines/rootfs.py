@@ -158,7 +158,7 @@ class RootfsProvider(Provider):
         deadline = time.monotonic() + timeout
         context = Path(context)
         assert self._cgroups is not None
-        builder = Builder(self.store, self.build_dir, self.base, self._cgroups)
+        builder = Builder(self.store, self.build_dir, self.base, self._cgroups, self.runtime)
         state = await builder.build(context, deadline)
         self.steps_run += state.ran
         ref = key_of(state.key, json.dumps([state.chain, state.workdir, state.env, state.user]))

@@ -30,6 +30,7 @@ WORKDIR /app
 ENV MODE=test
 RUN chown -R agent:agent /app
 USER agent
+RUN id -un > /home/agent/who
 CMD ["bash"]
 """
 

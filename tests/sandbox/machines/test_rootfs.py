@@ -57,7 +57,7 @@ async def test_a_dockerfile_builds_into_layers_once_and_the_image_keeps_its_sett
         cache=provider.store.root, runtime=provider.runtime, base=provider.base
     )
     assert (await rebuilt.build(context)).ref != first.ref
-    assert rebuilt.steps_run == 3  # the changed COPY and the two steps after it
+    assert rebuilt.steps_run == 4  # the changed COPY and the three steps after it
 
 
 async def test_a_box_sees_the_image_as_its_user_and_writes_only_its_own_layer(
@@ -69,11 +69,14 @@ async def test_a_box_sees_the_image_as_its_user_and_writes_only_its_own_layer(
     try:
         assert isinstance(box, RootfsBox) and isinstance(other, RootfsBox)
         assert box.bytes_written() == 0  # a start copies no image file
-        seen = await run(box, "pwd; id -un; echo $MODE; cat notes/notes.txt main.py /built.txt")
+        seen = await run(
+            box, "pwd; id -un; echo $MODE; cat notes/notes.txt main.py /built.txt ~/who"
+        )
         lines = seen.stdout.decode().splitlines()
         assert seen.status == 0, seen.stderr
         assert lines[:5] == ["/app", "agent", "test", "some notes", "print('main')"]
         built = lines[5]
+        assert lines[6] == "agent"  # a RUN after USER ran as that user
         assert built.startswith("hello ")  # the ARG's default, substituted in the RUN
         wrote = await run(box, "echo new > new.txt && echo changed > main.py")
         assert wrote.status == 0, wrote.stderr
