@@ -182,12 +182,18 @@ class Machine:
                 return dataclasses.replace(result, note=f"{note}: this ran in a new shell; {_KEPT}")
             return result
 
-    async def check(self, command: str, *, timeout: float = 120.0) -> ShellResult:
+    async def check(
+        self, command: str, *, timeout: float = 120.0, user: str | None = None
+    ) -> ShellResult:
         """Run ``command`` for a verifier: the agent's shell and everything it started are
         stopped first, and ``command`` runs in a new sandboxed ``bash -c`` over the same
         files, so nothing the agent left in its shell (a function named ``cat``, a changed
         directory, a process still writing) can answer for it. Its stdout comes before its
-        stderr; ``status`` is ``None`` when it ran past ``timeout`` (then ``timed_out``)."""
+        stderr; ``status`` is ``None`` when it ran past ``timeout`` (then ``timed_out``).
+        ``user``: in a box, who runs it (default the image's user; e.g. ``"root"`` for a
+        Harbor task's tests); the sandbox has one user only."""
+        if user is not None and self.box is None and self._box_source is None:
+            raise ConfigError("check(user=...) needs a machine in a box")
         await self.ready()
         async with self._lock:
             shell, self._shell = self._shell, None
@@ -197,7 +203,7 @@ class Machine:
             argv = ["/bin/bash", "--noprofile", "--norc", "-c", command]
             process: SandboxProcess
             if self.box is not None:
-                process = await self.box.launch(argv, stdin=subprocess.DEVNULL)
+                process = await self.box.launch(argv, stdin=subprocess.DEVNULL, user=user)
             else:
                 process = await self.sandbox._launch(
                     argv, self.work_dir, self._uid, limits, None, subprocess.DEVNULL

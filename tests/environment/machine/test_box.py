@@ -55,6 +55,8 @@ async def test_the_editor_works_on_the_box_and_check_sees_its_files(machine: Mac
     checked = await machine.check("pwd; cat made.txt /tmp/elsewhere/x.txt; exit 3")
     assert checked.status == 3
     assert checked.head == "/app\nmade by the editor\nanywhere in the box\n"
+    as_root = await machine.check("id -un; rm /etc/hostname && echo removed", user="root")
+    assert (as_root.status, as_root.head) == (0, "root\nremoved\n")
 
 
 async def test_closing_the_machine_closes_its_box(
