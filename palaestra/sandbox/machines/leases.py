@@ -69,10 +69,13 @@ class Lease:
 
 
 def read(path: Path) -> Lease | None:
+    """The lease at ``path``; fields it does not know are ignored (a lease another version
+    wrote is still reaped), ``None`` if it cannot be read."""
     try:
         data = json.loads(path.read_text())
-        return Lease(**data)
-    except (OSError, ValueError, TypeError):
+        known = {name: value for name, value in data.items() if name in Lease.__dataclass_fields__}
+        return Lease(**known)
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
 
 

@@ -381,3 +381,19 @@ def test_cgroups_of_a_dead_owner_without_a_lease_are_swept(provider: RootfsProvi
     finally:
         if orphan.exists():
             orphan.rmdir()
+
+
+def test_a_lease_with_fields_this_version_does_not_know_is_still_reaped(tmp_path: Path) -> None:
+    directory = tmp_path / "box"
+    directory.mkdir()
+    record = {
+        "box": "box",
+        "directory": str(directory),
+        "pid": 2**22 + 7,
+        "start": 1,
+        "namespace": os.stat("/proc/self/ns/pid").st_ino,
+        "from_the_future": [1],
+    }
+    (tmp_path / "box.lease").write_text(json.dumps(record))
+    assert leases.reap(tmp_path) == 1
+    assert list(tmp_path.iterdir()) == []
