@@ -190,7 +190,8 @@ async def main(base: Path, episodes: int, kill_every: int) -> list[str]:
                 owners.add(kill_a_collector(provider, image, base))
                 provider = RootfsProvider(cache=cache, runtime=runtime, base=lambda: base)
                 provider.prepare()
-                outcomes["collector killed, boxes reaped"] += provider.reaped
+                outcomes["collectors killed"] += 1
+                outcomes["their boxes reaped"] += provider.reaped
                 continue
             outcomes[await episode(provider, image, index % 5, failing)] += 1
         took = time.perf_counter() - began
