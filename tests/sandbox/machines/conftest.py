@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from palaestra.sandbox.machines.images import base_tar as base_image_tar
 from palaestra.sandbox.machines.rootfs import RootfsProvider
-
-TEST_BASE = Path.home() / ".cache" / "palaestra" / "test-images" / "bookworm-python3.tar"
-"""Where the tests keep a base tar while the base image builder is not there."""
 
 DOCKERFILE = """\
 # A tiny task image: every instruction the rootfs builder knows.
@@ -42,32 +38,9 @@ def needs_root() -> None:
 
 @pytest.fixture(scope="session")
 def base_tar() -> Path:
-    """The offline Debian base (minbase + python3): the base image builder's when it is
-    there, else one built here with mmdebstrap once and kept under ~/.cache/palaestra."""
+    """The offline Debian base (``images.base_tar``), built here once if it is missing."""
     needs_root()
-    try:
-        images = importlib.import_module("palaestra.sandbox.machines.images")
-    except ImportError:
-        images = None
-    if images is not None:
-        return Path(images.base_tar(build=True))
-    if not TEST_BASE.exists():
-        TEST_BASE.parent.mkdir(parents=True, exist_ok=True)
-        partial = TEST_BASE.with_name(TEST_BASE.name + ".part")
-        subprocess.run(
-            [
-                "mmdebstrap",
-                "--variant=minbase",
-                "--format=tar",
-                "--include=python3",
-                "bookworm",
-                str(partial),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        partial.rename(TEST_BASE)
-    return TEST_BASE
+    return base_image_tar(build=True)
 
 
 @pytest.fixture(scope="session")
