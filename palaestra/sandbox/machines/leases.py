@@ -73,6 +73,8 @@ def read(path: Path) -> Lease | None:
     wrote is still reaped), ``None`` if it cannot be read."""
     try:
         data = json.loads(path.read_text())
+        if isinstance(data.get("cgroup"), str):  # as the first leases named one cgroup
+            data["cgroups"] = [*data.get("cgroups", []), data["cgroup"]]
         known = {name: value for name, value in data.items() if name in Lease.__dataclass_fields__}
         return Lease(**known)
     except (OSError, ValueError, TypeError, AttributeError):
