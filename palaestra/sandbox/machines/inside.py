@@ -1,0 +1,182 @@
+"""How a command runs inside a root file system: bubblewrap over the box's merged overlay.
+
+The chain of ``exec``s (nothing runs Python between ``fork`` and ``exec``)::
+
+    sh -c 'echo $$ >CGROUP/cgroup.procs && exec "$@"' .. prlimit .. -- \\
+        [setpriv --reuid=UID ..] -- bwrap --bind MERGED / .. -- CMD
+
+- The box's memory cgroup (one per box, every command of the box in it) bounds the RAM of
+  all its processes together and is how ``close`` and ``reap`` find them all.
+- As the image's ``root``: ``bwrap`` runs as real root (the image's files belong to uid 0,
+  ``apt-get`` and ``dpkg`` need it) in new pid, network, ipc, uts and cgroup namespaces,
+  with Docker's default capability set and nothing more (no ``CAP_SYS_ADMIN``: no mounts,
+  no namespaces; bubblewrap keeps ``/proc/sys`` read-only).
+- As another user: ``setpriv`` drops to the user's uid and gids first and ``bwrap`` makes a
+  user namespace too (``--unshare-all``), so nothing in the box holds any privilege.
+- No network in either: the only interface is ``lo``.
+- The environment is the image's (``--clearenv`` then ``--setenv``): nothing of the host's
+  leaks in, and no variable of the image (``LD_PRELOAD``) reaches the host's programs.
+- ``--die-with-parent``: if the collector dies (even ``kill -9``), its boxes' processes die
+  with it; what is left (mounts, directories) is reaped through the leases.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from palaestra.errors import SandboxFailure
+
+DOCKER_CAPABILITIES = (
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FSETID",
+    "CAP_FOWNER",
+    "CAP_MKNOD",
+    "CAP_NET_RAW",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETFCAP",
+    "CAP_SETPCAP",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT",
+    "CAP_KILL",
+    "CAP_AUDIT_WRITE",
+)
+"""What root in a box may do: Docker's default set (a task written for Docker works)."""
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """Who a command runs as: a uid, its gids (primary first) and its home."""
+
+    name: str
+    uid: int
+    gid: int
+    groups: tuple[int, ...] = ()
+    home: str = "/"
+
+
+def read_in_root(root: Path, relative: str, max_bytes: int = 1 << 22) -> str | None:
+    """A file of the box (``relative`` to its root) read without following any link: the
+    box's files are written by untrusted code, and the host reads them as root."""
+    parts = [part for part in relative.split("/") if part]
+    try:
+        fd = os.open(root, _DIRECTORY)
+    except OSError:
+        return None
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, _DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        file = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        with os.fdopen(file, "rb") as handle:
+            return handle.read(max_bytes).decode(errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def resolve_user(root: Path, spec: str) -> User:
+    """``USER``'s value (``name``, ``uid``, ``name:group``, ``uid:gid``) as the box's
+    ``/etc/passwd`` and ``/etc/group`` have it."""
+    name, _, group = spec.partition(":")
+    passwd = _table(read_in_root(root, "etc/passwd"))
+    groups = _table(read_in_root(root, "etc/group"))
+    entry = next((row for row in passwd if row[0] == name), None)
+    if entry is None and name.isdigit():
+        entry = next((row for row in passwd if row[2] == name), None)
+    if entry is None and not name.isdigit():
+        raise SandboxFailure(f"user {name!r} is not in the image's /etc/passwd")
+    uid = int(name) if entry is None else _number(entry[2])
+    gid = _number(entry[3]) if entry is not None else 0
+    login = entry[0] if entry is not None else name
+    if group:
+        found = next((row for row in groups if group in (row[0], row[2])), None)
+        if found is None and not group.isdigit():
+            raise SandboxFailure(f"group {group!r} is not in the image's /etc/group")
+        gid = int(group) if found is None else _number(found[2])
+    extra = tuple(
+        _number(row[2])
+        for row in groups
+        if len(row) > 3 and login in row[3].split(",") and _number(row[2]) != gid
+    )
+    home = entry[5] if entry is not None and len(entry) > 5 and entry[5] else "/"
+    return User(login, uid, gid, extra, home)
+
+
+def _table(text: str | None) -> list[list[str]]:
+    if text is None:
+        return []
+    return [line.split(":") for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def _number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+def environment(
+    user: User, image_env: Mapping[str, str], extra: Mapping[str, str] | None
+) -> dict[str, str]:
+    """A command's environment: Docker's defaults, then the image's ``ENV``, then ``extra``."""
+    env = {"PATH": DEFAULT_PATH, "HOME": user.home, "HOSTNAME": "box", "LANG": "C.UTF-8"}
+    env.update(image_env)
+    env.update(extra or {})
+    return env
+
+
+def argv(
+    command: Sequence[str],
+    *,
+    root: Path,
+    user: User,
+    cwd: str,
+    env: Mapping[str, str],
+    prlimit: Sequence[str] = (),
+    join: Sequence[str] = (),
+    status_fd: int | None = None,
+    seccomp_fd: int | None = None,
+) -> list[str]:
+    """The full argv running ``command`` in the root file system ``root`` (see above)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxFailure("bubblewrap (bwrap) is not installed")
+    head: list[str] = [*join]
+    tool = shutil.which("prlimit")
+    if prlimit and tool is not None:
+        head += [tool, *prlimit, "--"]
+    box = [bwrap, "--die-with-parent", "--new-session", "--hostname", "box"]
+    if user.uid == 0:
+        box += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        box += ["--unshare-cgroup-try", "--cap-drop", "ALL"]
+        for capability in DOCKER_CAPABILITIES:
+            box += ["--cap-add", capability]
+    else:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise SandboxFailure("setpriv (util-linux) is needed to run a box's user")
+        gids = ",".join(str(gid) for gid in user.groups)
+        head += [setpriv, f"--reuid={user.uid}", f"--regid={user.gid}"]
+        head += [f"--groups={gids}" if gids else "--clear-groups", "--no-new-privs", "--"]
+        box += ["--unshare-all", "--unshare-user", "--disable-userns"]
+    box += ["--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev"]
+    if status_fd is not None:
+        box += ["--json-status-fd", str(status_fd)]
+    if seccomp_fd is not None:
+        box += ["--seccomp", str(seccomp_fd)]
+    box += ["--clearenv"]
+    for name, value in env.items():
+        box += ["--setenv", name, value]
+    box += ["--chdir", cwd or "/", "--", *command]
+    return [*head, *box]

@@ -1,0 +1,164 @@
+"""The layer store of the ``rootfs`` provider: directories stacked by a kernel overlay.
+
+::
+
+    ~/.cache/palaestra/rootfs/
+        layers/<name>/          one build step's result (an overlay upper dir: new and
+                                changed files, whiteouts for removed ones)
+        layers/<name>.lock      held while the step is built (two builds of one step wait)
+        images/<ref>.json       a built image: its layer chain, workdir, env and user
+
+A layer's name is the first 24 hex digits of its key, ``sha256(parent key, the instruction,
+the state it ran in, the digest of the files it copied)``: the same step over the same
+parent is built once per machine. A layer is built under a temporary name and renamed into
+place when complete, so a layer directory that exists is whole.
+
+Overlays are mounted with lower directories named relative to ``layers/`` (``mount`` runs
+there): the kernel takes one page of mount options, which fits about 200 such names (a
+Dockerfile rarely has 30 steps; Docker's own cap is 127 layers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from palaestra.errors import SandboxFailure
+from palaestra.sandbox.machines.leases import unmount
+
+NAME_LENGTH = 24
+MAX_LAYERS = 120
+"""Layers of one chain; a deeper Dockerfile is refused (Docker's own cap is 127)."""
+
+
+def default_cache() -> Path:
+    return Path.home() / ".cache" / "palaestra" / "rootfs"
+
+
+def key_of(*parts: str | bytes) -> str:
+    """A step's key: sha256 over its parts, each length-prefixed (no two lists collide)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
+
+
+class LayerStore:
+    """Layers and images under ``root`` (see the module docstring)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.layers = root / "layers"
+        self.images = root / "images"
+
+    def prepare(self) -> None:
+        for path in (self.layers, self.images):
+            path.mkdir(parents=True, exist_ok=True)
+
+    def name(self, key: str) -> str:
+        return key[:NAME_LENGTH]
+
+    def path(self, name: str) -> Path:
+        return self.layers / name
+
+    def has(self, name: str) -> bool:
+        return self.path(name).is_dir()
+
+    def scratch(self, name: str) -> Path:
+        """A fresh directory to build layer ``name`` in (renamed into place by ``commit``)."""
+        path = self.layers / f".{name}.{os.getpid()}.{time.monotonic_ns()}"
+        path.mkdir()
+        return path
+
+    def commit(self, scratch: Path, name: str) -> None:
+        os.replace(scratch, self.path(name))
+
+    @contextlib.asynccontextmanager
+    async def locked(self, name: str, deadline: float) -> AsyncIterator[None]:
+        """Hold layer ``name``'s lock (waiting until ``deadline``, a ``time.monotonic``)."""
+        fd = os.open(self.layers / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise SandboxFailure(
+                            f"layer {name} is being built by another process and did not "
+                            "finish within the build's time budget"
+                        ) from None
+                    await asyncio.sleep(0.1)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def mount_overlay(
+    layers: Path, lowers: Sequence[str], upper: Path, work: Path, target: Path
+) -> None:
+    """Mount the overlay of ``lowers`` (layer names, bottom first) with ``upper`` on top at
+    ``target``. Root only (a kernel overlay)."""
+    if not lowers:
+        raise SandboxFailure("an image with no layers cannot be mounted")
+    if len(lowers) > MAX_LAYERS:
+        raise SandboxFailure(f"an image of {len(lowers)} layers is over the {MAX_LAYERS} allowed")
+    options = f"lowerdir={':'.join(reversed(lowers))},upperdir={upper},workdir={work}"
+    done = subprocess.run(
+        ["mount", "-t", "overlay", "overlay", "-o", options, str(target)],
+        cwd=layers,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        raise SandboxFailure(f"cannot mount the overlay at {target}: {done.stderr.strip()}")
+
+
+def unmount_overlay(target: Path) -> None:
+    unmount(target)
+
+
+def extract(tar: Path, into: Path) -> None:
+    """Unpack a root file system tar as root, owners, modes, devices and xattrs kept."""
+    done = subprocess.run(
+        [
+            "tar",
+            "-x",
+            "-p",
+            "--numeric-owner",
+            "--xattrs",
+            "--xattrs-include=*",
+            "-f",
+            str(tar),
+            "-C",
+            str(into),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise SandboxFailure(f"cannot unpack the base image {tar}: {done.stderr.strip()[-500:]}")
+
+
+def tar_identity(tar: Path) -> str:
+    """What names a base tar's content cheaply: its real path, size and modification time
+    (the base builder writes a new file, never rewrites one in place)."""
+    info = tar.stat()
+    return f"{tar.resolve()}:{info.st_size}:{info.st_mtime_ns}"
+
+
+def is_empty(path: Path) -> bool:
+    with os.scandir(path) as entries:
+        return next(entries, None) is None

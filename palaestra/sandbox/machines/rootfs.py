@@ -1,0 +1,365 @@
+"""The ``rootfs`` provider: Debian root file systems as directory layers, boxes under bubblewrap.
+
+No daemon: for clusters without Docker. ::
+
+    provider = RootfsProvider()
+    image = await provider.build(Path("task/environment"))   # cached layers (``build``)
+    async with await provider.start(image, BoxSpec()) as box:
+        process = await box.launch(["python3", "-c", "print(1)"], stdin=subprocess.DEVNULL)
+
+- **Images** are built from the task's Dockerfile (the subset ``dockerfile`` reads) into
+  layers under ``~/.cache/palaestra/rootfs`` (``layers``, ``build``). ``FROM
+  debian:bookworm-slim`` is the offline Debian base (``images.base_tar``, built with
+  ``mmdebstrap``); any other base image is refused with one line naming it.
+- **A box** is a kernel overlay of the image's layers with an empty directory of its own on
+  top, mounted at ``<runtime>/<id>/merged`` (``root``): starting one copies no image file,
+  and what the episode writes lands in its own upper directory only. Commands run there under
+  bubblewrap (``inside``): new pid, network, ipc and uts namespaces, no network but ``lo``,
+  as the image's user, in its workdir, with its environment; all of a box's processes are in
+  one memory cgroup bounded by ``BoxSpec.memory_mb`` (where memory cgroups can be made), and
+  ``BoxSpec.processes`` bounds a non-root user's processes.
+- **Lifecycle**: at most ``max_starting`` boxes start at once, each within
+  ``BoxSpec.start_timeout``. A box's lease (``leases``) is written before anything of it
+  exists; ``close`` kills its processes, detaches the overlay and removes its directory and
+  lease; a box whose collector died is torn down by the next provider (``reap``, run when
+  the provider is first used).
+
+Root is needed (kernel overlay mounts, the image's files belong to uid 0); ``problem`` says
+so elsewhere. ``BoxSpec.cpus`` and ``storage_mb`` are not enforced by this provider (the
+upper directory is on the cache's disk).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib
+import json
+import os
+import secrets
+import shutil
+import stat
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from palaestra.errors import SandboxFailure
+from palaestra.sandbox import seccomp
+from palaestra.sandbox.cgroup import MemoryCgroups, RunCgroup, find_memory_cgroups
+from palaestra.sandbox.machines import inside, leases
+from palaestra.sandbox.machines.build import Builder
+from palaestra.sandbox.machines.layers import LayerStore, default_cache, key_of, mount_overlay
+from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
+from palaestra.sandbox.process import SandboxProcess
+
+NAME = "rootfs"
+_MB = 1 << 20
+
+
+def default_runtime() -> Path:
+    """Where boxes live while they run: ``/var/lib/palaestra/boxes`` as root (reachable by
+    a box's non-root user, unlike ``/root``)."""
+    return Path("/var/lib/palaestra/boxes")
+
+
+def offline_base() -> Path:
+    """The offline Debian base tar, from the base image builder (``images.base_tar``)."""
+    try:  # written by the base image builder; looked up by name, so this module stands alone
+        images = importlib.import_module("palaestra.sandbox.machines.images")
+    except ImportError as error:
+        raise SandboxFailure(
+            f"the offline Debian base image cannot be built here: {error}"
+        ) from None
+    return Path(images.base_tar())
+
+
+class RootfsProvider(Provider):
+    """Images as cached layers, boxes as overlays under bubblewrap (see the module).
+
+    ``cache``: the layer store (default ``~/.cache/palaestra/rootfs``); ``runtime``: where
+    running boxes live (default ``/var/lib/palaestra/boxes``); ``base``: returns the path of
+    the base root file system tar (default ``offline_base``).
+    """
+
+    name: ClassVar[str] = NAME
+
+    def __init__(
+        self,
+        *,
+        cache: Path | None = None,
+        runtime: Path | None = None,
+        base: Callable[[], Path] | None = None,
+        max_starting: int | None = None,
+    ) -> None:
+        self.store = LayerStore(cache or default_cache())
+        self.runtime = runtime or default_runtime()
+        self.base = base or offline_base
+        if max_starting is not None:
+            self.max_starting = max_starting
+        self._starting: asyncio.Semaphore | None = None
+        self._ready = False
+        self._cgroups: MemoryCgroups | None = None
+        self.reaped = 0
+        """Boxes of dead owners torn down when this provider was first used."""
+        self.steps_run = 0
+        """Build steps run (not found in the cache) by this provider."""
+
+    def problem(self) -> str | None:
+        if os.geteuid() != 0:
+            return "the rootfs provider needs root (kernel overlay mounts of the image's layers)"
+        for tool in ("bwrap", "mount", "tar", "setpriv"):
+            if shutil.which(tool) is None:
+                return f"the rootfs provider needs {tool}, which is not installed"
+        return None
+
+    def prepare(self) -> None:
+        """Make the directories, find the memory cgroups, reap dead owners' boxes (once)."""
+        if self._ready:
+            return
+        why = self.problem()
+        if why is not None:
+            raise SandboxFailure(why)
+        self.store.prepare()
+        for path in (self.runtime, self.build_dir):
+            path.mkdir(parents=True, exist_ok=True)
+        for path in (self.runtime, *self.runtime.parents):
+            if path == Path("/") or not path.is_dir():
+                break
+            if path.stat().st_uid == 0 and not path.stat().st_mode & 0o001:
+                path.chmod(path.stat().st_mode | 0o011)  # a box's user must reach its root
+        found = find_memory_cgroups()
+        self._cgroups = None if isinstance(found, str) else found
+        self._ready = True
+        self.reaped = self.reap()
+
+    @property
+    def build_dir(self) -> Path:
+        return self.store.root / "build"
+
+    def reap(self) -> int:
+        count = 0
+        for directory in (self.runtime, self.build_dir):
+            count += leases.reap(directory)
+        return count
+
+    async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:
+        self.prepare()
+        deadline = time.monotonic() + timeout
+        context = Path(context)
+        builder = Builder(self.store, self.build_dir, self.base, self._cgroups)
+        state = await builder.build(context, deadline)
+        self.steps_run += state.ran
+        ref = key_of(state.key, json.dumps([state.chain, state.workdir, state.env, state.user]))
+        record = {
+            "chain": state.chain,
+            "workdir": state.workdir,
+            "env": state.env,
+            "user": state.user,
+        }
+        target = self.store.images / f"{ref}.json"
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        partial.write_text(json.dumps(record))
+        os.replace(partial, target)
+        return Image(
+            provider=NAME,
+            ref=ref,
+            digest=context_digest(context),
+            workdir=state.workdir,
+            env=dict(state.env),
+            user=state.user,
+        )
+
+    async def start(self, image: Image, spec: BoxSpec) -> Box:
+        self.prepare()
+        if spec.network:
+            raise SandboxFailure("this task needs a network; boxes here have none (policy)")
+        if image.provider != NAME:
+            raise SandboxFailure(f"image {image.ref} was built by {image.provider}, not {NAME}")
+        chain = self._chain(image)
+        if self._starting is None:
+            self._starting = asyncio.Semaphore(self.max_starting)
+        async with self._starting:
+            started = asyncio.ensure_future(asyncio.to_thread(self._make, image, chain, spec))
+            try:
+                return await asyncio.wait_for(asyncio.shield(started), spec.start_timeout)
+            except BaseException as error:
+                started.add_done_callback(_close_late)
+                if isinstance(error, TimeoutError):
+                    raise SandboxFailure(
+                        f"a box of image {image.ref[:12]} did not start within "
+                        f"{spec.start_timeout:g} s"
+                    ) from None
+                raise
+
+    def _chain(self, image: Image) -> list[str]:
+        try:
+            record = json.loads((self.store.images / f"{image.ref}.json").read_text())
+            chain = [str(name) for name in record["chain"]]
+        except (OSError, ValueError, KeyError) as error:
+            raise SandboxFailure(f"image {image.ref} is not built here: {error}") from None
+        missing = [name for name in chain if not self.store.has(name)]
+        if missing:
+            raise SandboxFailure(
+                f"image {image.ref} lost its layers ({', '.join(missing)}): rebuild it"
+            )
+        return chain
+
+    def _make(self, image: Image, chain: list[str], spec: BoxSpec) -> RootfsBox:
+        """Make a box (in a thread): lease first, then directories, cgroup and overlay."""
+        box_id = secrets.token_hex(8)
+        directory = self.runtime / box_id
+        merged = directory / "merged"
+        lease = leases.Lease(box=box_id, directory=str(directory), mounts=[str(merged)])
+        cgroup = None
+        try:
+            if self._cgroups is not None:
+                cgroup = self._cgroups.create(spec.memory_mb * _MB)
+                lease.cgroup = str(cgroup.path)
+            lease.write(self.runtime)
+            directory.mkdir(mode=0o711)
+            for part in ("upper", "work", "merged"):
+                (directory / part).mkdir()
+            mount_overlay(self.store.layers, chain, directory / "upper", directory / "work", merged)
+        except BaseException as error:
+            if cgroup is not None and lease.cgroup is None:
+                cgroup.remove()
+            leases.tear_down(lease, self.runtime)
+            if isinstance(error, SandboxFailure):
+                raise
+            if isinstance(error, OSError):
+                raise SandboxFailure(
+                    f"cannot start a box of image {image.ref[:12]}: {error}"
+                ) from None
+            raise
+        return RootfsBox(self, image, box_id, directory, lease, cgroup, spec)
+
+
+def _close_late(future: asyncio.Future[RootfsBox]) -> None:
+    """A box that finished starting after its caller gave up is torn down."""
+    if future.cancelled() or future.exception() is not None:
+        return
+    box = future.result()
+    box.close_now()
+
+
+class RootfsBox(Box):
+    """One episode's box: ``root`` is its merged overlay as the host sees it."""
+
+    def __init__(
+        self,
+        provider: RootfsProvider,
+        image: Image,
+        box_id: str,
+        directory: Path,
+        lease: leases.Lease,
+        cgroup: RunCgroup | None,
+        spec: BoxSpec,
+    ) -> None:
+        self.provider = provider
+        self.image = image
+        self.id = box_id
+        self.directory = directory
+        self.root = directory / "merged"
+        self.upper = directory / "upper"
+        self.lease = lease
+        self.cgroup = cgroup
+        self.spec = spec
+        self._processes: weakref.WeakSet[SandboxProcess] = weakref.WeakSet()
+        self._closed = False
+
+    def user(self, spec: str | None = None) -> inside.User:
+        """A user of the box (default the image's) as its ``/etc/passwd`` names it."""
+        return inside.resolve_user(self.root, spec or self.image.user)
+
+    def bytes_written(self) -> int:
+        """Bytes the box's own layer holds: what the episode wrote (copy-on-write)."""
+        total = 0
+        for folder, _, names in os.walk(self.upper):
+            for name in names:
+                with contextlib.suppress(OSError):
+                    total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+        return total
+
+    async def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: int,
+        user: str | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stream_limit: int = 2**16,
+        protocol: bool = False,
+    ) -> SandboxProcess:
+        if self._closed:
+            raise SandboxFailure(f"box {self.id} is closed")
+        who = self.user(user)
+        environment = inside.environment(who, self.image.env, env)
+        directory = cwd or self.image.workdir or "/"
+        prlimit = [] if who.uid == 0 else [f"--nproc={self.spec.processes}"]
+        join = self.cgroup.join_argv() if self.cgroup is not None else []
+
+        def build_argv(status_fd: int | None, seccomp_fd: int | None) -> list[str]:
+            return inside.argv(
+                list(argv),
+                root=self.root,
+                user=who,
+                cwd=directory,
+                env=environment,
+                prlimit=[*prlimit, "--core=0"],
+                join=join,
+                status_fd=status_fd,
+                seccomp_fd=seccomp_fd,
+            )
+
+        process = await SandboxProcess.start(
+            build_argv,
+            bubblewrap=True,
+            uid=None,
+            cwd="/",
+            env={},
+            stdin=stdin,
+            stream_limit=stream_limit,
+            seccomp=seccomp.program(memfd=self.cgroup is not None),
+            protocol=protocol,
+        )
+        self._processes.add(process)
+        return process
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.close_now)
+
+    def close_now(self) -> None:
+        """``close`` without the event loop (blocks for the unmount and the removal)."""
+        if self._closed:
+            return
+        self._closed = True
+        for process in list(self._processes):
+            with contextlib.suppress(Exception):
+                process.kill()
+        leases.tear_down(self.lease, self.provider.runtime)
+
+
+def context_digest(folder: Path) -> str:
+    """``sha256:<hex>`` of a Dockerfile folder: every file's relative path, whether it is
+    executable, and its content (a symbolic link: its target), in path order (the same
+    digest Harbor task folders are stamped with)."""
+    outer = hashlib.sha256()
+    found: list[Path] = []
+    for directory, subdirectories, names in os.walk(folder):
+        base = Path(directory)
+        found.extend(base / name for name in names)
+        found.extend(base / name for name in subdirectories if (base / name).is_symlink())
+    for path in sorted(found, key=lambda p: p.relative_to(folder).as_posix()):
+        relative = path.relative_to(folder).as_posix()
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            kind, inner = "l", hashlib.sha256(os.readlink(path).encode()).hexdigest()
+        else:
+            kind = "x" if info.st_mode & stat.S_IXUSR else "f"
+            inner = hashlib.sha256(path.read_bytes()).hexdigest()
+        outer.update(f"{relative}\0{kind}\0{inner}\n".encode())
+    return f"sha256:{outer.hexdigest()}"
