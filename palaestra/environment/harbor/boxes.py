@@ -17,18 +17,62 @@ import os
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox import Limit, Limits
 from palaestra.sandbox.machines.provider import Box
-from palaestra.sandbox.process import supervise
+from palaestra.sandbox.process import SandboxProcess, supervise
 
 READ_CAP = 1 << 20
 """Bytes of a reward file read (a reward is a number or a small JSON object)."""
 STAGE_TIMEOUT = 120.0
+
+
+class AgentView(Box):
+    """The rollout's box as the agent's machine sees it: commands run as ``[agent] user`` in
+    ``[environment] workdir`` with ``[environment] env`` unless a call says otherwise (its
+    ``image`` says so too, for the editor's new files), and ``close`` leaves the box open:
+    the environment closes it after the tests ran in it."""
+
+    def __init__(
+        self, box: Box, *, user: str | None, workdir: str | None, env: Mapping[str, str]
+    ) -> None:
+        self.box = box
+        self.root = box.root
+        self.image = replace(
+            box.image,
+            user=user or box.image.user,
+            workdir=workdir or box.image.workdir,
+            env={**box.image.env, **env},
+        )
+        self._env = dict(env)
+
+    async def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: int,
+        user: str | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stream_limit: int = 2**16,
+        protocol: bool = False,
+    ) -> SandboxProcess:
+        return await self.box.launch(
+            argv,
+            stdin=stdin,
+            user=user or self.image.user,
+            cwd=cwd or self.image.workdir,
+            env={**self._env, **(env or {})},
+            stream_limit=stream_limit,
+            protocol=protocol,
+        )
+
+    async def close(self) -> None:
+        """Nothing: the box outlives the agent's machine (the tests run in it next)."""
 
 
 @dataclass(frozen=True, slots=True)

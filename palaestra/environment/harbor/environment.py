@@ -34,13 +34,12 @@ from palaestra.environment.base import Environment
 from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.harbor.boxes import (
     STAGE_TIMEOUT,
+    AgentView,
     fresh_directory,
     read_in_box,
     run,
     stage,
 )
-from palaestra.environment.harbor.providers import DEFAULT as DEFAULT_SANDBOX
-from palaestra.environment.harbor.providers import open_provider, providers
 from palaestra.environment.harbor.rewards import REWARD_KEY, RewardProblem, read_reward
 from palaestra.environment.harbor.tasks import TASK_FIELD, box_spec, load_tasks
 from palaestra.environment.machine import MachineState, MachineTools
@@ -49,10 +48,13 @@ from palaestra.environment.sessions import Session
 from palaestra.environment.tools import tool
 from palaestra.errors import ConfigError, InvalidTask, SandboxFailure, ToolError
 from palaestra.sandbox.machines.provider import Box, Provider
+from palaestra.sandbox.machines.registry import PROVIDERS, make_provider
 from palaestra.types import FailureKind, JsonDict, Verdict
 from palaestra.wire.harbor import HarborTask
 from palaestra.wire.rows import TASK_DIGEST
 
+DEFAULT_SANDBOX = "rootfs"
+"""Daemonless: it needs nothing running on the machine (``docker`` needs its daemon)."""
 ORACLE_MARK = "# palaestra oracle"
 VERIFIER_DIR = "/logs/verifier"
 TEST_OUTPUT = f"{VERIFIER_DIR}/test-stdout.txt"
@@ -83,9 +85,8 @@ class HarborEnvironment(MachineTools, Environment):
         """``path``: a Harbor task folder or a folder of them. ``sandbox``: the provider that
         builds and starts the machines, ``rootfs`` (daemonless, the default) or ``docker``
         (or a ``palaestra.sandboxes`` plug-in)."""
-        registry = providers()
-        if not registry.has(sandbox):
-            raise ConfigError(f"unknown sandbox '{sandbox}'; known: {', '.join(registry.names())}")
+        if not PROVIDERS.has(sandbox):
+            raise ConfigError(f"unknown sandbox '{sandbox}'; known: {', '.join(PROVIDERS.names())}")
         self.path = Path(path)
         self.sandbox = sandbox
         self.tasks = load_tasks(self.path)
@@ -111,7 +112,7 @@ class HarborEnvironment(MachineTools, Environment):
         """The provider (made on first use, once per environment): boxes its dead owners left
         are reaped then; one that cannot run here is a one-line ``ConfigError``."""
         if self._provider is None:
-            provider = open_provider(self.sandbox)
+            provider = make_provider(self.sandbox)
             problem = provider.problem()
             if problem is not None:
                 raise ConfigError(f"sandbox '{self.sandbox}' cannot run here: {problem}")
@@ -172,14 +173,20 @@ class HarborEnvironment(MachineTools, Environment):
         return state.machine
 
     def box_machine(self, state: HarborState) -> Machine:
-        """The agent's machine over the rollout's box, as ``[agent] user`` in its workdir."""
+        """The agent's machine over the rollout's box, as ``[agent] user`` in its workdir (its
+        ``close`` stops the agent's shell and leaves the box to the tests)."""
         assert state.box is not None and state.task is not None
         environment = state.task.config.environment
-        return Machine.over_box(  # type: ignore[attr-defined]
+        view = AgentView(
             state.box,
             user=_user(state.task.config.agent.user),
-            cwd=environment.workdir,
-            env=dict(environment.env) or None,
+            workdir=environment.workdir,
+            env=environment.env,
+        )
+        return Machine(
+            None,
+            self.machine_limits,
+            box=view,
             idle_ttl=self.machine_idle_ttl,
             head_bytes=self.output_head_bytes,
             tail_bytes=self.output_tail_bytes,
@@ -215,7 +222,6 @@ class HarborEnvironment(MachineTools, Environment):
         state.closed = True
         await fresh_directory(box, VERIFIER_DIR)
         await stage(box, task.path / "tests", "/tests")
-        env = {**config.environment.env, **config.verifier.env}
         started = asyncio.get_running_loop().time()
         ran = await run(
             box,
@@ -223,7 +229,7 @@ class HarborEnvironment(MachineTools, Environment):
             timeout=config.verifier.timeout_sec,
             user=_user(config.verifier.user),
             cwd=config.environment.workdir,
-            env=({**box.image.env, **env} if env else None),
+            env={**config.environment.env, **config.verifier.env},
         )
         seconds = asyncio.get_running_loop().time() - started
         metrics: JsonDict = {
