@@ -10,6 +10,10 @@ untrusted code: every path is walked one component at a time from the work dir's
 descriptor with ``O_NOFOLLOW``, so a symbolic link anywhere in it (or ``..``, or a path
 outside the work dir) is refused, never followed with the host's privileges. Files it
 creates belong to the sandbox's uid, as if the shell had made them.
+
+Over a box (``palaestra.sandbox.machines``) the editor's root is the box's whole file system
+(``inside`` is ``/``), relative paths start from the image's workdir (``relative_to``) and
+new files belong to the image's user and group.
 """
 
 from __future__ import annotations
@@ -38,10 +42,20 @@ _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 class Editor:
     """Edits files under ``root`` (host path), named as the sandbox sees them (``inside``)."""
 
-    def __init__(self, root: Path, inside: str, *, owner: int | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        inside: str,
+        *,
+        owner: int | None = None,
+        group: int | None = None,
+        relative_to: str | None = None,
+    ) -> None:
         self.root = root
         self.inside = inside.rstrip("/") or "/"
         self.owner = owner
+        self.group: int = (owner if group is None else group) or 0
+        self.relative_to = relative_to or self.inside
         self._history: dict[str, list[bytes]] = {}
 
     def view(self, path: str, view_range: list[int] | None = None) -> str:
@@ -84,7 +98,7 @@ class Editor:
                 raise ToolError(f"cannot create {shown}: {error.strerror}") from None
             try:
                 if self.owner is not None:
-                    os.fchown(fd, self.owner, self.owner)
+                    os.fchown(fd, self.owner, self.group)
                 _write_all(fd, data)
             finally:
                 os.close(fd)
@@ -155,7 +169,7 @@ class Editor:
             raise ToolError("path is empty")
         if "\0" in path:
             raise ToolError("path contains a NUL byte")
-        joined = path if path.startswith("/") else posixpath.join(self.inside, path)
+        joined = path if path.startswith("/") else posixpath.join(self.relative_to, path)
         normal = posixpath.normpath(joined)
         if normal.startswith("//"):
             normal = normal[1:]
@@ -181,7 +195,7 @@ class Editor:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(part, 0o755, dir_fd=fd)
                         if self.owner is not None:
-                            os.chown(part, self.owner, self.owner, dir_fd=fd)
+                            os.chown(part, self.owner, self.group, dir_fd=fd)
                 try:
                     child = os.open(part, _DIRECTORY, dir_fd=fd)
                 except OSError as error:

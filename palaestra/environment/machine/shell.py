@@ -23,6 +23,7 @@ from palaestra.sandbox.process import SandboxProcess
 
 if TYPE_CHECKING:
     from palaestra.sandbox import Sandbox
+    from palaestra.sandbox.machines.provider import Box
     from palaestra.sandbox.workdir import WorkDir
 
 _PROGRAM = Path(__file__).with_name("shell_program.py")
@@ -113,6 +114,26 @@ class ShellProcess:
             stream_limit=8 * reply_bytes + 2**16,  # JSON may escape a byte as \\uXXXX
             protocol=True,
         )
+        return await cls._started(process, limits)
+
+    @classmethod
+    async def start_in_box(
+        cls, box: Box, limits: Limits, *, idle_ttl: float, reply_bytes: int
+    ) -> ShellProcess:
+        """The shell of a machine in ``box``: as the image's user, in its workdir. The
+        supervisor runs under the box's ``python3`` (standard library only)."""
+        command = ["python3", "-B", "-E", "-s", "-c", _PROGRAM.read_text(), repr(idle_ttl)]
+        process = await box.launch(
+            command,
+            stdin=subprocess.DEVNULL,
+            stream_limit=8 * reply_bytes + 2**16,
+            protocol=True,
+        )
+        return await cls._started(process, limits)
+
+    @classmethod
+    async def _started(cls, process: SandboxProcess, limits: Limits) -> ShellProcess:
+        """Wait for the supervisor's first line (it is up) or say why it did not start."""
         shell = cls(process, limits)
         try:
             line = await asyncio.wait_for(process.stdout.readline(), _START_TIMEOUT)

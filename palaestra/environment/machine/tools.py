@@ -20,6 +20,12 @@ tools on a per-rollout sandboxed ``Machine`` (started on the first call, killed 
 - ``submit``: the agent says it is done; recorded in ``MachineState.submitted``, and any
   later call is refused with a note that the episode is over.
 
+A task whose machine is a whole image (a Harbor task's ``environment/``) overrides
+``machine_box`` to start a box per rollout from a sandbox provider
+(``palaestra.sandbox.machines``); the same three tools then work in the box (the editor
+over its whole file system, commands in the image's workdir as its user), and ``close``
+closes it. A box that cannot be started fails the rollout as ``sandbox_error``.
+
 A subclass that keeps more per-rollout state returns a subclass of ``MachineState`` from
 ``seed``; one that overrides ``close`` awaits ``super().close(session)``. A machine that
 cannot start fails the rollout as ``tool_error`` (never a reward of 0); what the model's
@@ -39,6 +45,7 @@ from palaestra.environment.sessions import Session
 from palaestra.environment.tools import tool
 from palaestra.errors import ConfigError, ToolError, ToolFailure
 from palaestra.sandbox import DEBIAN_PYTHON, Isolation, Limits, Sandbox
+from palaestra.sandbox.machines.provider import Box
 from palaestra.types import JsonDict
 
 EditorCommand = Literal["view", "create", "str_replace", "insert", "undo_edit"]
@@ -98,6 +105,12 @@ class MachineTools:
         """The files the work dir holds when the machine starts (relative path -> content)."""
         return {}
 
+    async def machine_box(self, task: JsonDict) -> Box | None:
+        """The box this rollout's machine runs in, started on the machine's first use
+        (``provider.start(image, spec)``); ``None`` (the default): the host sandbox with a
+        work dir of ``machine_files``. The machine owns the box and closes it."""
+        return None
+
     def seed(self, task: JsonDict) -> Any:
         return MachineState()
 
@@ -107,9 +120,11 @@ class MachineTools:
         if state.closed:
             raise ToolFailure("the rollout was closed")
         if state.machine is None:
+            task = session.task
             state.machine = Machine(
                 self.machine_sandbox(),
                 self.machine_limits,
+                box=lambda: self.machine_box(task),
                 idle_ttl=self.machine_idle_ttl,
                 head_bytes=self.output_head_bytes,
                 tail_bytes=self.output_tail_bytes,
@@ -175,6 +190,7 @@ class MachineTools:
         _open(session)
         machine = self.machine_of(session)
         try:
+            await machine.ready()
             editor = machine.editor
         except (ConfigError, ShellEnded, OSError, RuntimeError) as error:
             raise ToolFailure(f"the machine's files cannot be reached: {error}") from error

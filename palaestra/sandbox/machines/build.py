@@ -284,7 +284,7 @@ async def _execute(
     extra = ["--ro-bind", str(copy_from), _COPY_MOUNT] if copy_from is not None else []
 
     def build_argv(status_fd: int | None, seccomp_fd: int | None) -> list[str]:
-        full = inside.argv(
+        return inside.argv(
             command,
             root=root,
             user=user,
@@ -293,9 +293,8 @@ async def _execute(
             join=join,
             status_fd=status_fd,
             seccomp_fd=seccomp_fd,
+            binds=extra,
         )
-        at = full.index("--clearenv")
-        return [*full[:at], *extra, *full[at:]]
 
     process = await SandboxProcess.start(
         build_argv,

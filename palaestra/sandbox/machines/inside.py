@@ -14,8 +14,10 @@ The chain of ``exec``s (nothing runs Python between ``fork`` and ``exec``)::
 - As another user: ``setpriv`` drops to the user's uid and gids first and ``bwrap`` makes a
   user namespace too (``--unshare-all``), so nothing in the box holds any privilege.
 - No network in either: the only interface is ``lo``.
-- The environment is the image's (``--clearenv`` then ``--setenv``): nothing of the host's
-  leaks in, and no variable of the image (``LD_PRELOAD``) reaches the host's programs.
+- The environment is the image's, given to bubblewrap with ``--setenv``: the host's
+  programs of the chain start with an empty environment (only ``PALAESTRA_PROTOCOL`` for a
+  shell's supervisor), so nothing of the host's leaks in and no variable of the image
+  (``LD_PRELOAD``) reaches a host program.
 - ``--die-with-parent``: if the collector dies (even ``kill -9``), its boxes' processes die
   with it; what is left (mounts, directories) is reaped through the leases.
 """
@@ -147,8 +149,10 @@ def argv(
     join: Sequence[str] = (),
     status_fd: int | None = None,
     seccomp_fd: int | None = None,
+    binds: Sequence[str] = (),
 ) -> list[str]:
-    """The full argv running ``command`` in the root file system ``root`` (see above)."""
+    """The full argv running ``command`` in the root file system ``root`` (see above);
+    ``binds``: more bubblewrap mount arguments (after ``/``, ``/proc`` and ``/dev``)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxFailure("bubblewrap (bwrap) is not installed")
@@ -170,12 +174,11 @@ def argv(
         head += [setpriv, f"--reuid={user.uid}", f"--regid={user.gid}"]
         head += [f"--groups={gids}" if gids else "--clear-groups", "--no-new-privs", "--"]
         box += ["--unshare-all", "--unshare-user", "--disable-userns"]
-    box += ["--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev"]
+    box += ["--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev", *binds]
     if status_fd is not None:
         box += ["--json-status-fd", str(status_fd)]
     if seccomp_fd is not None:
         box += ["--seccomp", str(seccomp_fd)]
-    box += ["--clearenv"]
     for name, value in env.items():
         box += ["--setenv", name, value]
     box += ["--chdir", cwd or "/", "--", *command]

@@ -80,8 +80,10 @@ class RootfsProvider(Provider):
     """Images as cached layers, boxes as overlays under bubblewrap (see the module).
 
     ``cache``: the layer store (default ``~/.cache/palaestra/rootfs``); ``runtime``: where
-    running boxes live (default ``/var/lib/palaestra/boxes``); ``base``: returns the path of
-    the base root file system tar (default ``offline_base``).
+    running boxes live (default ``/var/lib/palaestra/boxes``; every directory on its path
+    must be searchable by others, or an image whose ``USER`` is not root cannot reach its
+    box); ``base``: returns the path of the base root file system tar (default
+    ``offline_base``).
     """
 
     name: ClassVar[str] = NAME
@@ -123,13 +125,9 @@ class RootfsProvider(Provider):
         if why is not None:
             raise SandboxFailure(why)
         self.store.prepare()
-        for path in (self.runtime, self.build_dir):
-            path.mkdir(parents=True, exist_ok=True)
-        for path in (self.runtime, *self.runtime.parents):
-            if path == Path("/") or not path.is_dir():
-                break
-            if path.stat().st_uid == 0 and not path.stat().st_mode & 0o001:
-                path.chmod(path.stat().st_mode | 0o011)  # a box's user must reach its root
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        if not self.runtime.is_dir():
+            self.runtime.mkdir(parents=True, mode=0o711)  # a box's non-root user passes through
         found = find_memory_cgroups()
         self._cgroups = None if isinstance(found, str) else found
         self._ready = True
