@@ -12,7 +12,7 @@ from palaestra.environment.harbor import HarborEnvironment, HarborState
 from palaestra.environment.harbor.boxes import run, stage
 from palaestra.environment.harbor.tasks import task_row
 from palaestra.environment.sessions import Session
-from palaestra.errors import SandboxFailure
+from palaestra.errors import SandboxFailure, ToolError
 from palaestra.sandbox.machines.rootfs import RootfsProvider
 from palaestra.types import FailureKind, Verdict
 from tests.support.harbor_folders import TASK_TOML, TEST_SH, components_task
@@ -172,3 +172,23 @@ async def test_close_closes_the_box(harbor, runtime: Path) -> None:  # type: ign
     await rollouts.environment.close(session)
     assert not root.exists()
     await rollouts.environment.close(session)  # twice: nothing
+
+
+async def test_the_agent_works_as_its_user_until_its_time_is_up(harbor) -> None:  # type: ignore[no-untyped-def]
+    toml = TASK_TOML.replace("timeout_sec = 120.0", "timeout_sec = 3.0")
+    toml = toml.replace(
+        'network_mode = "no-network"\n',
+        'network_mode = "no-network"\nworkdir = "/tmp"\n[environment.env]\nGREETING = "hi"\n',
+    )
+    rollouts = await harbor(a={"toml": toml})
+    environment = rollouts.environment
+    session = await rollouts.seed()
+    said = await environment.bash(session, "id -un; pwd; echo $GREETING; echo ok > /app/out.txt")
+    assert said == "agent\n/tmp\nhi\n[exit status 0]"
+    cut = await environment.bash(session, "sleep 10; echo late", timeout=30)
+    assert "late" not in cut  # the command's timeout was cut to the agent's time left
+    with pytest.raises(ToolError, match=r"your time is up \(3 s\)"):
+        await environment.bash(session, "echo more")
+    verdict = await rollouts.verify(session)
+    assert (verdict.failure, verdict.reward) == (None, 1.0)  # Harbor verifies it all the same
+    assert verdict.metrics["agent_timed_out"] is True
