@@ -114,41 +114,30 @@ async def run(
     return Ran(outcome.status, outcome.stdout + outcome.stderr)
 
 
-async def stage(box: Box, source: Path, target: str) -> None:
+async def stage(box: Box, source: Path, target: str, *, empty: str | None = None) -> None:
     """Put a copy of the host folder ``source`` at ``target`` in ``box`` (whatever was there
-    before is removed first), owned by root, modes kept; ``SandboxFailure`` if it fails."""
+    before is removed first), owned by root, modes kept; ``empty``: also make that directory
+    empty and writable by anyone (``/logs/verifier``: the tests write the reward there as
+    whichever user they run as). One command in the box, as root; ``SandboxFailure`` if it
+    fails."""
+    quoted = _quoted(target)
+    command = f"rm -rf {quoted} && mkdir -p {quoted} && tar -x --no-same-owner -C {quoted}"
+    if empty is not None:
+        directory = _quoted(empty)
+        command = (
+            f"rm -rf {directory} && mkdir -p {directory} && chmod 777 {directory} && {command}"
+        )
     with tempfile.TemporaryFile() as archive:
         archive.write(_tar(source))
         archive.flush()
         archive.seek(0)
-        quoted = _quoted(target)
         ran = await run(
-            box,
-            f"rm -rf {quoted} && mkdir -p {quoted} && tar -x --no-same-owner -C {quoted}",
-            timeout=STAGE_TIMEOUT,
-            user="root",
-            cwd="/",
-            stdin=archive.fileno(),
+            box, command, timeout=STAGE_TIMEOUT, user="root", cwd="/", stdin=archive.fileno()
         )
     if ran.status != 0:
         raise SandboxFailure(
             f"cannot copy {source.name}/ into the machine at {target}: {_last_line(ran)}"
         )
-
-
-async def fresh_directory(box: Box, path: str) -> None:
-    """An empty ``path`` in ``box`` that anyone may write (``/logs/verifier``: the tests write
-    the reward there, as whichever user they run as), made as root."""
-    quoted = _quoted(path)
-    ran = await run(
-        box,
-        f"rm -rf {quoted} && mkdir -p {quoted} && chmod 777 {quoted}",
-        timeout=STAGE_TIMEOUT,
-        user="root",
-        cwd="/",
-    )
-    if ran.status != 0:
-        raise SandboxFailure(f"cannot make {path} in the machine: {_last_line(ran)}")
 
 
 def read_in_box(root: Path, path: str) -> bytes | None:

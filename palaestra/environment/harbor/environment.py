@@ -35,7 +35,6 @@ from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.harbor.boxes import (
     STAGE_TIMEOUT,
     AgentView,
-    fresh_directory,
     read_in_box,
     run,
     stage,
@@ -220,8 +219,7 @@ class HarborEnvironment(MachineTools, Environment):
             with contextlib.suppress(Exception):
                 await machine.close()
         state.closed = True
-        await fresh_directory(box, VERIFIER_DIR)
-        await stage(box, task.path / "tests", "/tests")
+        await stage(box, task.path / "tests", "/tests", empty=VERIFIER_DIR)
         started = asyncio.get_running_loop().time()
         ran = await run(
             box,
