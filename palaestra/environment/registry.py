@@ -167,7 +167,14 @@ def _environment_in(target: object, where: str, class_name: str | None = None) -
 
 
 def tasks_beside(cls: type[Environment]) -> Path | None:
-    """The ``tasks.jsonl`` beside the module that defines ``cls`` (its example tasks), if any."""
+    """The ``tasks.jsonl`` beside the module that defines ``cls`` (its example tasks), if any;
+    a class that makes its task file (``example_tasks_file``: one shipping Harbor folders)
+    gives its own."""
+    made = getattr(cls, "example_tasks_file", None)
+    if callable(made):
+        own = made()
+        if own is not None:
+            return Path(own)
     module = sys.modules.get(cls.__module__)
     file: str | None = getattr(module, "__file__", None)  # none in a notebook or the REPL
     if not file:

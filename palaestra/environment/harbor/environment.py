@@ -40,7 +40,13 @@ from palaestra.environment.harbor.boxes import (
     stage,
 )
 from palaestra.environment.harbor.rewards import REWARD_KEY, RewardProblem, read_reward
-from palaestra.environment.harbor.tasks import TASK_FIELD, box_spec, load_tasks
+from palaestra.environment.harbor.tasks import (
+    TASK_FIELD,
+    box_spec,
+    load_tasks,
+    rows_directory,
+    write_rows,
+)
 from palaestra.environment.machine import MachineState, MachineTools
 from palaestra.environment.machine.machine import Machine
 from palaestra.environment.sessions import Session
@@ -79,14 +85,19 @@ class HarborEnvironment(MachineTools, Environment):
 
     name: ClassVar[str] = "harbor"
     machine_idle_ttl: ClassVar[float] = 3600.0
+    folder: ClassVar[Path | None] = None
+    """The task folders a subclass ships (``swe_local``, ``terminal``): ``path`` defaults to
+    it, and its rows are the environment's example tasks (``example_tasks_file``)."""
 
-    def __init__(self, path: str, sandbox: str = DEFAULT_SANDBOX) -> None:
-        """``path``: a Harbor task folder or a folder of them. ``sandbox``: the provider that
-        builds and starts the machines, ``rootfs`` (daemonless, the default) or ``docker``
-        (or a ``palaestra.sandboxes`` plug-in)."""
+    def __init__(self, path: str | None = None, sandbox: str = DEFAULT_SANDBOX) -> None:
+        """``path``: a Harbor task folder or a folder of them (default: the class's
+        ``folder``). ``sandbox``: the provider that builds and starts the machines, ``rootfs``
+        (daemonless, the default) or ``docker`` (or a ``palaestra.sandboxes`` plug-in)."""
         if not PROVIDERS.has(sandbox):
             raise ConfigError(f"unknown sandbox '{sandbox}'; known: {', '.join(PROVIDERS.names())}")
-        self.path = Path(path)
+        if path is None and self.folder is None:
+            raise ConfigError(f"environment '{self.name}' needs the path of its task folders")
+        self.path = Path(path) if path is not None else Path(str(self.folder))
         self.sandbox = sandbox
         self.tasks = load_tasks(self.path)
         self._provider: Provider | None = None
@@ -100,6 +111,14 @@ class HarborEnvironment(MachineTools, Environment):
             verify_timeout=max(c.verifier.timeout_sec for c in configs) + 3 * STAGE_TIMEOUT,
             close_timeout=120.0,
         )
+
+    @classmethod
+    def example_tasks_file(cls) -> Path | None:
+        """The rows of the class's ``folder`` (written where a resumed run finds them), or
+        None without one."""
+        if cls.folder is None:
+            return None
+        return write_rows(load_tasks(cls.folder), rows_directory())
 
     # --- the provider -----------------------------------------------------------------------
 

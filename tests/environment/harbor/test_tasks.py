@@ -15,7 +15,7 @@ from palaestra.environment.harbor.tasks import (
     task_row,
     write_rows,
 )
-from palaestra.environment.registry import find_environment
+from palaestra.environment.registry import find_environment, tasks_beside
 from palaestra.errors import ConfigError, InvalidTask
 from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.wire.harbor import folder_digest
@@ -176,3 +176,20 @@ def test_gold_actions_run_the_solution_and_null_is_required(tmp_path: Path) -> N
     assert environment.gold_actions(task_row("b", tasks["b"])) is None
     assert environment.requires_action(task_row("a", tasks["a"])) is True
     assert folder.is_dir()
+
+
+def test_a_subclass_shipping_folders_gives_them_as_its_example_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    components_task(tmp_path / "shipped" / "a")
+
+    class Shipped(HarborEnvironment):
+        folder = tmp_path / "shipped"
+
+    assert Shipped().tasks.keys() == {"a"}
+    example = tasks_beside(Shipped)
+    assert example is not None
+    assert [orjson.loads(line)[TASK_FIELD] for line in example.read_bytes().splitlines()] == ["a"]
+    with pytest.raises(ConfigError, match="needs the path of its task folders"):
+        HarborEnvironment()
