@@ -36,9 +36,9 @@ from pathlib import Path, PurePosixPath
 
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox import seccomp
-from palaestra.sandbox.cgroup import MemoryCgroups
 from palaestra.sandbox.limits import Limit, Limits
 from palaestra.sandbox.machines import dockerfile, inside, leases
+from palaestra.sandbox.machines.cgroups import BoxCgroups, join_argv
 from palaestra.sandbox.machines.dockerfile import Instruction
 from palaestra.sandbox.machines.layers import (
     LayerStore,
@@ -52,6 +52,7 @@ from palaestra.sandbox.process import SandboxProcess, supervise
 BASE_IMAGES = frozenset({"debian:bookworm-slim", "debian:bookworm", "debian:12-slim", "debian:12"})
 """What ``FROM`` may name: the offline Debian base (``images.base_tar``)."""
 BUILD_MEMORY_MB = 4096
+BUILD_PROCESSES = 4096
 OUTPUT_LINES = 30
 """Lines of a failed step's output kept in its error."""
 _COPY_MOUNT = "/dev/.palaestra-copy"
@@ -86,7 +87,7 @@ class Builder:
         store: LayerStore,
         work: Path,
         base: Callable[[], Path],
-        cgroups: MemoryCgroups | None,
+        cgroups: BoxCgroups,
     ) -> None:
         self.store = store
         self.work = work
@@ -233,10 +234,8 @@ class Builder:
         directory = self.work / box
         merged = directory / "merged"
         lease = leases.Lease(box=box, directory=str(directory), mounts=[str(merged)])
-        cgroup = None
-        if self.cgroups is not None:
-            cgroup = self.cgroups.create(BUILD_MEMORY_MB << 20)
-            lease.cgroup = str(cgroup.path)
+        cgroups = self.cgroups.create(BUILD_MEMORY_MB, BUILD_PROCESSES, float(os.cpu_count() or 1))
+        lease.cgroups = [str(path) for path in cgroups]
         lease.write(self.work)
         try:
             upper = directory / "upper"
@@ -254,7 +253,7 @@ class Builder:
                 env,
                 command,
                 deadline,
-                cgroup.join_argv() if cgroup else [],
+                join_argv(cgroups),
                 copy_from,
             )
             leases.unmount(merged)

@@ -2,11 +2,12 @@
 
 The chain of ``exec``s (nothing runs Python between ``fork`` and ``exec``)::
 
-    sh -c 'echo $$ >CGROUP/cgroup.procs && exec "$@"' .. prlimit .. -- \\
+    sh -c 'echo $$ >CGROUP/cgroup.procs ..; exec "$@"' .. prlimit .. -- \\
         [setpriv --reuid=UID ..] -- bwrap --bind MERGED / .. -- CMD
 
-- The box's memory cgroup (one per box, every command of the box in it) bounds the RAM of
-  all its processes together and is how ``close`` and ``reap`` find them all.
+- The box's cgroups (``cgroups``: one set per box, every command of the box in it) bound
+  the memory, the number and the CPU of all its processes together, and are how ``close``
+  and ``reap`` find them all.
 - As the image's ``root``: ``bwrap`` runs as real root (the image's files belong to uid 0,
   ``apt-get`` and ``dpkg`` need it) in new pid, network, ipc, uts and cgroup namespaces,
   with Docker's default capability set and nothing more (no ``CAP_SYS_ADMIN``: no mounts,

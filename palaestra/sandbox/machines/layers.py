@@ -25,13 +25,16 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import secrets
 import subprocess
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from palaestra._util.processes import pid_namespace
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.machines.leases import unmount
+from palaestra.sandbox.workdir import owner, remove_tree, stale
 
 NAME_LENGTH = 24
 MAX_LAYERS = 120
@@ -73,10 +76,23 @@ class LayerStore:
         return self.path(name).is_dir()
 
     def scratch(self, name: str) -> Path:
-        """A fresh directory to build layer ``name`` in (renamed into place by ``commit``)."""
-        path = self.layers / f".{name}.{os.getpid()}.{time.monotonic_ns()}"
+        """A fresh directory to build layer ``name`` in (renamed into place by ``commit``),
+        named after its maker so that one a killed process left is swept (``sweep``)."""
+        path = self.layers / f".{name}.{owner()}-{secrets.token_hex(4)}"
         path.mkdir()
         return path
+
+    def sweep(self) -> int:
+        """Remove the scratch directories of makers that are gone; how many."""
+        count = 0
+        namespace = pid_namespace()
+        with contextlib.suppress(FileNotFoundError):
+            for entry in self.layers.iterdir():
+                maker = entry.name.rsplit(".", 1)[-1]
+                if entry.name.startswith(".") and entry.is_dir() and stale(maker, namespace):
+                    remove_tree(entry)
+                    count += 1
+        return count
 
     def commit(self, scratch: Path, name: str) -> None:
         os.replace(scratch, self.path(name))

@@ -2,11 +2,11 @@
 
 A lease is ``<runtime>/<box id>.lease``, JSON: the owner's pid, its start time (clock ticks
 after boot, ``/proc/PID/stat``) and pid namespace, the box's directory, its mount points and
-its memory cgroup. It is written (and synced) *before* the box's directory, mount or cgroup
+its cgroups. It is written (and synced) *before* the box's directory, mount or cgroup
 is made and removed only after all of them are gone, so whatever state a killed collector
 left, a lease names it. ``reap`` (run when a provider starts) tears down the boxes of every
 owner that is gone (a pid that is no longer the process that started at that time): their
-processes are killed (through the box's cgroup), their mounts detached, their directories
+processes are killed (through the box's cgroups), their mounts detached, their directories
 removed, then the lease. A lease of another pid namespace is left alone (its owner cannot be
 judged from here), as is one that cannot be read yet (being written).
 """
@@ -42,7 +42,7 @@ class Lease:
     start: int | None = field(default_factory=lambda: started(os.getpid()))
     namespace: int | None = field(default_factory=pid_namespace)
     mounts: list[str] = field(default_factory=list)
-    cgroup: str | None = None
+    cgroups: list[str] = field(default_factory=list)
 
     def path(self, runtime: Path) -> Path:
         return runtime / f"{self.box}{SUFFIX}"
@@ -75,22 +75,30 @@ def read(path: Path) -> Lease | None:
 
 
 def tear_down(lease: Lease, runtime: Path) -> None:
-    """Kill the box's processes, detach its mounts, remove its directory and cgroup, then the
-    lease. Safe to repeat; what cannot be removed yet (a busy mount) keeps the lease."""
-    if lease.cgroup is not None:
-        kill_cgroup(Path(lease.cgroup))
+    """Kill the box's processes, detach its mounts, remove its directory and cgroups, then the
+    lease. Safe to repeat; what cannot be removed yet (a busy mount, a cgroup that keeps a
+    process) keeps the lease, for the next ``reap``.
+
+    A command its owner was starting when it died may join the box's cgroups only after the
+    first kill (the head of its launch chain was still running): each cgroup is killed again
+    until it can be removed, and once it is gone nothing can join it (the join fails and
+    the chain ends before it runs anything)."""
+    cgroups = [Path(cgroup) for cgroup in lease.cgroups]
+    for cgroup in cgroups:
+        kill_cgroup(cgroup)
     for point in lease.mounts:
         unmount(Path(point))
-    directory = Path(lease.directory)
     left = [point for point in lease.mounts if _mounted(Path(point))]
     if left:  # never remove a tree with a file system still mounted in it
         log.warning("box %s: %s still mounted; its lease is kept", lease.box, ", ".join(left))
         return
+    directory = Path(lease.directory)
     if directory.exists():
         remove_tree(directory)
-    if lease.cgroup is not None:
-        with contextlib.suppress(FileNotFoundError):
-            _remove_cgroup(Path(lease.cgroup))
+    busy = [str(cgroup) for cgroup in cgroups if not _remove_cgroup(cgroup)]
+    if busy:
+        log.warning("box %s: cgroups %s keep processes; its lease is kept", lease.box, busy)
+        return
     with contextlib.suppress(FileNotFoundError):
         lease.path(runtime).unlink()
 
@@ -127,15 +135,19 @@ def kill_cgroup(path: Path) -> None:
         time.sleep(0.01)
 
 
-def _remove_cgroup(path: Path) -> None:
-    for _ in range(100):  # busy for a moment while killed processes exit
+def _remove_cgroup(path: Path, tries: int = 250) -> bool:
+    """Remove an emptied cgroup, killing what is (or comes) in it meanwhile; whether it is
+    gone. Killed processes keep it busy for a moment while they exit."""
+    for _ in range(tries):
         try:
             path.rmdir()
-            return
-        except OSError as error:
-            if isinstance(error, FileNotFoundError):
-                raise
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            kill_cgroup(path)
             time.sleep(0.02)
+    return False
 
 
 def unmount(point: Path) -> None:

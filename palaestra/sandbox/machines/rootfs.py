@@ -16,8 +16,8 @@ No daemon: for clusters without Docker. ::
   and what the episode writes lands in its own upper directory only. Commands run there under
   bubblewrap (``inside``): new pid, network, ipc and uts namespaces, no network but ``lo``,
   as the image's user, in its workdir, with its environment; all of a box's processes are in
-  one memory cgroup bounded by ``BoxSpec.memory_mb`` (where memory cgroups can be made), and
-  ``BoxSpec.processes`` bounds a non-root user's processes.
+  the box's cgroups (``cgroups``), which bound their memory (``BoxSpec.memory_mb``), their
+  number (``processes``) and their CPU (``cpus``) together, where this machine allows.
 - **Lifecycle**: at most ``max_starting`` boxes start at once, each within
   ``BoxSpec.start_timeout``. A box's lease (``leases``) is written before anything of it
   exists; ``close`` kills its processes, detaches the overlay and removes its directory and
@@ -25,8 +25,8 @@ No daemon: for clusters without Docker. ::
   the provider is first used).
 
 Root is needed (kernel overlay mounts, the image's files belong to uid 0); ``problem`` says
-so elsewhere. ``BoxSpec.cpus`` and ``storage_mb`` are not enforced by this provider (the
-upper directory is on the cache's disk).
+so elsewhere. ``BoxSpec.storage_mb`` is not enforced by this provider (the upper directory
+is on the runtime directory's disk).
 """
 
 from __future__ import annotations
@@ -48,15 +48,15 @@ from typing import ClassVar
 
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox import seccomp
-from palaestra.sandbox.cgroup import MemoryCgroups, RunCgroup, find_memory_cgroups
+from palaestra.sandbox.cgroup import find_memory_cgroups
 from palaestra.sandbox.machines import inside, leases
 from palaestra.sandbox.machines.build import Builder
+from palaestra.sandbox.machines.cgroups import BoxCgroups, join_argv
 from palaestra.sandbox.machines.layers import LayerStore, default_cache, key_of, mount_overlay
 from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
 from palaestra.sandbox.process import SandboxProcess
 
 NAME = "rootfs"
-_MB = 1 << 20
 
 
 def default_runtime() -> Path:
@@ -103,15 +103,20 @@ class RootfsProvider(Provider):
             self.max_starting = max_starting
         self._starting: asyncio.Semaphore | None = None
         self._ready = False
-        self._cgroups: MemoryCgroups | None = None
+        self._cgroups: BoxCgroups | None = None
         self.reaped = 0
         """Boxes of dead owners torn down when this provider was first used."""
         self.steps_run = 0
         """Build steps run (not found in the cache) by this provider."""
+        self.late: set[asyncio.Future[RootfsBox]] = set()
+        """Starts given up on (timed out, cancelled) still running: torn down when done."""
 
     def problem(self) -> str | None:
         if os.geteuid() != 0:
-            return "the rootfs provider needs root (kernel overlay mounts of the image's layers)"
+            return (
+                "the rootfs provider needs root: it mounts kernel overlays and its images' "
+                "files belong to uid 0 (without root, use the docker provider)"
+            )
         for tool in ("bwrap", "mount", "tar", "setpriv"):
             if shutil.which(tool) is None:
                 return f"the rootfs provider needs {tool}, which is not installed"
@@ -129,7 +134,7 @@ class RootfsProvider(Provider):
         if not self.runtime.is_dir():
             self.runtime.mkdir(parents=True, mode=0o711)  # a box's non-root user passes through
         found = find_memory_cgroups()
-        self._cgroups = None if isinstance(found, str) else found
+        self._cgroups = BoxCgroups(None if isinstance(found, str) else found)
         self._ready = True
         self.reaped = self.reap()
 
@@ -138,15 +143,21 @@ class RootfsProvider(Provider):
         return self.store.root / "build"
 
     def reap(self) -> int:
+        """Tear down the boxes and build steps of dead owners (and sweep the half-unpacked
+        layers they left); how many boxes and steps."""
         count = 0
         for directory in (self.runtime, self.build_dir):
             count += leases.reap(directory)
+        self.store.sweep()
+        if self._cgroups is not None:
+            self._cgroups.sweep()
         return count
 
     async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:
         self.prepare()
         deadline = time.monotonic() + timeout
         context = Path(context)
+        assert self._cgroups is not None
         builder = Builder(self.store, self.build_dir, self.base, self._cgroups)
         state = await builder.build(context, deadline)
         self.steps_run += state.ran
@@ -184,13 +195,20 @@ class RootfsProvider(Provider):
             try:
                 return await asyncio.wait_for(asyncio.shield(started), spec.start_timeout)
             except BaseException as error:
-                started.add_done_callback(_close_late)
+                self.late.add(started)
+                started.add_done_callback(self._close_late)
                 if isinstance(error, TimeoutError):
                     raise SandboxFailure(
                         f"a box of image {image.ref[:12]} did not start within "
                         f"{spec.start_timeout:g} s"
                     ) from None
                 raise
+
+    def _close_late(self, future: asyncio.Future[RootfsBox]) -> None:
+        """A box that finished starting after its caller gave up is torn down."""
+        self.late.discard(future)
+        if not future.cancelled() and future.exception() is None:
+            future.result().close_now()
 
     def _chain(self, image: Image) -> list[str]:
         try:
@@ -211,19 +229,17 @@ class RootfsProvider(Provider):
         directory = self.runtime / box_id
         merged = directory / "merged"
         lease = leases.Lease(box=box_id, directory=str(directory), mounts=[str(merged)])
-        cgroup = None
+        cgroups: list[Path] = []
         try:
             if self._cgroups is not None:
-                cgroup = self._cgroups.create(spec.memory_mb * _MB)
-                lease.cgroup = str(cgroup.path)
+                cgroups = self._cgroups.create(spec.memory_mb, spec.processes, spec.cpus)
+                lease.cgroups = [str(path) for path in cgroups]
             lease.write(self.runtime)
             directory.mkdir(mode=0o711)
             for part in ("upper", "work", "merged"):
                 (directory / part).mkdir()
             mount_overlay(self.store.layers, chain, directory / "upper", directory / "work", merged)
         except BaseException as error:
-            if cgroup is not None and lease.cgroup is None:
-                cgroup.remove()
             leases.tear_down(lease, self.runtime)
             if isinstance(error, SandboxFailure):
                 raise
@@ -232,15 +248,8 @@ class RootfsProvider(Provider):
                     f"cannot start a box of image {image.ref[:12]}: {error}"
                 ) from None
             raise
-        return RootfsBox(self, image, box_id, directory, lease, cgroup, spec)
-
-
-def _close_late(future: asyncio.Future[RootfsBox]) -> None:
-    """A box that finished starting after its caller gave up is torn down."""
-    if future.cancelled() or future.exception() is not None:
-        return
-    box = future.result()
-    box.close_now()
+        memory = bool(cgroups) and self._cgroups is not None and self._cgroups.memory is not None
+        return RootfsBox(self, image, box_id, directory, lease, cgroups, spec, memory_bound=memory)
 
 
 class RootfsBox(Box):
@@ -253,8 +262,10 @@ class RootfsBox(Box):
         box_id: str,
         directory: Path,
         lease: leases.Lease,
-        cgroup: RunCgroup | None,
+        cgroups: list[Path],
         spec: BoxSpec,
+        *,
+        memory_bound: bool = False,
     ) -> None:
         self.provider = provider
         self.image = image
@@ -263,7 +274,8 @@ class RootfsBox(Box):
         self.root = directory / "merged"
         self.upper = directory / "upper"
         self.lease = lease
-        self.cgroup = cgroup
+        self.cgroups = cgroups
+        self.memory_bound = memory_bound
         self.spec = spec
         self._processes: weakref.WeakSet[SandboxProcess] = weakref.WeakSet()
         self._closed = False
@@ -298,7 +310,7 @@ class RootfsBox(Box):
         environment = inside.environment(who, self.image.env, env)
         directory = cwd or self.image.workdir or "/"
         prlimit = [] if who.uid == 0 else [f"--nproc={self.spec.processes}"]
-        join = self.cgroup.join_argv() if self.cgroup is not None else []
+        join = join_argv(self.cgroups)
 
         def build_argv(status_fd: int | None, seccomp_fd: int | None) -> list[str]:
             return inside.argv(
@@ -321,7 +333,7 @@ class RootfsBox(Box):
             env={},
             stdin=stdin,
             stream_limit=stream_limit,
-            seccomp=seccomp.program(memfd=self.cgroup is not None),
+            seccomp=seccomp.program(memfd=self.memory_bound),
             protocol=protocol,
         )
         self._processes.add(process)

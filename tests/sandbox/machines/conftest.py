@@ -49,7 +49,7 @@ def base_tar() -> Path:
     except ImportError:
         images = None
     if images is not None:
-        return Path(images.base_tar())
+        return Path(images.base_tar(build=True))
     if not TEST_BASE.exists():
         TEST_BASE.parent.mkdir(parents=True, exist_ok=True)
         partial = TEST_BASE.with_name(TEST_BASE.name + ".part")

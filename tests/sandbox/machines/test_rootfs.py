@@ -16,9 +16,11 @@ import pytest
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import leases
+from palaestra.sandbox.machines.layers import LayerStore
 from palaestra.sandbox.machines.provider import BoxSpec, Image
 from palaestra.sandbox.machines.registry import PROVIDERS
 from palaestra.sandbox.machines.rootfs import RootfsBox, RootfsProvider
+from palaestra.sandbox.machines.transfer import copy_in, read_file
 from palaestra.sandbox.process import Outcome, supervise
 
 SPEC = BoxSpec(memory_mb=512, start_timeout=60)
@@ -126,7 +128,8 @@ async def test_close_kills_every_process_unmounts_and_removes_everything(
     box = await provider.start(image, SPEC)
     assert isinstance(box, RootfsBox)
     process = await box.launch(["sh", "-c", "sleep 300 & sleep 300"], stdin=subprocess.DEVNULL)
-    cgroup = box.lease.cgroup
+    cgroups = box.lease.cgroups
+    assert cgroups  # memory, pids and cpu where this machine has them
     assert mounts_under(runtime) == [str(box.root)]
     assert sorted(p.name for p in runtime.iterdir()) == sorted([box.id, f"{box.id}.lease"])
     await box.close()
@@ -135,7 +138,7 @@ async def test_close_kills_every_process_unmounts_and_removes_everything(
     process.close()
     assert mounts_under(runtime) == []
     assert list(runtime.iterdir()) == []
-    assert cgroup is None or not Path(cgroup).exists()
+    assert not any(Path(path).exists() for path in cgroups)
     with pytest.raises(SandboxFailure, match="closed"):
         await box.launch(["true"], stdin=subprocess.DEVNULL)
 
@@ -152,7 +155,7 @@ async def main():
     image = Image(**json.loads(image))
     box = await provider.start(image, BoxSpec(memory_mb=256))
     await box.launch(["sleep", "300"], stdin=subprocess.DEVNULL)
-    print(json.dumps({"root": str(box.root), "cgroup": box.lease.cgroup}), flush=True)
+    print(json.dumps({"root": str(box.root), "cgroups": box.lease.cgroups}), flush=True)
     await asyncio.sleep(300)
 
 asyncio.run(main())
@@ -196,7 +199,7 @@ async def test_the_box_of_a_killed_collector_is_reaped_by_the_next_provider(
     assert successor.reaped == 1
     assert mounts_under(runtime) == []
     assert list(runtime.iterdir()) == []
-    assert left["cgroup"] is None or not Path(left["cgroup"]).exists()
+    assert not any(Path(path).exists() for path in left["cgroups"])
     assert successor.reap() == 0
 
 
@@ -249,10 +252,9 @@ async def test_a_box_that_does_not_start_in_time_fails_and_is_torn_down(
     image = await provider.build(context)
     with pytest.raises(SandboxFailure, match="did not start within"):
         await provider.start(image, BoxSpec(start_timeout=1e-6))
-    for _ in range(100):  # the late box is closed as soon as it is up
-        if not list(runtime.iterdir()):
-            break
-        await asyncio.sleep(0.05)
+    assert len(provider.late) == 1  # the start goes on in its thread: its box is closed
+    await asyncio.gather(*provider.late)
+    assert not provider.late and list(runtime.iterdir()) == []
     assert mounts_under(runtime) == []
 
 
@@ -278,3 +280,101 @@ def test_leases_of_live_and_unreadable_owners_are_left_alone(tmp_path: Path) -> 
 def test_the_providers_are_registered_by_name() -> None:
     assert PROVIDERS.names()[:2] == ["rootfs", "docker"]
     assert PROVIDERS.load("rootfs").value is RootfsProvider
+
+
+async def test_two_builds_of_one_new_step_at_once_run_it_once(
+    provider: RootfsProvider, tmp_path: Path
+) -> None:
+    marker = os.urandom(8).hex()
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM debian:bookworm-slim\nRUN echo {marker} > /m && sleep 1\n"
+    )
+    twins = [
+        RootfsProvider(cache=provider.store.root, runtime=provider.runtime, base=provider.base)
+        for _ in range(2)
+    ]
+    first, second = await asyncio.gather(*(twin.build(tmp_path) for twin in twins))
+    assert first == second
+    assert sorted(twin.steps_run for twin in twins) == [0, 1]
+
+
+async def test_the_base_images_local_archive_installs_packages_with_no_network(
+    provider: RootfsProvider, tmp_path: Path
+) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y "
+        "--no-install-recommends jq && rm -rf /var/lib/apt/lists/*\n"
+    )
+    image = await provider.build(tmp_path, timeout=900)
+    async with await provider.start(image, SPEC) as box:
+        assert isinstance(box, RootfsBox)
+        outcome = await run(box, "echo '{\"a\": 42}' | jq .a")
+    assert (outcome.status, outcome.stdout) == (0, b"42\n"), outcome.stderr
+
+
+def test_half_built_layers_of_dead_makers_are_swept(tmp_path: Path) -> None:
+    store = LayerStore(tmp_path)
+    store.prepare()
+    mine = store.scratch("abc")
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    dead = store.layers / f".abc.{2**22 + 7}-1-{namespace}-0badf00d"
+    (dead / "usr").mkdir(parents=True)
+    assert store.sweep() == 1
+    assert [p.name for p in store.layers.iterdir()] == [mine.name]
+
+
+async def test_files_go_in_and_out_through_the_box_so_planted_links_stay_inside(
+    provider: RootfsProvider, context: Path, tmp_path: Path
+) -> None:
+    tests = tmp_path / "tests"
+    (tests / "sub").mkdir(parents=True)
+    (tests / "test.sh").write_text("echo 1 > /logs/reward.txt\n")
+    (tests / "sub" / "data.txt").write_text("data\n")
+    marker = f"palaestra-planted-{os.urandom(4).hex()}"
+    image = await provider.build(context)
+    async with await provider.start(image, SPEC) as box:
+        assert isinstance(box, RootfsBox)
+        planted = await run(
+            box,
+            f"mkdir -p /tmp/{marker} && ln -s /tmp/{marker} /tests && "
+            "ln -s /etc/hostname /app/reward.txt",
+            user="root",
+        )
+        assert planted.status == 0, planted.stderr
+        await copy_in(box, tests, "/tests")
+        assert (box.root / "tmp" / marker / "sub" / "data.txt").read_text() == "data\n"
+        assert not Path("/tmp", marker).exists()  # the host's /tmp was never touched
+        assert await read_file(box, "/tests/sub/data.txt") == b"data\n"
+        assert await read_file(box, "/app/reward.txt") == (box.root / "etc/hostname").read_bytes()
+        assert await read_file(box, "/nowhere") is None
+        assert await read_file(box, "/tests/test.sh", max_bytes=4) == b"echo"
+
+
+async def test_a_box_as_root_is_bounded_in_processes(
+    provider: RootfsProvider, context: Path
+) -> None:
+    provider.prepare()
+    if provider._cgroups is None or provider._cgroups.pids is None:
+        pytest.skip("no pids cgroup controller here")
+    image = await provider.build(context)
+    async with await provider.start(image, BoxSpec(processes=16, start_timeout=60)) as box:
+        assert isinstance(box, RootfsBox)
+        bomb = await run(box, "for i in $(seq 40); do sleep 30 & done; wait", user="root")
+    assert b"fork" in bomb.stderr.lower() or b"resource temporarily" in bomb.stderr.lower()
+
+
+def test_cgroups_of_a_dead_owner_without_a_lease_are_swept(provider: RootfsProvider) -> None:
+    provider.prepare()
+    assert provider._cgroups is not None
+    bases = [found[0] for found in (provider._cgroups.pids, provider._cgroups.cpu) if found]
+    if not bases:
+        pytest.skip("no pids or cpu cgroup controller here")
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    orphan = bases[0] / f"palaestra-sandbox-{2**22 + 7}-1-{namespace}-0badf00d0bad"
+    orphan.mkdir()
+    try:
+        provider.reap()
+        assert not orphan.exists()
+    finally:
+        if orphan.exists():
+            orphan.rmdir()
