@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from palaestra.errors import ConfigError
+from palaestra.sandbox.machines.provider import Provider
+from palaestra.sandbox.machines.registry import make_provider
 from palaestra.sandbox.machines.rootfs import RootfsProvider
 
 TEST_BASE = Path.home() / ".cache" / "palaestra" / "test-images" / "bookworm-python3.tar"
@@ -79,3 +82,25 @@ def default_rootfs(
     monkeypatch.setattr(rootfs, "offline_base", lambda: base_tar)
     monkeypatch.setattr(rootfs, "default_runtime", lambda: runtime)
     monkeypatch.setattr(rootfs, "default_cache", lambda: layer_cache)
+
+
+@pytest.fixture(params=["rootfs", "docker"])
+def machines(request: pytest.FixtureRequest) -> Provider:
+    """Each provider that can run here: rootfs on the test's base and box directory, docker
+    through its daemon (skipped when it has none, or its provider is not installed)."""
+    if request.param == "rootfs":
+        provider: Provider = request.getfixturevalue("rootfs")
+        return provider
+    return docker_or_skip()
+
+
+def docker_or_skip() -> Provider:
+    """The docker provider, or the test skipped saying why it cannot run here."""
+    try:
+        provider = make_provider("docker")
+    except ConfigError as error:
+        pytest.skip(f"no docker provider: {error}")
+    problem = provider.problem()
+    if problem is not None:
+        pytest.skip(f"docker cannot run here: {problem}")
+    return provider

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from palaestra.cli import cli
 from palaestra.types import JsonDict
+from tests.environment.harbor.conftest import docker_or_skip
 from tests.support.harbor_folders import calculator_folders, components_task
 from tests.support.scripted_model import (
     Reply,
@@ -22,6 +23,14 @@ from tests.support.scripted_model import (
 )
 
 pytestmark = pytest.mark.usefixtures("default_rootfs")
+
+
+@pytest.fixture(params=["rootfs", "docker"])
+def sandbox(request: pytest.FixtureRequest) -> str:
+    """The provider's name for ``--env-arg sandbox=``; docker only where it can run."""
+    if request.param == "docker":
+        docker_or_skip()
+    return str(request.param)
 
 
 def answers(folder: Path) -> dict[str, str]:
@@ -55,12 +64,13 @@ def rows(path: Path) -> list[JsonDict]:
 
 
 def test_collect_runs_harbor_folders_and_a_resume_refuses_a_changed_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: str
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     folder = calculator_folders(tmp_path / "calc", tasks=2)
     output = tmp_path / "runs" / "calc.jsonl"
     command = ["collect", "--env", f"harbor:{folder}", "--output", str(output)]
+    command += ["--env-arg", f"sandbox={sandbox}"]
     with ScriptedModelServer(agent(answers(folder))) as server:
         result = CliRunner().invoke(cli, [*command, "--model", server.url])
         assert result.exit_code == 0, result.output
@@ -85,12 +95,13 @@ def test_collect_runs_harbor_folders_and_a_resume_refuses_a_changed_one(
 
 
 def test_palaestra_test_runs_the_oracle_and_the_null_run_per_task(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: str
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     folder = calculator_folders(tmp_path / "tasks", tasks=2)
     components_task(folder / "handmade")
-    result = CliRunner().invoke(cli, ["test", f"harbor:{folder}", "--no-model"])
+    arguments = ["test", f"harbor:{folder}", "--no-model", "--env-arg", f"sandbox={sandbox}"]
+    result = CliRunner().invoke(cli, arguments)
     assert result.exit_code == 0, result.output
     lines = [line.strip() for line in result.output.splitlines()]
     assert "PASS oracle: replaying the gold actions scores 1 on 3 tasks (3 calls)" in lines

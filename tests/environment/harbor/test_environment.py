@@ -13,7 +13,7 @@ from palaestra.environment.harbor.boxes import run, stage
 from palaestra.environment.harbor.tasks import task_row
 from palaestra.environment.sessions import Session
 from palaestra.errors import SandboxFailure, ToolError
-from palaestra.sandbox.machines.rootfs import RootfsProvider
+from palaestra.sandbox.machines.provider import Provider
 from palaestra.types import FailureKind, Verdict
 from tests.support.harbor_folders import TASK_TOML, TEST_SH, components_task
 
@@ -37,7 +37,7 @@ class Rollouts:
 
 
 @pytest.fixture
-async def harbor(tmp_path: Path, rootfs: RootfsProvider) -> AsyncIterator[Rollouts]:
+async def harbor(tmp_path: Path, machines: Provider) -> AsyncIterator[Rollouts]:
     """An environment over ``tmp_path/tasks`` (a test writes its folders first)."""
     (tmp_path / "tasks").mkdir()
     holder: list[Rollouts] = []
@@ -46,7 +46,7 @@ async def harbor(tmp_path: Path, rootfs: RootfsProvider) -> AsyncIterator[Rollou
         for name, options in folders.items():
             components_task(tmp_path / "tasks" / name, **options)  # type: ignore[arg-type]
         environment = HarborEnvironment(str(tmp_path / "tasks"))
-        environment._provider = rootfs
+        environment._provider = machines
         holder.append(Rollouts(environment))
         return holder[-1]
 
@@ -164,7 +164,7 @@ async def test_a_box_that_cannot_be_built_is_a_sandbox_failure(harbor, tmp_path:
         await rollouts.seed()
 
 
-async def test_close_closes_the_box(harbor, runtime: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_close_closes_the_box(harbor) -> None:  # type: ignore[no-untyped-def]
     rollouts = await harbor(a={})
     session = await rollouts.seed()
     root = box_of(session).box.root  # type: ignore[union-attr]
