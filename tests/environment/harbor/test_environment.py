@@ -3,6 +3,7 @@ for what they could not say, and every box is closed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -192,3 +193,26 @@ async def test_the_agent_works_as_its_user_until_its_time_is_up(harbor) -> None:
     verdict = await rollouts.verify(session)
     assert (verdict.failure, verdict.reward) == (None, 1.0)  # Harbor verifies it all the same
     assert verdict.metrics["agent_timed_out"] is True
+
+
+async def test_a_cancelled_verify_and_a_runner_stopping_leave_no_box(harbor) -> None:  # type: ignore[no-untyped-def]
+    rollouts = await harbor(a={"test_sh": "#!/bin/bash\nsleep 60\n"})
+    environment = rollouts.environment
+    session = await rollouts.seed()
+    verifying = asyncio.ensure_future(rollouts.verify(session))
+    await asyncio.sleep(1.0)
+    verifying.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await verifying
+    await environment.close(session)
+    assert box_of_closed(session)
+    forgotten = await rollouts.seed()  # never closed: the runner stops with it open
+    root = box_of(forgotten).box.root  # type: ignore[union-attr]
+    await environment.aclose()
+    assert not root.exists()
+    rollouts.sessions.remove(forgotten)
+
+
+def box_of_closed(session: Session) -> bool:
+    state = session.state
+    return isinstance(state, HarborState) and state.box is None
