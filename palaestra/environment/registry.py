@@ -82,7 +82,8 @@ def find_environment(spec: str) -> EnvironmentEntry:
         return _entry(registry.load(spec))
     raise ConfigError(
         f"unknown environment '{spec}'. Known: {', '.join(registry.names())}. Or pass a file "
-        f"(./my_env.py) or an import path (package.module:Class)."
+        f"(./my_env.py), an import path (package.module:Class) or Harbor task folders "
+        f"(harbor:./tasks)."
     )
 
 
