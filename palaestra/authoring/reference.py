@@ -38,6 +38,7 @@ from palaestra.agents.oracle import (
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.base import Environment
 from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.harbor.tasks import TASK_FIELD
 from palaestra.errors import RolloutFailure
 from palaestra.types import AgentResult, FailureKind, JsonDict
 
@@ -131,20 +132,29 @@ class _Runs:
         self.user_model = user_model
         self.problems: list[str] = []
         self.unmade: list[int] = []
+        self.results: list[str] = []
+        """One line per task run: what it scored, or why it was not scored."""
 
     async def run(self, agent: OracleAgent | NullAgent, task: GoldTask, wanted: int) -> None:
         result = await agent.run(task.row, self.client, NoModel())
         failure = result.failure
         needs_model = failure is not None and failure.kind is FailureKind.USER_MODEL_ERROR
+        label = _label(task)
         if needs_model and not self.user_model:  # the user needed a model it was not given
             self.unmade.append(task.index)
+            self.results.append(f"{label}: not run (the simulated user needs a user model)")
             return
+        what = "the gold actions" if isinstance(agent, OracleAgent) else "doing nothing"
         if not _scored(result, float(wanted)):
-            what = "the gold actions" if isinstance(agent, OracleAgent) else "doing nothing"
-            self.problems.append(f"task {task.index}: {_outcome(result, what, wanted)}")
+            outcome = _outcome(result, what, wanted)
+            self.problems.append(f"{label}: {outcome}")
+            self.results.append(f"FAIL {label}: {outcome}")
+        else:
+            self.results.append(f"ok   {label}: {what} scored {wanted}")
 
     def verdict(self, name: str, passed: str, **details: Any) -> Check:
         """Failed when a task missed; skipped when a task needed a user model; else passed."""
+        details["results"] = self.results
         if self.problems:
             return Check.failed(name, _joined(self.problems), problems=self.problems, **details)
         if self.unmade:
@@ -190,16 +200,26 @@ async def _null_check(runs: _Runs, tasks: list[GoldTask]) -> Check:
     )
 
 
+def _label(task: GoldTask) -> str:
+    """``task N``, with the task folder's name for a Harbor task."""
+    folder = task.row.get(TASK_FIELD)
+    return f"task {task.index} ({folder})" if isinstance(folder, str) else f"task {task.index}"
+
+
 def _scored(result: AgentResult, wanted: float) -> bool:
+    """Whether the rollout was scored ``wanted``: a verdict that is a failure (verify's
+    ``Verdict.failed``: the collector records it as a failure) is no score."""
     verdict = result.verdict
-    return result.failure is None and verdict is not None and float(verdict.reward) == wanted
+    if result.failure is not None or verdict is None or verdict.failure is not None:
+        return False
+    return float(verdict.reward) == wanted
 
 
 def _outcome(result: AgentResult, what: str, wanted: int) -> str:
     """How a rollout missed ``wanted``: its reward and metrics, or its failure."""
     verdict = result.verdict
-    if result.failure is not None or verdict is None:
-        failure = result.failure
+    if result.failure is not None or verdict is None or verdict.failure is not None:
+        failure = result.failure or (verdict.failure if verdict is not None else None)
         why = f"{failure.kind}: {failure.reason}" if failure is not None else "no verdict"
         return f"{what} was not scored ({why})"
     shown = _metrics(verdict.metrics.items())

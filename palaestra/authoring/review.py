@@ -82,10 +82,10 @@ async def check_environment_async(
     user_model: UserModel = None,
 ) -> EnvironmentReport:
     """``check_environment`` for code already inside an event loop."""
-    cls, source, build = _environment(env, dict(env_args or {}))
+    cls, source, build, examples = _environment(env, dict(env_args or {}))
     report = EnvironmentReport(cls.name, source)
     report.checks += [check_tool_schemas(cls), check_tool_docs(cls)]
-    path = Path(tasks) if tasks is not None else tasks_beside(cls)
+    path = Path(tasks) if tasks is not None else examples
     parsed, rows = check_tasks_parse(path)
     report.checks += [parsed, check_task_tools(cls, rows)]
     async with _opened(user_model) as user:
@@ -124,17 +124,21 @@ async def _opened(user_model: UserModel) -> AsyncIterator[Model | None]:
 
 def _environment(
     env: str | type[Environment] | Environment, args: dict[str, Any]
-) -> tuple[type[Environment], str, Callable[[], Environment]]:
-    """The class, where it came from, and a function building a fresh instance of it."""
+) -> tuple[type[Environment], str, Callable[[], Environment], Path | None]:
+    """The class, where it came from, a function building a fresh instance of it, and its
+    example tasks."""
     if isinstance(env, Environment):
         if args:
             raise ConfigError(f"environment '{env.name}' was given built: pass its class")
-        return type(env), "given from Python", lambda: env
+        return type(env), "given from Python", lambda: env, tasks_beside(type(env))
+    examples: Path | None
     if isinstance(env, str):
         entry = find_environment(env)
-        cls, source = entry.environment, entry.source
+        cls, source, examples = entry.environment, entry.source, entry.example_tasks
+        args = {**entry.args, **args}
     elif isinstance(env, type) and issubclass(env, Environment):
         cls, source = env, f"{env.__module__}:{env.__qualname__}"
+        examples = tasks_beside(cls)
     else:
         raise ConfigError(f"env must be a name, an Environment or its class, not {env!r}")
     check_keywords(cls, args, f"environment '{cls.name}'")  # a wrong argument: one line, now
@@ -142,4 +146,4 @@ def _environment(
     def build() -> Environment:
         return call_with(cls, args, f"environment '{cls.name}'")
 
-    return cls, source, build
+    return cls, source, build, examples

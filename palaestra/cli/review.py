@@ -80,6 +80,8 @@ def test_env_command(
             console.print(
                 f"  [{style}]{str(check.status).upper():4}[/] {check.name}: {escape(check.reason)}"
             )
+            for line in check.details.get("results", []):  # the oracle's and null's, per task
+                console.print(f"         {escape(line)}")
         failed, skipped = len(report.failures), sum(c.status == "skip" for c in report.checks)
         verdict = "[red]failed[/]" if failed else "[green]passed[/]"
         console.print(f"{verdict}: {len(report.checks)} checks, {failed} failed, {skipped} skipped")

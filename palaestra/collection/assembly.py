@@ -83,7 +83,8 @@ def find(spec: EnvSpec) -> FoundEnvironment | None:
     if spec.name is None:
         return None
     entry = find_environment(spec.name)
-    return FoundEnvironment(entry.name, entry.environment, dict(spec.args), entry.example_tasks)
+    args = {**entry.args, **spec.args}
+    return FoundEnvironment(entry.name, entry.environment, args, entry.example_tasks)
 
 
 async def open_environment(

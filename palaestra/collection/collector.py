@@ -24,6 +24,7 @@ from typing import Protocol, cast
 
 from palaestra.agents.base import RolloutRunner
 from palaestra.collection.aggregate import RunMetrics
+from palaestra.collection.digests import check_task_digests
 from palaestra.collection.files import (
     JsonlAppender,
     OutputError,
@@ -238,6 +239,7 @@ def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, Json
         facts=config.run_facts or {AGENT_REF: config.agent_ref},
     )
     if recorded is not None:
+        check_task_digests(config.output)  # before the identity: it names the folder
         check_same_run(files.identity, recorded, identity)
     return scan, identity
 

@@ -1,10 +1,11 @@
 """Finding environments by name: built-ins, entry-point plug-ins, files and import paths.
 
 ``--env`` accepts a registered name (``weather``), a Python file (``./my_env.py`` or
-``./my_env.py:MyEnv``) or an import path (``my_package.envs:MyEnv``). Third-party packages
-register environments under the ``palaestra.environments`` entry-point group (``name =
-"package.module:Class"``); names are found through ``palaestra._util.plugins.Registry``, the one
-mechanism of every plug-in family.
+``./my_env.py:MyEnv``), an import path (``my_package.envs:MyEnv``) or Harbor task folders
+(``harbor:./tasks``: one folder, or a folder of them; ``palaestra.environment.harbor``).
+Third-party packages register environments under the ``palaestra.environments`` entry-point
+group (``name = "package.module:Class"``); names are found through
+``palaestra._util.plugins.Registry``, the one mechanism of every plug-in family.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -23,6 +25,7 @@ from palaestra.errors import ConfigError
 
 ENTRY_POINT_GROUP = "palaestra.environments"
 _BUILTIN_PACKAGE = "palaestra.envs"
+HARBOR_PREFIX = "harbor:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +38,9 @@ class EnvironmentEntry:
     """``built-in``, ``plug-in <module:Class>``, the file, or the import path."""
     environment: type[Environment]
     example_tasks: Path | None
+    args: Mapping[str, object] = field(default_factory=dict)
+    """Arguments the spec itself gives the environment (``harbor:PATH``: its ``path``); those
+    given with ``--env-arg`` are added to them."""
 
 
 def builtin_names() -> list[str]:
@@ -64,6 +70,8 @@ def available_environments() -> tuple[list[EnvironmentEntry], list[str]]:
 
 def find_environment(spec: str) -> EnvironmentEntry:
     """Resolve ``--env``; a one-line ``ConfigError`` when nothing matches."""
+    if spec.startswith(HARBOR_PREFIX):
+        return _harbor(spec.removeprefix(HARBOR_PREFIX))
     path_part, _, class_name = spec.partition(":")
     if path_part.endswith(".py"):
         return _from_file(Path(path_part), class_name or None)
@@ -74,7 +82,28 @@ def find_environment(spec: str) -> EnvironmentEntry:
         return _entry(registry.load(spec))
     raise ConfigError(
         f"unknown environment '{spec}'. Known: {', '.join(registry.names())}. Or pass a file "
-        f"(./my_env.py) or an import path (package.module:Class)."
+        f"(./my_env.py), an import path (package.module:Class) or Harbor task folders "
+        f"(harbor:./tasks)."
+    )
+
+
+def _harbor(path: str) -> EnvironmentEntry:
+    """Harbor task folders at ``path``: read and checked now (a one-line ``ConfigError`` naming
+    the folder and field), their task rows written where a resumed run finds them again."""
+    if not path:
+        raise ConfigError("harbor: needs a path: --env harbor:./tasks (a task folder or a folder)")
+    from palaestra.environment.harbor import HarborEnvironment
+    from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write_rows
+
+    folder = Path(path).resolve()
+    rows = write_rows(load_tasks(folder), rows_directory())
+    return EnvironmentEntry(
+        HarborEnvironment.name,
+        HarborEnvironment.description,
+        f"Harbor task folders {folder}",
+        HarborEnvironment,
+        rows,
+        {"path": str(folder)},
     )
 
 
@@ -139,7 +168,14 @@ def _environment_in(target: object, where: str, class_name: str | None = None) -
 
 
 def tasks_beside(cls: type[Environment]) -> Path | None:
-    """The ``tasks.jsonl`` beside the module that defines ``cls`` (its example tasks), if any."""
+    """The ``tasks.jsonl`` beside the module that defines ``cls`` (its example tasks), if any;
+    a class that makes its task file (``example_tasks_file``: one shipping Harbor folders)
+    gives its own."""
+    made = getattr(cls, "example_tasks_file", None)
+    if callable(made):
+        own = made()
+        if own is not None:
+            return Path(own)
     module = sys.modules.get(cls.__module__)
     file: str | None = getattr(module, "__file__", None)  # none in a notebook or the REPL
     if not file:

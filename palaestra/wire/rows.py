@@ -46,6 +46,10 @@ NG_FAILURE_TERMINAL: Final = "_ng_failure_terminal"
 """NeMo Gym's collector never retries a row marked terminal on resume."""
 SOURCE: Final = "source"
 """Where a failed rollout's task came from: ``{path, line[, field]}``."""
+TASK_DIGEST: Final = "task_digest"
+"""What a task is beyond its row, when it has more (a Harbor task folder): ``{path, digest}``,
+the folder and ``palaestra.wire.harbor.folder_digest`` of it when the row was made. Rows carry
+it; a resume refuses a task whose digest differs from the one its rows were written with."""
 
 IDENTITY_FIELDS: Final = frozenset({AGENT_REF, TASK_INDEX, ROLLOUT_INDEX})
 """The fields a collector adds to a task row before it is dispatched."""

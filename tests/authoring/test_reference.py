@@ -60,8 +60,13 @@ def test_gold_actions_that_miss_fail_the_oracle_check_with_the_verdict(tmp_path:
 def test_a_task_that_needs_no_action_is_left_out_of_the_null_check(tmp_path: Path) -> None:
     nothing = {"responses_create_params": {"input": "Pay nothing."}, "amount": 0}
     report = check(Ledger, tasks_file(tmp_path / "t.jsonl", [*PAY, nothing]))
-    assert report.check("oracle").details == {"tasks": 3, "calls": 2}
+    assert report.check("oracle").details == {
+        "tasks": 3,
+        "calls": 2,
+        "results": [f"ok   task {n}: the gold actions scored 1" for n in range(3)],
+    }
     null = report.check("null agent")
+    assert null.details["results"] == [f"ok   task {n}: doing nothing scored 0" for n in range(2)]
     assert null.status is Status.PASS
     assert null.reason.endswith("; 1 task needing no action not checked")
 
@@ -86,7 +91,10 @@ class Lookup(Ledger):
 def test_an_environment_says_which_tasks_doing_nothing_fails(tmp_path: Path) -> None:
     nothing = {"responses_create_params": {"input": "Pay nothing."}, "amount": 0}
     report = check(Lookup, tasks_file(tmp_path / "t.jsonl", [*PAY, nothing]))
-    assert report.check("oracle").details == {"tasks": 3, "calls": 5}
+    assert {k: v for k, v in report.check("oracle").details.items() if k != "results"} == {
+        "tasks": 3,
+        "calls": 5,
+    }
     assert report.check("null agent").reason == (
         "doing nothing scores 0 on 2 tasks that require an action; "
         "1 task needing no action not checked"
@@ -204,6 +212,13 @@ def test_palaestra_test_prints_one_line_per_reference_check(
     lines = result.stdout.splitlines()
     assert lines[0] == f"{cls.lower()} (tests.support.gold_envs:{cls})"
     assert oracle in lines and null in lines
+    below = lines[lines.index(null) + 1 : lines.index(null) + 3]
+    wanted = (
+        "FAIL task {}: doing nothing scored 1, not 0"
+        if code
+        else "ok   task {}: doing nothing scored 0"
+    )
+    assert [line.strip() for line in below] == [wanted.format(n) for n in range(2)]
     assert lines[-1].endswith(f"10 checks, {code} failed, 4 skipped")
 
 

@@ -1,0 +1,202 @@
+"""What the Harbor environment does in a box besides the agent's tools: stage a folder, run the
+tests, read what they left.
+
+Files go into a box through the box (a ``tar`` run in it as root, the archive on its stdin),
+never by writing under ``Box.root`` from the host: the agent had the box before, and a
+``/tests`` or ``/logs`` it made a symlink would otherwise point a host write anywhere. For the
+same reason the reward files are read from the host one path component at a time with
+``O_NOFOLLOW`` (``read_in_box``): a symlink the box holds is never followed on the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from palaestra.errors import SandboxFailure
+from palaestra.sandbox import Limit, Limits
+from palaestra.sandbox.machines.provider import Box
+from palaestra.sandbox.process import SandboxProcess, supervise
+
+READ_CAP = 1 << 20
+"""Bytes of a reward file read (a reward is a number or a small JSON object)."""
+STAGE_TIMEOUT = 120.0
+
+
+class AgentView(Box):
+    """The rollout's box as the agent's machine sees it: commands run as ``[agent] user`` in
+    ``[environment] workdir`` with ``[environment] env`` unless a call says otherwise (its
+    ``image`` says so too, for the editor's new files), and ``close`` leaves the box open:
+    the environment closes it after the tests ran in it."""
+
+    def __init__(
+        self, box: Box, *, user: str | None, workdir: str | None, env: Mapping[str, str]
+    ) -> None:
+        self.box = box
+        self.root = box.root
+        self.image = replace(
+            box.image,
+            user=user or box.image.user,
+            workdir=workdir or box.image.workdir,
+            env={**box.image.env, **env},
+        )
+        self._env = dict(env)
+
+    async def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: int,
+        user: str | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stream_limit: int = 2**16,
+        protocol: bool = False,
+    ) -> SandboxProcess:
+        return await self.box.launch(
+            argv,
+            stdin=stdin,
+            user=user or self.image.user,
+            cwd=cwd or self.image.workdir,
+            env={**self._env, **(env or {})},
+            stream_limit=stream_limit,
+            protocol=protocol,
+        )
+
+    async def close(self) -> None:
+        """Nothing: the box outlives the agent's machine (the tests run in it next)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """A command run in a box: its exit status (None: it ran past its time) and output."""
+
+    status: int | None
+    output: bytes
+
+
+async def run(
+    box: Box,
+    command: str,
+    *,
+    timeout: float,
+    user: str | None = None,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: int = subprocess.DEVNULL,
+) -> Ran:
+    """``bash -c command`` in ``box``, bounded by ``timeout`` seconds; its stdout then stderr
+    (each up to 1 MB). A launch that fails is a ``SandboxFailure`` (the box, not the task)."""
+    argv = ["/bin/bash", "--noprofile", "--norc", "-c", command]
+    try:
+        process = await box.launch(argv, stdin=stdin, user=user, cwd=cwd, env=env)
+    except SandboxFailure:
+        raise
+    except (OSError, RuntimeError) as error:
+        raise SandboxFailure(f"cannot run a command in the machine: {error}") from error
+    limits = Limits(wall_time=timeout, output_bytes=READ_CAP)
+    try:
+        outcome = await supervise(process, limits)
+    finally:
+        if process.returncode is None:
+            process.kill_now()
+        process.close()
+    if outcome.limit is Limit.WALL_TIME:
+        return Ran(None, outcome.stdout + outcome.stderr)
+    return Ran(outcome.status, outcome.stdout + outcome.stderr)
+
+
+async def stage(box: Box, source: Path, target: str, *, empty: str | None = None) -> None:
+    """Put a copy of the host folder ``source`` at ``target`` in ``box`` (whatever was there
+    before is removed first), owned by root, modes kept; ``empty``: also make that directory
+    empty and writable by anyone (``/logs/verifier``: the tests write the reward there as
+    whichever user they run as). One command in the box, as root; ``SandboxFailure`` if it
+    fails."""
+    quoted = _quoted(target)
+    command = f"rm -rf {quoted} && mkdir -p {quoted} && tar -x --no-same-owner -C {quoted}"
+    if empty is not None:
+        directory = _quoted(empty)
+        command = (
+            f"rm -rf {directory} && mkdir -p {directory} && chmod 777 {directory} && {command}"
+        )
+    with tempfile.TemporaryFile() as archive:
+        archive.write(_tar(source))
+        archive.flush()
+        archive.seek(0)
+        ran = await run(
+            box, command, timeout=STAGE_TIMEOUT, user="root", cwd="/", stdin=archive.fileno()
+        )
+    if ran.status != 0:
+        raise SandboxFailure(
+            f"cannot copy {source.name}/ into the machine at {target}: {_last_line(ran)}"
+        )
+
+
+def read_in_box(root: Path, path: str) -> bytes | None:
+    """The first ``READ_CAP`` bytes of the regular file ``path`` (absolute, in the box) under
+    the box's ``root``, never following a symlink; None when it is missing, or is not a
+    regular file."""
+    parts = [part for part in path.split("/") if part]
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptors: list[int] = []
+    try:
+        current = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        descriptors.append(current)
+        for part in parts[:-1]:
+            current = os.open(part, flags | os.O_DIRECTORY, dir_fd=current)
+            descriptors.append(current)
+        current = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=current)
+        descriptors.append(current)
+        if not _regular(current):
+            return None
+        with os.fdopen(os.dup(current), "rb") as file:
+            return file.read(READ_CAP)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+            return None
+        raise
+    finally:
+        for descriptor in descriptors:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+
+
+def _regular(descriptor: int) -> bool:
+    import stat
+
+    return stat.S_ISREG(os.fstat(descriptor).st_mode)
+
+
+def _tar(source: Path) -> bytes:
+    buffer = io.BytesIO()
+
+    def owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for child in sorted(source.iterdir()):
+            archive.add(child, arcname=child.name, filter=owned_by_root)
+    return buffer.getvalue()
+
+
+def _quoted(path: str) -> str:
+    if not path.startswith("/") or "'" in path:
+        raise ValueError(f"not an absolute path to quote: {path!r}")
+    return f"'{path}'"
+
+
+def _last_line(ran: Ran) -> str:
+    lines = ran.output.decode(errors="replace").strip().splitlines()
+    if ran.status is None:
+        return "it did not finish in time"
+    return lines[-1] if lines else f"exit status {ran.status}"

@@ -1,0 +1,338 @@
+"""``HarborEnvironment``: Harbor task folders run as an environment (``--env harbor:PATH``).
+
+Per rollout (``seed``): the task's image is built from its ``environment/`` (cached by the
+provider) and a box started from it, bounded by its ``[environment]`` resources. The agent is
+told ``instruction.md`` and gets the machine tools (``bash``, ``str_replace_editor``,
+``submit``) over that box, as ``[agent] user``. ``verify``: the agent's shell is stopped,
+``tests/`` is copied in at ``/tests`` (the agent never saw it), ``/logs/verifier`` made empty,
+and ``bash /tests/test.sh`` runs as ``[verifier] user`` (default: the image's) within
+``[verifier] timeout_sec``; the reward is what it wrote (``rewards``). No reward, an unreadable
+one, or tests that overran are ``verifier_error``; a box that cannot be built or started is
+``sandbox_error``: never a 0. ``close`` closes the box on every path.
+
+``[agent] timeout_sec`` bounds the agent's phase: after it, the tools refuse (the model is told
+its time is up) and each command's own timeout is cut to what is left; the verdict records
+``agent_timed_out``. Harbor, too, verifies a trial whose agent ran out of time.
+
+The oracle (``palaestra test``): ``gold_actions`` is one ``bash`` call that runs ``bash
+/solution/solve.sh`` as the agent user, with ``[solution] env``; ``solution/`` is copied into
+the box (as root) only for a call that carries this process's random oracle key in its first
+line, which no model sees, so a policy cannot make it appear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from palaestra.environment.base import Environment
+from palaestra.environment.context import EnvironmentContext
+from palaestra.environment.harbor.boxes import (
+    STAGE_TIMEOUT,
+    AgentView,
+    read_in_box,
+    run,
+    stage,
+)
+from palaestra.environment.harbor.rewards import REWARD_KEY, RewardProblem, read_reward
+from palaestra.environment.harbor.tasks import (
+    TASK_FIELD,
+    box_spec,
+    load_tasks,
+    rows_directory,
+    write_rows,
+)
+from palaestra.environment.machine import MachineState, MachineTools
+from palaestra.environment.machine.machine import Machine
+from palaestra.environment.sessions import Session
+from palaestra.environment.tools import tool
+from palaestra.errors import ConfigError, InvalidTask, SandboxFailure, ToolError
+from palaestra.sandbox.machines.provider import Box, Provider
+from palaestra.sandbox.machines.registry import PROVIDERS, make_provider
+from palaestra.types import FailureKind, JsonDict, Verdict
+from palaestra.wire.harbor import HarborTask
+from palaestra.wire.rows import TASK_DIGEST
+
+DEFAULT_SANDBOX = "rootfs"
+"""Daemonless: it needs nothing running on the machine (``docker`` needs its daemon)."""
+ORACLE_MARK = "# palaestra oracle"
+VERIFIER_DIR = "/logs/verifier"
+TEST_OUTPUT = f"{VERIFIER_DIR}/test-stdout.txt"
+RESERVED_METRICS = frozenset(
+    {REWARD_KEY, "reward_components", "step_rewards", "response", "failure", "harbor_task"}
+)
+"""Component names not copied flat into the row (they would shadow a row field)."""
+
+
+@dataclass(slots=True)
+class HarborState(MachineState):
+    """One rollout: its task, its box and the agent's deadline (event-loop time)."""
+
+    task: HarborTask | None = None
+    name: str = ""
+    box: Box | None = None
+    deadline: float | None = None
+    timed_out: bool = False
+
+
+class HarborEnvironment(MachineTools, Environment):
+    """Harbor task folders: a machine per rollout, scored by the task's own tests."""
+
+    name: ClassVar[str] = "harbor"
+    machine_idle_ttl: ClassVar[float] = 3600.0
+    folder: ClassVar[Path | None] = None
+    """The task folders a subclass ships (``swe_local``, ``terminal``): ``path`` defaults to
+    it, and its rows are the environment's example tasks (``example_tasks_file``)."""
+
+    def __init__(self, path: str | None = None, sandbox: str = DEFAULT_SANDBOX) -> None:
+        """``path``: a Harbor task folder or a folder of them (default: the class's
+        ``folder``). ``sandbox``: the provider that builds and starts the machines, ``rootfs``
+        (daemonless, the default) or ``docker`` (or a ``palaestra.sandboxes`` plug-in)."""
+        if not PROVIDERS.has(sandbox):
+            raise ConfigError(f"unknown sandbox '{sandbox}'; known: {', '.join(PROVIDERS.names())}")
+        if path is None and self.folder is None:
+            raise ConfigError(f"environment '{self.name}' needs the path of its task folders")
+        self.path = Path(path) if path is not None else Path(str(self.folder))
+        self.sandbox = sandbox
+        self.tasks = load_tasks(self.path)
+        self._provider: Provider | None = None
+        self._boxes: set[Box] = set()
+        self._oracle_key = secrets.token_hex(16)
+        configs = [task.config for task in self.tasks.values()]
+        # The limits of an environment are its class's; a Harbor environment's come from its
+        # tasks' task.toml, so this instance's shadow them (the client reads them per instance).
+        vars(self).update(
+            seed_timeout=max(c.environment.build_timeout_sec for c in configs) + 180.0,
+            verify_timeout=max(c.verifier.timeout_sec for c in configs) + 3 * STAGE_TIMEOUT,
+            close_timeout=120.0,
+        )
+
+    @classmethod
+    def example_tasks_file(cls) -> Path | None:
+        """The rows of the class's ``folder`` (written where a resumed run finds them), or
+        None without one."""
+        if cls.folder is None:
+            return None
+        return write_rows(load_tasks(cls.folder), rows_directory())
+
+    # --- the provider -----------------------------------------------------------------------
+
+    def setup(self, context: EnvironmentContext) -> None:
+        super().setup(context)
+        self.provider()
+
+    def provider(self) -> Provider:
+        """The provider (made on first use, once per environment): boxes its dead owners left
+        are reaped then; one that cannot run here is a one-line ``ConfigError``."""
+        if self._provider is None:
+            provider = make_provider(self.sandbox)
+            problem = provider.problem()
+            if problem is not None:
+                raise ConfigError(f"sandbox '{self.sandbox}' cannot run here: {problem}")
+            provider.reap()
+            self._provider = provider
+        return self._provider
+
+    # --- a rollout --------------------------------------------------------------------------
+
+    def seed(self, task: JsonDict) -> Any:  # a coroutine: the build and start are awaited
+        return self._seed(task)
+
+    async def _seed(self, row: JsonDict) -> HarborState:
+        name, task = self.task_of(row)
+        state = HarborState(task=task, name=name)
+        config = task.config
+        provider = self.provider()
+        image = await provider.build(
+            task.path / "environment", timeout=config.environment.build_timeout_sec
+        )
+        box = await provider.start(image, box_spec(task))
+        self._boxes.add(box)
+        state.box = box
+        if config.agent.timeout_sec is not None:
+            state.deadline = asyncio.get_running_loop().time() + config.agent.timeout_sec
+        return state
+
+    def task_of(self, row: JsonDict) -> tuple[str, HarborTask]:
+        """The task folder a row names, checked to be the one the row was made from."""
+        name = row.get(TASK_FIELD)
+        if not isinstance(name, str):
+            raise InvalidTask(f"a Harbor task row names its folder in '{TASK_FIELD}'")
+        task = self.tasks.get(name)
+        if task is None:
+            raise InvalidTask(f"no task folder '{name}' in {self.path}")
+        stamp = row.get(TASK_DIGEST)
+        digest = stamp.get("digest") if isinstance(stamp, dict) else None
+        if digest is not None and digest != task.digest:
+            raise InvalidTask(
+                f"task folder {task.path} changed since this task row was made "
+                f"({digest} then, {task.digest} now): make the rows again"
+            )
+        return name, task
+
+    def machine_of(self, session: Session) -> Machine:
+        state = _harbor(session)
+        if state.deadline is not None and asyncio.get_running_loop().time() >= state.deadline:
+            state.timed_out = True
+            assert state.task is not None
+            raise ToolError(
+                f"your time is up ({state.task.config.agent.timeout_sec:g} s): the "
+                f"machine takes no more commands. Stop calling tools."
+            )
+        if state.machine is None:
+            if state.box is None:
+                raise SandboxFailure("the rollout has no machine")
+            state.machine = self.box_machine(state)
+        return state.machine
+
+    def box_machine(self, state: HarborState) -> Machine:
+        """The agent's machine over the rollout's box, as ``[agent] user`` in its workdir (its
+        ``close`` stops the agent's shell and leaves the box to the tests)."""
+        assert state.box is not None and state.task is not None
+        environment = state.task.config.environment
+        view = AgentView(
+            state.box,
+            user=_user(state.task.config.agent.user),
+            workdir=environment.workdir,
+            env=environment.env,
+        )
+        return Machine(
+            None,
+            self.machine_limits,
+            box=view,
+            idle_ttl=self.machine_idle_ttl,
+            head_bytes=self.output_head_bytes,
+            tail_bytes=self.output_tail_bytes,
+        )
+
+    @tool
+    async def bash(self, session: Session, command: str, timeout: float | None = None) -> str:
+        state = _harbor(session)
+        limit = self.shell_timeout if timeout is None else timeout
+        if state.deadline is not None:
+            left = state.deadline - asyncio.get_running_loop().time()
+            if 0 < left < limit:
+                limit = left
+        if command.startswith(f"{ORACLE_MARK} {self._oracle_key}\n"):
+            await self._stage_solution(state)
+        return await MachineTools.bash(self, session, command, limit)
+
+    bash.__doc__ = MachineTools.bash.__doc__
+
+    async def _stage_solution(self, state: HarborState) -> None:
+        assert state.box is not None and state.task is not None
+        await stage(state.box, state.task.path / "solution", "/solution")
+
+    async def verify(self, session: Session, response: JsonDict) -> Verdict:
+        state = _harbor(session)
+        assert state.task is not None and state.box is not None
+        task, box = state.task, state.box
+        config = task.config
+        machine, state.machine = state.machine, None
+        if machine is not None:  # the agent's shell and what it started stop first
+            with contextlib.suppress(Exception):
+                await machine.close()
+        state.closed = True
+        await stage(box, task.path / "tests", "/tests", empty=VERIFIER_DIR)
+        started = asyncio.get_running_loop().time()
+        ran = await run(
+            box,
+            f"bash /tests/test.sh > {TEST_OUTPUT} 2>&1",
+            timeout=config.verifier.timeout_sec,
+            user=_user(config.verifier.user),
+            cwd=config.environment.workdir,
+            env={**config.environment.env, **config.verifier.env},
+        )
+        seconds = asyncio.get_running_loop().time() - started
+        metrics: JsonDict = {
+            "harbor_task": state.name,
+            "agent_timed_out": state.timed_out,
+            "verifier_seconds": round(seconds, 3),
+        }
+        if ran.status is None:
+            return _failed(
+                f"{state.name}: tests/test.sh ran past verifier.timeout_sec "
+                f"({config.verifier.timeout_sec:g} s)",
+                metrics,
+            )
+        try:
+            reward = read_reward(lambda name: read_in_box(box.root, f"{VERIFIER_DIR}/{name}"))
+        except RewardProblem as problem:
+            tail = _tail(read_in_box(box.root, TEST_OUTPUT))
+            return _failed(
+                f"{state.name}: {problem} (test.sh exit status {ran.status}"
+                + (f"; its output ends: {tail}" if tail else "")
+                + ")",
+                metrics,
+            )
+        for key, value in reward.components.items():
+            if key not in RESERVED_METRICS:
+                metrics[key] = value
+        metrics["reward_file"] = reward.source
+        return Verdict(reward.reward, reward_components=dict(reward.components), metrics=metrics)
+
+    async def close(self, session: Session) -> None:  # type: ignore[override]
+        await super().close(session)
+        state = session.state
+        if isinstance(state, HarborState) and state.box is not None:
+            box, state.box = state.box, None
+            self._boxes.discard(box)
+            await box.close()
+
+    async def aclose(self) -> None:
+        """Close every box a rollout still holds (a runner stopping mid-rollout)."""
+        boxes, self._boxes = list(self._boxes), set()
+        for box in boxes:
+            with contextlib.suppress(Exception):
+                await box.close()
+
+    # --- the oracle and the null run ---------------------------------------------------------
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        """One ``bash`` call running ``solution/solve.sh`` (None for a task without one)."""
+        _, folder = self.task_of(task)
+        if not folder.has_solution:
+            return None
+        config = folder.config
+        assignments = " ".join(
+            f"{key}={shlex.quote(value)}" for key, value in sorted(config.solution.env.items())
+        )
+        budget = min(config.agent.timeout_sec or self.max_shell_timeout, self.max_shell_timeout)
+        command = (
+            f"{ORACLE_MARK} {self._oracle_key}\n"
+            f"{'env ' + assignments + ' ' if assignments else ''}bash /solution/solve.sh"
+        )
+        return [[{"name": "bash", "arguments": {"command": command, "timeout": budget}}]]
+
+    def requires_action(self, task: JsonDict) -> bool | None:
+        """Every Harbor task does: its untouched machine must score 0."""
+        return True
+
+
+def _harbor(session: Session) -> HarborState:
+    state = session.state
+    if not isinstance(state, HarborState):
+        raise ConfigError(f"a Harbor rollout's state is a HarborState, not {type(state).__name__}")
+    return state
+
+
+def _user(user: str | int | None) -> str | None:
+    return None if user is None else str(user)
+
+
+def _failed(reason: str, metrics: JsonDict) -> Verdict:
+    verdict = Verdict.failed(FailureKind.VERIFIER_ERROR, reason)
+    verdict.metrics.update(metrics)
+    return verdict
+
+
+def _tail(data: bytes | None, size: int = 300) -> str:
+    if not data:
+        return ""
+    text = " ".join(data.decode(errors="replace").split())
+    return text if len(text) <= size else "..." + text[-size:]

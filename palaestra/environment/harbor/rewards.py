@@ -1,0 +1,111 @@
+"""The reward a Harbor verifier left in ``/logs/verifier``, read as Harbor reads it.
+
+Harbor's rule (``harbor.verifier.Verifier``): ``reward.json``, when present, wins; it must be a
+JSON object, and its numeric values (booleans are not numbers) are the reward's components,
+other values ignored; when it has no ``reward`` key and ``reward.txt`` exists, that file's
+number is added as ``reward``. Without ``reward.json``, ``reward.txt`` holds one number. An
+empty or unparseable file, or neither file, is an error, never a 0.
+
+Harbor's scalar is the ``reward`` component; its ``mean`` metric takes a dictionary with exactly
+one key as that key's value, and fails on more. The same here: ``reward`` if present, else the
+only component, else an error naming the components (which one is the reward is not guessed).
+A reward that is not finite is an error too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+REWARD_KEY = "reward"
+
+
+class RewardProblem(Exception):
+    """Why no reward could be read (one line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reward:
+    reward: float
+    components: dict[str, float]
+    """Every numeric component, ``reward`` included (one, named ``reward``, from reward.txt)."""
+    source: str
+    """Which file it came from: ``reward.json`` or ``reward.txt``."""
+
+
+Reader = Callable[[str], bytes | None]
+"""The content of a file of ``/logs/verifier`` by name; None when there is no such file."""
+
+
+def read_reward(read: Reader) -> Reward:
+    """The reward the tests wrote, ``read`` giving the files of the box's ``/logs/verifier``;
+    ``RewardProblem`` when there is none to read."""
+    text_data, json_data = read("reward.txt"), read("reward.json")
+    if json_data is not None:
+        components = _json_components(json_data)
+        if REWARD_KEY not in components and text_data is not None:
+            # Harbor too falls back on reward.txt only when it can be read.
+            with contextlib.suppress(RewardProblem):
+                components[REWARD_KEY] = _text_reward(text_data)
+        return Reward(_scalar(components), components, "reward.json")
+    if text_data is not None:
+        value = _text_reward(text_data)
+        return Reward(value, {REWARD_KEY: value}, "reward.txt")
+    raise RewardProblem("the tests wrote no reward (/logs/verifier/reward.txt or reward.json)")
+
+
+def _text_reward(data: bytes) -> float:
+    text = _text(data, "reward.txt")
+    try:
+        value = float(text)
+    except ValueError:
+        raise RewardProblem(f"reward.txt is not a number: {_shown(text)}") from None
+    return _finite(value, "reward.txt")
+
+
+def _json_components(data: bytes) -> dict[str, float]:
+    text = _text(data, "reward.json")
+    try:
+        parsed = json.loads(text)
+    except ValueError as error:
+        raise RewardProblem(f"reward.json is not valid JSON ({error})") from None
+    if not isinstance(parsed, dict):
+        raise RewardProblem(f"reward.json must be a JSON object, not {type(parsed).__name__}")
+    return {
+        key: _finite(float(value), f"reward.json's {key}")
+        for key, value in parsed.items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    }
+
+
+def _scalar(components: dict[str, float]) -> float:
+    if REWARD_KEY in components:
+        return components[REWARD_KEY]
+    if len(components) == 1:
+        return next(iter(components.values()))
+    names = ", ".join(sorted(components)) or "none"
+    raise RewardProblem(
+        f"reward.json has no 'reward' key and {len(components)} numeric components ({names}): "
+        f"name the reward 'reward'"
+    )
+
+
+def _text(data: bytes, name: str) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if not text.strip():
+        raise RewardProblem(f"{name} is empty")
+    return text
+
+
+def _finite(value: float, where: str) -> float:
+    if not math.isfinite(value):
+        raise RewardProblem(f"{where} is {value}, not a finite number")
+    return value
+
+
+def _shown(text: str) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= 60 else text[:57] + "...")

@@ -1,0 +1,106 @@
+"""Real machines for the Harbor tests: the rootfs provider over the offline Debian base."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from palaestra.errors import ConfigError
+from palaestra.sandbox.machines.provider import Provider
+from palaestra.sandbox.machines.registry import make_provider
+from palaestra.sandbox.machines.rootfs import RootfsProvider
+
+TEST_BASE = Path.home() / ".cache" / "palaestra" / "test-images" / "bookworm-python3.tar"
+"""Where the tests keep a base tar while the base image builder is not there."""
+
+
+@pytest.fixture(scope="session")
+def base_tar() -> Path:
+    """The offline Debian base (minbase + python3): the base image builder's when it is
+    there, else one built here with mmdebstrap once and kept under ~/.cache/palaestra."""
+    if os.geteuid() != 0:
+        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
+    try:
+        images = importlib.import_module("palaestra.sandbox.machines.images")
+    except ImportError:
+        images = None
+    if images is not None:
+        return Path(images.base_tar())
+    if not TEST_BASE.exists():
+        TEST_BASE.parent.mkdir(parents=True, exist_ok=True)
+        partial = TEST_BASE.with_name(TEST_BASE.name + ".part")
+        subprocess.run(
+            ["mmdebstrap", "--variant=minbase", "--format=tar", "--include=python3",
+             "bookworm", str(partial)],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+        partial.rename(TEST_BASE)
+    return TEST_BASE
+
+
+@pytest.fixture(scope="session")
+def layer_cache() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="palaestra-test-harbor-layers-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def runtime() -> Iterator[Path]:
+    """Where the test's boxes live; it must be empty after the test (leases included)."""
+    path = Path(tempfile.mkdtemp(prefix="palaestra-test-harbor-boxes-"))
+    path.chmod(0o711)
+    try:
+        yield path
+        assert list(path.iterdir()) == [], "the test left boxes or leases behind"
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def rootfs(base_tar: Path, layer_cache: Path, runtime: Path) -> RootfsProvider:
+    return RootfsProvider(cache=layer_cache, runtime=runtime, base=lambda: base_tar)
+
+
+@pytest.fixture
+def default_rootfs(
+    base_tar: Path, layer_cache: Path, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sandbox=rootfs`` as the CLI makes it, on the test's base, layers and box directory."""
+    from palaestra.sandbox.machines import rootfs
+
+    monkeypatch.setattr(rootfs, "offline_base", lambda: base_tar)
+    monkeypatch.setattr(rootfs, "default_runtime", lambda: runtime)
+    monkeypatch.setattr(rootfs, "default_cache", lambda: layer_cache)
+
+
+@pytest.fixture(params=["rootfs", "docker"])
+def machines(request: pytest.FixtureRequest) -> Provider:
+    """Each provider that can run here: rootfs on the test's base and box directory, docker
+    through its daemon (skipped when it has none, or its provider is not installed)."""
+    if request.param == "rootfs":
+        provider: Provider = request.getfixturevalue("rootfs")
+        return provider
+    return docker_or_skip()
+
+
+def docker_or_skip() -> Provider:
+    """The docker provider, or the test skipped saying why it cannot run here."""
+    try:
+        provider = make_provider("docker")
+    except ConfigError as error:
+        pytest.skip(f"no docker provider: {error}")
+    problem = provider.problem()
+    if problem is not None:
+        pytest.skip(f"docker cannot run here: {problem}")
+    return provider
