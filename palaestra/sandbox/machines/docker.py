@@ -7,7 +7,8 @@ client start (~50 ms), small beside a container's start.
 
 - ``build``: ``docker build --network none`` with the classic builder (``DOCKER_BUILDKIT=0``:
   local images only, nothing pulled), tagged ``palaestra-task:<digest12>`` and labelled with
-  the folder's digest; a tag whose label matches is reused. Every ``FROM`` image must already
+  the folder's digest and the ids of its ``FROM`` images; a tag whose labels match is reused
+  (a changed folder or a new base image builds again). Every ``FROM`` image must already
   be in the daemon: the offline base (``images.docker_base``) provides ``debian:bookworm-slim``
   and ``debian:bookworm``; any other fails the build with one line naming it.
 - ``start``: ``docker run -d --network none`` with memory, CPU and process bounds, a tiny init
@@ -52,6 +53,9 @@ from palaestra.sandbox.process import SandboxProcess
 BOX_LABEL = "palaestra.box"
 LEASE_LABEL = "palaestra.lease"
 DIGEST_LABEL = "palaestra.digest"
+FROM_LABEL = "palaestra.from"
+"""The ids of the images the build started from: a new base (a re-imported
+``debian:bookworm-slim``) rebuilds the task's image."""
 REPOSITORY = "palaestra-task"
 TOKEN_VARIABLE = "PALAESTRA_EXEC"
 NETWORK_REFUSED = (
@@ -136,12 +140,17 @@ class DockerProvider(Provider):
                 ) from None
 
     async def _build(self, context: Path, dockerfile: Path, digest: str, tag: str) -> Image:
-        config = await self._image_config(tag)
-        if config is not None and (config.get("Labels") or {}).get(DIGEST_LABEL) == digest:
-            return _image(tag, digest, config)
+        bases = []
         for base in from_images(dockerfile.read_text()):
-            if await self._image_config(base) is None:
+            status, output, _ = await self._run("image", "inspect", "--format", "{{.Id}}", base)
+            if status != 0:
                 raise SandboxFailure(_missing_base(base, dockerfile))
+            bases.append(output.decode().strip())
+        config = await self._image_config(tag)
+        labels = (config or {}).get("Labels") or {}
+        fresh = (labels.get(DIGEST_LABEL), labels.get(FROM_LABEL)) == (digest, ",".join(bases))
+        if config is not None and fresh:
+            return _image(tag, digest, config)
         status, output, _ = await self._run(
             "build",
             "--network",
@@ -150,6 +159,8 @@ class DockerProvider(Provider):
             "--force-rm",
             "--label",
             f"{DIGEST_LABEL}={digest}",
+            "--label",
+            f"{FROM_LABEL}={','.join(bases)}",
             "--tag",
             tag,
             str(context),

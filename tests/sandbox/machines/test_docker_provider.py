@@ -121,6 +121,34 @@ async def test_a_changed_folder_builds_a_new_image(
         subprocess.run(["docker", "rmi", "--force", first.ref], capture_output=True)
 
 
+async def test_a_new_base_image_rebuilds_the_task_image(
+    provider: DockerProvider, tmp_path: Path
+) -> None:
+    base = f"palaestra-test-base:{secrets.token_hex(6)}"
+    (tmp_path / "Dockerfile").write_text(f"FROM {base}\nRUN cat /which > /seen\n")
+    first_base, second_base = tmp_path / "first", tmp_path / "second"
+    for folder in (first_base, second_base):
+        folder.mkdir()
+        (folder / "Dockerfile").write_text(
+            f"FROM debian:bookworm-slim\nRUN echo {folder.name} > /which\n"
+        )
+    tags = [base]
+    try:
+        first = await provider.build(first_base)
+        second = await provider.build(second_base)
+        tags += [first.ref, second.ref]
+        subprocess.run(["docker", "tag", first.ref, base], check=True)
+        task = await provider.build(tmp_path)
+        tags.append(task.ref)
+        subprocess.run(["docker", "tag", second.ref, base], check=True)  # a new base
+        again = await provider.build(tmp_path)
+        assert again.ref == task.ref  # the same folder, the same tag, rebuilt
+        async with await provider.start(again, BoxSpec()) as box:
+            assert (box.root / "seen").read_text() == "second\n"
+    finally:
+        subprocess.run(["docker", "rmi", "--force", *tags], capture_output=True)
+
+
 async def test_an_image_that_cannot_be_had_offline_fails_with_one_line(
     provider: DockerProvider, tmp_path: Path
 ) -> None:
