@@ -13,9 +13,10 @@ client start (~50 ms), small beside a container's start.
   and ``debian:bookworm``; any other fails the build with one line naming it.
 - ``start``: ``docker run -d --network none`` with memory, CPU and process bounds, a tiny init
   (``--init``, which reaps what commands orphan) running ``sleep infinity``. Every container
-  carries the labels ``palaestra.box=1`` and ``palaestra.lease=<pid>:<start time>`` (its
-  owner), set by the daemon as it creates the container, so no box exists without its lease;
-  ``reap`` removes the boxes of owners that are gone (also after ``kill -9``).
+  carries the labels ``palaestra.box=1`` and ``palaestra.lease=<pid>:<start time>:<pid
+  namespace>`` (its owner), set by the daemon as it creates the container, so no box exists
+  without its lease; ``reap`` removes the boxes of owners that are gone (also after
+  ``kill -9``).
 - ``Box.root`` is the container's merged overlay directory and commands' leftovers are found
   through the host's ``/proc``: the provider needs a *local* daemon (same kernel, same host
   filesystem), and root to read and write that directory. ``BoxSpec.storage_mb`` is not
@@ -76,16 +77,28 @@ def start_time(pid: int) -> int | None:
         return None
 
 
+def pid_namespace(pid: int | str = "self") -> str:
+    """The inode of ``pid``'s pid namespace (``""`` if unreadable)."""
+    try:
+        return str(os.stat(f"/proc/{pid}/ns/pid").st_ino)
+    except OSError:
+        return ""
+
+
 def lease_of(pid: int) -> str:
-    """The lease label naming ``pid`` as a box's owner: ``pid:start time``."""
-    return f"{pid}:{start_time(pid)}"
+    """The lease label naming ``pid`` as a box's owner: ``pid:start time:pid namespace``."""
+    return f"{pid}:{start_time(pid)}:{pid_namespace(pid)}"
 
 
 def lease_alive(lease: str) -> bool:
-    """Whether the owner a lease names still runs (the same pid with the same start time)."""
-    pid, _, started = lease.partition(":")
+    """Whether the owner a lease names may still run: the same pid with the same start time,
+    or a pid of another pid namespace (a collector in another container sharing the daemon:
+    its owner cannot be judged from here, so its boxes are left alone)."""
+    pid, started, namespace = [*lease.split(":"), "", ""][:3]
     if not pid.isdigit():
         return False
+    if namespace != pid_namespace():
+        return True
     return str(start_time(int(pid))) == started
 
 

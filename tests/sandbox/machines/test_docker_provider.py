@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from palaestra.errors import SandboxFailure
+from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import images
 from palaestra.sandbox.machines.docker import (
     DockerProvider,
@@ -25,6 +27,7 @@ from palaestra.sandbox.machines.docker import (
     lease_of,
 )
 from palaestra.sandbox.machines.provider import BoxSpec, Image
+from palaestra.sandbox.process import supervise
 from tests.sandbox.machines.docker_support import container_exists, daemon_or_skip, run
 
 
@@ -316,9 +319,37 @@ async def test_a_start_that_is_cancelled_leaves_no_container(
 
 def test_a_lease_names_a_live_owner_until_it_is_gone() -> None:
     assert lease_alive(lease_of(os.getpid()))
-    pid, _, started = lease_of(os.getpid()).partition(":")
-    assert not lease_alive(f"{pid}:{int(started) + 1}")  # the pid reused by another process
+    pid, started, namespace = lease_of(os.getpid()).split(":")
+    assert not lease_alive(f"{pid}:{int(started) + 1}:{namespace}")  # the pid was reused
+    assert lease_alive(f"{pid}:{int(started) + 1}:1")  # another pid namespace: not ours to judge
     assert not lease_alive("not a lease")
+
+
+async def test_a_command_reads_a_file_given_as_its_stdin(
+    provider: DockerProvider, base: Image, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.write_bytes(b"line one\n" * 10000)
+    async with await provider.start(base, BoxSpec()) as box:
+        with data.open("rb") as source:
+            process = await box.launch(["wc", "-l"], stdin=source.fileno())
+            try:
+                outcome = await supervise(process, Limits(wall_time=60))
+            finally:
+                process.close()
+    assert outcome.stdout.strip() == b"10000"
+
+
+def test_the_problem_check_names_a_missing_cli_and_a_silent_daemon(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    missing = DockerProvider(docker="no-such-docker-cli").problem()
+    assert missing is not None and "no-such-docker-cli CLI is not installed" in missing
+    if shutil.which("docker") is None:
+        pytest.skip("no docker CLI to point at a silent daemon")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
+    silent = DockerProvider().problem()
+    assert silent is not None and silent.startswith("no Docker daemon answers")
 
 
 _OWNER = """
