@@ -114,6 +114,9 @@ class DockerProvider(Provider):
         self._starting = asyncio.Semaphore(self.max_starting)
         self._building: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._reaped = False
+        self._abandoned: set[str] = set()
+        """Names of boxes whose start failed or was cancelled: removed at once, and again by
+        ``reap`` in case the daemon created one after its client was gone."""
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -199,7 +202,7 @@ class DockerProvider(Provider):
     async def start(self, image: Image, spec: BoxSpec) -> DockerBox:
         if spec.network:
             raise SandboxFailure(NETWORK_REFUSED)
-        if not self._reaped:
+        if not self._reaped or self._abandoned:
             self._reaped = True
             await asyncio.to_thread(self.reap)
         name = f"palaestra-{os.getpid()}-{secrets.token_hex(6)}"
@@ -208,12 +211,12 @@ class DockerProvider(Provider):
                 async with asyncio.timeout(spec.start_timeout):
                     return await self._start(name, image, spec)
             except TimeoutError:
-                self._remove_sync(name)
+                self._abandon(name)
                 raise SandboxFailure(
                     f"starting a box of {image.ref} took over {spec.start_timeout:.0f}s"
                 ) from None
             except BaseException:
-                self._remove_sync(name)
+                self._abandon(name)
                 raise
 
     async def _start(self, name: str, image: Image, spec: BoxSpec) -> DockerBox:
@@ -261,7 +264,12 @@ class DockerProvider(Provider):
             )
         return DockerBox(self, container, Path(merged), image, int(pid or 0))
 
+    def _abandon(self, name: str) -> None:
+        self._abandoned.add(name)
+        self._remove_sync(name)
+
     def reap(self) -> int:
+        """Remove the boxes of owners that are gone, and this provider's abandoned starts."""
         listing = self._run_sync(
             "ps",
             "--all",
@@ -269,18 +277,17 @@ class DockerProvider(Provider):
             "--filter",
             f"label={BOX_LABEL}=1",
             "--format",
-            f'{{{{.ID}}}} {{{{.Label "{LEASE_LABEL}"}}}}',
+            f'{{{{.ID}}}} {{{{.Names}}}} {{{{.Label "{LEASE_LABEL}"}}}}',
             timeout=60,
         )
         if listing.returncode != 0:
             return 0  # no daemon: nothing of ours can be running in it
-        dead = [
-            container
-            for container, _, lease in (
-                line.partition(" ") for line in listing.stdout.decode().splitlines()
-            )
-            if container and not lease_alive(lease)
-        ]
+        dead = []
+        for line in listing.stdout.decode().splitlines():
+            container, name, lease = [*line.split(" ", 2), "", ""][:3]
+            if container and (name in self._abandoned or not lease_alive(lease)):
+                dead.append(container)
+        self._abandoned.clear()
         if dead:
             self._run_sync("rm", "--force", "--volumes", *dead, timeout=120)
         return len(dead)

@@ -317,6 +317,26 @@ async def test_a_start_that_is_cancelled_leaves_no_container(
     assert mine.stdout.strip() == ""
 
 
+async def test_a_box_the_daemon_made_after_its_start_was_abandoned_is_reaped(
+    provider: DockerProvider, base: Image
+) -> None:
+    name = f"palaestra-{os.getpid()}-late-{secrets.token_hex(4)}"
+    provider._abandon(name)  # the start gave up; the daemon had not made the box yet
+    subprocess.run(
+        ["docker", "run", "--detach", "--name", name, "--network", "none",
+         "--label", "palaestra.box=1", "--label", f"palaestra.lease={lease_of(os.getpid())}",
+         "--entrypoint", "sleep", base.ref, "infinity"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    try:
+        async with await provider.start(base, BoxSpec()) as box:
+            assert not container_exists(name)  # gone, though its owner (we) still runs
+            assert container_exists(box.container)
+    finally:
+        subprocess.run(["docker", "rm", "--force", name], capture_output=True)
+
+
 def test_a_lease_names_a_live_owner_until_it_is_gone() -> None:
     assert lease_alive(lease_of(os.getpid()))
     pid, started, namespace = lease_of(os.getpid()).split(":")
