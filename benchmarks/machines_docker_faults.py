@@ -6,6 +6,8 @@ outside mid-command (``docker kill``), then closed; a build step that fails; the
 cancelled mid-command (``asyncio`` cancellation, as on Ctrl-C); a start cancelled before the
 box exists. Every ``--kill-every`` episodes a separate collector process starts two boxes
 with commands running and is killed with SIGKILL; a new provider (the next run) reaps them.
+At the end the run's provider reaps once more, as its next start would: a start cancelled
+while ``docker run`` was in flight may have its container made after it gave up.
 
 At the end it counts what is left: containers labelled ``palaestra.box`` whose lease names
 this process or one of its collectors, and host processes running the marked ``sleep``.
@@ -163,10 +165,12 @@ async def run(total: int, kill_every: int) -> tuple[Counter[str], int, float, tu
             if kill_every and number % kill_every == kill_every - 1:
                 owners.add(await asyncio.to_thread(kill_a_collector, image))
                 killed += 1
-                provider = DockerProvider()  # the next run: it reaps before its first start
+                await asyncio.to_thread(DockerProvider().reap)  # the next run, as it begins
             kind = KINDS[number % len(KINDS)]
             await episode(provider, image, kind, Path(failing))
             counts[kind] += 1
+    await asyncio.sleep(5.0)  # late creations of cancelled starts land
+    await asyncio.to_thread(provider.reap)  # what its next start would do: abandoned starts
     await asyncio.to_thread(DockerProvider().reap)  # the run after the last killed collector
     await asyncio.sleep(1.0)  # the daemon's last kills land
     return counts, killed, time.perf_counter() - began, leftovers(owners)

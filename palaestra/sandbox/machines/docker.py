@@ -41,6 +41,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ FROM_LABEL = "palaestra.from"
 ``debian:bookworm-slim``) rebuilds the task's image."""
 REPOSITORY = "palaestra-task"
 TOKEN_VARIABLE = "PALAESTRA_EXEC"
+ABANDONED_WATCH = 300.0
 NETWORK_REFUSED = (
     "this task needs a network, and machines here have none (every box runs with --network "
     "none; nothing may reach a private-range address)"
@@ -114,9 +116,10 @@ class DockerProvider(Provider):
         self._starting = asyncio.Semaphore(self.max_starting)
         self._building: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._reaped = False
-        self._abandoned: set[str] = set()
-        """Names of boxes whose start failed or was cancelled: removed at once, and again by
-        ``reap`` in case the daemon created one after its client was gone."""
+        self._abandoned: dict[str, float] = {}
+        """Names of boxes whose start failed or was cancelled, and until when to look for
+        them: removed at once, and by every ``reap`` until seen (the daemon may create the
+        container after its client is gone) or ``ABANDONED_WATCH`` seconds have passed."""
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -265,7 +268,7 @@ class DockerProvider(Provider):
         return DockerBox(self, container, Path(merged), image, int(pid or 0))
 
     def _abandon(self, name: str) -> None:
-        self._abandoned.add(name)
+        self._abandoned[name] = time.monotonic() + ABANDONED_WATCH
         self._remove_sync(name)
 
     def reap(self) -> int:
@@ -285,9 +288,11 @@ class DockerProvider(Provider):
         dead = []
         for line in listing.stdout.decode().splitlines():
             container, name, lease = [*line.split(" ", 2), "", ""][:3]
-            if container and (name in self._abandoned or not lease_alive(lease)):
+            abandoned = self._abandoned.pop(name, 0.0) > 0
+            if container and (abandoned or not lease_alive(lease)):
                 dead.append(container)
-        self._abandoned.clear()
+        now = time.monotonic()
+        self._abandoned = {name: until for name, until in self._abandoned.items() if until > now}
         if dead:
             self._run_sync("rm", "--force", "--volumes", *dead, timeout=120)
         return len(dead)
@@ -381,7 +386,10 @@ class DockerBox(Box):
         command = [self.provider.docker, "exec"]
         if protocol or stdin != subprocess.DEVNULL:
             command.append("--interactive")
-        command += ["--user", user or self.image.user, "--workdir", cwd or self.image.workdir]
+        if user or self.image.user:
+            command += ["--user", user or self.image.user]
+        if cwd or self.image.workdir:
+            command += ["--workdir", cwd or self.image.workdir]
         for key, value in {**(env or {}), TOKEN_VARIABLE: token}.items():
             command += ["--env", f"{key}={value}"]
         command.append(self.container)

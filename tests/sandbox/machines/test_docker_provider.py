@@ -304,11 +304,15 @@ async def test_close_removes_the_container_and_is_idempotent(
 async def test_a_start_that_is_cancelled_leaves_no_container(
     provider: DockerProvider, base: Image
 ) -> None:
+    await asyncio.to_thread(provider.reap)
+    provider._reaped = True  # so the cancellation lands in `docker run`, not in the first reap
     task = asyncio.create_task(provider.start(base, BoxSpec()))
     await asyncio.sleep(0.2)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    await asyncio.sleep(2.0)
+    await asyncio.to_thread(provider.reap)  # as the provider's next start does
     mine = subprocess.run(
         ["docker", "ps", "--all", "--quiet", "--filter", f"name=palaestra-{os.getpid()}-"],
         capture_output=True,
