@@ -128,12 +128,35 @@ async def measure(name: str, runs: int, total: int, concurrency: int) -> list[st
         shutil.rmtree(tmp)
     opened, closed = await starts(provider, image, runs)
     rate, times = await episodes(provider, image, total, concurrency)
+    written = await bytes_written(provider, image) if name == "docker" else None
     return [
+        *(
+            [f"| written to disk by a start (its overlay's upper layer) | {written} |"]
+            if written
+            else []
+        ),
         f"| start a box | {percentiles(opened)} ({runs} runs) |",
         f"| close a box | {percentiles(closed)} ({runs} runs) |",
         f"| empty-task episode (start, `true`, close), {concurrency} at once "
         f"| {rate:.2f} episodes/s; one episode {percentiles(times)} ({total} episodes) |",
     ]
+
+
+async def bytes_written(provider: Provider, image: Image) -> str:
+    """What a started docker box holds in its own overlay layer (the image is not copied)."""
+    async with await provider.start(image, BoxSpec()) as box:
+        container = getattr(box, "container", "")
+        upper = subprocess.run(
+            ["docker", "inspect", "--format", "{{.GraphDriver.Data.UpperDir}}", container],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        files = [Path(top, name) for top, _, names in os.walk(upper) for name in names]
+        size = sum(path.lstat().st_size for path in files)
+        image_size = subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{.Size}}", image.ref],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+    return f"{size} bytes in {len(files)} file(s) (the image: {int(image_size) >> 20} MiB)"
 
 
 def floors(runs: int) -> list[str]:

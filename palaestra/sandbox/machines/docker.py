@@ -2,8 +2,8 @@
 
 It drives the daemon through the ``docker`` CLI (asynchronous subprocesses), not a Python SDK
 nor the HTTP API: no dependency, the CLI does the build context's tar and the exec stream's
-framing, and the same commands work against Podman's Docker-compatible CLI. A call costs a
-client start (~50 ms), small beside a container's start.
+framing, and Podman's CLI takes the same commands (untested here: ``docker=`` names the
+CLI). A call costs a client start (~50 ms), small beside a container's start.
 
 - ``build``: ``docker build --network none`` with the classic builder (``DOCKER_BUILDKIT=0``:
   local images only, nothing pulled), tagged ``palaestra-task:<digest12>`` and labelled with

@@ -201,6 +201,8 @@ def _locked(lock: Path) -> Iterator[None]:
 
 
 def _docker(*args: str, timeout: float = 600.0, stdin: Path | None = None) -> str:
+    if shutil.which("docker") is None:
+        raise SandboxFailure("the docker CLI is not installed (scripts/install_machines.sh)")
     with open(stdin, "rb") if stdin is not None else contextlib.nullcontext() as data:
         result = subprocess.run(
             ["docker", *args],
@@ -216,6 +218,8 @@ def _docker(*args: str, timeout: float = 600.0, stdin: Path | None = None) -> st
 
 def imported_key(tag: str) -> str | None:
     """The base key recorded on the local daemon's image ``tag``, or ``None``."""
+    if shutil.which("docker") is None:
+        return None
     result = subprocess.run(
         ["docker", "image", "inspect", "--format", f'{{{{index .Config.Labels "{LABEL}"}}}}', tag],
         capture_output=True,
