@@ -55,6 +55,9 @@ class SandboxProcess:
         self.killed = False
         self._closed = False
         self._transports: list[asyncio.BaseTransport] = []
+        self.on_kill: Callable[[], None] | None = None
+        """Also called by ``kill``: reaches what the run started where signals to our own
+        children do not (a command a ``docker exec`` client runs inside a container)."""
 
     @classmethod
     async def start(
@@ -72,6 +75,7 @@ class SandboxProcess:
         seccomp: bytes | None = None,
         protocol: bool = False,
         cgroup: RunCgroup | None = None,
+        protocol_on_stdio: bool = False,
     ) -> SandboxProcess:
         """Launch ``build_argv(status_fd, seccomp_fd)``: bwrap's ``--json-status-fd`` and
         ``--seccomp`` (an fd to read the ``seccomp`` program from; ``None`` without one).
@@ -83,6 +87,10 @@ class SandboxProcess:
 
         ``cgroup``: the run's memory cgroup (``build_argv`` enters it); the process owns it
         from here on and removes it in ``close``, also when the start fails.
+
+        ``protocol_on_stdio``: the two protocol pipes are the launched program's stdin and
+        stdout instead (no ``PALAESTRA_PROTOCOL``): for a client that relays its stdio to the
+        real program elsewhere (``docker exec -i``), which only stdio can reach.
         """
         loop = asyncio.get_running_loop()
         theirs: list[int] = []  # the child's copies: closed here once it is started
@@ -94,15 +102,19 @@ class SandboxProcess:
             if bubblewrap and seccomp:
                 filter_fd = _filled_pipe(seccomp)
                 theirs.append(filter_fd)
+            child_stdout: int = subprocess.PIPE
             if protocol:
                 request_read, request_write = _pipe(theirs, ours)
                 reply_read, reply_write = _pipe(ours, theirs)
-                env = {**env, "PALAESTRA_PROTOCOL": f"{request_read},{reply_write}"}
-                stdin = subprocess.DEVNULL
+                if protocol_on_stdio:
+                    stdin, child_stdout = request_read, reply_write
+                else:
+                    env = {**env, "PALAESTRA_PROTOCOL": f"{request_read},{reply_write}"}
+                    stdin, child_stdout = subprocess.DEVNULL, subprocess.DEVNULL
             popen = subprocess.Popen(
                 list(build_argv(status_write, filter_fd)),
                 stdin=stdin,
-                stdout=subprocess.DEVNULL if protocol else subprocess.PIPE,
+                stdout=child_stdout,
                 stderr=subprocess.PIPE if capture_stderr else subprocess.DEVNULL,
                 cwd=cwd,
                 env=env,
@@ -156,6 +168,8 @@ class SandboxProcess:
     def kill(self) -> None:
         """SIGKILL the run and everything it started. Synchronous and idempotent."""
         self.killed = True
+        if self.on_kill is not None:
+            self.on_kill()
         chase = self._status_fd is None  # no pid namespace: chase the group and the uid
         if self.popen.returncode is None:
             init = self._namespace_init()

@@ -1,0 +1,542 @@
+"""The ``docker`` provider: task images built and boxes run by a local Docker daemon.
+
+It drives the daemon through the ``docker`` CLI (asynchronous subprocesses), not a Python SDK
+nor the HTTP API: no dependency, the CLI does the build context's tar and the exec stream's
+framing, and Podman's CLI takes the same commands (untested here: ``docker=`` names the
+CLI). A call costs a client start (~50 ms), small beside a container's start.
+
+- ``build``: ``docker build --network none`` with the classic builder (``DOCKER_BUILDKIT=0``:
+  local images only, nothing pulled), tagged ``palaestra-task:<digest12>`` and labelled with
+  the folder's digest and the ids of its ``FROM`` images; a tag whose labels match is reused
+  (a changed folder or a new base image builds again). Every ``FROM`` image must already
+  be in the daemon: the offline base (``images.docker_base``) provides ``debian:bookworm-slim``
+  and ``debian:bookworm``; any other fails the build with one line naming it.
+- ``start``: ``docker run -d --network none`` with memory, CPU and process bounds, a tiny init
+  (``--init``, which reaps what commands orphan) running ``sleep infinity``. Every container
+  carries the labels ``palaestra.box=1`` and ``palaestra.lease=<pid>:<start time>:<pid
+  namespace>`` (its owner), set by the daemon as it creates the container, so no box exists
+  without its lease; ``reap`` removes the boxes of owners that are gone (also after
+  ``kill -9``).
+- ``Box.root`` is the container's merged overlay directory and commands' leftovers are found
+  through the host's ``/proc``: the provider needs a *local* daemon (same kernel, same host
+  filesystem), and root to read and write that directory. ``BoxSpec.storage_mb`` is not
+  enforced (overlay2 quotas need xfs with project quotas).
+- ``launch``: ``docker exec`` wrapped as a ``SandboxProcess``. Killing the ``docker exec``
+  client does not stop the command inside, so each launch marks its command's environment
+  with a random token and ``kill`` SIGKILLs every process of the container carrying it.
+- ``close``: ``docker rm -f``, idempotent.
+
+The daemon must run without a bridge network (``dockerd --bridge=none --iptables=false``):
+boxes run with ``--network none`` and a task that needs a network is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from palaestra.errors import SandboxFailure
+from palaestra.sandbox.machines import images
+from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
+from palaestra.sandbox.process import SandboxProcess
+
+BOX_LABEL = "palaestra.box"
+LEASE_LABEL = "palaestra.lease"
+DIGEST_LABEL = "palaestra.digest"
+FROM_LABEL = "palaestra.from"
+"""The ids of the images the build started from: a new base (a re-imported
+``debian:bookworm-slim``) rebuilds the task's image."""
+REPOSITORY = "palaestra-task"
+TOKEN_VARIABLE = "PALAESTRA_EXEC"
+ABANDONED_WATCH = 300.0
+NETWORK_REFUSED = (
+    "this task needs a network, and machines here have none (every box runs with --network "
+    "none; nothing may reach a private-range address)"
+)
+_PROTOCOL_WRAPPER = 'exec 8<&0 9>&1 </dev/null >/dev/null; PALAESTRA_PROTOCOL=8,9 exec "$@"'
+"""For ``protocol`` launches: the request and reply channels arrive as the exec's stdin and
+stdout; the program finds them as fds 8 and 9 (``PALAESTRA_PROTOCOL``), as under bubblewrap."""
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), or ``None`` if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def pid_namespace(pid: int | str = "self") -> str:
+    """The inode of ``pid``'s pid namespace (``""`` if unreadable)."""
+    try:
+        return str(os.stat(f"/proc/{pid}/ns/pid").st_ino)
+    except OSError:
+        return ""
+
+
+def lease_of(pid: int) -> str:
+    """The lease label naming ``pid`` as a box's owner: ``pid:start time:pid namespace``."""
+    return f"{pid}:{start_time(pid)}:{pid_namespace(pid)}"
+
+
+def lease_alive(lease: str) -> bool:
+    """Whether the owner a lease names may still run: the same pid with the same start time,
+    or a pid of another pid namespace (a collector in another container sharing the daemon:
+    its owner cannot be judged from here, so its boxes are left alone)."""
+    pid, started, namespace = [*lease.split(":"), "", ""][:3]
+    if not pid.isdigit():
+        return False
+    if namespace != pid_namespace():
+        return True
+    return str(start_time(int(pid))) == started
+
+
+class DockerProvider(Provider):
+    """Boxes as containers of the local Docker daemon (see the module's docstring)."""
+
+    name: ClassVar[str] = "docker"
+
+    def __init__(self, *, docker: str = "docker", max_starting: int | None = None) -> None:
+        self.docker = docker
+        if max_starting is not None:
+            self.max_starting = max_starting
+        self._starting = asyncio.Semaphore(self.max_starting)
+        self._building: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._reaped = False
+        self._abandoned: dict[str, float] = {}
+        """Names of boxes whose start failed or was cancelled, and until when to look for
+        them: removed at once, and by every ``reap`` until seen (the daemon may create the
+        container after its client is gone) or ``ABANDONED_WATCH`` seconds have passed."""
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def problem(self) -> str | None:
+        if shutil.which(self.docker) is None:
+            return (
+                f"the {self.docker} CLI is not installed (scripts/install_machines.sh installs "
+                "Debian's docker.io)"
+            )
+        answer = self._run_sync("version", "--format", "{{.Server.Version}}", timeout=20)
+        if answer.returncode != 0:
+            return "no Docker daemon answers: start one with scripts/install_machines.sh"
+        bridge = self._run_sync("network", "inspect", "bridge", timeout=20)
+        if bridge.returncode == 0:
+            return (
+                "the Docker daemon has a bridge network through which a container could route: "
+                "run dockerd with --bridge=none --iptables=false --ip6tables=false"
+            )
+        return None
+
+    # -- images ---------------------------------------------------------------------------
+
+    async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:
+        context = Path(context).resolve()
+        dockerfile = context / "Dockerfile"
+        if not dockerfile.is_file():
+            raise SandboxFailure(f"{context} has no Dockerfile")
+        digest = images.folder_digest(context)
+        tag = f"{REPOSITORY}:{digest.removeprefix('sha256:')[:12]}"
+        async with self._building[tag]:
+            try:
+                async with asyncio.timeout(timeout):
+                    return await self._build(context, dockerfile, digest, tag)
+            except TimeoutError:
+                raise SandboxFailure(
+                    f"building {context} took over {timeout:.0f}s (docker build)"
+                ) from None
+
+    async def _build(self, context: Path, dockerfile: Path, digest: str, tag: str) -> Image:
+        bases = []
+        for base in from_images(dockerfile.read_text()):
+            status, output, _ = await self._run("image", "inspect", "--format", "{{.Id}}", base)
+            if status != 0:
+                raise SandboxFailure(_missing_base(base, dockerfile))
+            bases.append(output.decode().strip())
+        config = await self._image_config(tag)
+        labels = (config or {}).get("Labels") or {}
+        fresh = (labels.get(DIGEST_LABEL), labels.get(FROM_LABEL)) == (digest, ",".join(bases))
+        if config is not None and fresh:
+            return _image(tag, digest, config)
+        status, output, _ = await self._run(
+            "build",
+            "--network",
+            "none",
+            "--pull=false",
+            "--force-rm",
+            "--label",
+            f"{DIGEST_LABEL}={digest}",
+            "--label",
+            f"{FROM_LABEL}={','.join(bases)}",
+            "--tag",
+            tag,
+            str(context),
+            env={"DOCKER_BUILDKIT": "0"},
+            merge=True,
+        )
+        if status != 0:
+            raise SandboxFailure(_build_failure(context, output.decode(errors="replace")))
+        config = await self._image_config(tag)
+        if config is None:
+            raise SandboxFailure(f"docker build of {context} made no image {tag}")
+        return _image(tag, digest, config)
+
+    async def _image_config(self, ref: str) -> dict[str, Any] | None:
+        status, output, _ = await self._run("image", "inspect", "--format", "{{json .Config}}", ref)
+        if status != 0:
+            return None
+        config = json.loads(output)
+        return config if isinstance(config, dict) else {}
+
+    # -- boxes ----------------------------------------------------------------------------
+
+    async def start(self, image: Image, spec: BoxSpec) -> DockerBox:
+        if spec.network:
+            raise SandboxFailure(NETWORK_REFUSED)
+        if not self._reaped or self._abandoned:
+            self._reaped = True
+            await asyncio.to_thread(self.reap)
+        name = f"palaestra-{os.getpid()}-{secrets.token_hex(6)}"
+        async with self._starting:
+            try:
+                async with asyncio.timeout(spec.start_timeout):
+                    return await self._start(name, image, spec)
+            except TimeoutError:
+                self._abandon(name)
+                raise SandboxFailure(
+                    f"starting a box of {image.ref} took over {spec.start_timeout:.0f}s"
+                ) from None
+            except BaseException:
+                self._abandon(name)
+                raise
+
+    async def _start(self, name: str, image: Image, spec: BoxSpec) -> DockerBox:
+        status, output, errors = await self._run(
+            "run",
+            "--detach",
+            "--name",
+            name,
+            "--network",
+            "none",
+            "--init",
+            "--memory",
+            f"{spec.memory_mb}m",
+            "--memory-swap",
+            f"{spec.memory_mb}m",
+            "--cpus",
+            f"{spec.cpus:g}",
+            "--pids-limit",
+            str(spec.processes),
+            "--log-driver",
+            "none",
+            "--label",
+            f"{BOX_LABEL}=1",
+            "--label",
+            f"{LEASE_LABEL}={lease_of(os.getpid())}",
+            "--entrypoint",
+            "sleep",
+            image.ref,
+            "infinity",
+        )
+        if status != 0:
+            raise SandboxFailure(f"docker run of {image.ref} failed: {_last_line(errors)}")
+        container = output.decode().strip()
+        status, output, errors = await self._run(
+            "inspect",
+            "--format",
+            "{{.GraphDriver.Data.MergedDir}} {{.State.Pid}}",
+            container,
+        )
+        merged, _, pid = output.decode().strip().partition(" ")
+        if status != 0 or not merged.startswith("/"):
+            raise SandboxFailure(
+                f"the box {name} has no merged directory on this host (the docker provider "
+                f"needs a local daemon with overlay2): {_last_line(errors)}"
+            )
+        return DockerBox(self, container, Path(merged), image, int(pid or 0))
+
+    def _abandon(self, name: str) -> None:
+        self._abandoned[name] = time.monotonic() + ABANDONED_WATCH
+        self._remove_sync(name)
+
+    def reap(self) -> int:
+        """Remove the boxes of owners that are gone, and this provider's abandoned starts."""
+        listing = self._run_sync(
+            "ps",
+            "--all",
+            "--no-trunc",
+            "--filter",
+            f"label={BOX_LABEL}=1",
+            "--format",
+            f'{{{{.ID}}}} {{{{.Names}}}} {{{{.Label "{LEASE_LABEL}"}}}}',
+            timeout=60,
+        )
+        if listing.returncode != 0:
+            return 0  # no daemon: nothing of ours can be running in it
+        dead = []
+        for line in listing.stdout.decode().splitlines():
+            container, name, lease = [*line.split(" ", 2), "", ""][:3]
+            abandoned = self._abandoned.pop(name, 0.0) > 0
+            if container and (abandoned or not lease_alive(lease)):
+                dead.append(container)
+        now = time.monotonic()
+        self._abandoned = {name: until for name, until in self._abandoned.items() if until > now}
+        if dead:
+            self._run_sync("rm", "--force", "--volumes", *dead, timeout=120)
+        return len(dead)
+
+    # -- the CLI --------------------------------------------------------------------------
+
+    def _client_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        keep = (
+            "PATH",
+            "HOME",
+            "DOCKER_HOST",
+            "DOCKER_CONFIG",
+            "DOCKER_CONTEXT",
+            "DOCKER_CERT_PATH",
+        )
+        env = {key: os.environ[key] for key in keep if key in os.environ}
+        env.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        return {**env, **(extra or {})}
+
+    async def _run(
+        self, *args: str, env: Mapping[str, str] | None = None, merge: bool = False
+    ) -> tuple[int, bytes, bytes]:
+        """Run ``docker ARGS``; killed if the caller is cancelled (a timeout included)."""
+        process = await asyncio.create_subprocess_exec(
+            self.docker,
+            *args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+            env=self._client_env(env),
+        )
+        try:
+            output, errors = await process.communicate()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(process.wait())
+            raise
+        return process.returncode or 0, output, errors or b""
+
+    def _run_sync(self, *args: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
+        try:
+            return subprocess.run(
+                [self.docker, *args],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env=self._client_env(),
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return subprocess.CompletedProcess([self.docker, *args], 125, b"", str(error).encode())
+
+    def _remove_sync(self, container: str) -> subprocess.CompletedProcess[bytes]:
+        """``docker rm -f`` without the event loop: safe on the cancellation path."""
+        return self._run_sync("rm", "--force", "--volumes", container, timeout=120)
+
+
+class DockerBox(Box):
+    """One container. ``root`` is its merged overlay directory on this host."""
+
+    def __init__(
+        self, provider: DockerProvider, container: str, root: Path, image: Image, pid: int
+    ) -> None:
+        self.provider = provider
+        self.container = container
+        self.root = root
+        self.image = image
+        self.pid = pid
+        """The container's init, as the host sees it."""
+        self._closed = False
+
+    async def __aenter__(self) -> DockerBox:
+        return self
+
+    async def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: int,
+        user: str | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stream_limit: int = 2**16,
+        protocol: bool = False,
+    ) -> SandboxProcess:
+        if self._closed:
+            raise SandboxFailure(f"the box {self.container[:12]} is closed")
+        token = secrets.token_hex(12)
+        command = [self.provider.docker, "exec"]
+        if protocol or stdin != subprocess.DEVNULL:
+            command.append("--interactive")
+        if user or self.image.user:
+            command += ["--user", user or self.image.user]
+        if cwd or self.image.workdir:
+            command += ["--workdir", cwd or self.image.workdir]
+        for key, value in {**(env or {}), TOKEN_VARIABLE: token}.items():
+            command += ["--env", f"{key}={value}"]
+        command.append(self.container)
+        if protocol:
+            command += ["sh", "-c", _PROTOCOL_WRAPPER, "sh"]
+        command += list(argv)
+        process = await SandboxProcess.start(
+            lambda _status, _seccomp: command,
+            bubblewrap=False,
+            uid=None,
+            cwd="/",
+            env=self.provider._client_env(),
+            stdin=stdin,
+            stream_limit=stream_limit,
+            protocol=protocol,
+            protocol_on_stdio=True,
+        )
+        process.on_kill = lambda: kill_marked(self.pid, token)
+        return process
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            status, _, errors = await self.provider._run(
+                "rm", "--force", "--volumes", self.container
+            )
+        except asyncio.CancelledError:
+            self.provider._remove_sync(self.container)
+            raise
+        if status != 0 and b"No such container" not in errors:
+            raise SandboxFailure(
+                f"docker rm of box {self.container[:12]} failed: {_last_line(errors)}"
+            )
+
+
+# -- processes inside a box -----------------------------------------------------------------
+
+
+def kill_marked(init: int, token: str) -> None:
+    """SIGKILL every process of the container whose init is ``init`` that carries the launch
+    ``token`` in its environment (what one ``docker exec`` started). Rescans until none is
+    left: a fork bomb may fork between a scan and its kill."""
+    marker = f"{TOKEN_VARIABLE}={token}".encode()
+    for _ in range(100):
+        found = [pid for pid in _container_pids(init) if marker in _environ(pid)]
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _container_pids(init: int) -> list[int]:
+    """The host pids of the container whose init is ``init``: the processes in its pids
+    cgroup, or (no such cgroup found) every process of its pid namespace."""
+    try:
+        lines = Path(f"/proc/{init}/cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers in ("pids", ""):
+            base = "/sys/fs/cgroup/pids" if controllers else "/sys/fs/cgroup"
+            with contextlib.suppress(OSError, ValueError):
+                text = Path(f"{base}{path}/cgroup.procs").read_text()
+                return [int(pid) for pid in text.split()]
+    try:
+        namespace = os.readlink(f"/proc/{init}/ns/pid")
+    except OSError:
+        return []
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                    pids.append(int(entry))
+    return pids
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+# -- Dockerfiles and messages ---------------------------------------------------------------
+
+_FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
+_ARG = re.compile(r"^\s*ARG\s+(\w+)(?:=(\S*))?", re.IGNORECASE)
+
+
+def from_images(dockerfile: str) -> list[str]:
+    """The images a Dockerfile's ``FROM`` lines name (not ``scratch``, not an earlier
+    stage), with ``ARG`` defaults declared before them substituted."""
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    found: list[str] = []
+    for line in dockerfile.replace("\\\n", " ").splitlines():
+        if (arg := _ARG.match(line)) and not stages and not found:
+            args[arg.group(1)] = (arg.group(2) or "").strip("\"'")
+        elif match := _FROM.match(line):
+            image = re.sub(
+                r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), match.group(1)
+            )
+            if image.lower() != "scratch" and image not in stages and image not in found:
+                found.append(image)
+            if match.group(2):
+                stages.add(match.group(2))
+    return found
+
+
+def _missing_base(image: str, dockerfile: Path) -> str:
+    if image in images.TAGS:
+        return (
+            f"the image {image} (FROM in {dockerfile}) is not in the local Docker daemon: "
+            f"import the offline base with `{images.BUILD_COMMAND}` (nothing is pulled here)"
+        )
+    return (
+        f"the image {image} (FROM in {dockerfile}) cannot be had offline: nothing is pulled "
+        f"here; start from {images.TAGS[0]} (the offline base) or load {image} into the daemon"
+    )
+
+
+def _build_failure(context: Path, output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    steps = [line for line in lines if line.startswith("Step ")]
+    step = steps[-1] if steps else "its first step"
+    return f"docker build of {context} failed at {step[:200]}: {_last_line(output)[:300]}"
+
+
+def _last_line(text: bytes | str) -> str:
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def _image(tag: str, digest: str, config: Mapping[str, Any]) -> Image:
+    env = dict(item.split("=", 1) for item in config.get("Env") or [] if "=" in item)
+    return Image(
+        provider=DockerProvider.name,
+        ref=tag,
+        digest=digest,
+        workdir=config.get("WorkingDir") or "/",
+        env=env,
+        user=config.get("User") or "root",
+    )
