@@ -25,10 +25,8 @@ content, so a resumed run can refuse a task whose folder changed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,6 +36,7 @@ from typing import Any, Literal
 import pydantic
 
 from palaestra.errors import ConfigError
+from palaestra.sandbox.machines.digest import folder_digest as folder_digest
 
 SCHEMA_VERSION = "1.4"
 """The ``schema_version`` palaestra writes (Harbor 0.26's)."""
@@ -290,42 +289,6 @@ def read_tasks(root: str | os.PathLike[str]) -> list[HarborTask]:
     if not folders:
         raise ConfigError(f"{path}: neither a Harbor task folder ({CONFIG}) nor a folder of them")
     return [read_task(folder) for folder in folders]
-
-
-def folder_digest(folder: str | os.PathLike[str]) -> str:
-    """``sha256:<hex>`` over every file under ``folder``: its relative path, whether it is
-    executable, and its content (a symlink: its target), in path order. Nothing is excluded:
-    any file may be copied into the machine or read by the tests."""
-    root = Path(folder)
-    outer = hashlib.sha256()
-    for path in sorted(_files(root), key=lambda p: p.relative_to(root).as_posix()):
-        relative = path.relative_to(root).as_posix()
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            kind, inner = "l", hashlib.sha256(os.readlink(path).encode()).hexdigest()
-        else:
-            kind = "x" if info.st_mode & stat.S_IXUSR else "f"
-            inner = _file_sha256(path)
-        outer.update(f"{relative}\0{kind}\0{inner}\n".encode())
-    return f"sha256:{outer.hexdigest()}"
-
-
-def _files(root: Path) -> list[Path]:
-    """Every file and symlink under ``root`` (a symlinked directory is not followed)."""
-    found: list[Path] = []
-    for directory, subdirectories, names in os.walk(root):
-        base = Path(directory)
-        found.extend(base / name for name in names)
-        found.extend(base / name for name in subdirectories if (base / name).is_symlink())
-    return found
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from typing import Any, ClassVar
 
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.machines import images
+from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
 from palaestra.sandbox.process import SandboxProcess
 
@@ -147,7 +148,7 @@ class DockerProvider(Provider):
         dockerfile = context / "Dockerfile"
         if not dockerfile.is_file():
             raise SandboxFailure(f"{context} has no Dockerfile")
-        digest = images.folder_digest(context)
+        digest = folder_digest(context)
         tag = f"{REPOSITORY}:{digest.removeprefix('sha256:')[:12]}"
         async with self._building[tag]:
             try:

@@ -37,7 +37,6 @@ import hashlib
 import os
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -56,32 +55,6 @@ RECIPE = "2"
 PACKAGES_FILE = Path(__file__).with_name("debian_packages.txt")
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BUILD_COMMAND = f"{Path(sys.executable).name} -m palaestra.sandbox.machines.images"
-
-
-def folder_digest(folder: str | os.PathLike[str]) -> str:
-    """``sha256:<hex>`` over every file under ``folder`` (relative path, executable or not,
-    content; a symlink: its target), in path order: the build cache's key. The same digest
-    as ``palaestra.wire.harbor.folder_digest``, which sits above the sandbox's floor."""
-    root = Path(folder)
-    found: list[Path] = []
-    for directory, subdirectories, names in os.walk(root):
-        base = Path(directory)
-        found.extend(base / name for name in names)
-        found.extend(base / name for name in subdirectories if (base / name).is_symlink())
-    outer = hashlib.sha256()
-    for path in sorted(found, key=lambda p: p.relative_to(root).as_posix()):
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            kind, inner = "l", hashlib.sha256(os.readlink(path).encode()).hexdigest()
-        else:
-            kind = "x" if info.st_mode & stat.S_IXUSR else "f"
-            digest = hashlib.sha256()
-            with path.open("rb") as file:
-                for chunk in iter(lambda: file.read(1 << 20), b""):
-                    digest.update(chunk)
-            inner = digest.hexdigest()
-        outer.update(f"{path.relative_to(root).as_posix()}\0{kind}\0{inner}\n".encode())
-    return f"sha256:{outer.hexdigest()}"
 
 
 def cache_dir() -> Path:

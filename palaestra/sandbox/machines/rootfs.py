@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import importlib
 import json
 import os
 import secrets
 import shutil
-import stat
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +50,7 @@ from palaestra.sandbox.cgroup import find_memory_cgroups
 from palaestra.sandbox.machines import inside, leases
 from palaestra.sandbox.machines.build import Builder
 from palaestra.sandbox.machines.cgroups import BoxCgroups, join_argv
+from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.layers import LayerStore, default_cache, key_of, mount_overlay
 from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
 from palaestra.sandbox.process import SandboxProcess
@@ -175,7 +174,7 @@ class RootfsProvider(Provider):
         return Image(
             provider=NAME,
             ref=ref,
-            digest=context_digest(context),
+            digest=folder_digest(context),
             workdir=state.workdir,
             env=dict(state.env),
             user=state.user,
@@ -351,25 +350,3 @@ class RootfsBox(Box):
             with contextlib.suppress(Exception):
                 process.kill()
         leases.tear_down(self.lease, self.provider.runtime)
-
-
-def context_digest(folder: Path) -> str:
-    """``sha256:<hex>`` of a Dockerfile folder: every file's relative path, whether it is
-    executable, and its content (a symbolic link: its target), in path order (the same
-    digest Harbor task folders are stamped with)."""
-    outer = hashlib.sha256()
-    found: list[Path] = []
-    for directory, subdirectories, names in os.walk(folder):
-        base = Path(directory)
-        found.extend(base / name for name in names)
-        found.extend(base / name for name in subdirectories if (base / name).is_symlink())
-    for path in sorted(found, key=lambda p: p.relative_to(folder).as_posix()):
-        relative = path.relative_to(folder).as_posix()
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            kind, inner = "l", hashlib.sha256(os.readlink(path).encode()).hexdigest()
-        else:
-            kind = "x" if info.st_mode & stat.S_IXUSR else "f"
-            inner = hashlib.sha256(path.read_bytes()).hexdigest()
-        outer.update(f"{relative}\0{kind}\0{inner}\n".encode())
-    return f"sha256:{outer.hexdigest()}"

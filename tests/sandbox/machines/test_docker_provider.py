@@ -19,6 +19,7 @@ import pytest
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import images
+from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.docker import (
     DockerProvider,
     _container_pids,
@@ -59,7 +60,7 @@ def fresh_context(tmp_path: Path) -> Iterator[Path]:
         "USER nobody\n"
     )
     yield tmp_path
-    tag = f"palaestra-task:{images.folder_digest(tmp_path).removeprefix('sha256:')[:12]}"
+    tag = f"palaestra-task:{folder_digest(tmp_path).removeprefix('sha256:')[:12]}"
     subprocess.run(["docker", "rmi", "--force", tag], capture_output=True)
 
 
@@ -93,7 +94,7 @@ async def test_a_build_runs_offline_records_the_config_and_is_cached(
     provider: DockerProvider, fresh_context: Path
 ) -> None:
     image = await provider.build(fresh_context)
-    assert image.digest == images.folder_digest(fresh_context)
+    assert image.digest == folder_digest(fresh_context)
     assert (image.workdir, image.user, image.env["GREETING"]) == ("/srv/app", "nobody", "hello")
 
     calls: list[tuple[str, ...]] = []

@@ -9,19 +9,25 @@ import pytest
 
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.machines import images
-from palaestra.wire.harbor import folder_digest
+from palaestra.sandbox.machines.digest import folder_digest
 
 
-def test_the_folder_digest_is_the_harbor_folder_digest(tmp_path: Path) -> None:
+def test_the_folder_digest_sees_content_modes_and_link_targets(tmp_path: Path) -> None:
     (tmp_path / "environment").mkdir()
     (tmp_path / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\n")
     script = tmp_path / "run.sh"
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)
     (tmp_path / "link").symlink_to("run.sh")
-    assert images.folder_digest(tmp_path) == folder_digest(tmp_path)
+    first = folder_digest(tmp_path)
+    assert first == folder_digest(tmp_path)
     script.chmod(0o644)  # executable or not is part of the content
-    assert images.folder_digest(tmp_path) == folder_digest(tmp_path)
+    second = folder_digest(tmp_path)
+    (tmp_path / "link").unlink()
+    (tmp_path / "link").symlink_to("environment")
+    third = folder_digest(tmp_path)
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM debian:bookworm\n")
+    assert len({first, second, third, folder_digest(tmp_path)}) == 4
 
 
 def test_the_package_list_is_read_without_comments() -> None:
