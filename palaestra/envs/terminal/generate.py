@@ -6,11 +6,11 @@
     python -m palaestra.envs.terminal.generate --seed 0 --per-family 0 \\
         --agentbench path/to/inspect_evals-0.28.0-py3-none-any.whl OUT
 
-Task ``i`` of a family is drawn from ``random.Random(f"terminal:{seed}:{family}:{i}")`` of kind ``i % len(kinds)`` and
-difficulty ``1 + (i // len(kinds)) % 3``: the same seed gives byte-identical folders, and adding a family or
-more tasks never changes the others. ``OUT`` must not exist or be empty; it gets one folder per
-task (``<family>-<i>-<kind>``) and ``MANIFEST.json`` (id, family, kind, difficulty, source and
-the folder's digest).
+Task ``i`` of a family is drawn from ``random.Random(f"terminal:{seed}:{family}:{i}")``, of
+kind ``i % len(kinds)`` and difficulty ``1 + (i // len(kinds)) % 3``: the same seed gives
+byte-identical folders, and adding a family or more tasks never changes the others. ``OUT``
+must not exist or be empty; it gets one folder per task (``<family>-<i>-<kind>``) and
+``MANIFEST.json`` (id, family, kind, difficulty, source and the folder's digest).
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--agentbench",
         metavar="SOURCE",
-        help="also convert AgentBench's OS tasks from inspect_evals: 'installed', a wheel or a directory",
+        help="also convert AgentBench's OS tasks from inspect_evals: 'installed', a wheel or a "
+        "directory",
     )
     args = parser.parse_args(argv)
     try:

@@ -11,17 +11,40 @@ import gzip
 import hashlib
 import io
 import random
-from collections.abc import Callable
 import tarfile
+from collections.abc import Callable
 
 from palaestra.envs.terminal.spec import TerminalTask, constants
 
 FAMILY = "forensics"
 PACKAGES = ("python3", "file", "xxd", "tree")
-WORDS = (
-    "amber basil cedar delta ember fjord garnet harbor iris juniper kestrel lumen maple "
-    "nectar onyx pepper quartz raven sable thistle umber vesper willow yarrow zephyr"
-).split()
+WORDS = [
+    "amber",
+    "basil",
+    "cedar",
+    "delta",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "iris",
+    "juniper",
+    "kestrel",
+    "lumen",
+    "maple",
+    "nectar",
+    "onyx",
+    "pepper",
+    "quartz",
+    "raven",
+    "sable",
+    "thistle",
+    "umber",
+    "vesper",
+    "willow",
+    "yarrow",
+    "zephyr",
+]
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 ANSWER = "/app/answer.txt"
 
@@ -44,7 +67,8 @@ def _tree(rng: random.Random, difficulty: int) -> dict[str, str | bytes]:
         dirs.append(f"{rng.choice(dirs)}/{rng.choice(WORDS)}{rng.randint(0, 99)}")
     files: dict[str, str | bytes] = {}
     while len(files) < 10 * difficulty + 8:
-        name = f"{rng.choice(dirs)}/{rng.choice(WORDS)}_{rng.randint(0, 999)}.{rng.choice(('txt', 'log', 'md', 'dat'))}"
+        extension = rng.choice(("txt", "log", "md", "dat"))
+        name = f"{rng.choice(dirs)}/{rng.choice(WORDS)}_{rng.randint(0, 999)}.{extension}"
         files[name] = _text(rng, rng.randint(1, 30))
     return files
 
@@ -86,7 +110,8 @@ def _by_hash(rng: random.Random, difficulty: int) -> TerminalTask:
         f"Exactly one file under `/app/data` has the SHA-256 digest `{digest}`. Find it.",
         files,
         target,
-        f"find /app/data -type f -exec sha256sum {{}} + | awk '$1 == \"{digest}\" {{print $2}}' > {ANSWER}",
+        f"find /app/data -type f -exec sha256sum {{}} + \\\n"
+        f"  | awk '$1 == \"{digest}\" {{print $2}}' > {ANSWER}",
         difficulty,
     )
 
@@ -110,7 +135,8 @@ def _newest(rng: random.Random, difficulty: int) -> TerminalTask:
         "(by its modification time).",
         files,
         target,
-        f"find /app/data -type f -printf '%T@ %p\\n' | sort -n | tail -n 1 | cut -d' ' -f2- > {ANSWER}",
+        f"find /app/data -type f -printf '%T@ %p\\n' | sort -n | tail -n 1 \\\n"
+        f"  | cut -d' ' -f2- > {ANSWER}",
         difficulty,
         setup,
     )
@@ -146,7 +172,8 @@ def _largest(rng: random.Random, difficulty: int) -> TerminalTask:
         "Find the largest file (in bytes) under `/app/data`.",
         files,
         target,
-        f"find /app/data -type f -printf '%s %p\\n' | sort -n | tail -n 1 | cut -d' ' -f2- > {ANSWER}",
+        f"find /app/data -type f -printf '%s %p\\n' | sort -n | tail -n 1 \\\n"
+        f"  | cut -d' ' -f2- > {ANSWER}",
         difficulty,
     )
 
@@ -173,7 +200,9 @@ original content, as `{destination}`.
 """
     solve = f"""\
 mkdir -p /app/recovered /tmp/recover
-for f in $(find /app/data -type f -name '*.bin'); do tar -xzf "$f" -C /tmp/recover 2>/dev/null || true; done
+for f in $(find /app/data -type f -name '*.bin'); do
+  tar -xzf "$f" -C /tmp/recover 2>/dev/null || true
+done
 cp "$(find /tmp/recover -name '{lost}' | head -n 1)" {destination}
 """
     check = constants(DESTINATION=destination, DIGEST=hashlib.sha256(content.encode()).hexdigest())

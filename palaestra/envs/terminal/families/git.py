@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-
 from typing import Any
 
 from palaestra.envs.terminal.spec import TerminalTask, constants
@@ -16,8 +15,8 @@ from palaestra.envs.terminal.spec import TerminalTask, constants
 FAMILY = "git"
 PACKAGES = ("python3", "git", "less", "patch")
 REPO = "/app/repo"
-MODULES = "parser cache router loader metrics scheduler auth storage".split()
-VERBS = "Fix Add Refactor Tidy Speed up Document Harden Simplify".split()
+MODULES = ["parser", "cache", "router", "loader", "metrics", "scheduler", "auth", "storage"]
+VERBS = ["Fix", "Add", "Refactor", "Tidy", "Speed", "up", "Document", "Harden", "Simplify"]
 
 BUILD = """\
 import json, os, subprocess, sys
@@ -46,7 +45,8 @@ write(plan.get("worktree", {}))
 
 SETUP = (
     "git config --system safe.directory '*' && git config --system user.name Agent"
-    " && git config --system user.email agent@example.com && git config --system init.defaultBranch main",
+    " && git config --system user.email agent@example.com"
+    " && git config --system init.defaultBranch main",
     "runuser -u agent -- python3 /opt/gen/build.py /opt/gen/plan.json && rm -rf /opt/gen",
 )
 
@@ -134,10 +134,12 @@ Leave the working tree clean.
     check = (
         constants(CHANGED=changed, ADDED=added, FIRST=first, SECOND=second, LAST=last)
         + """
+def changed(commit):
+    return git("diff-tree", "--no-commit-id", "--name-only", "-r", commit)
 finish_parts({
     "messages": float(subjects()[:3] == [SECOND, FIRST, LAST]),
-    "first_commit_files": float(git("diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD~1") == CHANGED),
-    "second_commit_files": float(git("diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD") == ADDED),
+    "first_commit_files": float(changed("HEAD~1") == CHANGED),
+    "second_commit_files": float(changed("HEAD") == ADDED),
     "clean": float(git("status", "--porcelain") == ""),
     "_strict": True,
 })
@@ -168,7 +170,8 @@ existing commit (do not rewrite history) and every later change. Leave the worki
     check = (
         constants(CONFIG=config, BAD=bad_subject, COUNT=len(commits), FILES=files)
         + """
-tree_ok = read(REPO + "/config.ini") == CONFIG and all(read(REPO + "/" + n) == t for n, t in FILES.items())
+tree_ok = read(REPO + "/config.ini") == CONFIG
+tree_ok = tree_ok and all(read(REPO + "/" + n) == t for n, t in FILES.items())
 finish_parts({
     "config_restored": float(git("show", "HEAD:config.ini") == CONFIG.strip() and tree_ok),
     "history_kept": float(BAD in subjects() and len(subjects()) == COUNT + 1),
@@ -200,7 +203,8 @@ In the git repository `{REPO}`, find the commit that introduced the line `{line}
     check = (
         constants(SUBJECT=commits[at]["subject"], ANSWER=answer)
         + """
-pairs = [row.split("\\t", 1) for row in (git("log", "--format=%H%x09%s") or "").split("\\n") if "\\t" in row]
+rows = (git("log", "--format=%H%x09%s") or "").split("\\n")
+pairs = [row.split("\\t", 1) for row in rows if "\\t" in row]
 wanted = [h for h, s in pairs if s == SUBJECT]
 got = (read(ANSWER) or "").strip()
 finish(len(wanted) == 1 and got == wanted[0])
@@ -222,18 +226,21 @@ message is `{subject}`. Stay on the current branch (`main`) and do not move it.
     check = (
         constants(SUBJECT=subject, BRANCH=branch, COUNT=len(commits))
         + """
-pairs = [row.split("\\t", 1) for row in (git("log", "--format=%H%x09%s") or "").split("\\n") if "\\t" in row]
+rows = (git("log", "--format=%H%x09%s") or "").split("\\n")
+pairs = [row.split("\\t", 1) for row in rows if "\\t" in row]
 wanted = [h for h, s in pairs if s == SUBJECT]
 finish_parts({
-    "branch": float(len(wanted) == 1 and git("rev-parse", "--verify", "refs/heads/" + BRANCH) == wanted[0]),
-    "main_untouched": float(git("symbolic-ref", "--short", "HEAD") == "main" and len(subjects()) == COUNT),
+    "branch": float(len(wanted) == 1 and git("rev-parse", "refs/heads/" + BRANCH) == wanted[0]),
+    "main_untouched": float(git("symbolic-ref", "--short", "HEAD") == "main"
+                            and len(subjects()) == COUNT),
     "_strict": True,
 })
 """
     )
+    pattern = subject.replace("(", ".").replace(")", ".")
     solve = f"""\
 cd {REPO}
-git branch '{branch}' "$(git log --format=%H --grep='^{subject.replace("(", ".").replace(")", ".")}$' main | head -n 1)"
+git branch '{branch}' "$(git log --format=%H --grep='^{pattern}$' main | head -n 1)"
 """
     return _task(
         "branch", {"repo": REPO, "commits": commits}, instruction, check, solve, difficulty

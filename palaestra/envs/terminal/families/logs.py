@@ -8,14 +8,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import random
-from collections.abc import Callable
 from collections import Counter
+from collections.abc import Callable
 
 from palaestra.envs.terminal.spec import TerminalTask, constants
 
 FAMILY = "logs"
 PACKAGES = ("python3", "gawk", "procps")
-SERVICES = "api worker billing mailer indexer gateway".split()
+SERVICES = ["api", "worker", "billing", "mailer", "indexer", "gateway"]
 MESSAGES = {
     "INFO": ("request served", "cache warmed", "job queued", "connection opened"),
     "WARN": ("slow response", "retrying upstream", "disk 80% full"),
@@ -49,7 +49,8 @@ def _lines(rng: random.Random, start: int, count: int, error_rate: float) -> lis
         out.append(
             (
                 now,
-                f"{_stamp(now)} {level} [{service}] {rng.choice(MESSAGES[level])} id={rng.randint(1000, 99999)}",
+                f"{_stamp(now)} {level} [{service}] {rng.choice(MESSAGES[level])}"
+                f" id={rng.randint(1000, 99999)}",
             )
         )
     return out
@@ -69,7 +70,10 @@ def _first_error(rng: random.Random, difficulty: int) -> TerminalTask:
     holder = rng.choice((oldest, middle))
     position = rng.randint(size // 3, size - 1)
     when, _ = holder[position]
-    first = f"{_stamp(when)} ERROR [{rng.choice(SERVICES)}] {rng.choice(MESSAGES['ERROR'])} id={rng.randint(1000, 99999)}"
+    first = (
+        f"{_stamp(when)} ERROR [{rng.choice(SERVICES)}] {rng.choice(MESSAGES['ERROR'])}"
+        f" id={rng.randint(1000, 99999)}"
+    )
     holder[position] = (when, first)
     for later in range(position + 1, size):
         if rng.random() < 0.1:
@@ -156,7 +160,8 @@ for name, digest in sorted(DIGESTS.items()):
         parts["compressed " + name] = float(same and not os.path.exists(name))
     else:
         kept = read(name, "rb")
-        parts["kept " + name] = float(kept is not None and hashlib.sha256(kept).hexdigest() == digest
+        same = kept is not None and hashlib.sha256(kept).hexdigest() == digest
+        parts["kept " + name] = float(same
                                       and not os.path.exists(name + ".gz"))
 # partial credit for the old files compressed, but none when a newer file was touched
 compressed = [v for k, v in parts.items() if k.startswith("compressed ")]
@@ -191,7 +196,8 @@ message. Write `{output}`: a header line `day,level,count`, then one line per (d
 that occurs, as `YYYY-MM-DD,LEVEL,N`, sorted by day and then level.
 """
     solve = f"""\
-{{ echo day,level,count; awk '{{ print substr($1, 1, 10) "," $2 }}' /app/service.log | sort | uniq -c \\
+{{ echo day,level,count
+  awk '{{ print substr($1, 1, 10) "," $2 }}' /app/service.log | sort | uniq -c \\
   | awk '{{ print $2 "," $1 }}'; }} > {output}
 """
     check = (

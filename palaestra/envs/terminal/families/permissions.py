@@ -12,7 +12,20 @@ from palaestra.envs.terminal.spec import TerminalTask, constants
 
 FAMILY = "permissions"
 PACKAGES = ("python3", "procps", "less")
-NAMES = "atlas borealis cirrus draco eridani fornax gemini hydra lyra orion perseus vega".split()
+NAMES = [
+    "atlas",
+    "borealis",
+    "cirrus",
+    "draco",
+    "eridani",
+    "fornax",
+    "gemini",
+    "hydra",
+    "lyra",
+    "orion",
+    "perseus",
+    "vega",
+]
 MODES = (0o600, 0o640, 0o644, 0o700, 0o750, 0o755, 0o444, 0o400, 0o660)
 
 
@@ -57,7 +70,8 @@ for path, mode in sorted(WANTED.items()):
         info = os.stat(path)
         parts["mode " + path] = float(stat.S_IMODE(info.st_mode) == mode)
         if path in OWNED:
-            parts["owner " + path] = float(pwd.getpwuid(info.st_uid).pw_name == OWNER and info.st_gid == 0)
+            owner = pwd.getpwuid(info.st_uid).pw_name
+            parts["owner " + path] = float(owner == OWNER and info.st_gid == 0)
     except (OSError, KeyError):
         parts["mode " + path] = 0.0
 parts["_strict"] = True

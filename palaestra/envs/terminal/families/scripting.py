@@ -14,7 +14,23 @@ from palaestra.envs.terminal.spec import TerminalTask, constants
 
 FAMILY = "scripting"
 PACKAGES = ("python3", "gawk", "bc", "jq")
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron".split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+]
 
 CHECK_CASES = """
 import tempfile
@@ -25,7 +41,8 @@ for idx, (text, expected) in enumerate(CASES):
     os.chmod(f.name, 0o644)
     done = run(["runuser", "-u", "agent", "--", SCRIPT, f.name])
     os.unlink(f.name)
-    ok = done is not None and done.returncode == 0 and done.stdout.rstrip("\\n") == expected.rstrip("\\n")
+    ok = done is not None and done.returncode == 0
+    ok = ok and done.stdout.rstrip("\\n") == expected.rstrip("\\n")
     parts[f"case_{idx}"] = 1.0 if ok else 0.0
 finish_parts(parts)
 """
@@ -61,7 +78,8 @@ An example input is in `/app/example/input.txt`; its expected output is in
         instruction=instruction,
         files={"/app/example/input.txt": example, "/app/example/output.txt": transform(example)},
         check=constants(SCRIPT=script, CASES=cases) + CHECK_CASES,
-        solve=f"mkdir -p /app/bin\ncat > {script} <<'EOF'\n{solve_body.strip()}\nEOF\nchmod +x {script}",
+        solve=f"mkdir -p /app/bin\ncat > {script} <<'EOF'\n{solve_body.strip()}\nEOF\n"
+        f"chmod +x {script}",
         packages=PACKAGES,
         difficulty=difficulty,
     )

@@ -6,8 +6,8 @@ live only in the hidden check."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from collections import Counter, defaultdict
+from collections.abc import Callable
 
 from palaestra.envs.terminal.spec import TerminalTask, constants
 
