@@ -62,6 +62,17 @@ PACKAGES = (
     "ca-certificates"
 )
 SOURCE = "inspect_evals:agent_bench_os"
+EXCLUDED_FILE = Path(__file__).with_name("agentbench_excluded.jsonl")
+"""Tasks the validation found cannot score on this base (oracle below 1 or null above 0), one
+JSON object a line: ``id`` and ``reason``. Generation leaves them out, listed as skipped."""
+
+
+def excluded() -> dict[str, str]:
+    """``EXCLUDED_FILE`` as id to reason."""
+    if not EXCLUDED_FILE.is_file():
+        return {}
+    rows = [json.loads(line) for line in EXCLUDED_FILE.read_text().splitlines() if line.strip()]
+    return {row["id"]: row["reason"] for row in rows}
 
 CHECK = """
 def shell(command):
@@ -233,12 +244,13 @@ def _solve(record: dict[str, Any]) -> tuple[str, dict[str, str]]:
 def convert(source: Path, output: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Write every convertible task of both splits under ``output``; (manifest entries, skipped)."""
     data = _Data(source)
+    failing = excluded()
     entries: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     for split, name in SPLITS.items():
         for record in json.loads(data.text(name)):
             task_id = f"agentbench-{split}-{int(record['id']):03d}"
-            reason = skip_reason(record)
+            reason = skip_reason(record) or failing.get(task_id)
             if reason is not None:
                 skipped.append({"id": task_id, "reason": reason})
                 continue
