@@ -3,7 +3,9 @@ shipped tasks are exactly what the generator writes for the recorded seed."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,16 +37,35 @@ def test_folders_read_back_as_harbor_tasks_with_their_family_contract(tmp_path: 
         assert dockerfile[1] == "FROM debian:bookworm-slim"
         assert dockerfile[2].startswith("RUN apt-get update && apt-get install -y")
         apt_lines.setdefault(str(task.config.metadata["category"]), set()).add(dockerfile[2])
-        # the hidden checks are never part of what the machine is built from
-        environment = task.path / "environment"
-        check = (task.path / "tests" / "check.py").read_text()
-        assert all(
-            p.read_bytes() not in check.encode() or p.stat().st_size < 8
-            for p in environment.rglob("*")
-            if p.is_file() and p.name != "Dockerfile"
-        )
     assert set(apt_lines) == set(FAMILIES)
     assert all(len(lines) == 1 for lines in apt_lines.values()), apt_lines
+
+
+def test_hidden_inputs_and_expected_outputs_are_not_in_the_machine(tmp_path: Path) -> None:
+    """What a check compares with lives only in tests/: the agent cannot read it."""
+    for family, kinds in FAMILIES.items():
+        for index in range(len(kinds)):
+            task = family_task(family, 0, index)
+            visible = (
+                "\n".join(
+                    c if isinstance(c, str) else c.decode("latin-1") for c in task.files.values()
+                )
+                + task.instruction
+            )
+            hidden = {"EXPECTED", "CASES", "DIGEST", "DIGESTS"}
+            namespace: dict[str, object] = {}
+            for line in task.check.splitlines():  # the check's constants (JSON literals)
+                if re.match(r"^[A-Z_]+ = json\.loads\(", line):
+                    name, literal = line.split(" = ", 1)
+                    namespace[name] = json.loads(ast.literal_eval(literal[len("json.loads(") : -1]))
+            for name in hidden & namespace.keys():
+                value = namespace[name]
+                if name == "CASES":
+                    assert isinstance(value, list)
+                    for text, _expected in value:
+                        assert text not in visible, (family, task.name)
+                elif name == "EXPECTED" and isinstance(value, list):
+                    assert "\n".join(value) not in visible, (family, task.name)
 
 
 def test_every_kind_of_every_family_is_generated(tmp_path: Path) -> None:
