@@ -17,6 +17,7 @@ image lacks then fail their oracle, which is reported, not hidden).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -46,7 +47,12 @@ def _docker(*args: str, timeout: float = 600.0) -> subprocess.CompletedProcess[s
 
 
 def _build(folder: Path, tag: str, stand_in: str | None) -> str | None:
-    """Build the task's image as ``tag``; an error line, or None."""
+    """Build the task's image as ``tag``; an error line, or None.
+
+    The Dockerfile's head (``FROM`` and the family's ``apt-get`` line, the same for every task
+    of a family) is first built and tagged ``palaestra-terminal-check-base:<hash>``: the task's
+    build reuses it from the cache, and removing the task's image afterwards keeps it (the
+    family's packages are installed once per machine, and nothing else is left behind)."""
     text = (folder / DOCKERFILE).read_text(encoding="utf-8")
     if stand_in is not None:
         lines = [
@@ -55,20 +61,22 @@ def _build(folder: Path, tag: str, stand_in: str | None) -> str | None:
             if not line.startswith("RUN apt-get update")
         ]
         text = "\n".join(lines) + "\n"
+    lines = text.splitlines()
+    cut = next((i for i, line in enumerate(lines) if line.startswith("RUN apt-get update")), None)
+    if cut is not None:
+        head = "\n".join(line for line in lines[: cut + 1] if not line.startswith("#")) + "\n"
+        base = "palaestra-terminal-check-base:" + hashlib.sha256(head.encode()).hexdigest()[:16]
+        error = _docker_build(head, base, folder / "environment")
+        if error is not None:
+            return error
+    return _docker_build(text, tag, folder / "environment")
+
+
+def _docker_build(dockerfile: str, tag: str, context: Path) -> str | None:
     with tempfile.NamedTemporaryFile("w", suffix=".Dockerfile", delete=False) as file:
-        file.write(text)
+        file.write(dockerfile)
     try:
-        done = _docker(
-            "build",
-            "-q",
-            "--network",
-            "none",
-            "-f",
-            file.name,
-            "-t",
-            tag,
-            str(folder / "environment"),
-        )
+        done = _docker("build", "-q", "--network", "none", "-f", file.name, "-t", tag, str(context))
     finally:
         Path(file.name).unlink()
     if done.returncode != 0:
@@ -118,8 +126,7 @@ def validate(folder: str | Path, stand_in: str | None = None) -> Verdict:
         null, null_error = _episode(path, tag, user, oracle=False)
         oracle, oracle_error = _episode(path, tag, user, oracle=True)
     finally:
-        # --no-prune keeps the parent layers: the family's apt-get layer stays cached
-        _docker("rmi", "--no-prune", tag)
+        _docker("rmi", tag)
     error = oracle_error or null_error
     return Verdict(path.name, null, oracle, error)
 
