@@ -76,7 +76,18 @@ def _docker_build(dockerfile: str, tag: str, context: Path) -> str | None:
     with tempfile.NamedTemporaryFile("w", suffix=".Dockerfile", delete=False) as file:
         file.write(dockerfile)
     try:
-        done = _docker("build", "-q", "--network", "none", "-f", file.name, "-t", tag, str(context))
+        done = _docker(
+            "build",
+            "-q",
+            "--force-rm",
+            "--network",
+            "none",
+            "-f",
+            file.name,
+            "-t",
+            tag,
+            str(context),
+        )
     finally:
         Path(file.name).unlink()
     if done.returncode != 0:
