@@ -74,6 +74,7 @@ def excluded() -> dict[str, str]:
     rows = [json.loads(line) for line in EXCLUDED_FILE.read_text().splitlines() if line.strip()]
     return {row["id"]: row["reason"] for row in rows}
 
+
 CHECK = """
 def shell(command):
     return run(["bash", "--login", "-c", "cd " + HOME + " && " + command])
