@@ -1,0 +1,219 @@
+"""One generated terminal task, and how it becomes a Harbor task folder.
+
+Every family module builds ``TerminalTask`` values; ``write_folder`` turns one into a folder:
+
+- ``environment/Dockerfile``: ``FROM debian:bookworm-slim``, then ONE ``apt-get install`` line
+  that is the same for every task of a family (so a builder caches it), a user ``agent`` when
+  the agent does not need root, the generated starting files copied from ``environment/files/``
+  to the same absolute paths, the family's setup commands (as root, at build time: ownership,
+  mtimes, a git history), ``WORKDIR /app``;
+- ``tests/``: ``test.sh``, which runs ``check.py`` (standard-library Python: the hidden checks
+  and their expected values, never visible to the agent, since ``tests/`` is copied in only
+  after the agent is done). ``check.py`` writes ``reward.txt`` or, where partial credit is
+  natural, ``reward.json`` with named components and a ``reward`` key; always beside, then
+  moved, so a crashed check leaves no reward (an error, never a 0);
+- ``solution/solve.sh``: the oracle, run as the agent's user in ``/app``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from palaestra.wire.harbor import (
+    AgentConfig,
+    EnvironmentConfig,
+    TaskConfig,
+    TaskFolder,
+    VerifierConfig,
+    write_task,
+)
+
+BASE_IMAGE = "debian:bookworm-slim"
+AGENT = "agent"
+FILES = "files"
+"""The folder of ``environment/`` holding the starting files, laid out from ``/``."""
+
+TEST_SCRIPT = """\
+#!/bin/bash
+# Runs the hidden checks on the machine the agent left; check.py writes the reward
+# (/logs/verifier/reward.txt or reward.json), beside then moved.
+set -euo pipefail
+mkdir -p /logs/verifier
+cd /
+python3 /tests/check.py
+"""
+
+CHECK_PRELUDE = '''\
+"""Hidden checks of one terminal task (standard library only)."""
+
+import json
+import os
+import subprocess
+import sys
+
+VERIFIER = "/logs/verifier"
+
+
+def _write(name, text):
+    os.makedirs(VERIFIER, exist_ok=True)
+    partial = os.path.join(VERIFIER, name + ".partial")
+    with open(partial, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.replace(partial, os.path.join(VERIFIER, name))
+
+
+def finish(ok):
+    """All-or-nothing: 1 or 0 in reward.txt."""
+    _write("reward.txt", "1\\n" if ok else "0\\n")
+
+
+def finish_parts(parts):
+    """Named components (each 0..1) in reward.json; "reward" is their mean, or 1 only when
+    every component is 1 when the task is all-or-nothing (``_strict``), or ``_reward`` when
+    the check computes it."""
+    strict = parts.pop("_strict", False)
+    given = parts.pop("_reward", None)
+    values = [float(v) for v in parts.values()]
+    if given is not None:
+        reward = float(given)
+    elif strict:
+        reward = 1.0 if values and all(v == 1.0 for v in values) else 0.0
+    else:
+        reward = sum(values) / len(values) if values else 0.0
+    _write("reward.json", json.dumps({"reward": reward, **parts}, sort_keys=True) + "\\n")
+
+
+def read(path, mode="r"):
+    """The file's content, or None when it cannot be read."""
+    try:
+        with open(path, mode) as file:
+            return file.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def run(command, **kwargs):
+    """``command`` (a list) run with a time budget; its CompletedProcess, or None."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, **kwargs)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+'''
+
+
+@dataclass(frozen=True)
+class TerminalTask:
+    """One generated task, before it is written.
+
+    ``files`` maps absolute paths in the machine to their content (text or bytes);
+    ``setup`` are shell commands run as root at build time, after the files are in place;
+    ``check`` is the Python body appended to ``CHECK_PRELUDE`` (it must call ``finish`` or
+    ``finish_parts``); ``solve`` is the body of ``solve.sh`` (run in ``/app``)."""
+
+    family: str
+    name: str
+    instruction: str
+    check: str
+    solve: str
+    files: Mapping[str, str | bytes] = field(default_factory=dict)
+    setup: Sequence[str] = ()
+    packages: Sequence[str] = ("python3",)
+    agent_user: str = AGENT
+    difficulty: int = 1
+    tests: Mapping[str, str] = field(default_factory=dict)
+    """Other hidden files of ``tests/`` (name to text), read by ``check.py``."""
+    tags: Sequence[str] = ()
+    source: str = "palaestra:terminal"
+    timeout_sec: float = 900.0
+
+
+def constants(**values: Any) -> str:
+    """Python source binding each value (JSON-compatible) to its name, for a check body."""
+    return "".join(
+        f"{name} = json.loads({json.dumps(json.dumps(v))})\n" for name, v in values.items()
+    )
+
+
+def dockerfile(task: TerminalTask) -> str:
+    """The task's Dockerfile (see the module docstring)."""
+    lines = [
+        f"# terminal/{task.family}: generated by palaestra.envs.terminal (do not edit by hand).",
+        f"FROM {BASE_IMAGE}",
+        "RUN apt-get update && apt-get install -y --no-install-recommends "
+        + " ".join(task.packages)
+        + " && rm -rf /var/lib/apt/lists/*",
+    ]
+    if task.agent_user == AGENT:
+        lines.append(f"RUN useradd --create-home --shell /bin/bash {AGENT}")
+    lines.append("RUN mkdir -p /app")
+    if task.files:
+        lines.append(f"COPY {FILES}/ /")
+    if task.agent_user == AGENT:
+        lines.append(f"RUN chown -R {AGENT}:{AGENT} /app")
+    lines.extend(f"RUN {command}" for command in task.setup)
+    lines.append("WORKDIR /app")
+    return "\n".join(lines) + "\n"
+
+
+def solve_script(task: TerminalTask) -> str:
+    return (
+        "#!/bin/bash\n"
+        f"# The oracle of terminal/{task.family} ({task.name}): a run must score 1.\n"
+        "set -euo pipefail\n"
+        "cd /app\n" + task.solve.strip("\n") + "\n"
+    )
+
+
+def task_config(task: TerminalTask, task_id: str) -> TaskConfig:
+    return TaskConfig(
+        metadata={
+            "author_name": "palaestra",
+            "category": task.family,
+            "difficulty": ("easy", "medium", "hard")[min(max(task.difficulty, 1), 3) - 1],
+            "tags": ["terminal", task.family, task.name, *task.tags],
+            "id": task_id,
+        },
+        source=task.source,
+        verifier=VerifierConfig(timeout_sec=120.0),
+        agent=AgentConfig(timeout_sec=task.timeout_sec, user=task.agent_user),
+        environment=EnvironmentConfig(
+            build_timeout_sec=600.0,
+            cpus=1,
+            memory_mb=1024,
+            storage_mb=2048,
+            network_mode="no-network",
+        ),
+    )
+
+
+def write_folder(task: TerminalTask, task_id: str, path: str | os.PathLike[str]) -> Path:
+    """Write ``task`` as the Harbor task folder ``path`` (which must not exist)."""
+    root = write_task(
+        TaskFolder(
+            config=task_config(task, task_id),
+            instruction=task.instruction.strip("\n") + "\n",
+            dockerfile=dockerfile(task),
+            test_script=TEST_SCRIPT,
+            tests={"check.py": CHECK_PRELUDE + task.check.strip("\n") + "\n", **task.tests},
+            solve_script=solve_script(task),
+        ),
+        path,
+    )
+    for name, content in sorted(task.files.items()):
+        if not name.startswith("/"):
+            raise ValueError(f"{task.family}/{task.name}: file path {name!r} is not absolute")
+        target = root / "environment" / FILES / name.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+        target.chmod(0o644)
+    return root

@@ -1,0 +1,3 @@
+
+#!/bin/bash
+echo "Initialization successful. Proceed with the task."

@@ -1,0 +1,76 @@
+"""Hidden checks of one terminal task (standard library only)."""
+
+import json
+import os
+import subprocess
+import sys
+
+VERIFIER = "/logs/verifier"
+
+
+def _write(name, text):
+    os.makedirs(VERIFIER, exist_ok=True)
+    partial = os.path.join(VERIFIER, name + ".partial")
+    with open(partial, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.replace(partial, os.path.join(VERIFIER, name))
+
+
+def finish(ok):
+    """All-or-nothing: 1 or 0 in reward.txt."""
+    _write("reward.txt", "1\n" if ok else "0\n")
+
+
+def finish_parts(parts):
+    """Named components (each 0..1) in reward.json; "reward" is their mean, or 1 only when
+    every component is 1 when the task is all-or-nothing (``_strict``), or ``_reward`` when
+    the check computes it."""
+    strict = parts.pop("_strict", False)
+    given = parts.pop("_reward", None)
+    values = [float(v) for v in parts.values()]
+    if given is not None:
+        reward = float(given)
+    elif strict:
+        reward = 1.0 if values and all(v == 1.0 for v in values) else 0.0
+    else:
+        reward = sum(values) / len(values) if values else 0.0
+    _write("reward.json", json.dumps({"reward": reward, **parts}, sort_keys=True) + "\n")
+
+
+def read(path, mode="r"):
+    """The file's content, or None when it cannot be read."""
+    try:
+        with open(path, mode) as file:
+            return file.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def run(command, **kwargs):
+    """``command`` (a list) run with a time budget; its CompletedProcess, or None."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, **kwargs)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+REPO = json.loads("\"/app/repo\"")
+
+def git(*args):
+    done = run(["git", "-C", REPO, *args])
+    return None if done is None or done.returncode != 0 else done.stdout.strip()
+def subjects():
+    return (git("log", "--format=%s") or "").split("\n")
+SUBJECT = json.loads("\"Simplify cache (#102)\"")
+BRANCH = json.loads("\"hotfix/loader-75\"")
+COUNT = json.loads("7")
+
+rows = (git("log", "--format=%H%x09%s") or "").split("\n")
+pairs = [row.split("\t", 1) for row in rows if "\t" in row]
+wanted = [h for h, s in pairs if s == SUBJECT]
+finish_parts({
+    "branch": float(len(wanted) == 1 and git("rev-parse", "refs/heads/" + BRANCH) == wanted[0]),
+    "main_untouched": float(git("symbolic-ref", "--short", "HEAD") == "main"
+                            and len(subjects()) == COUNT),
+    "_strict": True,
+})

@@ -1,0 +1,1 @@
+/app/share/cirrus.sh
