@@ -117,10 +117,13 @@ def best_guess(left: list[str]) -> str:
 
 
 def parse_guess(action: str, length: int, colours: int) -> str:
-    """The code an action spells: its first run of ``length`` colour letters, read with or
-    without spaces or commas between them (``ABCD``, ``A B C D``, ``a,b,c,d``)."""
+    """The code an action spells: a word of ``length`` colour letters (one in capitals
+    first: ``I guess ABCD``), else a run of them with spaces or commas between (``A B C D``,
+    ``a,b,c,d``)."""
     palette = COLOURS[:colours]
-    runs = re.findall(r"[A-Za-z](?:[\s,;-]*[A-Za-z])*", action)
+    words = re.findall(r"[A-Za-z]+", action)
+    runs = [w for w in words if w.isupper()] + words
+    runs += re.findall(r"[A-Za-z](?:[\s,;-]*[A-Za-z])*", action)
     for run in runs:
         letters = re.sub(r"[\s,;-]", "", run).upper()
         if len(letters) == length and all(c in palette for c in letters):

@@ -13,6 +13,7 @@ from palaestra.envs.games.core import Game, Illegal, Outcome, State
 LEVELS = {"easy": (5, 5, 3), "medium": (6, 6, 6), "hard": (8, 8, 10)}
 """Difficulty: (rows, columns, mines)."""
 LETTERS = "ABCDEFGHIJ"
+_CELL_TIGHT = re.compile(r"(?<![A-Za-z])([A-J])([1-9]|10)(?![\dA-Za-z])")
 _CELL = re.compile(r"(?<![A-Za-z])([A-Ja-j])\s*([1-9]|10)(?!\d)")
 _CELL_BACKWARDS = re.compile(r"(?<!\d)([1-9]|10)\s*([A-Ja-j])(?![A-Za-z])")
 
@@ -149,9 +150,9 @@ def flood(state: State, cell: Cell, mines: set[Cell]) -> None:
 
 
 def parse_cell(action: str, rows: int, cols: int) -> Cell:
-    """The cell an action names: a column letter and a row number (``C3``, ``c 3``, or
-    ``3C``)."""
-    found = _CELL.search(action)
+    """The cell an action names: a capital letter and a row number together (``C3``) first,
+    else looser forms (``c 3``, ``3C``) so prose like "a 5x5 board" is not read first."""
+    found = _CELL_TIGHT.search(action) or _CELL.search(action)
     if found is not None:
         letter, number = found.group(1), found.group(2)
     elif (backwards := _CELL_BACKWARDS.search(action)) is not None:

@@ -97,10 +97,7 @@ class Wordle(Game):
         return "Your guesses so far:\n" + "\n".join(lines) + f"\nGuesses left: {left}."
 
     def play(self, state: State, action: str) -> Outcome:
-        found = [w.lower() for w in _WORD.findall(action) if not _inside_longer(action, w)]
-        if not found:
-            raise Illegal("Answer with one five-letter word.")
-        guess = found[0]
+        guess = pick_guess(action)
         if guess not in word_set():
             raise Illegal(f"{guess.upper()} is not in my word list.")
         state["guesses"].append(guess)
@@ -137,6 +134,20 @@ class Wordle(Game):
             if code == WIN or len(guesses) > 12:
                 return guesses
             candidates = tuple(w for w in candidates if mark(guess, w) == code)
+
+
+def pick_guess(action: str) -> str:
+    """The guess an answer makes: its first five-letter word in capitals (``I guess SLATE``),
+    else its only five-letter word, else its last one that is in the list (``my guess is
+    slate``); a run of more letters is not a guess (``beautiful``)."""
+    found = [w for w in _WORD.findall(action) if not _inside_longer(action, w)]
+    if not found:
+        raise Illegal("Answer with one five-letter word.")
+    capitals = [w for w in found if w.isupper()]
+    if capitals:
+        return capitals[0].lower()
+    listed = [w.lower() for w in found if w.lower() in word_set()]
+    return (listed[-1] if listed else found[0]).lower()
 
 
 def _inside_longer(text: str, word: str) -> bool:

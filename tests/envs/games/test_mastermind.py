@@ -34,6 +34,7 @@ def test_bad_colours_and_lengths_are_refused_and_guesses_run_out() -> None:
     assert "not a colour" in refused(GAME, state, "AXB")
     assert "3 letters" in refused(GAME, state, "no idea")
     assert parse_guess("My guess: a, b, d", 3, 4) == "ABD"
+    assert parse_guess("I guess CAB", 3, 4) == "CAB"
     GAME.play(state, "AAA")
     outcome = GAME.play(state, "BBB")
     assert outcome.done and GAME.lost(state) and GAME.value(state) == 0.0

@@ -41,3 +41,4 @@ def test_open_cells_and_off_board_cells_are_refused() -> None:
     assert "one cell" in refused(GAME, state, "let me think")
     assert parse_cell("open b4 please", 5, 5) == (3, 1)
     assert parse_cell("4B", 5, 5) == (3, 1)
+    assert parse_cell("On a 5x5 board I pick B2", 5, 5) == (1, 1)

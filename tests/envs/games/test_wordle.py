@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from palaestra.envs.games import wordle
-from palaestra.envs.games.wordle import Wordle, mark, marks_text, words
+from palaestra.envs.games.wordle import Wordle, mark, marks_text, pick_guess, words
 from palaestra.errors import ConfigError
 from tests.envs.games.support import played, refused
 
@@ -56,7 +56,9 @@ def test_non_words_are_refused_guesses_run_out_information_is_progress() -> None
     assert "not in my word list" in refused(GAME, state, "xqzvw")
     assert "five-letter" in refused(GAME, state, "beautiful")
     assert GAME.progress(state) == 0.0
+    assert pick_guess("My guess is slate.") == pick_guess("I say SLATE, a guess") == "slate"
     GAME.play(state, "My guess is SLATE.")
+    assert state["guesses"] == ["slate"]
     assert 0 < GAME.progress(state) < 1 and 0 < GAME.value(state) <= 0.5
     outcome = GAME.play(state, "tales")
     assert outcome.done and GAME.lost(state) and GAME.value(state) == 0.0
