@@ -24,7 +24,7 @@ WIN = 242
 OPENERS = ("tares", "rates", "tales", "aloes", "slate", "raise")
 """First guesses to try, best first (fewest words left on average over this list)."""
 ORACLE_BUDGET = 6
-_WORD = re.compile(r"[A-Za-z]{5}")
+_WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]{5}(?![A-Za-z])")
 
 
 @functools.cache
@@ -140,7 +140,7 @@ def pick_guess(action: str) -> str:
     """The guess an answer makes: its first five-letter word in capitals (``I guess SLATE``),
     else its only five-letter word, else its last one that is in the list (``my guess is
     slate``); a run of more letters is not a guess (``beautiful``)."""
-    found = [w for w in _WORD.findall(action) if not _inside_longer(action, w)]
+    found: list[str] = _WORD.findall(action)
     if not found:
         raise Illegal("Answer with one five-letter word.")
     capitals = [w for w in found if w.isupper()]
@@ -148,11 +148,6 @@ def pick_guess(action: str) -> str:
         return capitals[0].lower()
     listed = [w.lower() for w in found if w.lower() in word_set()]
     return (listed[-1] if listed else found[0]).lower()
-
-
-def _inside_longer(text: str, word: str) -> bool:
-    """Whether ``word`` was cut out of a longer run of letters (``beautiful`` is no guess)."""
-    return re.search(rf"(?<![A-Za-z]){word}(?![A-Za-z])", text) is None
 
 
 def possible(target: str, guesses: tuple[str, ...]) -> list[str]:
