@@ -41,7 +41,7 @@ def test_the_list_is_five_letter_lowercase_words() -> None:
 
 @needs_words
 def test_the_oracle_wins_within_six_guesses() -> None:
-    targets = [*random.Random(0).sample(words(), 12), "gages", "faxes", "babes", "jazzy"]
+    targets = [*random.Random(0).sample(words(), 5), "gages", "faxes", "babes", "jazzy"]
     for target in [t for t in targets if t in wordle.word_set()]:
         puzzle = {"target": target, "guesses": 6}
         actions = GAME.solve(puzzle)
