@@ -83,11 +83,6 @@ class Game:
         return PARTIAL * min(1.0, max(0.0, self.progress(state)))
 
 
-def level(difficulty: str, table: dict[str, Any]) -> Any:
-    """The row of ``table`` for ``difficulty`` (checked by the environment beforehand)."""
-    return table[difficulty]
-
-
 _FENCE = re.compile(r"```[a-z]*\n?|```")
 
 

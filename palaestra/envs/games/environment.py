@@ -47,7 +47,8 @@ class Games(StepEnvironment):
     def __init__(self, game: str = "all", difficulty: str = "easy") -> None:
         """``game``: one name, several joined by commas, or ``all`` (every game in turn);
         ``difficulty``: easy, medium or hard."""
-        names = list(GAMES) if game == "all" else [g.strip() for g in game.split(",") if g]
+        text = str(game)
+        names = list(GAMES) if text == "all" else [g.strip() for g in text.split(",") if g.strip()]
         unknown = [name for name in names if name not in GAMES]
         if unknown or not names:
             raise ConfigError(
