@@ -19,6 +19,8 @@ WORDS = {"up": "U", "down": "D", "left": "L", "right": "R"}
 WORDS |= {"north": "U", "south": "D", "west": "L", "east": "R"}
 SEARCH_LIMIT = 200_000
 """Most positions the breadth-first solver visits before the recorded solution is used."""
+_CHOICE = re.compile(r"\b(?:up|down|left|right)\b,?\s+or\s+(?:up|down|left|right)\b", re.I)
+"""Directions offered as a choice ("left or right"): an echo of the rules, not moves."""
 _WORDS = re.compile(r"\b(up|down|left|right|north|south|east|west)\b", re.I)
 
 Cell = tuple[int, int]
@@ -119,6 +121,8 @@ def _where(number: int, moves: list[str]) -> str:
 
 def parse_moves(action: str) -> list[str]:
     """The moves an action spells: words (``up``, ``left``...) or a run of U/D/L/R letters."""
+    if _CHOICE.search(action):
+        raise Illegal("Choose the moves: 'up or down' is not a move.")
     words = _WORDS.findall(action)
     if words:
         return [WORDS[w.lower()] for w in words]

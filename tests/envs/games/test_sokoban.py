@@ -37,4 +37,6 @@ def test_moves_are_read_as_words_or_letters() -> None:
     assert parse_moves("up, up, left") == ["U", "U", "L"]
     assert parse_moves("UURD") == ["U", "U", "R", "D"]
     assert parse_moves("I go Right") == ["R"]
+    state = GAME.start(LEVEL)
+    assert "not a move" in refused(GAME, state, "Your move: up, down, left or right")
     assert parse_map(LEVEL["map"])[3] == (1, 1)
