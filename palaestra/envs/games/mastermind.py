@@ -16,7 +16,7 @@ from palaestra.envs.games.core import Game, Illegal, Outcome, State
 LEVELS = {"easy": (4, 3, 8), "medium": (6, 4, 10), "hard": (8, 5, 12)}
 """Difficulty: (colours, pegs, guesses allowed)."""
 COLOURS = "ABCDEFGH"
-SCORED = 1500
+SCORED = 400
 """Most possible codes the solver scores every consistent guess against (Knuth's minimax,
 restricted to consistent guesses); with more it takes the first consistent code."""
 
