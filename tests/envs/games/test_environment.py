@@ -89,3 +89,15 @@ def test_an_unsolved_game_keeps_partial_credit_below_one_half() -> None:
     assert verdict is not None and result.truncated == "max_steps"
     assert 0 < verdict.reward < 0.5 and verdict.metrics["solved"] is False
     assert sum(verdict.step_rewards or []) == pytest.approx(verdict.reward)
+
+
+def test_every_game_generates_solvable_hard_puzzles() -> None:
+    games = [name for name in GAMES if HAVE_WORDS or name != "wordle"]
+    rows = list(Games(game=",".join(games), difficulty="hard").generate_tasks(len(games), 2))
+    for row in rows:
+        game = GAMES[row["game"]]
+        state = game.start(row["puzzle"])
+        assert game.value(state) == 0.0
+        for action in game.solve(row["puzzle"]):
+            game.play(state, action)
+        assert game.value(state) == 1.0, row["game"]
