@@ -39,8 +39,9 @@ GAMES: dict[str, Game] = {
 
 
 class Games(StepEnvironment):
-    """Turn-based puzzles with dense rewards and oracle solvers; ``game`` and ``difficulty``
-    choose what is generated."""
+    """Wordle, Mastermind, Minesweeper, Sokoban, Sudoku, Hanoi: dense rewards, oracle solvers.
+
+    ``game`` and ``difficulty`` choose what is generated; each task carries its own."""
 
     name = "games"
 
