@@ -31,6 +31,11 @@ if (( ${#sandbox_needs[@]} )) && ! apt_install "${sandbox_needs[@]}"; then
   echo "WARNING: could not install ${sandbox_needs[*]} (need root and apt-get)." >&2
   echo "WARNING: palaestra.sandbox will run code with rlimits only: NOT a security boundary." >&2
 fi
+# The games environment's Wordle reads Debian's word list (wamerican: SCOWL, American English,
+# /usr/share/dict/words); the other games need nothing. Without it Wordle says so in one line.
+if [[ ! -f /usr/share/dict/words ]] && ! apt_install wamerican; then
+  echo "WARNING: could not install wamerican (need root and apt-get): games' Wordle is off." >&2
+fi
 
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv

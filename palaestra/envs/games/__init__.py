@@ -1,0 +1,1 @@
+"""games: turn-based puzzles with dense rewards and oracle solvers (see README.md)."""
