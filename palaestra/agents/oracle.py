@@ -27,20 +27,27 @@ instead of the fixed text. Both agents stop at ``max_steps`` answers (marked ``t
 
 ``palaestra test`` runs both on every example task that has gold actions
 (``palaestra.authoring.reference``).
+
+A turn-based environment (reset/step) is played, not talked to: the oracle takes the first
+observation from ``reset``, then steps each gold turn's said text as its action (the
+observation after it joins as the environment's message) until the episode ends; the null
+agent takes the first observation and does nothing more (no action is taken), so a reward
+for the untouched start shows.
 """
 
 from __future__ import annotations
 
 import inspect
 import time
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
 from palaestra.agents.episode import Conversation, run_episode
 from palaestra.agents.tool_calling import request_params
 from palaestra.environment.base import Environment
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
+from palaestra.environment.step import StepEnvironment
 from palaestra.errors import ConfigError, EnvironmentFailure, InvalidTask, ToolCallRejected
 from palaestra.models.base import Model, ModelStats
 from palaestra.types import (
@@ -85,7 +92,10 @@ class OracleAgent:
             gold = await gold_actions(env, task)
             if gold is None:
                 raise InvalidTask(f"environment '{env.name}' gives no gold actions for this task")
-            await self._replay(gold, params, session_id, env, result)
+            if turn_based(env):
+                await self._play(gold, params, session_id, env, result)
+            else:
+                await self._replay(gold, params, session_id, env, result)
 
         return await run_episode(task, env, body)
 
@@ -119,6 +129,35 @@ class OracleAgent:
                 return
         result.truncated = "max_steps"
 
+    async def _play(
+        self,
+        gold: GoldActions,
+        params: JsonDict,
+        session_id: str,
+        env: StepEnvironmentClient,
+        result: AgentResult,
+    ) -> None:
+        """A turn-based episode: each gold turn's said text is one action."""
+        talk = Talk(params, result, self.name)
+        talk.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
+        for step in range(self.max_steps):
+            if step >= len(gold):
+                return  # the gold moves are spent and the episode goes on: verify it as it is
+            said = [action["content"] for action in gold[step] if is_said(action)]
+            if len(said) != 1 or len(said) != len(gold[step]):
+                raise InvalidTask(
+                    f"environment '{env.name}': a turn-based gold turn is one said action "
+                    f"({{'role': 'assistant', 'content': ...}}), not {gold[step]!r}"
+                )
+            talk.say(said[0])
+            phase = time.perf_counter()
+            outcome = await env.step(session_id, said[0])
+            result.add_time("steps", phase)
+            if outcome.terminated or outcome.truncated:
+                return
+            talk.add(user_message(outcome.observation), Producer.ENVIRONMENT)
+        result.truncated = "max_steps"
+
 
 class NullAgent:
     """Never calls a tool: refuses politely every turn. Needs no model."""
@@ -139,6 +178,9 @@ class NullAgent:
 
         async def body(session_id: str, result: AgentResult) -> None:
             talk = Talk(params, result, self.name)
+            if turn_based(env):
+                talk.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
+                return  # no action at all: the untouched start is verified
             for _ in range(self.max_steps):
                 talk.say(self.text)
                 if await talk.user_answers(env, session_id) is False:
@@ -207,6 +249,17 @@ async def run_gold_call(item: JsonDict, session_id: str, env: EnvironmentClient)
     except ToolCallRejected as rejected:
         raise InvalidTask(f"gold call {item['name']} was rejected: {rejected}") from None
     return function_call_output(item["call_id"], output)
+
+
+def turn_based(env: EnvironmentClient) -> TypeGuard[StepEnvironmentClient]:
+    """Whether ``env`` is played by reset/step: an in-process ``StepEnvironment`` with no
+    simulated user (a served one cannot say; its tools and user are what is used)."""
+    environment = getattr(env, "environment", None)
+    return (
+        isinstance(environment, StepEnvironment)
+        and isinstance(env, StepEnvironmentClient)
+        and not env.has_user
+    )
 
 
 def gold_source(env: EnvironmentClient) -> Any:

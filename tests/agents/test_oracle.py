@@ -210,3 +210,45 @@ def test_collect_with_the_oracle_never_reaches_the_model(tmp_path: Path) -> None
         output=tmp_path / "out.jsonl",
     )
     assert (summary.done, summary.failed, summary.reward_sum) == (2, 0, 2.0)
+
+
+class Stairs(palaestra.StepEnvironment):
+    """Climb to the task's top by saying "up" (a turn-based game with a solver)."""
+
+    name = "stairs"
+
+    def seed(self, task: JsonDict) -> dict[str, int]:
+        return {"at": 0, "steps": 0}
+
+    def reset(self, session: Session) -> str:
+        return "You are at 0."
+
+    def step(self, session: Session, action: str) -> palaestra.StepResult:
+        session.state["steps"] += 1
+        if action.strip() == "up":
+            session.state["at"] += 1
+        done = session.state["at"] >= session.task["top"]
+        return palaestra.StepResult(f"You are at {session.state['at']}.", terminated=done)
+
+    def verify(self, session: Session, response: JsonDict) -> float:
+        return session.state["at"] / session.task["top"]
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]]:
+        return [[{"role": "assistant", "content": "up"}] for _ in range(task["top"])]
+
+
+CLIMB = {"responses_create_params": {"input": "Climb."}, "top": 3}
+
+
+def test_the_oracle_plays_a_turn_based_environment_by_stepping_its_gold_moves() -> None:
+    result = run(OracleAgent(), Stairs(), CLIMB)
+    assert result.failure is None and result.verdict is not None
+    assert result.verdict.reward == 1.0
+    assert kinds(result) == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert result.producers == ["environment", "policy"] * 3
+
+
+def test_the_null_agent_takes_no_action_in_a_turn_based_environment() -> None:
+    result = run(NullAgent(), Stairs(), CLIMB)
+    assert result.verdict is not None and result.verdict.reward == 0.0
+    assert kinds(result) == ["user"]

@@ -7,10 +7,6 @@ the model's text is its action: a legal one changes the board, an illegal one (u
 against the rules) is refused with a line saying why, shown as the next observation and
 counted, never a crash. Rewards are potential-based (``core``): step rewards add up to the
 verdict's reward, 1 only when solved.
-
-The game also answers through ``user_turn``, the way a simulated user does, so agents that
-talk instead of stepping (the oracle and null agents of ``palaestra test``, a tool-calling
-agent) play the same game: the user's reply to each assistant message is the observation.
 """
 
 from __future__ import annotations
@@ -20,7 +16,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
-from palaestra.environment.users import UserTurn
 from palaestra.envs.games.core import DIFFICULTIES, Game, Illegal, clean
 from palaestra.envs.games.hanoi import Hanoi
 from palaestra.envs.games.mastermind import Mastermind
@@ -29,7 +24,6 @@ from palaestra.envs.games.sokoban import Sokoban
 from palaestra.envs.games.sudoku import Sudoku
 from palaestra.envs.games.wordle import Wordle
 from palaestra.errors import ConfigError, InvalidTask
-from palaestra.types import message_text
 
 GAMES: dict[str, Game] = {
     game.name: game
@@ -88,19 +82,6 @@ class Games(StepEnvironment):
         state["over"] = over
         text = outcome.text if over else f"{outcome.text}\n{game.show(board)}\nYour move?"
         return StepResult(text, reward=game.value(board) - before, terminated=over)
-
-    def user_turn(self, session: Session, conversation: list[JsonDict]) -> UserTurn:
-        """The game's answer to the last assistant message, as a user's reply."""
-        said = [
-            item
-            for item in conversation
-            if item.get("type", "message") == "message" and item.get("role") == "assistant"
-        ]
-        if not said:
-            return UserTurn(self.reset(session))
-        result = self.step(session, message_text(said[-1]))
-        session.step_rewards.append(result.reward)
-        return UserTurn(result.observation, done=result.terminated)
 
     def verify(self, session: Session, response: JsonDict) -> Verdict:
         game = game_of(session.task)
