@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -132,8 +133,14 @@ def instruction(record: Mapping[str, Any]) -> str:
     test_file, _, test_name = first.partition("::")
     module = record["module"].removesuffix(".py").replace("/", ".")
     function = record["function"]
+    error = str(message.get("error", "")).strip()
+    first_line = error.splitlines()[0] if error else ""
+    name = first_line.split(":", 1)[0] if ":" in first_line else ""
+    raised = name.rsplit(".", 1)[-1] if re.fullmatch(r"[A-Za-z_][\w.]*", name) else ""
+    wrong = raised in ("", "AssertionError", "Failed")  # Failed: pytest's DID NOT RAISE
+    symptom = "gives a wrong result" if wrong else f"raises `{raised}`"
     lines = [
-        f"# `{function.rsplit('.', 1)[-1]}` in `{module}` gives a wrong result",
+        f"# `{function.rsplit('.', 1)[-1]}` in `{module}` {symptom}",
         "",
         f"Something is wrong with `{module}.{function}`: the package's own test "
         f"`{test_name}` in `{test_file}` fails.",
@@ -142,7 +149,6 @@ def instruction(record: Mapping[str, Any]) -> str:
     statement = str(message.get("statement", "")).strip()
     if statement:
         lines += ["The check that fails:", "", "```python", statement, "```", ""]
-    error = str(message.get("error", "")).strip()
     if error:
         shown = "\n".join(error.splitlines()[:15])
         lines += ["What happens instead:", "", "```", shown, "```", ""]

@@ -13,6 +13,7 @@ Usage (see the README)::
     python -m palaestra.envs.swe_local.generate --rootfs ROOT --work DIR --out TASKS \\
         --quota sympy=70 --quota networkx=90 --quota mpmath=60 [--shard 0/2] [--seed 0]
     python -m palaestra.envs.swe_local.generate --index TASKS   # writes TASKS/MANIFEST.jsonl
+    python -m palaestra.envs.swe_local.generate --from-records RECORDS.jsonl --out TASKS
 
 Deterministic for a seed, except that a run near its time limit may keep a different set.
 """
@@ -26,6 +27,7 @@ import hashlib
 import json
 import random
 import re
+import signal
 import sys
 import time
 from collections import Counter
@@ -125,6 +127,14 @@ def difficulty(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return "easy" if length <= 15 else "medium" if length <= 50 else "hard"
 
 
+def instance_id(package: str, module: str, mutation: Mutation) -> str:
+    """``<package>__<module>__<function>__<hash of the module and mutation>``."""
+    digest = hashlib.sha256(f"{module}\0{mutation.key}".encode()).hexdigest()[:8]
+    stem = Path(module).stem.lstrip("_") or "init"
+    short = re.sub(r"[^A-Za-z0-9]", "", mutation.function.rsplit(".", 1)[-1]) or "fn"
+    return f"{package}__{stem}__{short}__{digest}"
+
+
 def record_for(
     package: str,
     version: str,
@@ -139,11 +149,8 @@ def record_for(
     site: Path,
 ) -> dict[str, Any]:
     changed = apply(original, mutation)
-    digest = hashlib.sha256(f"{module}\0{mutation.key}".encode()).hexdigest()[:8]
-    stem = Path(module).stem.lstrip("_") or "init"
-    short = re.sub(r"[^A-Za-z0-9]", "", mutation.function.rsplit(".", 1)[-1]) or "fn"
     return {
-        "instance_id": f"{package}__{stem}__{short}__{digest}",
+        "instance_id": instance_id(package, module, mutation),
         "package": package,
         "version": version,
         "seed": seed,
@@ -180,10 +187,10 @@ def generate_file(
     if baseline is None or baseline.collect_errors or len(baseline.passed()) < 3:
         print(f"skip {test_file}: no usable baseline", flush=True)
         return 0
-    print(
-        f"base {test_file}: {len(baseline.passed())} pass, {time.monotonic() - started:.1f}s",
-        flush=True,
-    )
+    elapsed = time.monotonic() - started
+    print(f"base {test_file}: {len(baseline.passed())} pass, {elapsed:.1f}s", flush=True)
+    # The probe's run is the slower one; a mutation 4x slower than it is a hang, not a bug.
+    timeout = min(args.timeout, max(15.0, 4 * elapsed))
     rng = random.Random(f"{args.seed}:{test_file}")
     pool = candidates(baseline)
     rng.shuffle(pool)
@@ -205,9 +212,11 @@ def generate_file(
             continue
         kind = rng.choice(sorted({m.kind for m in options}))
         mutation = rng.choice([m for m in options if m.kind == kind])
+        if (out / instance_id(package, module, mutation)).exists():
+            continue
         runner.write(module, apply(original, mutation))
         try:
-            mutated = runner.run([test_file], timeout=args.timeout)
+            mutated = runner.run([test_file], timeout=timeout)
         finally:
             runner.restore(module)
         verdict = judge(baseline, mutated, max_fail=args.max_fail)
@@ -271,14 +280,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-file-seconds", type=float, default=40.0)
     parser.add_argument("--minutes", type=float, default=600.0, help="stop after this long")
     parser.add_argument("--records", type=Path, help="also append each record (JSON lines)")
+    parser.add_argument("--from-records", type=Path, help="only write folders of these records")
     parser.add_argument("--index", type=Path, help="only write MANIFEST.jsonl of this folder")
     args = parser.parse_args(argv)
+    if args.from_records is not None:
+        if args.out is None:
+            parser.error("--from-records needs --out")
+        written = 0
+        for line in args.from_records.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            target = args.out / record["instance_id"]
+            if not target.exists():
+                write_instance(record, target)
+                written += 1
+        print(f"{written} task folders written in {args.out}")
+        return 0
     if args.index is not None:
         print(f"{write_manifest(args.index)} tasks in {args.index / MANIFEST}")
         return 0
     if args.out is None or not args.quota:
         parser.error("--out and at least one --quota PKG=N are needed")
     args.deadline = time.time() + 60 * args.minutes
+    # SIGTERM as an exit, so the working copy gets its original file back (``finally``).
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     shard, shards = (int(part) for part in args.shard.split("/"))
     runner = Runner(args.work, args.rootfs)
     args.out.mkdir(parents=True, exist_ok=True)

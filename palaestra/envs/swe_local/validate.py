@@ -85,11 +85,19 @@ class Runner:
         """Where the pristine packages are (the machine's site-packages)."""
 
     def prepare(self, package: str) -> None:
-        """Copy ``package`` from the machine's site-packages into the working copy, once."""
+        """Copy ``package`` from the machine's site-packages into the working copy, once; a
+        copy left by an interrupted run gets back every source file that differs."""
         target = self.work / package
         if not target.exists():
             self.work.mkdir(parents=True, exist_ok=True)
             shutil.copytree(self.site / package, target, symlinks=True)
+            return
+        for source in (self.site / package).rglob("*.py"):
+            copy = target / source.relative_to(self.site / package)
+            mine = copy.stat() if copy.exists() else None
+            theirs = source.stat()
+            if mine is None or (mine.st_size, mine.st_mtime) != (theirs.st_size, theirs.st_mtime):
+                shutil.copy2(source, copy)
 
     def original(self, relative: str) -> Path:
         """The pristine file of ``relative`` (``pkg/sub/mod.py``)."""
