@@ -6,7 +6,8 @@ The machine (``environment/Dockerfile``) is Debian's package moved out of site-p
 applied to the staged tree, re-staged, and the staged original pruned; dpkg's checksums of the
 package are removed). Every step but the last two is the same text for every task of a package,
 so an image builder reuses those layers; the per-task layer holds one blob, the trees and the
-index.
+index. Git compares only mtimes and sizes (``core.checkStat minimal``): each container mounts the
+files on a new device, which would otherwise make every ``git status`` re-read the whole tree.
 
 ``tests/test.sh`` first restores the test files (and the conftest.py files above them) from git's
 objects by their hash, so an edited test cannot pass, then runs FAIL_TO_PASS and PASS_TO_PASS:
@@ -57,6 +58,8 @@ def dockerfile_prefix(package: str) -> str:
         "    && git config --system user.name palaestra \\\n"
         "    && git config --system user.email palaestra@localhost \\\n"
         "    && git config --system gc.auto 0 \\\n"
+        "    && git config --system core.checkStat minimal \\\n"
+        "    && git config --system core.trustctime false \\\n"
         "    && cd /testbed && git init -q && git add -A\n"
         "ENV PYTHONPATH=/testbed\n"
         "WORKDIR /testbed\n"
@@ -70,7 +73,7 @@ def dockerfile(package: str, mutated_file: str) -> str:
     return dockerfile_prefix(package) + (
         f"COPY {BUG_PATCH} /tmp/{BUG_PATCH}\n"
         f"RUN patch -s -p1 < /tmp/{BUG_PATCH} && rm /tmp/{BUG_PATCH} && rm -f {cached} \\\n"
-        "    && git add -A && git commit -qm base && git prune --expire=now\n"
+        f"    && git add -- {mutated_file} && git commit -qm base && git prune --expire=now\n"
     )
 
 
