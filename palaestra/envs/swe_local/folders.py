@@ -153,7 +153,8 @@ def instruction(record: Mapping[str, Any]) -> str:
     if statement:
         lines += ["The check that fails:", "", "```python", statement, "```", ""]
     if error:
-        shown = "\n".join(error.splitlines()[:15])
+        kept = [line for line in error.splitlines() if "Use -v to get" not in line]
+        shown = re.sub(r" at 0x[0-9a-f]+>", ">", "\n".join(kept[:15]))
         lines += ["What happens instead:", "", "```", shown, "```", ""]
     if len(failing) > 1:
         others = ", ".join(f"`{node.partition('::')[2]}`" for node in failing[1:6])
