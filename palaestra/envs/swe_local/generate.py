@@ -173,6 +173,23 @@ def record_for(
     }
 
 
+def confirm(runner: Runner, module: str, verdict: Verdict, timeout: float) -> Verdict | str:
+    """``verdict`` when the ids alone, run as ``tests/test.sh`` runs them, agree with it: on
+    the mutated copy (written) every FAIL_TO_PASS fails, on the original every test passes.
+    A test that fails only after others ran in the same process is caught here."""
+    alone = runner.run(verdict.fail_to_pass, timeout=timeout)
+    if alone is None or any(
+        alone.outcomes.get(node) not in ("failed", "error") for node in verdict.fail_to_pass
+    ):
+        return "FAIL_TO_PASS does not fail when run alone"
+    runner.restore(module)
+    both = verdict.fail_to_pass + verdict.pass_to_pass
+    fixed = runner.run(both, timeout=timeout)
+    if fixed is None or any(fixed.outcomes.get(node) != "passed" for node in both):
+        return "the listed tests do not all pass on the original"
+    return verdict
+
+
 def generate_file(
     runner: Runner,
     package: str,
@@ -217,9 +234,11 @@ def generate_file(
         runner.write(module, apply(original, mutation))
         try:
             mutated = runner.run([test_file], timeout=timeout)
+            verdict = judge(baseline, mutated, max_fail=args.max_fail)
+            if isinstance(verdict, Verdict):
+                verdict = confirm(runner, module, verdict, timeout)
         finally:
             runner.restore(module)
-        verdict = judge(baseline, mutated, max_fail=args.max_fail)
         if isinstance(verdict, str):
             print(f"  reject {module}:{mutation.key} {name}: {verdict}", flush=True)
             continue

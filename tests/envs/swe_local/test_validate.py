@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.envs.swe_local.generate import candidates, function_index
+from palaestra.envs.swe_local.generate import candidates, confirm, function_index
 from palaestra.envs.swe_local.mutations import Edit, Mutation, apply
 from palaestra.envs.swe_local.validate import Runner, RunResult, Verdict, judge
 
@@ -149,3 +149,15 @@ def test_judge_rules() -> None:
     some = RunResult(outcomes={**dict.fromkeys(ids, "passed"), "t::a": "error", "t::b": "failed"})
     assert judge(baseline, some) == Verdict(["t::a", "t::b"], ["t::c", "t::d"])
     assert judge(baseline, some, max_fail=1) == "2 tests fail (more than 1)"
+
+
+@needs_host_pytest
+def test_confirm_runs_the_ids_alone_as_the_task_does(runner: Runner) -> None:
+    ids = [f"tiny/tests/test_core.py::{name}" for name in ("test_clamp_low", "test_add")]
+    runner.write("tiny/core.py", apply(CORE, _replace("x < low", "x > low")))
+    right = Verdict(fail_to_pass=ids[:1], pass_to_pass=ids[1:])
+    assert confirm(runner, "tiny/core.py", right, 60) == right
+    assert (runner.work / "tiny" / "core.py").read_text() == CORE  # confirm restored it
+    runner.write("tiny/core.py", apply(CORE, _replace("x < low", "x > low")))
+    wrong = Verdict(fail_to_pass=ids[1:], pass_to_pass=ids[:1])
+    assert confirm(runner, "tiny/core.py", wrong, 60) == "FAIL_TO_PASS does not fail when run alone"
