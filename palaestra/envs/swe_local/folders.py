@@ -151,7 +151,9 @@ def instruction(record: Mapping[str, Any]) -> str:
     ]
     statement = str(message.get("statement", "")).strip()
     if statement:
-        lines += ["The check that fails:", "", "```python", statement, "```", ""]
+        # No language tag: a formatter would rewrite a tagged block, and this is the test's
+        # own line, verbatim.
+        lines += ["The check that fails:", "", "```", statement, "```", ""]
     if error:
         kept = [line for line in error.splitlines() if "Use -v to get" not in line]
         shown = re.sub(r" at 0x[0-9a-f]+>", ">", "\n".join(kept[:15]))
