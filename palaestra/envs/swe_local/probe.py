@@ -1,0 +1,111 @@
+"""A pytest plugin run inside the package's machine while generating (``-p _swe_probe``).
+
+Standard library and pytest only: it is copied next to the run, not imported by palaestra.
+It writes, to the JSON file named by ``SWE_PROBE_OUT``:
+
+- ``outcomes``: each test's node id to ``passed``, ``failed``, ``skipped`` or ``error``, and
+  ``collect_errors`` (a module that did not import is a broken file, never a failing test);
+- ``messages``: for a failed test, the failing statement of the test and the error it raised
+  (what a user would paste in a bug report; never frames inside the library);
+- with ``SWE_PROBE_COVER`` set to a directory, ``covered``: each test's node id to the
+  functions of that package directory it called (``pkg/path.py:firstline``), and
+  ``at_import``: those called while collecting (a mutation there breaks every test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from types import FrameType
+from typing import Any
+
+import pytest
+
+_OUT = os.environ.get("SWE_PROBE_OUT", "")
+_COVER = os.environ.get("SWE_PROBE_COVER", "")
+_ROOT = os.path.dirname(_COVER)
+_outcomes: dict[str, str] = {}
+_messages: dict[str, str] = {}
+_covered: dict[str, list[str]] = {}
+_at_import: set[str] = set()
+_collect_errors: list[str] = []
+_seen: set[str] = set()
+
+
+def _profile(frame: FrameType, event: str, arg: Any) -> None:
+    if event == "call":
+        code = frame.f_code
+        name = code.co_filename
+        if name.startswith(_COVER + "/") and "/tests/" not in name and code.co_name != "<module>":
+            _seen.add(f"{name[len(_ROOT) + 1 :]}:{code.co_firstlineno}")
+
+
+def pytest_collection(session: pytest.Session) -> None:
+    if _COVER:
+        _seen.clear()
+        sys.setprofile(_profile)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if _COVER:
+        sys.setprofile(None)
+        _at_import.update(_seen)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    if _COVER:
+        _seen.clear()
+        sys.setprofile(_profile)
+    yield
+    if _COVER:
+        sys.setprofile(None)
+        _covered[item.nodeid] = sorted(_seen)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        _collect_errors.append(report.nodeid)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    previous = _outcomes.get(report.nodeid)
+    if report.when == "call":
+        outcome = "failed" if report.failed else report.outcome
+        if previous != "error":
+            _outcomes[report.nodeid] = outcome
+        if report.failed:
+            _messages[report.nodeid] = _message(report)
+    elif report.failed:
+        _outcomes[report.nodeid] = "error"
+    elif report.skipped and previous is None:
+        _outcomes[report.nodeid] = "skipped"
+
+
+def _message(report: pytest.TestReport) -> str:
+    """The test's failing statement and the error, from pytest's report."""
+    longrepr: Any = report.longrepr
+    statement = ""
+    entries = getattr(getattr(longrepr, "reprtraceback", None), "reprentries", None) or []
+    if entries:
+        lines = getattr(entries[0], "lines", None) or []
+        marked = [line[1:].strip() for line in lines if line.startswith(">")]
+        statement = marked[-1] if marked else ""
+    crash = getattr(longrepr, "reprcrash", None)
+    error = getattr(crash, "message", "") if crash is not None else str(longrepr)[-800:]
+    return json.dumps({"statement": statement, "error": error[:1500]})
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _OUT:
+        return
+    data = {
+        "outcomes": _outcomes,
+        "messages": _messages,
+        "collect_errors": _collect_errors,
+        "covered": _covered,
+        "at_import": sorted(_at_import),
+    }
+    with open(_OUT, "w", encoding="utf-8") as file:
+        json.dump(data, file)

@@ -1,0 +1,89 @@
+"""SWE-bench instance files become Harbor folders over the user's images; bad ones, one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palaestra.envs.swe_local.swebench import convert, main, read_instances
+from palaestra.errors import ConfigError
+from palaestra.wire.harbor import read_tasks
+
+FIX = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+TEST_PATCH = (
+    "--- a/tests/test_mod.py\n+++ b/tests/test_mod.py\n@@ -1 +1,2 @@\n import pkg\n"
+    "+assert pkg.mod.x == 2\n"
+)
+
+
+def instance(**changes: Any) -> dict[str, Any]:
+    base = {
+        "instance_id": "owner__repo-123",
+        "repo": "owner/repo",
+        "base_commit": "0123456789abcdef0123456789abcdef01234567",
+        "patch": FIX,
+        "test_patch": TEST_PATCH,
+        "problem_statement": "x should be 2",
+        "FAIL_TO_PASS": json.dumps(["tests/test_mod.py::test_x"]),
+        "PASS_TO_PASS": ["tests/test_mod.py::test_y"],
+        "version": "1.0",
+    }
+    return base | changes
+
+
+def write(path: Path, *rows: dict[str, Any]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_converted_folders_read_back(tmp_path: Path) -> None:
+    source = write(
+        tmp_path / "in.jsonl", instance(), instance(instance_id="b__c-1", image_name="mine:1")
+    )
+    assert convert(source, tmp_path / "out") == 2
+    first, second = read_tasks(tmp_path / "out")
+    assert first.path.name == "b__c-1"
+    assert (first.path / "environment" / "Dockerfile").read_text().startswith("FROM mine:1\n")
+    dockerfile = (second.path / "environment" / "Dockerfile").read_text()
+    assert dockerfile.startswith("FROM swebench/sweb.eval.x86_64.owner_1776_repo-123:latest\n")
+    assert second.has_solution and "x should be 2" in second.instruction
+    assert second.config.environment.network_mode == "no-network"
+    test_sh = (second.path / "tests" / "test.sh").read_text()
+    assert (
+        "git checkout -q 0123456789abcdef0123456789abcdef01234567 -- tests/test_mod.py" in test_sh
+    )
+    assert "tests/test_mod.py::test_x tests/test_mod.py::test_y" in test_sh
+    assert (second.path / "tests" / "test.patch").read_text() == TEST_PATCH
+    assert FIX in (second.path / "solution" / "solve.sh").read_text()
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"test_patch": ""}, "in.jsonl:2: field 'test_patch' is missing"),
+        ({"FAIL_TO_PASS": "not json"}, "in.jsonl:2: field 'FAIL_TO_PASS' is text but not"),
+        ({"FAIL_TO_PASS": []}, "in.jsonl:2: field 'FAIL_TO_PASS' is empty"),
+        ({"instance_id": "a/b"}, "in.jsonl:2: field 'instance_id' must be a name"),
+    ],
+)
+def test_bad_instances_are_refused_naming_file_line_and_field(
+    tmp_path: Path, row: dict[str, Any], message: str
+) -> None:
+    source = write(tmp_path / "in.jsonl", instance(), instance(**row))
+    with pytest.raises(ConfigError) as caught:
+        read_instances(source)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_swe_smith_rows_without_test_patch_are_refused(tmp_path: Path, capsys: Any) -> None:
+    row = instance()
+    del row["test_patch"]
+    source = write(tmp_path / "in.jsonl", row)
+    assert main([str(source), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'test_patch' is missing" in err
+    assert not (tmp_path / "out").exists()
