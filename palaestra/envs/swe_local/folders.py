@@ -49,9 +49,12 @@ def dockerfile_prefix(package: str) -> str:
     return (
         "# The machine: Debian's python3 and the package's own release, moved out of\n"
         "# site-packages into /testbed (a git repository), where the agent fixes the bug.\n"
+        "# No copy of the original release stays: apt's downloads and lists are removed, and\n"
+        "# so is the local Debian archive an offline base image carries (/opt/palaestra).\n"
         "FROM debian:bookworm-slim\n"
         "RUN apt-get update && apt-get install -y --no-install-recommends python3 "
-        f"python3-pytest {deb} git patch && rm -rf /var/lib/apt/lists/*\n"
+        f"python3-pytest {deb} git patch && rm -rf /var/lib/apt/lists/* \\\n"
+        "    /var/cache/apt/archives/*.deb /opt/palaestra\n"
         f"RUN mkdir /testbed && mv /usr/lib/python3/dist-packages/{package} /testbed/{package} \\\n"
         f"    && rm -f /var/lib/dpkg/info/{deb}.md5sums \\\n"
         "    && printf '__pycache__/\\n*.pyc\\n' > /testbed/.gitignore \\\n"

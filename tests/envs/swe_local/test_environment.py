@@ -1,0 +1,94 @@
+"""``--env swe_local``: the shipped instances as a built-in environment, end to end on each
+provider that can run here, and no copy of the unmutated release left in the machine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from palaestra.cli import cli
+from palaestra.envs.swe_local.environment import SweLocal
+from palaestra.sandbox.limits import Limits
+from palaestra.sandbox.machines.provider import BoxSpec
+from palaestra.sandbox.machines.registry import make_provider
+from palaestra.sandbox.process import supervise
+from tests.environment.harbor.conftest import docker_or_skip
+
+SAMPLE = ["mpmath__ctx_base__almosteq__3b3bebc2", "networkx__all__disjointunionall__e7370009"]
+
+
+@pytest.fixture(params=["rootfs", "docker"])
+def sandbox(request: pytest.FixtureRequest) -> str:
+    if request.param == "docker":
+        docker_or_skip()
+    elif os.geteuid() != 0:
+        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
+    return str(request.param)
+
+
+def sample_rows(tmp_path: Path) -> Path:
+    rows = SweLocal.example_tasks_file()
+    assert rows is not None
+    chosen = [
+        line for line in rows.read_text().splitlines() if json.loads(line)["harbor_task"] in SAMPLE
+    ]
+    assert len(chosen) == len(SAMPLE)
+    path = tmp_path / "sample.jsonl"
+    path.write_text("\n".join(chosen) + "\n")
+    return path
+
+
+def test_the_environment_offers_every_shipped_instance_as_a_task() -> None:
+    rows = SweLocal.example_tasks_file()
+    assert rows is not None
+    names = [json.loads(line)["harbor_task"] for line in rows.read_text().splitlines()]
+    shipped = sorted(p.name for p in Path(str(SweLocal.folder)).iterdir() if p.is_dir())
+    assert sorted(names) == shipped
+    assert len(names) >= 200
+
+
+def test_palaestra_test_passes_oracle_and_null_on_shipped_instances(
+    tmp_path: Path, sandbox: str
+) -> None:
+    sample = sample_rows(tmp_path)
+    arguments = ["test", "swe_local", "--input", str(sample), "--no-model"]
+    result = CliRunner().invoke(cli, [*arguments, "--env-arg", f"sandbox={sandbox}"])
+    assert result.exit_code == 0, result.output
+    lines = [line.strip() for line in result.output.splitlines()]
+    for index, name in enumerate(SAMPLE):
+        assert f"ok   task {index} ({name}): the gold actions scored 1" in lines
+        assert f"ok   task {index} ({name}): doing nothing scored 0" in lines
+
+
+def test_the_machine_keeps_no_copy_of_the_unmutated_release(sandbox: str) -> None:
+    """The offline base carries a Debian archive (the original .deb files): the instance's
+    Dockerfile removes it, so the fix cannot be read off a pristine copy."""
+    folder = Path(str(SweLocal.folder)) / SAMPLE[0] / "environment"
+
+    async def look() -> tuple[int | None, str]:
+        provider = make_provider(sandbox)
+        image = await provider.build(folder, timeout=900)
+        box = await provider.start(image, BoxSpec(memory_mb=1024))
+        try:
+            command = (
+                "find / -xdev \\( -name '*.deb' -o -path /opt/palaestra \\) -print 2>/dev/null;"
+                " ls /usr/lib/python3/dist-packages/mpmath 2>&1; ls /testbed/mpmath/ctx_base.py"
+            )
+            process = await box.launch(["bash", "-c", command], stdin=subprocess.DEVNULL)
+            outcome = await supervise(process, Limits(wall_time=120))
+            return outcome.status, outcome.stdout.decode()
+        finally:
+            await box.close()
+
+    status, output = asyncio.run(look())
+    assert status == 0, output
+    lines = output.splitlines()
+    assert lines[-1] == "/testbed/mpmath/ctx_base.py"
+    assert "No such file or directory" in lines[-2]
+    assert lines[:-2] == [], f"copies of the release left in the machine: {lines[:-2]}"
