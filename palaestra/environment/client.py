@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import orjson
 import pydantic
 
-from palaestra.environment.base import Environment
+from palaestra.environment.base import Environment, restorable
 from palaestra.environment.boundary import Boundary, Overran, traceback_frames
 from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.sessions import Session, SessionStore
@@ -181,6 +181,9 @@ class LocalEnvironmentClient:
         self.environment = environment
         self.name = environment.name
         self.has_user = has_user(environment)
+        self.restorable = restorable(environment)
+        """Whether the environment exports and restores its state (``Environment.
+        export_state``): an agent then checkpoints its rollouts at turn boundaries."""
         self.sessions = SessionStore(environment.session_ttl)
         self._tools = environment.tools()
         self.tool_calls: Counter[str] = Counter()
@@ -219,6 +222,9 @@ class LocalEnvironmentClient:
             )
             for name, spec in env.tool_specs.items()
         }
+        self._restore = Entry.of(
+            env.restore_state, env.seed_timeout, EnvironmentFailure, EnvironmentTimeout, "restore"
+        )
         self._reset: Entry | None = None
         self._step: Entry | None = None
         if isinstance(env, StepEnvironment):
@@ -242,6 +248,33 @@ class LocalEnvironmentClient:
             await self._close_quietly(expired)
         state = await self._run(self._seed, (task,))
         return self.sessions.open(task, state).id
+
+    async def restore(self, task: JsonDict, state: JsonDict) -> str:
+        """Open a session for ``task`` from an exported state (``Environment.restore_state``)
+        instead of seeding it; return its id."""
+        for expired in self.sessions.sweep():
+            await self._close_quietly(expired)
+        restored = await self._run(self._restore, (task, state))
+        return self.sessions.open(task, restored).id
+
+    async def export_state(self, session_id: str) -> JsonDict:
+        """The session's state as JSON (``Environment.export_state``), called on the loop.
+
+        A state that is not a JSON object is the environment's bug: ``EnvironmentFailure``.
+        """
+        session = self.sessions.get(session_id)
+        try:
+            state = self.environment.export_state(session)
+            if inspect.isawaitable(state):
+                state = await within(self.environment.tool_timeout, state)
+        except Exception as error:
+            _EXPORT.raise_for(error)
+            raise
+        if not isinstance(state, dict):
+            raise EnvironmentFailure(
+                f"export_state returned {type(state).__name__}, not a JSON object"
+            )
+        return state
 
     async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
         return tool_output_text(await self.call_tool_value(session_id, name, arguments))
@@ -372,6 +405,9 @@ class LocalEnvironmentClient:
         # An expired session's close failing must not fail an unrelated rollout.
         with contextlib.suppress(Exception):
             await self._run(self._close, (session,))
+
+
+_EXPORT = Boundary(EnvironmentFailure, EnvironmentTimeout, "export_state")
 
 
 def has_user(environment: Environment) -> bool:

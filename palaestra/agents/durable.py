@@ -1,0 +1,97 @@
+"""Durable rollouts: what an agent checkpoints at turn boundaries, and how it resumes.
+
+The collector (the single writer of a run's files) lends each rollout it starts a
+``Durability`` through a context variable: the rollout's last checkpoint when a stopped
+collection left one, and ``save`` to record a new one. An agent checkpoints only against an
+environment client that is ``restorable`` (its environment implements ``export_state`` and
+``restore_state``); every other rollout pays one attribute test and restarts as before.
+
+A checkpoint is taken after a turn completed (the tools of an answer ran and their outputs
+were added, or a simulated user's message was): the trajectory so far (the ``response`` with
+every output item, token ids included when the backend returns them, and the usage), who
+produced each item, the counters, the policy versions and endpoints of the calls so far, and
+the environment's exported state. A resumed rollout opens its session with
+``restore_state`` instead of ``seed`` and goes on from there: the turn that was in progress is
+done again, the completed turns are not.
+
+``save`` returns False when the writer refused it: the rollout's attempt was superseded (a
+newer attempt of the same rollout exists), so this one is stale and must not write. The
+agent then stops checkpointing; the collector refuses its result the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from palaestra.models.affinity import ROLLOUT_SCOPE
+from palaestra.types import AgentResult, JsonDict
+
+__all__ = ["DURABILITY", "Durability", "checkpoint_of", "restore_result"]
+
+FORMAT = 1
+"""The checkpoint's layout version (``"v"``): a resume ignores a checkpoint it cannot read."""
+
+
+@dataclass(slots=True)
+class Durability:
+    """One attempt of one rollout, as the writer knows it."""
+
+    save: Callable[[JsonDict], bool]
+    """Record the latest checkpoint of the rollout; False: the attempt is stale (fenced)."""
+    resume: JsonDict | None = None
+    """The rollout's last checkpoint (from a stopped collection), or None: start afresh."""
+    attempt: int = 1
+    """This attempt's number (epoch): the writer accepts only the newest attempt's writes."""
+    fenced: bool = False
+    """Set when the writer refused a save: the attempt is stale."""
+
+
+DURABILITY: ContextVar[Durability | None] = ContextVar("palaestra_durability", default=None)
+
+
+def checkpoint_of(result: AgentResult, env_state: JsonDict) -> JsonDict:
+    """The rollout as it stands at a turn boundary (JSON-safe as its parts are)."""
+    checkpoint: JsonDict = {
+        "v": FORMAT,
+        "turn": result.model_calls,
+        "response": result.response,
+        "producers": result.producers,
+        "model_calls": result.model_calls,
+        "tool_calls": result.tool_calls,
+        "user_turns": result.user_turns,
+        "env_state": env_state,
+    }
+    scope = ROLLOUT_SCOPE.get()
+    if scope is not None:
+        if scope.versions is not None:
+            checkpoint["policy_versions"] = scope.versions
+        if scope.urls is not None:
+            checkpoint["endpoints"] = scope.urls
+    return checkpoint
+
+
+def restore_result(result: AgentResult, checkpoint: JsonDict) -> None:
+    """Put a checkpoint's counters back into ``result`` (and the rollout scope's versions and
+    endpoints), so the finished row counts the whole rollout, not only its last attempt."""
+    result.model_calls = int(checkpoint["model_calls"])
+    result.tool_calls = int(checkpoint["tool_calls"])
+    result.user_turns = int(checkpoint["user_turns"])
+    scope = ROLLOUT_SCOPE.get()
+    if scope is not None:
+        versions, urls = checkpoint.get("policy_versions"), checkpoint.get("endpoints")
+        if isinstance(versions, list):
+            scope.versions = list(versions)
+        if isinstance(urls, list):
+            scope.urls = list(urls)
+
+
+def readable(checkpoint: object) -> bool:
+    """Whether ``checkpoint`` is one this version can resume from."""
+    return (
+        isinstance(checkpoint, dict)
+        and checkpoint.get("v") == FORMAT
+        and isinstance(checkpoint.get("response"), dict)
+        and isinstance(checkpoint.get("env_state"), dict)
+    )
