@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from palaestra.models.affinity import ROLLOUT_SCOPE
 from palaestra.types import AgentResult, JsonDict
 
-__all__ = ["DURABILITY", "Durability", "checkpoint_of", "restore_result"]
+__all__ = ["DURABILITY", "DURABLE_FIELD", "Durability", "checkpoint_of", "restore_result"]
 
 FORMAT = 1
 """The checkpoint's layout version (``"v"``): a resume ignores a checkpoint it cannot read."""
@@ -38,15 +38,24 @@ FORMAT = 1
 class Durability:
     """One attempt of one rollout, as the writer knows it."""
 
-    save: Callable[[JsonDict], bool]
-    """Record the latest checkpoint of the rollout; False: the attempt is stale (fenced)."""
+    save: Callable[[JsonDict | bytes], bool]
+    """Record the latest checkpoint of the rollout (a dict, or its JSON encoding as a worker
+    process sends it); False: the attempt is stale (fenced)."""
     resume: JsonDict | None = None
     """The rollout's last checkpoint (from a stopped collection), or None: start afresh."""
     attempt: int = 1
     """This attempt's number (epoch): the writer accepts only the newest attempt's writes."""
     fenced: bool = False
     """Set when the writer refused a save: the attempt is stale."""
+    renew: Callable[[], None] | None = None
+    """Supersede this attempt by a new one of the same rollout, resuming from its latest
+    checkpoint (the dispatcher, when the worker running it died): ``save``, ``resume`` and
+    ``attempt`` then are the new attempt's, and the old ``save`` is refused."""
 
+
+DURABLE_FIELD = "_palaestra_durable"
+"""A task sent to a worker process carries its rollout's ``{"resume", "attempt"}`` under this
+key (popped by the worker before the agent sees the task)."""
 
 DURABILITY: ContextVar[Durability | None] = ContextVar("palaestra_durability", default=None)
 

@@ -99,12 +99,26 @@ class CheckpointLog:
         epoch = max(self._epochs.get(pair, 0), previous[0] if previous else 0) + 1
         self._epochs[pair] = epoch
         durability = Durability(save=partial(self.save, pair, epoch), attempt=epoch)
+        durability.renew = partial(self._renew, pair, durability)
         if previous is not None:
             self._live_bytes -= len(previous[1])
             checkpoint = orjson.loads(previous[1])[CHECKPOINT]
             durability.resume = checkpoint
             self.save(pair, epoch, checkpoint)
         return durability
+
+    def _renew(self, pair: Pair, durability: Durability) -> None:
+        """A new attempt of ``pair`` in place of ``durability``'s (``Durability.renew``),
+        resuming from the pair's latest checkpoint, written again under the new epoch."""
+        epoch = self._epochs.get(pair, durability.attempt) + 1
+        self._epochs[pair] = epoch
+        durability.attempt, durability.fenced = epoch, False
+        durability.save = partial(self.save, pair, epoch)
+        line = self._live.get(pair)
+        if line is not None:
+            durability.resume = orjson.loads(line)[CHECKPOINT]
+        if durability.resume is not None:
+            self.save(pair, epoch, durability.resume)
 
     def current(self, pair: Pair, epoch: int) -> bool:
         """Whether ``epoch`` is the newest attempt of ``pair`` (else it is counted fenced)."""
@@ -113,12 +127,20 @@ class CheckpointLog:
         self.fenced += 1
         return False
 
-    def save(self, pair: Pair, epoch: int, checkpoint: JsonDict) -> bool:
+    def save(self, pair: Pair, epoch: int, checkpoint: JsonDict | bytes) -> bool:
         """Append ``checkpoint`` as the latest of ``pair``; False (nothing written) when the
-        attempt ``epoch`` is stale."""
+        attempt ``epoch`` is stale. As bytes it is the JSON object a worker process encoded
+        (one line: orjson never writes a raw newline), written as it came."""
         if not self.current(pair, epoch):
             return False
-        line = encode({TASK: pair[0], ROLLOUT: pair[1], EPOCH: epoch, CHECKPOINT: checkpoint})
+        if isinstance(checkpoint, bytes):
+            head = b'{"%s":%d,"%s":%d,"%s":%d,"%s":' % (
+                TASK.encode(), pair[0], ROLLOUT.encode(), pair[1], EPOCH.encode(), epoch,
+                CHECKPOINT.encode(),
+            )  # fmt: skip
+            line = head + checkpoint + b"}\n"
+        else:
+            line = encode({TASK: pair[0], ROLLOUT: pair[1], EPOCH: epoch, CHECKPOINT: checkpoint})
         try:
             self._append(line)
         except OutputError as error:  # the rollout goes on; the collector stops the run

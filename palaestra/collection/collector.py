@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from palaestra.agents.base import RolloutRunner
-from palaestra.agents.durable import DURABILITY
+from palaestra.agents.durable import DURABILITY, Durability
 from palaestra.collection.aggregate import RunMetrics
 from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
 from palaestra.collection.files import (
@@ -369,25 +369,27 @@ class _Run:
         pair = (job.task.index, job.rollout_index)
         checkpoints = self.checkpoints
         durability = checkpoints.begin(pair)
-        epoch = durability.attempt
         token = DURABILITY.set(durability)
         try:
-            outcome = await self._run_attempt(dispatched, job, pair, epoch)
+            outcome = await self._run_attempt(dispatched, job, pair, durability)
         finally:
             DURABILITY.reset(token)
             if checkpoints.error is not None:
                 error, checkpoints.error = checkpoints.error, None
                 raise error  # the run stops (``_worker``), resumable
         if outcome == _ENDED:
-            checkpoints.end(pair, epoch)
+            checkpoints.end(pair, durability.attempt)
         else:
-            checkpoints.release(pair, epoch)
+            checkpoints.release(pair, durability.attempt)
         return outcome != _ABANDONED
 
-    async def _run_attempt(self, dispatched: TaskRow, job: Job, pair: Pair, epoch: int) -> int:
+    async def _run_attempt(
+        self, dispatched: TaskRow, job: Job, pair: Pair, durability: Durability
+    ) -> int:
         """How the attempt ended: ``_ENDED`` (recorded, or fenced), ``_HALTED`` (a failure
         recorded, but a service's, not the rollout's: its checkpoint stays) or
-        ``_ABANDONED`` (nothing recorded)."""
+        ``_ABANDONED`` (nothing recorded). The attempt is ``durability``'s as it is when the
+        runner returns (a dispatcher renews it when a worker dies)."""
         try:
             result = await self.runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
         except ModelAuthError as error:  # every rollout would fail alike: write nothing
@@ -397,7 +399,7 @@ class _Run:
             self.stop(error.reason)
             return _ABANDONED
         except ServiceUnreachable as error:
-            if not self._current(pair, epoch):
+            if not self._current(pair, durability.attempt):
                 return _ENDED
             failure = Failure(error.kind, error.reason)
             self._record_failure(dispatched, failure, None, job, error.worker_reruns)
@@ -408,18 +410,18 @@ class _Run:
                 self.stop(f"{_service(error)} is unreachable: {error.reason}")
             return _HALTED  # recorded, but the rollout did nothing wrong: keep its checkpoint
         except RolloutFailure as error:  # a runner that raises its failure, not returns it
-            if not self._current(pair, epoch):
+            if not self._current(pair, durability.attempt):
                 return _ENDED
             failure = Failure(error.kind, error.reason)
             self._record_failure(dispatched, failure, None, job, error.worker_reruns)
             return _ENDED
         except Exception as error:  # a bug in one rollout must not end the run
-            if not self._current(pair, epoch):
+            if not self._current(pair, durability.attempt):
                 return _ENDED
             reason = f"{type(error).__name__}: {error}"
             self._record_failure(dispatched, Failure(FailureKind.INTERNAL_ERROR, reason), None, job)
             return _ENDED
-        if not self._current(pair, epoch):
+        if not self._current(pair, durability.attempt):
             return _ENDED
         self.unreachable_streak = 0
         self._record_result(dispatched, result, job)

@@ -1,7 +1,7 @@
 """A stateful multi-turn environment whose tool has a side effect outside the process.
 
 ``deposit`` adds to the rollout's balance and appends one line to an external ledger file (the
-task's ``ledger``): ``{"task", "rollout", "seq", "key", "amount"}``. A deposit that ran twice
+task's ``ledger``): ``{"task", "rollout", "seq", "key", "amount", "pid"}``. A deposit that ran twice
 for one rollout shows as two lines with the same (task, rollout, seq), so a test reads the
 ledger to count repeated side effects. ``ScriptedLedgerModel`` (below) is the policy: it
 deposits 1, 2, ... ``turns`` one per turn, then answers.
@@ -83,6 +83,7 @@ class RestartingLedger(Environment):
             "seq": state["seq"],
             "key": f"{state['id']}:{state['seq']}",
             "amount": amount,
+            "pid": os.getpid(),
         }
 
     def verify(self, session: Session, response: JsonDict) -> Verdict:
