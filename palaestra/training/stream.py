@@ -41,6 +41,7 @@ from types import TracebackType
 from typing import Any, TypeAlias, cast
 
 from palaestra.agents.base import Agent, BoundAgent
+from palaestra.agents.durable import DURABILITY
 from palaestra.collection.assembly import (
     AGENT_REF_TYPE,
     FoundEnvironment,
@@ -51,6 +52,7 @@ from palaestra.collection.assembly import (
     opened_user_model,
     user_model_here,
 )
+from palaestra.collection.checkpoints import CheckpointLog
 from palaestra.collection.collector import UNREACHABLE_STOP
 from palaestra.collection.records import dispatch_row
 from palaestra.collection.tasks import check_input_file, read_tasks, task_problem
@@ -74,7 +76,7 @@ from palaestra.training.rollouts import (
     rollout_of,
 )
 from palaestra.training.sampler import TaskSampler
-from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
 from palaestra.wire.rows import PARAMS
 
 __all__ = ["Policy", "RolloutSampler", "Tasks"]
@@ -150,6 +152,7 @@ class RolloutSampler:
         policy_version: int | None = None,
         max_staleness: int | None = None,
         on_stale: OnStale = "mask",
+        checkpoints: str | os.PathLike[str] | None = None,
     ) -> None:
         if on_failure not in ON_FAILURE:
             raise ConfigError(
@@ -198,6 +201,8 @@ class RolloutSampler:
         self.step = 0
         """Batches (calls of ``stream`` or ``batch``) started so far."""
         self._next_group = 0
+        self._checkpoints_path = Path(checkpoints) if checkpoints is not None else None
+        self._checkpoints: CheckpointLog | None = None
         self._env: EnvironmentClient | None = None
         self._agent: Agent | None = None
         self._model: Model | None = None
@@ -231,10 +236,15 @@ class RolloutSampler:
             raise
         self._env = env
         self._agent_ref = {"type": AGENT_REF_TYPE, "name": f"{env.name}_{self._agent.name}"}
+        if self._checkpoints_path is not None and self._checkpoints is None:
+            self._checkpoints = CheckpointLog.load(self._checkpoints_path, set())
         return self
 
     async def aclose(self) -> None:
         """Close the model (when the sampler built it) and the environment."""
+        if self._checkpoints is not None:
+            checkpoints, self._checkpoints = self._checkpoints, None
+            checkpoints.close()
         env, self._env = self._env, None
         try:
             await self._drop_model()
@@ -255,6 +265,17 @@ class RolloutSampler:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    @property
+    def next_group_id(self) -> int:
+        """The ``group_id`` the next planned group gets. A trainer that restarts with
+        ``checkpoints`` restores it (and ``step``) from its own checkpoint, so the groups it
+        plans again get the ids their durable rollouts were checkpointed under."""
+        return self._next_group
+
+    @next_group_id.setter
+    def next_group_id(self, value: int) -> None:
+        self._next_group = value
 
     @property
     def policy_version(self) -> int | None:
@@ -428,8 +449,31 @@ class RolloutSampler:
             "step": group.step,
         }
         version = self.clock.version
+        task = cast(JsonDict, dispatched)
+        log = self._checkpoints
+        if log is None:
+            return self._outcome(await self._attempt(runner, task, identity), identity, version)
+        pair = (group.group_id, sample)
+        durability = log.begin(pair)
+        resume = durability.resume
+        if resume is not None and resume.get("task_index") != group.task_index:
+            durability.resume = None  # another task under this id: its checkpoint is not ours
+        save, task_index = durability.save, group.task_index
+        durability.save = lambda checkpoint: save(_tagged(checkpoint, task_index))
+        token = DURABILITY.set(durability)
         try:
-            result = await runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
+            outcome = await self._attempt(runner, task, identity)
+        finally:
+            DURABILITY.reset(token)
+        log.end(pair, durability.attempt)
+        return self._outcome(outcome, identity, version)
+
+    async def _attempt(
+        self, runner: BoundAgent, dispatched: JsonDict, identity: dict[str, Any]
+    ) -> AgentResult | Rollout:
+        """The rollout's result, or its failed ``Rollout`` when the runner raised."""
+        try:
+            return await runner.run(dispatched)  # its task: a plain dict
         except ModelAuthError:
             raise  # every rollout would fail alike
         except ServiceUnreachable as error:
@@ -442,6 +486,12 @@ class RolloutSampler:
         except Exception as error:  # a bug in one rollout fails that rollout, explicitly
             failure = Failure(FailureKind.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
             return failed_rollout(failure, None, **identity)
+
+    def _outcome(
+        self, result: AgentResult | Rollout, identity: dict[str, Any], version: int | None
+    ) -> Rollout:
+        if isinstance(result, Rollout):
+            return result
         self._unreachable = 0
         if result.policy_versions is None and version is not None and result.model_calls:
             # A model that is not reached over HTTP (the embedded one) records no version per
@@ -488,6 +538,14 @@ class RolloutSampler:
         self.task_sampler.record(group.task_index, rewards)
         self.stats.groups += 1
         return group
+
+
+def _tagged(checkpoint: JsonDict | bytes, task_index: int) -> JsonDict | bytes:
+    """A sampler's checkpoint names its task, so a restarted trainer that plans another task
+    under the same group id does not resume it."""
+    if isinstance(checkpoint, bytes):
+        return checkpoint
+    return {**checkpoint, "task_index": task_index}
 
 
 def token_config(config: ModelConfig) -> ModelConfig:

@@ -119,11 +119,16 @@ def ledger_script(delay: float = 0.0):  # type: ignore[no-untyped-def]
     from tests.support.scripted_model import ScriptedFault, text_response, tool_call_response
 
     def script(params: JsonDict) -> Any:
-        items = params["input"] if isinstance(params["input"], list) else []
-        done = sum(1 for item in items if item.get("type") == "function_call_output")
-        first = next(item for item in items if item.get("role") == "user")
-        text = first["content"] if isinstance(first["content"], str) else ""
-        turns = int(text.split()[-1])
+        prompt = params.get("prompt")
+        if isinstance(prompt, str) and prompt:  # token-in mode: the rendered conversation
+            done = prompt.count("<|im_start|>tool\n")
+            turns = int(prompt.split("Deposit 1 up to ", 1)[1].split("<", 1)[0])
+        else:
+            items = params["input"] if isinstance(params["input"], list) else []
+            done = sum(1 for item in items if item.get("type") == "function_call_output")
+            first = next(item for item in items if item.get("role") == "user")
+            text = first["content"] if isinstance(first["content"], str) else ""
+            turns = int(text.split()[-1])
         if done < turns:
             arguments = orjson.dumps({"amount": done + 1}).decode()
             reply = tool_call_response("deposit", arguments, call_id=f"call_{done}")
