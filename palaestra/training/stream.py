@@ -56,6 +56,7 @@ from palaestra.collection.checkpoints import CheckpointLog
 from palaestra.collection.collector import UNREACHABLE_STOP
 from palaestra.collection.records import dispatch_row
 from palaestra.collection.tasks import check_input_file, read_tasks, task_problem
+from palaestra.distributed.codec import encode_result, result_of
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ConfigError, ModelAuthError, RolloutFailure, ServiceUnreachable
@@ -96,6 +97,8 @@ class _Pending:
     group: Group
     results: list[Rollout | None]
     left: int
+    attempts: list[int] | None = None
+    """With ``checkpoints``: each sample's attempt, whose checkpoint ends with the group."""
 
 
 class RolloutSampler:
@@ -203,6 +206,7 @@ class RolloutSampler:
         self._next_group = 0
         self._checkpoints_path = Path(checkpoints) if checkpoints is not None else None
         self._checkpoints: CheckpointLog | None = None
+        self._attempts: dict[int, list[int]] = {}
         self._env: EnvironmentClient | None = None
         self._agent: Agent | None = None
         self._model: Model | None = None
@@ -337,8 +341,11 @@ class RolloutSampler:
         group_size: int | Sequence[int] | None = None,
     ) -> list[Group]:
         """Every group of the next batch, in the order they were planned (see ``stream``)."""
-        async with contextlib.aclosing(self.stream(tasks, group_size=group_size)) as groups:
+        stream = self._stream(tasks, group_size=group_size, hand_over=False)
+        async with contextlib.aclosing(stream) as groups:
             done = [group async for group in groups]
+        for group in done:  # the trainer has them now: their rollouts need no checkpoint
+            self._hand_over(group)
         return sorted(done, key=lambda group: group.group_id)
 
     async def stream(
@@ -356,7 +363,24 @@ class RolloutSampler:
         ``UNREACHABLE_STOP`` times in a row, or rejecting the key, raises that error. Leaving
         early (``break``) stops the batch's rollouts once the generator is closed (use
         ``contextlib.aclosing`` to close it at once).
+
+        With ``checkpoints``, each durable rollout is checkpointed at its turn boundaries and
+        when it finishes, until its group is handed over (yielded here; returned by
+        ``batch``): a trainer stopped before that and started again on the same file, with
+        ``step`` and ``next_group_id`` restored, continues the groups it plans again.
         """
+        inner = self._stream(tasks, group_size=group_size, hand_over=True)
+        async with contextlib.aclosing(inner) as groups:
+            async for group in groups:
+                yield group
+
+    async def _stream(
+        self,
+        tasks: int | Sequence[int] | None,
+        *,
+        group_size: int | Sequence[int] | None,
+        hand_over: bool,
+    ) -> AsyncGenerator[Group, None]:
         if self._env is None or self._agent is None or self._model is None:
             raise RuntimeError("the sampler is not open: use `async with` or await open()")
         plan = self._plan(tasks, group_size)
@@ -383,12 +407,21 @@ class RolloutSampler:
                 item = await finished.get()
                 if isinstance(item, BaseException):
                     raise item
+                if hand_over:
+                    self._hand_over(item)
                 yield item
         finally:
             self._running -= 1
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+
+    def _hand_over(self, group: Group) -> None:
+        """The trainer has ``group``: its rollouts' checkpoints end (``checkpoints``)."""
+        attempts = self._attempts.pop(group.group_id, None)
+        if self._checkpoints is not None and attempts is not None:
+            for sample, attempt in enumerate(attempts):
+                self._checkpoints.end((group.group_id, sample), attempt)
 
     def _plan(
         self, tasks: int | Sequence[int] | None, group_size: int | Sequence[int] | None
@@ -421,7 +454,7 @@ class RolloutSampler:
     ) -> None:
         try:
             for item, sample in jobs:
-                rollout = await self._rollout(runner, item.group, sample)
+                rollout = await self._rollout(runner, item, sample)
                 if rollout.failure is not None and self.on_failure == "raise":
                     self.stats.count(rollout, self.on_failure)
                     raise RolloutFailed(rollout)
@@ -432,7 +465,8 @@ class RolloutSampler:
         except Exception as error:  # handed to the consumer, which raises it and stops the batch
             finished.put_nowait(error)
 
-    async def _rollout(self, runner: BoundAgent, group: Group, sample: int) -> Rollout:
+    async def _rollout(self, runner: BoundAgent, item: _Pending, sample: int) -> Rollout:
+        group = item.group
         dispatched = dispatch_row(
             group.task,
             task_index=group.task_index,
@@ -455,17 +489,26 @@ class RolloutSampler:
             return self._outcome(await self._attempt(runner, task, identity), identity, version)
         pair = (group.group_id, sample)
         durability = log.begin(pair)
+        if item.attempts is None:
+            item.attempts = [0] * group.size
+        item.attempts[sample] = durability.attempt
         resume = durability.resume
         if resume is not None and resume.get("task_index") != group.task_index:
-            durability.resume = None  # another task under this id: its checkpoint is not ours
+            durability.resume = resume = None  # another task under this id: not its checkpoint
         save, task_index = durability.save, group.task_index
+        if resume is not None and "result" in resume:  # it finished before the stop: kept
+            try:
+                return self._outcome(result_of(resume), identity, version)
+            except RolloutFailure as error:
+                return failed_rollout(Failure(error.kind, error.reason), None, **identity)
         durability.save = lambda checkpoint: save(_tagged(checkpoint, task_index))
         token = DURABILITY.set(durability)
         try:
             outcome = await self._attempt(runner, task, identity)
         finally:
             DURABILITY.reset(token)
-        log.end(pair, durability.attempt)
+        if isinstance(outcome, AgentResult):  # kept until its group is whole (``_finish``)
+            save(encode_result(outcome, {"task_index": task_index}))
         return self._outcome(outcome, identity, version)
 
     async def _attempt(
@@ -521,6 +564,8 @@ class RolloutSampler:
 
     def _finish(self, item: _Pending) -> Group:
         group = item.group
+        if item.attempts is not None:  # ended when the trainer has the group (``_hand_over``)
+            self._attempts[group.group_id] = item.attempts
         for rollout in item.results:
             assert rollout is not None
             self.stats.count(rollout, self.on_failure)
