@@ -3,8 +3,13 @@
 A rollout of an environment that exports and restores its state (``Environment.
 export_state``) is checkpointed by its agent after every completed turn
 (``palaestra.agents.durable``). The collector, the run's single writer, appends each
-checkpoint as one line (one ``write``, flushed: a ``kill -9`` loses at most the line being
-written, which resume cuts) and, when the rollout ends with a record, a line that ends it.
+checkpoint as one line and, when the rollout ends with a record, a line that ends it. The
+lines of one event-loop turn go out in one ``write`` at the end of that turn (the
+materialized inputs' way: a third of a checkpoint's CPU was its own ``write``), so before the
+rollout's next model answer can arrive, let alone its next tool run; a ``kill -9`` in between
+loses that checkpoint, and the resume redoes the turn, as it does when the kill lands between
+a tool's effect and its checkpoint (``Environment.restore_state`` says what that asks of an
+effect outside the state). A torn last line is cut on resume.
 Only the latest line of a rollout matters, so the file is compacted (rewritten with the live
 lines only, then renamed over) when it has grown to several times what is live, on resume,
 and when the run stops; a run that finishes everything leaves no file.
@@ -150,7 +155,10 @@ class CheckpointLog:
         self._live[pair] = line
         self.saved += 1
         if self._written > COMPACT_MIN_BYTES and self._written > COMPACT_FACTOR * self._live_bytes:
-            self.compact()
+            try:
+                self.compact()
+            except OutputError as error:
+                self.error = self.error or error
         return True
 
     def end(self, pair: Pair, epoch: int) -> None:
@@ -198,7 +206,7 @@ class CheckpointLog:
 
     def _append(self, line: bytes) -> None:
         if self._appender is None:
-            self._appender = JsonlAppender(self.path)
+            self._appender = JsonlAppender(self.path, flush_each=False)
         self._appender.write(line)
         self._written += len(line)
 

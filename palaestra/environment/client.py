@@ -225,6 +225,18 @@ class LocalEnvironmentClient:
         self._restore = Entry.of(
             env.restore_state, env.seed_timeout, EnvironmentFailure, EnvironmentTimeout, "restore"
         )
+        export = env.export_state
+        self._export = Entry(
+            export,
+            env.tool_timeout,
+            Boundary(
+                EnvironmentFailure,
+                EnvironmentTimeout,
+                "export_state",
+                getattr(export, "__func__", export),
+            ),
+            ASYNC if inspect.iscoroutinefunction(export) else INLINE,
+        )
         self._reset: Entry | None = None
         self._step: Entry | None = None
         if isinstance(env, StepEnvironment):
@@ -258,18 +270,12 @@ class LocalEnvironmentClient:
         return self.sessions.open(task, restored).id
 
     async def export_state(self, session_id: str) -> JsonDict:
-        """The session's state as JSON (``Environment.export_state``), called on the loop.
+        """The session's state as JSON (``Environment.export_state``), called on the loop
+        (plain code too: it runs once per turn and should be cheap, so no thread hop).
 
         A state that is not a JSON object is the environment's bug: ``EnvironmentFailure``.
         """
-        session = self.sessions.get(session_id)
-        try:
-            state = self.environment.export_state(session)
-            if inspect.isawaitable(state):
-                state = await within(self.environment.tool_timeout, state)
-        except Exception as error:
-            _EXPORT.raise_for(error)
-            raise
+        state = await self._run(self._export, (self.sessions.get(session_id),))
         if not isinstance(state, dict):
             raise EnvironmentFailure(
                 f"export_state returned {type(state).__name__}, not a JSON object"
@@ -405,9 +411,6 @@ class LocalEnvironmentClient:
         # An expired session's close failing must not fail an unrelated rollout.
         with contextlib.suppress(Exception):
             await self._run(self._close, (session,))
-
-
-_EXPORT = Boundary(EnvironmentFailure, EnvironmentTimeout, "export_state")
 
 
 def has_user(environment: Environment) -> bool:

@@ -10,12 +10,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from palaestra import LocalEnvironmentClient, ToolCallingAgent
+from palaestra import Environment, LocalEnvironmentClient, Session, ToolCallingAgent
 from palaestra.agents import BoundAgent
 from palaestra.collection import collector as collector_module
 from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
 from palaestra.collection.collector import CollectConfig, RunSummary, collect
-from palaestra.environment import Environment
 from palaestra.types import AgentResult, JsonDict
 from tests.collection.test_collector import Quiet
 from tests.support.durable_ledger import (
@@ -212,3 +211,16 @@ async def test_the_collector_refuses_the_record_of_a_superseded_attempt(
         await client.aclose()
     assert summary.fenced == 2 and summary.done == 0 and summary.failed == 0
     assert rows(tmp_path / "out.jsonl") == []
+
+
+class BadExport(DurableLedger):
+    def export_state(self, session: Session) -> JsonDict:
+        return ["not", "an", "object"]  # type: ignore[return-value]
+
+
+async def test_a_state_that_is_not_a_json_object_fails_its_rollout_as_env_error(
+    tmp_path: Path,
+) -> None:
+    summary = await run(BadExport(), FakeModel(ledger_script()), tmp_path, resume=False)
+    assert summary.failures == Counter({"env_error": TASKS})
+    assert any("export_state returned list, not a JSON object" in r for r in summary.reasons)
