@@ -127,6 +127,10 @@ class RolloutSampler:
       ``on_stale="mask"`` (default) zeroes its loss mask and keeps it in its group (its
       reward still counts in the group's baseline), ``"exclude"`` leaves it out. Counted in
       ``stats.stale`` (and ``stats.stale_excluded``).
+    - ``checkpoints``: a file where the rollouts of a durable environment (``Environment.
+      export_state``) are checkpointed at every turn, and kept when finished, until their group
+      is handed over; a sampler started again on it continues the groups it plans again with
+      the same ``group_id`` (restore ``step`` and ``next_group_id``). See ``stream``.
 
     Use it as an async context manager (or ``await open()`` / ``aclose()``). A mistake in the
     arguments or the tasks is a one-line ``ConfigError`` from the constructor or ``open``.
