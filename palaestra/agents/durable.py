@@ -21,14 +21,23 @@ agent then stops checkpointing; the collector refuses its result the same way.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from palaestra.environment.client import EnvironmentClient
 from palaestra.models.affinity import ROLLOUT_SCOPE
 from palaestra.types import AgentResult, JsonDict
 
-__all__ = ["DURABILITY", "DURABLE_FIELD", "Durability", "checkpoint_of", "restore_result"]
+__all__ = [
+    "DURABILITY",
+    "DURABLE_FIELD",
+    "Durability",
+    "checkpoint",
+    "checkpoint_of",
+    "restore_result",
+]
 
 FORMAT = 1
 """The checkpoint's layout version (``"v"``): a resume ignores a checkpoint it cannot read."""
@@ -79,6 +88,27 @@ def checkpoint_of(result: AgentResult, env_state: JsonDict) -> JsonDict:
         if scope.urls is not None:
             checkpoint["endpoints"] = scope.urls
     return checkpoint
+
+
+async def checkpoint(
+    durable: Durability,
+    env: EnvironmentClient,
+    session_id: str,
+    result: AgentResult,
+    extra: JsonDict | None = None,
+) -> None:
+    """Record the rollout at this turn boundary (``extra``: the agent's own fields); once the
+    writer refused a save (a newer attempt exists), this stale attempt saves no more."""
+    if durable.fenced:
+        return
+    phase = time.perf_counter()
+    state = await env.export_state(session_id)  # type: ignore[attr-defined]
+    saved = checkpoint_of(result, state)
+    if extra:
+        saved.update(extra)
+    if not durable.save(saved):
+        durable.fenced = True
+    result.add_time("checkpoint", phase)
 
 
 def restore_result(result: AgentResult, checkpoint: JsonDict) -> None:

@@ -27,7 +27,7 @@ import orjson
 from palaestra.agents.durable import (
     DURABILITY,
     Durability,
-    checkpoint_of,
+    checkpoint,
     readable,
     restore_result,
 )
@@ -150,20 +150,6 @@ class ToolCallingAgent:
         except ToolCallRejected as rejected:
             output = f"Error: {rejected}"
         return function_call_output(call_id, output)
-
-
-async def checkpoint(
-    durable: Durability, env: EnvironmentClient, session_id: str, result: AgentResult
-) -> None:
-    """Record the rollout at this turn boundary (``palaestra.agents.durable``); once the
-    writer refused a save (a newer attempt exists), this stale attempt saves no more."""
-    if durable.fenced:
-        return
-    phase = time.perf_counter()
-    state = await env.export_state(session_id)  # type: ignore[attr-defined]
-    if not durable.save(checkpoint_of(result, state)):
-        durable.fenced = True
-    result.add_time("checkpoint", phase)
 
 
 def request_params(task: JsonDict, env: EnvironmentClient) -> JsonDict:

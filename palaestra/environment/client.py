@@ -261,13 +261,19 @@ class LocalEnvironmentClient:
         state = await self._run(self._seed, (task,))
         return self.sessions.open(task, state).id
 
-    async def restore(self, task: JsonDict, state: JsonDict) -> str:
+    async def restore(
+        self, task: JsonDict, state: JsonDict, step_rewards: list[float] | None = None
+    ) -> str:
         """Open a session for ``task`` from an exported state (``Environment.restore_state``)
-        instead of seeding it; return its id."""
+        instead of seeding it, with the rewards of the steps already taken (a turn-based
+        episode's); return its id."""
         for expired in self.sessions.sweep():
             await self._close_quietly(expired)
         restored = await self._run(self._restore, (task, state))
-        return self.sessions.open(task, restored).id
+        session = self.sessions.open(task, restored)
+        if step_rewards:
+            session.step_rewards = [float(reward) for reward in step_rewards]
+        return session.id
 
     async def export_state(self, session_id: str) -> JsonDict:
         """The session's state as JSON (``Environment.export_state``), called on the loop

@@ -6,12 +6,21 @@ import asyncio
 import contextlib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
-from palaestra import Environment, LocalEnvironmentClient, Session, ToolCallingAgent
+from palaestra import (
+    Environment,
+    LocalEnvironmentClient,
+    Session,
+    StepEnvironment,
+    StepResult,
+    ToolCallingAgent,
+)
 from palaestra.agents import BoundAgent
+from palaestra.agents.step import StepAgent
 from palaestra.collection import collector as collector_module
 from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
 from palaestra.collection.collector import CollectConfig, RunSummary, collect
@@ -24,7 +33,7 @@ from tests.support.durable_ledger import (
     ledger_script,
     ledger_tasks,
 )
-from tests.support.fake_model import FakeModel
+from tests.support.fake_model import FakeModel, say
 
 TASKS, TURNS = 4, 5
 
@@ -32,8 +41,8 @@ TASKS, TURNS = 4, 5
 class StallingModel(FakeModel):
     """Answers ``budget`` requests, then never answers again (a run stopped under it)."""
 
-    def __init__(self, budget: int) -> None:
-        super().__init__(ledger_script())
+    def __init__(self, budget: int, script: Any = None) -> None:
+        super().__init__(script or ledger_script())
         self.budget = budget
 
     async def respond(self, params: JsonDict) -> JsonDict:
@@ -49,10 +58,12 @@ def rows(path: Path) -> list[JsonDict]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
-async def run(env: Environment, model: FakeModel, tmp_path: Path, *, resume: bool) -> RunSummary:
+async def run(
+    env: Environment, model: FakeModel, tmp_path: Path, *, resume: bool, agent: Any = None
+) -> RunSummary:
     tasks = ledger_tasks(tmp_path / "tasks.jsonl", tmp_path / "ledger.jsonl", TASKS, TURNS)
     client = LocalEnvironmentClient(env)
-    runner = BoundAgent(ToolCallingAgent(max_steps=20), client, model)
+    runner = BoundAgent(agent or ToolCallingAgent(max_steps=20), client, model)
     config = CollectConfig(
         input=tasks, output=tmp_path / "out.jsonl", concurrency=TASKS, resume=resume
     )
@@ -224,3 +235,47 @@ async def test_a_state_that_is_not_a_json_object_fails_its_rollout_as_env_error(
     summary = await run(BadExport(), FakeModel(ledger_script()), tmp_path, resume=False)
     assert summary.failures == Counter({"env_error": TASKS})
     assert any("export_state returned list, not a JSON object" in r for r in summary.reasons)
+
+
+class StepLedger(StepEnvironment):
+    """A turn-based ledger: each step deposits its number; the episode ends after ``turns``."""
+
+    seed = DurableLedger.seed
+    export_state = DurableLedger.export_state
+    restore_state = DurableLedger.restore_state
+    record = DurableLedger.record
+    line = staticmethod(DurableLedger.line)
+
+    def reset(self, session: Session) -> str:
+        return "Deposit."
+
+    def step(self, session: Session, action: str) -> StepResult:
+        state = session.state
+        self.record(state, state["seq"] + 1)
+        state["seq"] += 1
+        return StepResult("Again.", reward=0.5, terminated=state["seq"] == TURNS)
+
+
+async def test_a_stopped_turn_based_episode_continues_from_its_last_step(tmp_path: Path) -> None:
+    model = StallingModel(budget=TASKS * 2 + 1, script=lambda params: say("deposit"))
+    agent = StepAgent(max_steps=20)
+    first = asyncio.create_task(run(StepLedger(), model, tmp_path, resume=False, agent=agent))
+    while model.budget > 0:
+        assert not first.done(), first.result()
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    first.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+
+    again = FakeModel(lambda params: say("deposit"))
+    summary = await run(StepLedger(), again, tmp_path, resume=True, agent=agent)
+
+    assert summary.continued == TASKS and summary.failed == 0
+    assert len(again.requests) == TASKS * TURNS - (TASKS * 2 + 1)  # no step taken twice
+    for row in rows(tmp_path / "out.jsonl"):
+        assert row["step_rewards"] == [0.5] * TURNS and row["reward"] == 0.5 * TURNS
+        output = row["response"]["output"]
+        assert len(output) == 2 * TURNS  # the first observation, then (action, observation)s
+        assert row["_palaestra"]["resumed"]["attempts"] == 2
+    assert_each_deposit_once(tmp_path)
