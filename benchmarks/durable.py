@@ -233,7 +233,7 @@ def micro() -> list[tuple[str, float]]:
     """Microseconds per rollout (or per turn) of each piece, in process."""
     import timeit
 
-    from palaestra.agents.durable import DURABILITY, checkpoint_of
+    from palaestra.agents.durable import DURABILITY, encoded_checkpoint
     from palaestra.collection.checkpoints import CheckpointLog
     from palaestra.types import AgentResult
 
@@ -258,7 +258,8 @@ def micro() -> list[tuple[str, float]]:
         durability = log.begin((-1, 0))
 
         def save() -> None:  # what a restorable rollout pays per turn (its state aside)
-            durability.save(checkpoint_of(result, {"count": 3, "log": [1, 1, 1]}))
+            state = {"count": 3, "log": [1, 1, 1]}
+            durability.save(encoded_checkpoint(durability, result, state, None))
 
         line = b"x" * 700 + b"\n"
         fd = os.open(Path(directory) / "w.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND)

@@ -24,7 +24,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import orjson
 
 from palaestra.environment.client import EnvironmentClient
 from palaestra.models.affinity import ROLLOUT_SCOPE
@@ -56,6 +58,8 @@ class Durability:
     """This attempt's number (epoch): the writer accepts only the newest attempt's writes."""
     fenced: bool = False
     """Set when the writer refused a save: the attempt is stale."""
+    encoded: list[bytes] = field(default_factory=list)
+    """The trajectory's output items as JSON, each encoded once (``encoded_checkpoint``)."""
     renew: Callable[[], None] | None = None
     """Supersede this attempt by a new one of the same rollout, resuming from its latest
     checkpoint (the dispatcher, when the worker running it died): ``save``, ``resume`` and
@@ -69,18 +73,21 @@ key (popped by the worker before the agent sees the task)."""
 DURABILITY: ContextVar[Durability | None] = ContextVar("palaestra_durability", default=None)
 
 
-def checkpoint_of(result: AgentResult, env_state: JsonDict) -> JsonDict:
+def checkpoint_of(
+    result: AgentResult, env_state: JsonDict, *, with_response: bool = True
+) -> JsonDict:
     """The rollout as it stands at a turn boundary (JSON-safe as its parts are)."""
     checkpoint: JsonDict = {
         "v": FORMAT,
         "turn": result.model_calls,
-        "response": result.response,
         "producers": result.producers,
         "model_calls": result.model_calls,
         "tool_calls": result.tool_calls,
         "user_turns": result.user_turns,
         "env_state": env_state,
     }
+    if with_response:
+        checkpoint["response"] = result.response
     scope = ROLLOUT_SCOPE.get()
     if scope is not None:
         if scope.versions is not None:
@@ -103,12 +110,31 @@ async def checkpoint(
         return
     phase = time.perf_counter()
     state = await env.export_state(session_id)  # type: ignore[attr-defined]
-    saved = checkpoint_of(result, state)
-    if extra:
-        saved.update(extra)
-    if not durable.save(saved):
+    if not durable.save(encoded_checkpoint(durable, result, state, extra)):
         durable.fenced = True
     result.add_time("checkpoint", phase)
+
+
+def encoded_checkpoint(
+    durable: Durability, result: AgentResult, env_state: JsonDict, extra: JsonDict | None
+) -> bytes:
+    """``checkpoint_of`` as JSON, each output item encoded once per attempt: a trajectory
+    only grows by appended items (never changed once appended), so the items of earlier
+    turns (token ids and all) are reused from ``durable.encoded``, not encoded again at every
+    turn."""
+    response: JsonDict = result.response or {}
+    outputs = response.get("output") or []
+    cache = durable.encoded
+    if len(cache) > len(outputs):  # not the trajectory the cache was made for: start over
+        cache.clear()
+    cache.extend(orjson.dumps(item) for item in outputs[len(cache) :])
+    head = orjson.dumps({key: value for key, value in response.items() if key != "output"})
+    joined = b",".join(cache)
+    body = head[:-1] + (b',"output":[' if len(head) > 2 else b'"output":[') + joined + b"]}"
+    rest = checkpoint_of(result, env_state, with_response=False)
+    if extra:
+        rest.update(extra)
+    return b'{"response":' + body + b"," + orjson.dumps(rest)[1:]
 
 
 def restore_result(result: AgentResult, checkpoint: JsonDict) -> None:

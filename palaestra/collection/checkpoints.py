@@ -118,6 +118,7 @@ class CheckpointLog:
         epoch = self._epochs.get(pair, durability.attempt) + 1
         self._epochs[pair] = epoch
         durability.attempt, durability.fenced = epoch, False
+        durability.encoded.clear()
         durability.save = partial(self.save, pair, epoch)
         line = self._live.get(pair)
         if line is not None:

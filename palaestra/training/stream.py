@@ -592,8 +592,8 @@ class RolloutSampler:
 def _tagged(checkpoint: JsonDict | bytes, task_index: int) -> JsonDict | bytes:
     """A sampler's checkpoint names its task, so a restarted trainer that plans another task
     under the same group id does not resume it."""
-    if isinstance(checkpoint, bytes):
-        return checkpoint
+    if isinstance(checkpoint, bytes):  # an encoded JSON object: the field goes before "}"
+        return checkpoint[:-1] + b',"task_index":%d}' % task_index
     return {**checkpoint, "task_index": task_index}
 
 

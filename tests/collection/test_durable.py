@@ -279,3 +279,24 @@ async def test_a_stopped_turn_based_episode_continues_from_its_last_step(tmp_pat
         assert len(output) == 2 * TURNS  # the first observation, then (action, observation)s
         assert row["_palaestra"]["resumed"]["attempts"] == 2
     assert_each_deposit_once(tmp_path)
+
+
+def test_an_encoded_checkpoint_is_the_checkpoint_with_each_item_encoded_once() -> None:
+    from palaestra.agents.durable import Durability, checkpoint_of, encoded_checkpoint
+
+    durability = Durability(save=lambda checkpoint: True)
+    result = AgentResult(model_calls=1, tool_calls=1, producers=["policy", "tool"])
+    items: list[JsonDict] = [{"type": "function_call", "ids": [1, 2]}, {"type": "x"}]
+    result.response = {"id": "r", "output": items, "usage": {"input_tokens": 3}}
+    first = encoded_checkpoint(durability, result, {"n": 1}, {"step_rewards": [0.5]})
+    assert orjson.loads(first) == {**checkpoint_of(result, {"n": 1}), "step_rewards": [0.5]}
+    items.append({"type": "message", "text": "more"})
+    result.model_calls = 2
+    cached = list(durability.encoded)
+    second = orjson.loads(encoded_checkpoint(durability, result, {"n": 2}, None))
+    assert second == checkpoint_of(result, {"n": 2})
+    assert durability.encoded[:2] == cached and len(durability.encoded) == 3  # reused
+    result.response = {"output": []}  # another trajectory: nothing reused, none left over
+    assert orjson.loads(encoded_checkpoint(durability, result, {}, None))["response"] == {
+        "output": []
+    }
