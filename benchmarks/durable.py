@@ -233,8 +233,14 @@ def micro() -> list[tuple[str, float]]:
     """Microseconds per rollout (or per turn) of each piece, in process."""
     import timeit
 
-    from palaestra.agents.durable import DURABILITY, encoded_checkpoint
+    from palaestra.agents.durable import (
+        DURABILITY,
+        Durability,
+        checkpoint_of,
+        encoded_checkpoint,
+    )
     from palaestra.collection.checkpoints import CheckpointLog
+    from palaestra.collection.files import encode
     from palaestra.types import AgentResult
 
     def best(statement: Any, number: int = 20_000) -> float:
@@ -267,10 +273,33 @@ def micro() -> list[tuple[str, float]]:
         def write() -> None:
             os.write(fd, line)
 
+        # A token-exact trajectory: 20 calls, each carrying its 2,000 prompt token ids.
+        tokens = AgentResult(model_calls=20, tool_calls=20, producers=["policy", "tool"] * 20)
+        heavy: list[JsonDict] = []
+        for call in range(20):
+            heavy.append({"type": "function_call", "call_id": f"c{call}", "name": "bump",
+                          "arguments": '{"by": 1}', "prompt_token_ids": list(range(2000)),
+                          "generation_token_ids": list(range(50))})  # fmt: skip
+            heavy.append({"type": "function_call_output", "call_id": f"c{call}", "output": "1"})
+        tokens.response = {"id": "r", "output": heavy, "usage": {"input_tokens": 40000}}
+        cached = Durability(save=lambda checkpoint: True)
+        encoded_checkpoint(cached, tokens, {}, None)
+
+        def whole() -> None:
+            encode(checkpoint_of(tokens, {}))
+
+        def once() -> None:
+            encoded_checkpoint(cached, tokens, {}, None)
+
         figures = [
             ("every rollout: a Durability lent, its record fenced", best(lend)),
             ("a restorable rollout, per turn: checkpoint built, encoded, written", best(save)),
             ("of which the write alone (one `os.write` of a 0.7 KB line)", best(write)),
+            (
+                "a 20-call token trajectory (2,000 prompt ids a call), per turn: encoded whole",
+                best(whole, 500),
+            ),
+            ("the same, as shipped: each item encoded once, then joined", best(once, 500)),
         ]
         log.close()
         os.close(fd)
