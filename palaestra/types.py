@@ -233,6 +233,9 @@ class AgentResult:
     """The policy version that served each model request of the rollout, in order (a call
     an engine aborted and palaestra resumed has one per segment); None when no version was
     known (``palaestra.models.versions``). Set by ``BoundAgent``."""
+    resumed: dict[str, int] | None = None
+    """A durable rollout continued from its checkpoint after its collection stopped:
+    ``{"from_turn": n, "attempts": a}`` (``palaestra.agents.durable``); the row says so."""
     worker_reruns: int = 0
     """Times the rollout was started again because the worker running it died (``--workers``,
     ``--executor ray``); the row says so when it is not 0. Set by the dispatcher."""

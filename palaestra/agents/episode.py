@@ -44,13 +44,21 @@ Body = Callable[[str, AgentResult], Awaitable[None]]
 """The agent's own part: given the session id, fill ``result.response`` (and counters)."""
 
 
-async def run_episode(task: JsonDict, env: EnvironmentClient, body: Body) -> AgentResult:
+async def run_episode(
+    task: JsonDict,
+    env: EnvironmentClient,
+    body: Body,
+    *,
+    start: Callable[[], Awaitable[str]] | None = None,
+) -> AgentResult:
+    """``start`` opens the session instead of ``env.seed(task)`` (a durable rollout resumed
+    from its checkpoint restores it: ``palaestra.agents.durable``)."""
     result = AgentResult()
     started = time.perf_counter()
     session_id: str | None = None
     try:
         phase = time.perf_counter()
-        session_id = await env.seed(task)
+        session_id = await (env.seed(task) if start is None else start())
         result.add_time("seed", phase)
         await body(session_id, result)
         if result.response is None:
@@ -189,6 +197,21 @@ class Conversation:
         self.producers: list[str] = []
         result.producers = self.producers
         self.usage = empty_usage()
+
+    def restore(self, checkpoint: JsonDict) -> None:
+        """Continue from a durable rollout's checkpoint (``palaestra.agents.durable``): its
+        output items, their producers and the usage so far."""
+        response: JsonDict = checkpoint["response"]
+        self.outputs = list(response.get("output") or [])
+        producers = checkpoint.get("producers")
+        if not isinstance(producers, list) or len(producers) != len(self.outputs):
+            producers = [_POLICY] * len(self.outputs)
+        self.producers = [str(p) for p in producers]
+        self.result.producers = self.producers
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            self.usage = {k: dict(v) if isinstance(v, dict) else v for k, v in usage.items()}
+        self.result.response = {**response, "output": self.outputs, "usage": self.usage}
 
     def add(self, item: JsonDict, producer: Producer) -> None:
         """Append an item someone other than the policy produced (a tool output, a user's

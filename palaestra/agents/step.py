@@ -4,13 +4,22 @@ seed → reset (first observation as a user message) → repeat { the model answ
 the action; the environment steps; stop when terminated or truncated, else the observation is
 the next user message } at most ``max_steps`` times → verify → close. Per-step rewards go into
 the verdict's ``step_rewards``. An episode still going after ``max_steps`` is verified as it
-stands and marked ``truncated = "max_steps"``.
+stands and marked ``truncated = "max_steps"``. A restorable environment's episode is
+checkpointed after every step that goes on (``palaestra.agents.durable``), with the step
+rewards so far, and a resumed one continues from its last step without ``reset``.
 """
 
 from __future__ import annotations
 
 import time
 
+from palaestra.agents.durable import (
+    DURABILITY,
+    Durability,
+    checkpoint,
+    readable,
+    restore_result,
+)
 from palaestra.agents.episode import Conversation, run_episode
 from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
 from palaestra.models.base import Model
@@ -44,11 +53,20 @@ class StepAgent:
                 )
             )
         step_env = env
+        durable = DURABILITY.get() if getattr(env, "restorable", False) else None
+        resume = durable.resume if durable is not None else None
+        if resume is not None and not readable(resume):
+            resume = None  # a checkpoint this version cannot read: the episode restarts
 
         async def body(session_id: str, result: AgentResult) -> None:
-            await self._episode(task, session_id, step_env, model, result)
+            await self._episode(task, session_id, step_env, model, result, durable, resume)
 
-        return await run_episode(task, env, body)
+        if resume is None:
+            return await run_episode(task, env, body)
+        state: JsonDict = resume["env_state"]
+        rewards = resume.get("step_rewards")
+        restore = env.restore  # type: ignore[attr-defined]  # a restorable client has it
+        return await run_episode(task, env, body, start=lambda: restore(task, state, rewards))
 
     async def _episode(
         self,
@@ -57,11 +75,20 @@ class StepAgent:
         env: StepEnvironmentClient,
         model: Model,
         result: AgentResult,
+        durable: Durability | None = None,
+        resume: JsonDict | None = None,
     ) -> None:
         conversation = Conversation(dict(task[PARAMS]), result)
-        conversation.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
-        result.response = {"output": conversation.outputs, "usage": conversation.usage}
-        for _ in range(self.max_steps):
+        rewards: list[float] = []
+        if resume is not None and durable is not None:  # restored: no reset, the steps taken
+            conversation.restore(resume)
+            restore_result(result, resume)
+            rewards = [float(reward) for reward in resume.get("step_rewards") or []]
+            result.resumed = {"from_turn": result.model_calls, "attempts": durable.attempt}
+        else:
+            conversation.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
+            result.response = {"output": conversation.outputs, "usage": conversation.usage}
+        for _ in range(result.model_calls, self.max_steps):
             response = await conversation.ask(model)
             phase = time.perf_counter()
             step = await env.step(session_id, output_text(response))
@@ -69,5 +96,8 @@ class StepAgent:
             if step.terminated or step.truncated:
                 break
             conversation.add(user_message(step.observation), Producer.ENVIRONMENT)
+            if durable is not None:
+                rewards.append(float(step.reward))
+                await checkpoint(durable, env, session_id, result, {"step_rewards": rewards})
         else:  # the episode was still going when the step budget ran out
             result.truncated = "max_steps"

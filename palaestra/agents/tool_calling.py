@@ -24,6 +24,13 @@ from typing import Any
 
 import orjson
 
+from palaestra.agents.durable import (
+    DURABILITY,
+    Durability,
+    checkpoint,
+    readable,
+    restore_result,
+)
 from palaestra.agents.episode import Conversation, run_episode
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ToolCallRejected
@@ -60,11 +67,19 @@ class ToolCallingAgent:
 
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
         params = request_params(task, env)
+        durable = DURABILITY.get() if getattr(env, "restorable", False) else None
+        resume = durable.resume if durable is not None else None
+        if resume is not None and not readable(resume):
+            resume = None  # a checkpoint this version cannot read: the rollout restarts
 
         async def body(session_id: str, result: AgentResult) -> None:
-            await self._loop(params, session_id, env, model, result)
+            await self._loop(params, session_id, env, model, result, durable, resume)
 
-        return await run_episode(task, env, body)
+        if resume is None:
+            return await run_episode(task, env, body)
+        state: JsonDict = resume["env_state"]
+        restore = env.restore  # type: ignore[attr-defined]  # a restorable client has it
+        return await run_episode(task, env, body, start=lambda: restore(task, state))
 
     async def _loop(
         self,
@@ -73,10 +88,16 @@ class ToolCallingAgent:
         env: EnvironmentClient,
         model: Model,
         result: AgentResult,
+        durable: Durability | None = None,
+        resume: JsonDict | None = None,
     ) -> None:
         conversation = Conversation(params, result)
+        if resume is not None and durable is not None:
+            conversation.restore(resume)
+            restore_result(result, resume)
+            result.resumed = {"from_turn": result.model_calls, "attempts": durable.attempt}
         has_user = env.has_user
-        for _ in range(self.max_steps):
+        for _ in range(result.model_calls, self.max_steps):
             response = await conversation.ask(model)
             calls = function_calls(response)
             if response.get("status") == "incomplete":
@@ -84,6 +105,8 @@ class ToolCallingAgent:
             if not calls:
                 if not has_user or not await self._user_turn(conversation, session_id, env):
                     break
+                if durable is not None:
+                    await checkpoint(durable, env, session_id, result)
                 continue
             phase = time.perf_counter()
             for call in calls[: self.max_calls_per_turn]:
@@ -93,6 +116,8 @@ class ToolCallingAgent:
                 output = function_call_output(call_id_of(call), self._over_cap)
                 conversation.add(output, Producer.TOOL)
             result.add_time("tools", phase)
+            if durable is not None:
+                await checkpoint(durable, env, session_id, result)
         else:  # the model still called tools (or the user still talked) when the budget ran out
             result.truncated = "max_steps"
 

@@ -107,6 +107,12 @@ def summary_table(summary: RunSummary, elapsed: float, *, failures_as_zero: bool
         table.add_row("hit --max-steps", f"{truncated} scored rollouts (_palaestra.truncated)")
     if summary.skipped:
         table.add_row("already done (resumed)", str(summary.skipped))
+    if summary.continued:
+        table.add_row(
+            "continued mid-episode", f"{summary.continued} (from their last completed turn)"
+        )
+    if summary.fenced:
+        table.add_row("stale attempts refused", str(summary.fenced))
     this_run = f"{summary.done} scored, {summary.failed} failed"
     if summary.truncated:
         this_run += f", {summary.truncated} hit --max-steps"

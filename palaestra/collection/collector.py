@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from palaestra.agents.base import RolloutRunner
+from palaestra.agents.durable import DURABILITY, Durability
 from palaestra.collection.aggregate import RunMetrics
+from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
 from palaestra.collection.digests import check_task_digests
 from palaestra.collection.files import (
     JsonlAppender,
@@ -106,6 +108,11 @@ class RunSummary:
     reasons: Counter[str] = field(default_factory=Counter)
     """Failures of this invocation by ``kind: reason`` (at most ``REASONS_KEPT`` reasons)."""
     truncated: int = 0
+    continued: int = 0
+    """Rollouts of this invocation continued from a checkpoint a stopped run left (a durable
+    environment's: ``palaestra.agents.durable``) rather than started again."""
+    fenced: int = 0
+    """Writes refused because they came from a stale attempt of their rollout."""
     invalid_inputs: int = 0
     before_done: int = 0
     before_reward_sum: float = 0.0
@@ -170,6 +177,10 @@ class Progress(Protocol):
     def stop(self) -> None: ...
 
 
+_ABANDONED, _ENDED, _HALTED = 0, 1, 2
+"""How an attempt ended (``_Run._run_attempt``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     task: TaskLine
@@ -193,11 +204,12 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
         metrics = RunMetrics()  # what a resumed run has already: its rows, then its failures
         with writing(config.output):
             done_pairs, attempts = prepare_files(files, config, identity, metrics.add_rollout)
+            checkpoints = CheckpointLog.load(checkpoints_path(config.output), done_pairs)
         summary.skipped = len(done_pairs)
         metrics.read_failures(files.failures)
         summary.before_done, summary.before_reward_sum = metrics.scored()
         summary.metrics = metrics
-        run = _Run(runner, config, summary, progress, files, metrics)
+        run = _Run(runner, config, summary, progress, files, metrics, checkpoints)
         progress.start(summary)
         try:
             await run.execute(_jobs(config, done_pairs, attempts, run))
@@ -253,7 +265,7 @@ def prepare_files(
     """Start over, or make an earlier run's files resumable; return what it finished (each of
     its rows also given to ``each_done``)."""
     if config.overwrite and not config.resume:
-        for path in [*files.all(), files.failure_history]:
+        for path in [*files.all(), files.failure_history, checkpoints_path(config.output)]:
             path.unlink(missing_ok=True)
         write_identity(files.identity, identity)
         return set(), Counter()
@@ -290,8 +302,10 @@ class _Run:
         progress: Progress,
         files: RunFiles,
         metrics: RunMetrics,
+        checkpoints: CheckpointLog | None = None,
     ) -> None:
         self.runner, self.config = runner, config
+        self.checkpoints = checkpoints or CheckpointLog(checkpoints_path(config.output))
         self.metrics = metrics
         self.summary, self.progress = summary, progress
         self.outputs = JsonlAppender(files.output)
@@ -349,16 +363,46 @@ class _Run:
 
     async def _attempt(self, dispatched: TaskRow, job: Job) -> bool:
         """Run one dispatched task and record how it ended; False when the run stopped under
-        it with nothing recorded (a resume runs it again)."""
+        it with nothing recorded (a resume runs it again, from its checkpoint if it has one).
+
+        The attempt is lent its ``Durability`` (``palaestra.agents.durable``): the rollout's
+        checkpoint to resume from, and where to save new ones. Its record is written only
+        while it is the rollout's newest attempt (``CheckpointLog.current``)."""
+        pair = (job.task.index, job.rollout_index)
+        checkpoints = self.checkpoints
+        durability = checkpoints.begin(pair)
+        token = DURABILITY.set(durability)
+        try:
+            outcome = await self._run_attempt(dispatched, job, pair, durability)
+        finally:
+            DURABILITY.reset(token)
+            if checkpoints.error is not None:
+                error, checkpoints.error = checkpoints.error, None
+                raise error  # the run stops (``_worker``), resumable
+        if outcome == _ENDED:
+            checkpoints.end(pair, durability.attempt)
+        else:
+            checkpoints.release(pair, durability.attempt)
+        return outcome != _ABANDONED
+
+    async def _run_attempt(
+        self, dispatched: TaskRow, job: Job, pair: Pair, durability: Durability
+    ) -> int:
+        """How the attempt ended: ``_ENDED`` (recorded, or fenced), ``_HALTED`` (a failure
+        recorded, but a service's, not the rollout's: its checkpoint stays) or
+        ``_ABANDONED`` (nothing recorded). The attempt is ``durability``'s as it is when the
+        runner returns (a dispatcher renews it when a worker dies)."""
         try:
             result = await self.runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
         except ModelAuthError as error:  # every rollout would fail alike: write nothing
             self.stop(error.reason)
-            return False
+            return _ABANDONED
         except RunStopped as error:  # the runner cannot go on (its workers keep dying)
             self.stop(error.reason)
-            return False
+            return _ABANDONED
         except ServiceUnreachable as error:
+            if not self._current(pair, durability.attempt):
+                return _ENDED
             failure = Failure(error.kind, error.reason)
             self._record_failure(dispatched, failure, None, job, error.worker_reruns)
             self.unreachable_streak += 1
@@ -366,18 +410,32 @@ class _Run:
                 self.stop(error.reason)
             elif self.unreachable_streak >= UNREACHABLE_STOP:
                 self.stop(f"{_service(error)} is unreachable: {error.reason}")
-            return True
+            return _HALTED  # recorded, but the rollout did nothing wrong: keep its checkpoint
         except RolloutFailure as error:  # a runner that raises its failure, not returns it
+            if not self._current(pair, durability.attempt):
+                return _ENDED
             failure = Failure(error.kind, error.reason)
             self._record_failure(dispatched, failure, None, job, error.worker_reruns)
-            return True
+            return _ENDED
         except Exception as error:  # a bug in one rollout must not end the run
+            if not self._current(pair, durability.attempt):
+                return _ENDED
             reason = f"{type(error).__name__}: {error}"
             self._record_failure(dispatched, Failure(FailureKind.INTERNAL_ERROR, reason), None, job)
-            return True
+            return _ENDED
+        if not self._current(pair, durability.attempt):
+            return _ENDED
         self.unreachable_streak = 0
         self._record_result(dispatched, result, job)
-        return True
+        return _ENDED
+
+    def _current(self, pair: Pair, epoch: int) -> bool:
+        """Whether the attempt ``epoch`` of ``pair`` may write its record (a stale one may
+        not: another attempt of the rollout owns it)."""
+        if self.checkpoints.current(pair, epoch):
+            return True
+        self.summary.fenced += 1
+        return False
 
     def _record_result(self, dispatched: TaskRow, result: AgentResult, job: Job) -> None:
         failure = result.failure or (result.verdict.failure if result.verdict else None)
@@ -401,6 +459,8 @@ class _Run:
         self.summary.reward_sum += row["reward"]
         if result.truncated:
             self.summary.truncated += 1
+        if result.resumed is not None:
+            self.summary.continued += 1
         if self.observer is not None:
             self.observer.rollout_finished(result, row["reward"])
         self.progress.update(self.summary)
@@ -460,6 +520,7 @@ class _Run:
                 appender.close()
             except OutputError as error:
                 self.stop(f"{error}; make room and run the same command with --resume")
+        self.checkpoints.close()
 
 
 def _endpoint_stats(runner: RolloutRunner) -> list[JsonDict]:

@@ -127,6 +127,8 @@ def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
             facts["endpoint_moves"] = len(result.endpoints) - 1
     if result.policy_versions is not None:  # which policy served each model request
         facts["policy_versions"] = result.policy_versions
+    if result.resumed is not None:  # continued from a checkpoint (a durable rollout)
+        facts["resumed"] = result.resumed
     if result.worker_reruns:
         facts["worker_reruns"] = result.worker_reruns
     return facts

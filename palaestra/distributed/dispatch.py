@@ -29,6 +29,7 @@ from typing import Protocol
 
 import orjson
 
+from palaestra.agents.durable import DURABILITY, DURABLE_FIELD
 from palaestra.distributed.codec import decode_error, encode_task, result_of
 from palaestra.distributed.endpoints import added_up, merged, settled
 from palaestra.distributed.worker import COUNTS
@@ -68,6 +69,15 @@ class Worker(Protocol):
         ...
 
     async def stop(self) -> None: ...
+
+
+class CheckpointingWorker(Worker, Protocol):
+    """A worker that streams a durable rollout's checkpoints back while it runs it
+    (``ProcessWorker``): each goes to ``on_checkpoint`` as the JSON its agent encoded."""
+
+    async def run_durable(
+        self, payload: bytes, on_checkpoint: Callable[[bytes], object]
+    ) -> bytes: ...
 
 
 WorkerFactory = Callable[[int], Worker]
@@ -130,7 +140,15 @@ class Dispatcher:
         """Each worker checked its model when it started."""
 
     async def run(self, task: JsonDict) -> AgentResult:
+        """Run ``task`` on a worker until one returns its result.
+
+        A durable rollout (the collector lent it a ``Durability``) runs on a worker that
+        streams its checkpoints (``CheckpointingWorker``) with them going to the collector;
+        when that worker dies, the attempt is renewed (``Durability.renew``: a new epoch, so
+        anything the old attempt still sends is refused) and the rerun continues from the
+        last checkpoint instead of from the start."""
         payload = encode_task(task)
+        durability = DURABILITY.get()
         deaths = 0
         while True:
             alone = deaths > 0
@@ -138,11 +156,19 @@ class Dispatcher:
             worker, generation = slot.worker, slot.generation
             assert worker is not None
             slot.in_flight += 1
+            run_durable = getattr(worker, "run_durable", None) if durability else None
             try:
-                reply = await worker.run(payload)
+                if run_durable is not None and durability is not None:
+                    lent = {"resume": durability.resume, "attempt": durability.attempt}
+                    body = encode_task({**task, DURABLE_FIELD: lent})
+                    reply = await run_durable(body, durability.save)
+                else:
+                    reply = await worker.run(payload)
             except WorkerLost as lost:
                 deaths += 1
                 self._lost(slot, generation, lost.reason)
+                if run_durable is not None and durability is not None and durability.renew:
+                    durability.renew()
                 if deaths >= CRASHES_ALLOWED:
                     self._progressed()
                     crash = WorkerCrash(

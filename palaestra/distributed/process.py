@@ -10,7 +10,9 @@ a socket pair in frames of ``<length u32><id u64><payload>``:
   script defines goes as its file, ``palaestra.distributed.shipping``);
 - worker → collector, id 0: the orjson ``{"label", "facts"}`` of the run, or ``{"error"}``;
 - then collector → worker: a task (orjson) under a fresh id; worker → collector: its result
-  (``palaestra.distributed.codec``) under the same id, in whatever order rollouts finish.
+  (``palaestra.distributed.codec``) under the same id, in whatever order rollouts finish;
+  before it, a durable rollout's checkpoints (orjson, ``palaestra.agents.durable``) under
+  the id with its top bit set (``CHECKPOINT_BIT``).
 
 The worker exits when the collector closes its end. A worker that dies is noticed when its
 end of the socket closes: every rollout it had in flight raises ``WorkerLost``.
@@ -29,6 +31,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import orjson
 
@@ -39,6 +42,8 @@ from palaestra.types import JsonDict
 
 _HEADER = struct.Struct("!IQ")
 _CONTROL = 0
+CHECKPOINT_BIT = 1 << 63
+"""Set in a frame's id: the frame is a checkpoint of the task with that id, not its result."""
 STOP_GRACE = 5.0
 """Seconds a worker has to close its parts after the collector closed its end."""
 
@@ -69,6 +74,7 @@ class ProcessWorker:
         self._writer: asyncio.StreamWriter | None = None
         self._reading: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[bytes]] = {}
+        self._checkpoints: dict[int, Callable[[bytes], object]] = {}
         self._ids = itertools.count(1)
         self._lost: str | None = None
 
@@ -102,9 +108,21 @@ class ProcessWorker:
         return hello
 
     async def run(self, payload: bytes) -> bytes:
+        return await self._run_as(next(self._ids), payload)
+
+    async def run_durable(self, payload: bytes, on_checkpoint: Callable[[bytes], object]) -> bytes:
+        """``run``, with each checkpoint the worker sends for the task given to
+        ``on_checkpoint`` (``dispatch.CheckpointingWorker``)."""
+        ident = next(self._ids)
+        self._checkpoints[ident] = on_checkpoint
+        try:
+            return await self._run_as(ident, payload)
+        finally:
+            self._checkpoints.pop(ident, None)
+
+    async def _run_as(self, ident: int, payload: bytes) -> bytes:
         if self._lost is not None or self._writer is None:
             raise WorkerLost(self._lost or "not started")
-        ident = next(self._ids)
         answer: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._pending[ident] = answer
         try:
@@ -118,6 +136,11 @@ class ProcessWorker:
         try:
             while True:
                 ident, payload = await read_frame(reader)
+                if ident & CHECKPOINT_BIT:
+                    sink = self._checkpoints.get(ident ^ CHECKPOINT_BIT)
+                    if sink is not None:
+                        sink(payload)
+                    continue
                 answer = pending.pop(ident, None)
                 if answer is not None and not answer.done():
                     answer.set_result(payload)
@@ -203,7 +226,10 @@ async def _serve(sock: socket.socket) -> None:
     running: set[asyncio.Task[None]] = set()
 
     async def run(ident: int, payload: bytes) -> None:
-        writer.write(frame(ident, await runtime.run(payload)))
+        def checkpoint(raw: bytes) -> None:
+            writer.write(frame(ident | CHECKPOINT_BIT, raw))
+
+        writer.write(frame(ident, await runtime.run(payload, checkpoint)))
 
     try:
         while True:

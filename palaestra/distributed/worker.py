@@ -10,8 +10,12 @@ decides how many are in flight here.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import orjson
+
+from palaestra.agents.durable import DURABILITY, DURABLE_FIELD, Durability
 from palaestra.distributed.codec import decode_task, encode_error, encode_raised, encode_result
 from palaestra.observe.metrics_counts import runner_counts
 from palaestra.types import JsonDict
@@ -53,14 +57,35 @@ class WorkerRuntime:
         self._runner = parts.runner
         return {"label": parts.label, "facts": parts.facts}
 
-    async def run(self, payload: bytes) -> bytes:
-        """One dispatched task (its orjson bytes) to its encoded result; never raises."""
+    async def run(
+        self, payload: bytes, send_checkpoint: Callable[[bytes], None] | None = None
+    ) -> bytes:
+        """One dispatched task (its orjson bytes) to its encoded result; never raises.
+
+        A durable task (``DURABLE_FIELD``: the collector lent its rollout a ``Durability``)
+        runs with its checkpoint to resume from, each new one encoded and given to
+        ``send_checkpoint`` (the collector, the single writer, fences and writes it)."""
         assert self._runner is not None, "start the worker first"
         runner = self._runner
+        task = decode_task(payload)
+        lent = task.pop(DURABLE_FIELD, None)
+        token = None
+        if isinstance(lent, dict) and send_checkpoint is not None:
+            send = send_checkpoint
+
+            def save(checkpoint: JsonDict | bytes) -> bool:
+                send(checkpoint if isinstance(checkpoint, bytes) else orjson.dumps(checkpoint))
+                return True  # fenced, if stale, by the collector
+
+            durability = Durability(save, lent.get("resume"), int(lent.get("attempt") or 1))
+            token = DURABILITY.set(durability)
         try:
-            result = await runner.run(decode_task(payload))
+            result = await runner.run(task)
         except Exception as error:  # the collector records it as it would in process
             return encode_raised(error, {COUNTS: runner_counts(runner)})
+        finally:
+            if token is not None:
+                DURABILITY.reset(token)
         return encode_result(result, {COUNTS: runner_counts(runner)})
 
     async def close(self) -> None:

@@ -156,6 +156,32 @@ class Environment:
         """
         return None
 
+    def export_state(self, session: Session) -> JsonDict | Awaitable[JsonDict]:
+        """The rollout's state as JSON, so a stopped collection can continue it; optional.
+
+        Together with ``restore_state`` this makes an environment *restorable*: the
+        collector then checkpoints each unfinished rollout at every turn boundary (after
+        the tools of a turn, or a user's message, were added) with this state, and a
+        collection killed and resumed (``--resume``) continues the rollout from its last
+        completed turn instead of starting it again, so no tool of a completed turn runs
+        twice. Return everything ``restore_state`` needs (a JSON object: dicts, lists,
+        strings, numbers, booleans, null), not a live handle. It is called on the event loop
+        once per turn: keep it cheap. Not implemented (the default): the rollout restarts.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not export its state")
+
+    def restore_state(self, task: JsonDict, state: JsonDict) -> Any:
+        """A rollout's state rebuilt from what ``export_state`` returned (what ``seed`` would
+        have returned, as it stood at that turn); plain or ``async``, within
+        ``seed_timeout``.
+
+        The turn that was in progress when the collection stopped is done again from the
+        checkpoint: a tool of that turn may already have acted on something outside the
+        state (a file, a service). Make such an effect idempotent with a key held in the
+        state (an id chosen in ``seed`` and a sequence number), so doing it again is a no-op.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not restore its state")
+
     def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
         """The task's reference solution as tool calls, turn by turn; None: the task has none.
 
@@ -183,6 +209,15 @@ class Environment:
     def tools(self) -> list[JsonDict]:
         """The function tools of this environment, in Responses ``tools`` form."""
         return [spec.schema() for spec in self.tool_specs.values()]
+
+
+def restorable(environment: Environment) -> bool:
+    """Whether ``environment`` overrides both ``export_state`` and ``restore_state``."""
+    cls = type(environment)
+    return (
+        getattr(cls, "export_state", None) is not Environment.export_state
+        and getattr(cls, "restore_state", None) is not Environment.restore_state
+    )
 
 
 def _collect_tools(cls: type[Environment]) -> dict[str, ToolSpec]:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import orjson
 import pydantic
 
-from palaestra.environment.base import Environment
+from palaestra.environment.base import Environment, restorable
 from palaestra.environment.boundary import Boundary, Overran, traceback_frames
 from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.sessions import Session, SessionStore
@@ -181,6 +181,9 @@ class LocalEnvironmentClient:
         self.environment = environment
         self.name = environment.name
         self.has_user = has_user(environment)
+        self.restorable = restorable(environment)
+        """Whether the environment exports and restores its state (``Environment.
+        export_state``): an agent then checkpoints its rollouts at turn boundaries."""
         self.sessions = SessionStore(environment.session_ttl)
         self._tools = environment.tools()
         self.tool_calls: Counter[str] = Counter()
@@ -219,6 +222,21 @@ class LocalEnvironmentClient:
             )
             for name, spec in env.tool_specs.items()
         }
+        self._restore = Entry.of(
+            env.restore_state, env.seed_timeout, EnvironmentFailure, EnvironmentTimeout, "restore"
+        )
+        export = env.export_state
+        self._export = Entry(
+            export,
+            env.tool_timeout,
+            Boundary(
+                EnvironmentFailure,
+                EnvironmentTimeout,
+                "export_state",
+                getattr(export, "__func__", export),
+            ),
+            ASYNC if inspect.iscoroutinefunction(export) else INLINE,
+        )
         self._reset: Entry | None = None
         self._step: Entry | None = None
         if isinstance(env, StepEnvironment):
@@ -242,6 +260,33 @@ class LocalEnvironmentClient:
             await self._close_quietly(expired)
         state = await self._run(self._seed, (task,))
         return self.sessions.open(task, state).id
+
+    async def restore(
+        self, task: JsonDict, state: JsonDict, step_rewards: list[float] | None = None
+    ) -> str:
+        """Open a session for ``task`` from an exported state (``Environment.restore_state``)
+        instead of seeding it, with the rewards of the steps already taken (a turn-based
+        episode's); return its id."""
+        for expired in self.sessions.sweep():
+            await self._close_quietly(expired)
+        restored = await self._run(self._restore, (task, state))
+        session = self.sessions.open(task, restored)
+        if step_rewards:
+            session.step_rewards = [float(reward) for reward in step_rewards]
+        return session.id
+
+    async def export_state(self, session_id: str) -> JsonDict:
+        """The session's state as JSON (``Environment.export_state``), called on the loop
+        (plain code too: it runs once per turn and should be cheap, so no thread hop).
+
+        A state that is not a JSON object is the environment's bug: ``EnvironmentFailure``.
+        """
+        state = await self._run(self._export, (self.sessions.get(session_id),))
+        if not isinstance(state, dict):
+            raise EnvironmentFailure(
+                f"export_state returned {type(state).__name__}, not a JSON object"
+            )
+        return state
 
     async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
         return tool_output_text(await self.call_tool_value(session_id, name, arguments))

@@ -41,6 +41,7 @@ from types import TracebackType
 from typing import Any, TypeAlias, cast
 
 from palaestra.agents.base import Agent, BoundAgent
+from palaestra.agents.durable import DURABILITY
 from palaestra.collection.assembly import (
     AGENT_REF_TYPE,
     FoundEnvironment,
@@ -51,9 +52,11 @@ from palaestra.collection.assembly import (
     opened_user_model,
     user_model_here,
 )
+from palaestra.collection.checkpoints import CheckpointLog
 from palaestra.collection.collector import UNREACHABLE_STOP
 from palaestra.collection.records import dispatch_row
 from palaestra.collection.tasks import check_input_file, read_tasks, task_problem
+from palaestra.distributed.codec import encode_result, result_of
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ConfigError, ModelAuthError, RolloutFailure, ServiceUnreachable
@@ -74,7 +77,7 @@ from palaestra.training.rollouts import (
     rollout_of,
 )
 from palaestra.training.sampler import TaskSampler
-from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
 from palaestra.wire.rows import PARAMS
 
 __all__ = ["Policy", "RolloutSampler", "Tasks"]
@@ -94,6 +97,8 @@ class _Pending:
     group: Group
     results: list[Rollout | None]
     left: int
+    attempts: list[int] | None = None
+    """With ``checkpoints``: each sample's attempt, whose checkpoint ends with the group."""
 
 
 class RolloutSampler:
@@ -122,6 +127,10 @@ class RolloutSampler:
       ``on_stale="mask"`` (default) zeroes its loss mask and keeps it in its group (its
       reward still counts in the group's baseline), ``"exclude"`` leaves it out. Counted in
       ``stats.stale`` (and ``stats.stale_excluded``).
+    - ``checkpoints``: a file where the rollouts of a durable environment (``Environment.
+      export_state``) are checkpointed at every turn, and kept when finished, until their group
+      is handed over; a sampler started again on it continues the groups it plans again with
+      the same ``group_id`` (restore ``step`` and ``next_group_id``). See ``stream``.
 
     Use it as an async context manager (or ``await open()`` / ``aclose()``). A mistake in the
     arguments or the tasks is a one-line ``ConfigError`` from the constructor or ``open``.
@@ -150,6 +159,7 @@ class RolloutSampler:
         policy_version: int | None = None,
         max_staleness: int | None = None,
         on_stale: OnStale = "mask",
+        checkpoints: str | os.PathLike[str] | None = None,
     ) -> None:
         if on_failure not in ON_FAILURE:
             raise ConfigError(
@@ -198,6 +208,9 @@ class RolloutSampler:
         self.step = 0
         """Batches (calls of ``stream`` or ``batch``) started so far."""
         self._next_group = 0
+        self._checkpoints_path = Path(checkpoints) if checkpoints is not None else None
+        self._checkpoints: CheckpointLog | None = None
+        self._attempts: dict[int, list[int]] = {}
         self._env: EnvironmentClient | None = None
         self._agent: Agent | None = None
         self._model: Model | None = None
@@ -231,10 +244,15 @@ class RolloutSampler:
             raise
         self._env = env
         self._agent_ref = {"type": AGENT_REF_TYPE, "name": f"{env.name}_{self._agent.name}"}
+        if self._checkpoints_path is not None and self._checkpoints is None:
+            self._checkpoints = CheckpointLog.load(self._checkpoints_path, set())
         return self
 
     async def aclose(self) -> None:
         """Close the model (when the sampler built it) and the environment."""
+        if self._checkpoints is not None:
+            checkpoints, self._checkpoints = self._checkpoints, None
+            checkpoints.close()
         env, self._env = self._env, None
         try:
             await self._drop_model()
@@ -255,6 +273,17 @@ class RolloutSampler:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    @property
+    def next_group_id(self) -> int:
+        """The ``group_id`` the next planned group gets. A trainer that restarts with
+        ``checkpoints`` restores it (and ``step``) from its own checkpoint, so the groups it
+        plans again get the ids their durable rollouts were checkpointed under."""
+        return self._next_group
+
+    @next_group_id.setter
+    def next_group_id(self, value: int) -> None:
+        self._next_group = value
 
     @property
     def policy_version(self) -> int | None:
@@ -316,8 +345,11 @@ class RolloutSampler:
         group_size: int | Sequence[int] | None = None,
     ) -> list[Group]:
         """Every group of the next batch, in the order they were planned (see ``stream``)."""
-        async with contextlib.aclosing(self.stream(tasks, group_size=group_size)) as groups:
+        stream = self._stream(tasks, group_size=group_size, hand_over=False)
+        async with contextlib.aclosing(stream) as groups:
             done = [group async for group in groups]
+        for group in done:  # the trainer has them now: their rollouts need no checkpoint
+            self._hand_over(group)
         return sorted(done, key=lambda group: group.group_id)
 
     async def stream(
@@ -335,7 +367,24 @@ class RolloutSampler:
         ``UNREACHABLE_STOP`` times in a row, or rejecting the key, raises that error. Leaving
         early (``break``) stops the batch's rollouts once the generator is closed (use
         ``contextlib.aclosing`` to close it at once).
+
+        With ``checkpoints``, each durable rollout is checkpointed at its turn boundaries and
+        when it finishes, until its group is handed over (yielded here; returned by
+        ``batch``): a trainer stopped before that and started again on the same file, with
+        ``step`` and ``next_group_id`` restored, continues the groups it plans again.
         """
+        inner = self._stream(tasks, group_size=group_size, hand_over=True)
+        async with contextlib.aclosing(inner) as groups:
+            async for group in groups:
+                yield group
+
+    async def _stream(
+        self,
+        tasks: int | Sequence[int] | None,
+        *,
+        group_size: int | Sequence[int] | None,
+        hand_over: bool,
+    ) -> AsyncGenerator[Group, None]:
         if self._env is None or self._agent is None or self._model is None:
             raise RuntimeError("the sampler is not open: use `async with` or await open()")
         plan = self._plan(tasks, group_size)
@@ -362,12 +411,21 @@ class RolloutSampler:
                 item = await finished.get()
                 if isinstance(item, BaseException):
                     raise item
+                if hand_over:
+                    self._hand_over(item)
                 yield item
         finally:
             self._running -= 1
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+
+    def _hand_over(self, group: Group) -> None:
+        """The trainer has ``group``: its rollouts' checkpoints end (``checkpoints``)."""
+        attempts = self._attempts.pop(group.group_id, None)
+        if self._checkpoints is not None and attempts is not None:
+            for sample, attempt in enumerate(attempts):
+                self._checkpoints.end((group.group_id, sample), attempt)
 
     def _plan(
         self, tasks: int | Sequence[int] | None, group_size: int | Sequence[int] | None
@@ -400,7 +458,7 @@ class RolloutSampler:
     ) -> None:
         try:
             for item, sample in jobs:
-                rollout = await self._rollout(runner, item.group, sample)
+                rollout = await self._rollout(runner, item, sample)
                 if rollout.failure is not None and self.on_failure == "raise":
                     self.stats.count(rollout, self.on_failure)
                     raise RolloutFailed(rollout)
@@ -411,7 +469,8 @@ class RolloutSampler:
         except Exception as error:  # handed to the consumer, which raises it and stops the batch
             finished.put_nowait(error)
 
-    async def _rollout(self, runner: BoundAgent, group: Group, sample: int) -> Rollout:
+    async def _rollout(self, runner: BoundAgent, item: _Pending, sample: int) -> Rollout:
+        group = item.group
         dispatched = dispatch_row(
             group.task,
             task_index=group.task_index,
@@ -428,8 +487,40 @@ class RolloutSampler:
             "step": group.step,
         }
         version = self.clock.version
+        task = cast(JsonDict, dispatched)
+        log = self._checkpoints
+        if log is None:
+            return self._outcome(await self._attempt(runner, task, identity), identity, version)
+        pair = (group.group_id, sample)
+        durability = log.begin(pair)
+        if item.attempts is None:
+            item.attempts = [0] * group.size
+        item.attempts[sample] = durability.attempt
+        resume = durability.resume
+        if resume is not None and resume.get("task_index") != group.task_index:
+            durability.resume = resume = None  # another task under this id: not its checkpoint
+        save, task_index = durability.save, group.task_index
+        if resume is not None and "result" in resume:  # it finished before the stop: kept
+            try:
+                return self._outcome(result_of(resume), identity, version)
+            except RolloutFailure as error:
+                return failed_rollout(Failure(error.kind, error.reason), None, **identity)
+        durability.save = lambda checkpoint: save(_tagged(checkpoint, task_index))
+        token = DURABILITY.set(durability)
         try:
-            result = await runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
+            outcome = await self._attempt(runner, task, identity)
+        finally:
+            DURABILITY.reset(token)
+        if isinstance(outcome, AgentResult):  # kept until its group is whole (``_finish``)
+            save(encode_result(outcome, {"task_index": task_index}))
+        return self._outcome(outcome, identity, version)
+
+    async def _attempt(
+        self, runner: BoundAgent, dispatched: JsonDict, identity: dict[str, Any]
+    ) -> AgentResult | Rollout:
+        """The rollout's result, or its failed ``Rollout`` when the runner raised."""
+        try:
+            return await runner.run(dispatched)  # its task: a plain dict
         except ModelAuthError:
             raise  # every rollout would fail alike
         except ServiceUnreachable as error:
@@ -442,6 +533,12 @@ class RolloutSampler:
         except Exception as error:  # a bug in one rollout fails that rollout, explicitly
             failure = Failure(FailureKind.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
             return failed_rollout(failure, None, **identity)
+
+    def _outcome(
+        self, result: AgentResult | Rollout, identity: dict[str, Any], version: int | None
+    ) -> Rollout:
+        if isinstance(result, Rollout):
+            return result
         self._unreachable = 0
         if result.policy_versions is None and version is not None and result.model_calls:
             # A model that is not reached over HTTP (the embedded one) records no version per
@@ -471,6 +568,8 @@ class RolloutSampler:
 
     def _finish(self, item: _Pending) -> Group:
         group = item.group
+        if item.attempts is not None:  # ended when the trainer has the group (``_hand_over``)
+            self._attempts[group.group_id] = item.attempts
         for rollout in item.results:
             assert rollout is not None
             self.stats.count(rollout, self.on_failure)
@@ -488,6 +587,14 @@ class RolloutSampler:
         self.task_sampler.record(group.task_index, rewards)
         self.stats.groups += 1
         return group
+
+
+def _tagged(checkpoint: JsonDict | bytes, task_index: int) -> JsonDict | bytes:
+    """A sampler's checkpoint names its task, so a restarted trainer that plans another task
+    under the same group id does not resume it."""
+    if isinstance(checkpoint, bytes):  # an encoded JSON object: the field goes before "}"
+        return checkpoint[:-1] + b',"task_index":%d}' % task_index
+    return {**checkpoint, "task_index": task_index}
 
 
 def token_config(config: ModelConfig) -> ModelConfig:

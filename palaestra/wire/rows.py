@@ -101,6 +101,10 @@ class RunFacts(TypedDict, total=False):
     """The policy version that served each model request, in order: the engine's reported
     version, else the trainer's (``RolloutSampler.policy_version``); a call resumed after an
     abort has one entry per segment. Absent when no version was known."""
+    resumed: dict[str, int]
+    """A durable rollout continued from its checkpoint after its collection stopped:
+    ``from_turn`` (the model calls it had made) and ``attempts`` (this one included). Absent:
+    the rollout ran in one go (or was restarted from its first turn)."""
     worker_reruns: int
     """Times the rollout was started again because its worker died (absent: 0)."""
 

@@ -316,3 +316,45 @@ def test_metrics_of_a_run_on_two_workers_count_the_model_and_tool_calls_made_in_
     assert last["palaestra_rollouts_in_flight", ()] == 0
     made = [s.get(("palaestra_tool_calls_total", (("tool", "get_weather"),)), 0) for s in scrapes]
     assert made == sorted(made)  # counters never go back
+
+
+def test_a_durable_rollout_whose_worker_died_continues_from_its_last_turn_elsewhere(
+    tmp_path: Path,
+) -> None:
+    from tests.support import durable_ledger
+    from tests.support.durable_ledger import ledger_lines, ledger_script, ledger_tasks
+
+    count, turns = 4, 5
+    ledger = tmp_path / "ledger.jsonl"
+    tasks = ledger_tasks(tmp_path / "tasks.jsonl", ledger, count, turns)
+    killed: list[int] = []
+
+    def kill_a_worker_mid_episode() -> None:
+        while not killed:
+            deposits = Counter(row["task"] for row in ledger_lines(ledger))
+            if len(deposits) == count and min(deposits.values()) >= 2:
+                killed.append(ledger_lines(ledger)[-1]["pid"])
+                os.kill(killed[0], signal.SIGKILL)
+            threading.Event().wait(0.02)
+
+    with ScriptedModelServer(ledger_script(delay=0.2)) as server:
+        killer = threading.Thread(target=kill_a_worker_mid_episode, daemon=True)
+        killer.start()
+        summary = collect(
+            env=f"{durable_ledger.__file__}:DurableLedger", model=server.url, input=tasks,
+            output=tmp_path / "out.jsonl", concurrency=count, workers=2,
+            agent_options={"max_steps": 20},
+        )  # fmt: skip
+    assert killed and (summary.done, summary.failed) == (count, 0)
+    on_it = {r["task"] for r in ledger_lines(ledger) if r["pid"] == killed[0]}
+    for row in rows(tmp_path / "out.jsonl"):
+        facts = row["_palaestra"]
+        if row["_ng_task_index"] in on_it:
+            assert facts["worker_reruns"] == 1
+            assert facts["resumed"]["attempts"] == 2 and facts["resumed"]["from_turn"] >= 1
+        else:
+            assert "resumed" not in facts
+        assert row["reward"] == 1.0
+    each = Counter((r["task"], r["seq"]) for r in ledger_lines(ledger))
+    assert each == Counter({(t, s): 1 for t in range(count) for s in range(turns)})
+    assert summary.continued == len(on_it) >= 1

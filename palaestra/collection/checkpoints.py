@@ -1,0 +1,221 @@
+"""``<output>_checkpoints.jsonl``: the latest checkpoint of each unfinished durable rollout.
+
+A rollout of an environment that exports and restores its state (``Environment.
+export_state``) is checkpointed by its agent after every completed turn
+(``palaestra.agents.durable``). The collector, the run's single writer, appends each
+checkpoint as one line and, when the rollout ends with a record, a line that ends it. The
+lines of one event-loop turn go out in one ``write`` at the end of that turn (the
+materialized inputs' way: a third of a checkpoint's CPU was its own ``write``), so before the
+rollout's next model answer can arrive, let alone its next tool run; a ``kill -9`` in between
+loses that checkpoint, and the resume redoes the turn, as it does when the kill lands between
+a tool's effect and its checkpoint (``Environment.restore_state`` says what that asks of an
+effect outside the state). A torn last line is cut on resume.
+Only the latest line of a rollout matters, so the file is compacted (rewritten with the live
+lines only, then renamed over) when it has grown to several times what is live, on resume,
+and when the run stops; a run that finishes everything leaves no file.
+
+Stale attempts are fenced: each attempt of a rollout has a number (epoch) one above the last
+the writer knew (the file's, on resume), and the writer takes a checkpoint, a result or a
+failure only from the rollout's newest attempt. An attempt that was superseded (a duplicate,
+or an old worker coming back) is refused and counted (``fenced``), never written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from functools import partial
+from pathlib import Path
+
+import orjson
+
+from palaestra.agents.durable import Durability
+from palaestra.collection.files import (
+    JsonlAppender,
+    OutputError,
+    Pair,
+    encode,
+    repair_torn_tail,
+    writing,
+)
+from palaestra.types import JsonDict
+from palaestra.wire.jsonl import BadLine, read_rows
+
+TASK, ROLLOUT, EPOCH, CHECKPOINT, END = "task", "rollout", "epoch", "checkpoint", "end"
+
+COMPACT_FACTOR = 4
+"""The file is compacted when it holds this many times the bytes of its live lines..."""
+COMPACT_MIN_BYTES = 8 << 20
+"""...and at least this many bytes (small files are not worth rewriting)."""
+
+
+def checkpoints_path(output: Path) -> Path:
+    return output.with_name(output.stem + "_checkpoints.jsonl")
+
+
+class CheckpointLog:
+    """The checkpoints file of one run, and the attempt (epoch) of each rollout it started."""
+
+    def __init__(self, path: Path, pending: dict[Pair, tuple[int, bytes]] | None = None) -> None:
+        self.path = path
+        self._pending = pending or {}
+        """Checkpoints a stopped run left, by pair: (epoch, line), until the pair starts."""
+        self._epochs: dict[Pair, int] = {}
+        self._live: dict[Pair, bytes] = {}
+        self._live_bytes = sum(len(line) for _, line in self._pending.values())
+        self._appender: JsonlAppender | None = None
+        self._written = 0
+        self.saved = 0
+        """Checkpoints written by this run."""
+        self.fenced = 0
+        """Writes refused because their attempt was stale."""
+        self.error: OutputError | None = None
+        """A checkpoint that could not be written (disk full): the collector stops the run."""
+
+    @classmethod
+    def load(cls, path: Path, done: set[Pair]) -> CheckpointLog:
+        """The log of a run being resumed: the latest checkpoint of every pair not ``done``
+        (nor ended), the file compacted to them."""
+        pending: dict[Pair, tuple[int, bytes]] = {}
+        if path.exists():
+            repair_torn_tail(path)
+            for _, row in read_rows(path):
+                pair = _pair(row)
+                if pair is None or isinstance(row, BadLine):
+                    continue
+                epoch = int(row.get(EPOCH) or 0)
+                if row.get(END):
+                    pending.pop(pair, None)
+                elif isinstance(row.get(CHECKPOINT), dict):
+                    known = pending.get(pair)
+                    if known is None or epoch >= known[0]:
+                        pending[pair] = (epoch, encode(row))
+            for pair in done:
+                pending.pop(pair, None)
+        log = cls(path, pending)
+        log.compact()
+        return log
+
+    def begin(self, pair: Pair) -> Durability:
+        """A new attempt of ``pair``: the newest from now on; it resumes the pair's last
+        checkpoint when a stopped run left one (written again under the new epoch, so the
+        attempts count and compaction keeps it)."""
+        previous = self._pending.pop(pair, None)
+        epoch = max(self._epochs.get(pair, 0), previous[0] if previous else 0) + 1
+        self._epochs[pair] = epoch
+        durability = Durability(save=partial(self.save, pair, epoch), attempt=epoch)
+        durability.renew = partial(self._renew, pair, durability)
+        if previous is not None:
+            self._live_bytes -= len(previous[1])
+            checkpoint = orjson.loads(previous[1])[CHECKPOINT]
+            durability.resume = checkpoint
+            self.save(pair, epoch, checkpoint)
+        return durability
+
+    def _renew(self, pair: Pair, durability: Durability) -> None:
+        """A new attempt of ``pair`` in place of ``durability``'s (``Durability.renew``),
+        resuming from the pair's latest checkpoint, written again under the new epoch."""
+        epoch = self._epochs.get(pair, durability.attempt) + 1
+        self._epochs[pair] = epoch
+        durability.attempt, durability.fenced = epoch, False
+        durability.encoded.clear()
+        durability.save = partial(self.save, pair, epoch)
+        line = self._live.get(pair)
+        if line is not None:
+            durability.resume = orjson.loads(line)[CHECKPOINT]
+        if durability.resume is not None:
+            self.save(pair, epoch, durability.resume)
+
+    def current(self, pair: Pair, epoch: int) -> bool:
+        """Whether ``epoch`` is the newest attempt of ``pair`` (else it is counted fenced)."""
+        if self._epochs.get(pair) == epoch:
+            return True
+        self.fenced += 1
+        return False
+
+    def save(self, pair: Pair, epoch: int, checkpoint: JsonDict | bytes) -> bool:
+        """Append ``checkpoint`` as the latest of ``pair``; False (nothing written) when the
+        attempt ``epoch`` is stale. As bytes it is the JSON object a worker process encoded
+        (one line: orjson never writes a raw newline), written as it came."""
+        if not self.current(pair, epoch):
+            return False
+        if isinstance(checkpoint, bytes):
+            head = b'{"%s":%d,"%s":%d,"%s":%d,"%s":' % (
+                TASK.encode(), pair[0], ROLLOUT.encode(), pair[1], EPOCH.encode(), epoch,
+                CHECKPOINT.encode(),
+            )  # fmt: skip
+            line = head + checkpoint + b"}\n"
+        else:
+            line = encode({TASK: pair[0], ROLLOUT: pair[1], EPOCH: epoch, CHECKPOINT: checkpoint})
+        try:
+            self._append(line)
+        except OutputError as error:  # the rollout goes on; the collector stops the run
+            self.error = self.error or error
+            return True
+        self._live_bytes += len(line) - len(self._live.get(pair, b""))
+        self._live[pair] = line
+        self.saved += 1
+        if self._written > COMPACT_MIN_BYTES and self._written > COMPACT_FACTOR * self._live_bytes:
+            try:
+                self.compact()
+            except OutputError as error:
+                self.error = self.error or error
+        return True
+
+    def end(self, pair: Pair, epoch: int) -> None:
+        """The attempt's rollout ended with a record: its checkpoint is no longer needed."""
+        if self._epochs.get(pair) != epoch:
+            return
+        del self._epochs[pair]
+        line = self._live.pop(pair, None)
+        if line is not None:
+            self._live_bytes -= len(line)
+            try:
+                self._append(encode({TASK: pair[0], ROLLOUT: pair[1], EPOCH: epoch, END: True}))
+            except OutputError as error:  # harmless (a resume skips done pairs) but said
+                self.error = self.error or error
+
+    def release(self, pair: Pair, epoch: int) -> None:
+        """The attempt stopped with no record (the run stopped under it): its checkpoint
+        stays for the next resume."""
+        if self._epochs.get(pair) == epoch:
+            del self._epochs[pair]
+
+    def compact(self) -> None:
+        """Rewrite the file with only the live lines (a temporary file renamed over it), or
+        remove it when nothing is live."""
+        lines = [line for _, line in self._pending.values()] + list(self._live.values())
+        if self._appender is not None:
+            self._appender.close()
+            self._appender = None
+        with writing(self.path):
+            if not lines:
+                self.path.unlink(missing_ok=True)
+            else:
+                temporary = self.path.with_name(self.path.name + ".tmp")
+                temporary.write_bytes(b"".join(lines))
+                os.replace(temporary, self.path)
+        self._written = sum(len(line) for line in lines)
+        self._live_bytes = self._written
+
+    def close(self) -> None:
+        """Compact what is left (the checkpoints of rollouts a stopped run had in flight)."""
+        if self._appender is None and not self.path.exists():
+            return
+        with contextlib.suppress(OutputError):  # a failed compaction leaves a longer file
+            self.compact()
+
+    def _append(self, line: bytes) -> None:
+        if self._appender is None:
+            self._appender = JsonlAppender(self.path, flush_each=False)
+        self._appender.write(line)
+        self._written += len(line)
+
+
+def _pair(row: JsonDict | BadLine) -> Pair | None:
+    if isinstance(row, BadLine):
+        return None
+    try:
+        return int(row[TASK]), int(row[ROLLOUT])
+    except (KeyError, TypeError, ValueError):
+        return None
