@@ -33,6 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machines import RESULTS, replace_section
+
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import leases
@@ -212,14 +215,22 @@ if __name__ == "__main__":
     parser.add_argument("--base", type=Path, required=True, help="a Debian base root fs tar")
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--kill-every", type=int, default=50)
-    parser.add_argument("--write", action="store_true", help="append to results/machines_rootfs.md")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="its section in results/machines.md",
+    )
     options = parser.parse_args()
     found = asyncio.run(main(options.base, options.episodes, options.kill_every))
     header = (
-        f"## rootfs provider, faults injected, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
-        f"{platform.node()}, {len(os.sched_getaffinity(0))} cores"
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
+        f"{len(os.sched_getaffinity(0))} cores, load average (1/5/15 min) "
+        + "/".join(f"{value:.1f}" for value in os.getloadavg())
+        + f" at the end. `.venv/bin/python benchmarks/machines_faults.py --episodes "
+        f"{options.episodes} --write`"
     )
-    print(header, *found, sep="\n")
+    body = "\n".join([header, "", *(f"- {line}" for line in found)])
+    print(body)
     if options.write:
-        with open(Path(__file__).with_name("results") / "machines_rootfs.md", "a") as out:
-            print(header, "", *(f"- {line}" for line in found), "", sep="\n", file=out)
+        text = RESULTS.read_text() if RESULTS.exists() else "# Machine providers benchmark\n"
+        RESULTS.write_text(replace_section(text, "faults: rootfs", body))

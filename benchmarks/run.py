@@ -1170,6 +1170,10 @@ def markdown(results: Json, command: str) -> str:
         "What was changed in palaestra to get here, each with its measured effect, and why the "
         "10,000-in-flight target is out of reach on this machine: "
         "[results/tuning.md](results/tuning.md).",
+        "",
+        "Machine providers (rootfs and docker): build, start/close p50/p99, episodes per "
+        "second, bytes an episode writes, leftovers after faults injected, beside the bare "
+        "`bwrap` and `docker run` floors: [results/machines.md](results/machines.md).",
     ]
     return "\n".join(out) + "\n"
 
