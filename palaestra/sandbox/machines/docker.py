@@ -41,6 +41,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -119,8 +120,10 @@ class DockerProvider(Provider):
         self._reaped = False
         self._abandoned: dict[str, float] = {}
         """Names of boxes whose start failed or was cancelled, and until when to look for
-        them: removed at once, and by every ``reap`` until seen (the daemon may create the
-        container after its client is gone) or ``ABANDONED_WATCH`` seconds have passed."""
+        them: removed at once, and by every ``reap`` until removed (the daemon may create the
+        container after its client is gone) or ``ABANDONED_WATCH`` seconds have passed.
+        ``reap`` runs in a thread beside the event loop: both sides hold ``_abandoned_lock``."""
+        self._abandoned_lock = threading.Lock()
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -206,7 +209,7 @@ class DockerProvider(Provider):
     async def start(self, image: Image, spec: BoxSpec) -> DockerBox:
         if spec.network:
             raise SandboxFailure(NETWORK_REFUSED)
-        if not self._reaped or self._abandoned:
+        if not self._reaped or self._watching():
             self._reaped = True
             await asyncio.to_thread(self.reap)
         name = f"palaestra-{os.getpid()}-{secrets.token_hex(6)}"
@@ -268,8 +271,13 @@ class DockerProvider(Provider):
             )
         return DockerBox(self, container, Path(merged), image, int(pid or 0))
 
+    def _watching(self) -> bool:
+        with self._abandoned_lock:
+            return bool(self._abandoned)
+
     def _abandon(self, name: str) -> None:
-        self._abandoned[name] = time.monotonic() + ABANDONED_WATCH
+        with self._abandoned_lock:
+            self._abandoned[name] = time.monotonic() + ABANDONED_WATCH
         self._remove_sync(name)
 
     def reap(self) -> int:
@@ -286,16 +294,25 @@ class DockerProvider(Provider):
         )
         if listing.returncode != 0:
             return 0  # no daemon: nothing of ours can be running in it
-        dead = []
+        with self._abandoned_lock:
+            watched = set(self._abandoned)
+        dead, seen = [], []
         for line in listing.stdout.decode().splitlines():
             container, name, lease = [*line.split(" ", 2), "", ""][:3]
-            abandoned = self._abandoned.pop(name, 0.0) > 0
-            if container and (abandoned or not lease_alive(lease)):
+            if container and (name in watched or not lease_alive(lease)):
                 dead.append(container)
-        now = time.monotonic()
-        self._abandoned = {name: until for name, until in self._abandoned.items() if until > now}
+                seen.append(name)
         if dead:
-            self._run_sync("rm", "--force", "--volumes", *dead, timeout=120)
+            removed = self._run_sync("rm", "--force", "--volumes", *dead, timeout=120)
+            if removed.returncode != 0:
+                seen = []  # watched names stay watched until a removal is seen to succeed
+        now = time.monotonic()
+        with self._abandoned_lock:  # in place: a name abandoned meanwhile is kept
+            for name in seen:
+                self._abandoned.pop(name, None)
+            for name, until in list(self._abandoned.items()):
+                if until <= now:
+                    del self._abandoned[name]
         return len(dead)
 
     # -- the CLI --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -438,3 +439,29 @@ def test_from_lines_are_read_as_the_builder_reads_them() -> None:
         "from python:3.12 as other\n"
     )
     assert from_images(dockerfile) == ["debian:bookworm-slim", "python:3.12"]
+
+
+_FAKE_CLI = """#!/bin/sh
+# A docker CLI that lists one box (of a live owner) and fails its first removal.
+case "$1" in
+ps) echo "c0ffee palaestra-watched {lease}" ;;
+rm) if [ -e {marker} ]; then echo rm >> {log}; exit 0; fi; touch {marker}; exit 1 ;;
+esac
+"""
+
+
+def test_a_watched_start_stays_watched_until_its_removal_succeeds(tmp_path: Path) -> None:
+
+    cli = tmp_path / "docker"
+    log = tmp_path / "removed"
+    marker = tmp_path / "failed-once"
+    cli.write_text(_FAKE_CLI.format(lease=lease_of(os.getpid()), marker=marker, log=log))
+    cli.chmod(0o755)
+    provider = DockerProvider(docker=str(cli))
+    provider._abandoned["palaestra-watched"] = time.monotonic() + 60  # a cancelled start
+    assert provider.reap() == 1  # listed and removed, but the daemon refused
+    assert "palaestra-watched" in provider._abandoned
+    assert provider.reap() == 1
+    assert log.read_text() == "rm\n"
+    assert "palaestra-watched" not in provider._abandoned
+    assert provider.reap() == 0  # a live owner's box that is not watched stays
