@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,37 +11,18 @@ from pathlib import Path
 import pytest
 
 from palaestra.errors import ConfigError
+from palaestra.sandbox.machines import images
 from palaestra.sandbox.machines.provider import Provider
 from palaestra.sandbox.machines.registry import make_provider
 from palaestra.sandbox.machines.rootfs import RootfsProvider
 
-TEST_BASE = Path.home() / ".cache" / "palaestra" / "test-images" / "bookworm-python3.tar"
-"""Where the tests keep a base tar while the base image builder is not there."""
-
 
 @pytest.fixture(scope="session")
 def base_tar() -> Path:
-    """The offline Debian base (minbase + python3): the base image builder's when it is
-    there, else one built here with mmdebstrap once and kept under ~/.cache/palaestra."""
+    """The offline Debian base (``images.base_tar``: built by scripts/install_machines.sh)."""
     if os.geteuid() != 0:
         pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
-    try:
-        images = importlib.import_module("palaestra.sandbox.machines.images")
-    except ImportError:
-        images = None
-    if images is not None:
-        return Path(images.base_tar())
-    if not TEST_BASE.exists():
-        TEST_BASE.parent.mkdir(parents=True, exist_ok=True)
-        partial = TEST_BASE.with_name(TEST_BASE.name + ".part")
-        subprocess.run(
-            ["mmdebstrap", "--variant=minbase", "--format=tar", "--include=python3",
-             "bookworm", str(partial)],
-            check=True,
-            capture_output=True,
-        )  # fmt: skip
-        partial.rename(TEST_BASE)
-    return TEST_BASE
+    return images.base_tar(build=True)
 
 
 @pytest.fixture(scope="session")
