@@ -83,7 +83,13 @@ def test_openenv_clients_run_an_episode_to_the_verifiers_reward(
     generic = out["generic"]
     assert generic["reset"]["messages"] == [{"role": "user", "content": "Add 3."}]
     assert generic["step"] == {"tool_name": "increment", "result": "4", "error": None}
-    assert generic["state"] == {"episode_id": "peer-1", "step_count": 1}
+    # who produced each item so far (the policy's call, the tool's output): OpenEnv's State
+    # keeps fields it does not declare, and the real client reads them back
+    assert generic["state"] == {
+        "episode_id": "peer-1",
+        "step_count": 1,
+        "producers": ["policy", "tool"],
+    }
     assert generic["verify"]["reward"] == 1.0 and generic["verify"]["done"] is True
     assert generic["verify"]["observation"]["verdict"]["final_value"] == 4
     assert "send reset first" in generic["after"]
