@@ -50,6 +50,8 @@ named with their module)::
     ├── Overran                        palaestra.environment.boundary: env code overran
     ├── RequestError                   palaestra.serve: a request a server refuses (an answer)
     ├── GoldenError                    palaestra.authoring: a golden answer of no known shape
+    ├── RewardProblem                  palaestra.environment.harbor: no reward to read (then
+    │                                  the rollout is a verifier_error)
     ├── BadQuery                       palaestra.viewer: a query parameter (a 400)
     ├── ChangedFile                    palaestra.viewer: a run rewritten after indexing
     └── BodyTooLarge                   palaestra.serve: a request body over the server's cap

@@ -55,7 +55,7 @@ def test_eval_json_and_a_second_eval_without_resume_is_one_line(tmp_path: Path) 
 
 
 def test_an_interrupted_eval_resumes_where_it_stopped(tmp_path: Path) -> None:
-    script = TwoEnvironments(delay=0.2)
+    script = TwoEnvironments(delay=0.5)  # ~10 s of weather: room to interrupt it on a busy machine
     with ScriptedModelServer(script) as server:
         args = ["eval", "--env", "mcqa", "--env", "weather", "--model", server.url]
         args += ["--repeats", "2", "--concurrency", "1", "--output-dir", "ev"]

@@ -20,11 +20,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from palaestra.errors import PalaestraError
+
 REWARD_KEY = "reward"
 
 
-class RewardProblem(Exception):
-    """Why no reward could be read (one line)."""
+class RewardProblem(PalaestraError):
+    """Why no reward could be read (one line); the runner records it as ``verifier_error``."""
 
 
 @dataclass(frozen=True, slots=True)
