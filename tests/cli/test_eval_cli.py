@@ -18,6 +18,7 @@ import orjson
 
 from tests.cli.test_collect_cli import PALAESTRA, rows, run_cli
 from tests.run.test_eval import TwoEnvironments
+from tests.support.processes import interruptible
 from tests.support.scripted_model import ScriptedModelServer
 
 
@@ -55,7 +56,7 @@ def test_eval_json_and_a_second_eval_without_resume_is_one_line(tmp_path: Path) 
 
 
 def test_an_interrupted_eval_resumes_where_it_stopped(tmp_path: Path) -> None:
-    script = TwoEnvironments(delay=0.5)  # ~10 s of weather: room to interrupt it on a busy machine
+    script = TwoEnvironments(delay=0.2)
     with ScriptedModelServer(script) as server:
         args = ["eval", "--env", "mcqa", "--env", "weather", "--model", server.url]
         args += ["--repeats", "2", "--concurrency", "1", "--output-dir", "ev"]
@@ -66,6 +67,7 @@ def test_an_interrupted_eval_resumes_where_it_stopped(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "COLUMNS": "200"},
+            preexec_fn=interruptible,
         )
         weather = tmp_path / "ev" / "weather.jsonl"
         deadline = time.monotonic() + 60

@@ -23,6 +23,7 @@ from palaestra._util.processes import alive
 from palaestra.errors import ConfigError
 from palaestra.remote.managed import ManagedServer, managed_server
 from palaestra.transport import unix_url
+from tests.support.processes import interruptible
 from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
 
 PALAESTRA = [sys.executable, "-m", "palaestra"]
@@ -88,6 +89,7 @@ def collect(tmp_path: Path, model_url: str, *extra: str) -> subprocess.Popen[str
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=interruptible,
         text=True,
     )
 
