@@ -279,3 +279,18 @@ async def test_the_tools_schema_and_bad_arguments_are_told_to_the_model() -> Non
         await env.close(session)
     finally:
         await env.aclose()
+
+
+async def test_a_timeout_interrupts_even_when_palaestra_runs_with_sigint_ignored(
+    machine: Machine,
+) -> None:
+    """A collector started in the background (nohup, ``&``) has SIGINT ignored, which its
+    children inherit and bash cannot undo: the shell must still start commands with it."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        slow = await machine.run("echo start; sleep 60; echo never", timeout=1)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert slow.timed_out and slow.interrupted == "SIGINT" and slow.ended is None

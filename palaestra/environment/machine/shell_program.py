@@ -237,6 +237,10 @@ def serve(requests: int, replies: int, idle_ttl: float) -> None:
 
 
 def main() -> None:
+    # A collector started in the background (nohup, `&` without job control) runs with SIGINT
+    # ignored, which every child inherits, and bash cannot undo an ignored signal: commands
+    # would then not stop on the timeout's SIGINT. The shell starts with it at its default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     requests, replies = (int(fd) for fd in os.environ.pop("PALAESTRA_PROTOCOL").split(","))
