@@ -32,6 +32,23 @@ model (SmolLM2-135M-Instruct, `--model local`): mean reward, 95% interval and nu
 as measured in the environment's README, `palaestra/envs/<name>/README.md` (which also gives
 its data source, licence and reward); "not measured" where there is none. A 135M model is a
 floor to train from, not a benchmark.
+
+A new built-in environment adds one table to `palaestra/envs/catalogue.toml` (its comment lists
+the fields). An environment of your own package describes itself with class attributes, and
+`palaestra envs` lists it beside these:
+
+```python
+from palaestra import Environment
+from palaestra.environment.catalogue import Baseline
+
+
+class Dice(Environment):
+    category = "games"
+    peer = "verifiers: dice"
+    requires = ("dice-engine",)           # PyPI distributions it needs at run time
+    install = "pip install 'my-package[dice]'"
+    baseline = Baseline(0.42, (0.30, 0.55), 60, "palaestra collect --env dice --model local")
+```
 """
 WIDE = 110
 """Terminal columns from which the table also shows each environment's peer twin."""
