@@ -8,7 +8,7 @@ import math
 import pytest
 
 from palaestra.environment.context import EnvironmentContext
-from palaestra.environment.judge import JudgeCache, JudgeModels
+from palaestra.environment.judge import DIFFERENT, EQUIVALENT, JudgeCache, JudgeModels
 from palaestra.environment.rubric import (
     GATE_METRIC,
     Rubric,
@@ -218,3 +218,30 @@ async def test_a_judge_failure_is_not_kept_so_the_next_rollout_asks_again() -> N
     assert down.failure is not None and "the judge model failed" in down.failure.reason
     up = await score(rubric, "Canberra")
     assert up.failure is None and up.reward == 1.0 and judges.cache.calls == 2
+
+
+async def test_a_rollout_waiting_on_a_cancelled_call_asks_the_judge_itself() -> None:
+    """A verify cut by its timeout cancels its judge call; one sharing it must not be lost."""
+    cache = JudgeCache()
+    started, release = asyncio.Event(), asyncio.Event()
+    asked: list[str] = []
+
+    async def slow() -> str:
+        asked.append("slow")
+        started.set()
+        await release.wait()
+        return EQUIVALENT
+
+    async def quick() -> str:
+        asked.append("quick")
+        return DIFFERENT
+
+    key = ("judge", "prompt", 32)
+    owner = asyncio.create_task(cache.label(key, slow))
+    await started.wait()
+    waiter = asyncio.create_task(cache.label(key, quick))
+    await asyncio.sleep(0)
+    owner.cancel()
+    assert await waiter == (DIFFERENT, False)
+    assert owner.cancelled() and asked == ["slow", "quick"]
+    assert await cache.label(key, slow) == (DIFFERENT, True)
