@@ -42,6 +42,7 @@ from palaestra.types import (
 
 if TYPE_CHECKING:
     from palaestra.collection.collector import RunSummary
+    from palaestra.environment.rubric import Criterion, Gate, Rubric, Scored, Submission
     from palaestra.run.collect import collect, collect_async, run_spec
     from palaestra.run.eval import Evaluation, eval, eval_async
     from palaestra.spec import (
@@ -59,6 +60,11 @@ _LAZY = {
     "collect_async": "palaestra.run.collect",
     "run_spec": "palaestra.run.collect",
     "RunSummary": "palaestra.collection.collector",
+    "Rubric": "palaestra.environment.rubric",
+    "Criterion": "palaestra.environment.rubric",
+    "Gate": "palaestra.environment.rubric",
+    "Scored": "palaestra.environment.rubric",
+    "Submission": "palaestra.environment.rubric",
     "eval": "palaestra.run.eval",
     "eval_async": "palaestra.run.eval",
     "Evaluation": "palaestra.run.eval",
@@ -84,6 +90,7 @@ __all__ = [
     "AggregateFile",
     "CollectOptions",
     "ConfigError",
+    "Criterion",
     "EnvSpec",
     "Environment",
     "EnvironmentClient",
@@ -91,6 +98,7 @@ __all__ = [
     "Failure",
     "FailureKind",
     "FailureRow",
+    "Gate",
     "InputError",
     "InvalidTask",
     "JsonDict",
@@ -101,13 +109,16 @@ __all__ = [
     "PalaestraError",
     "RolloutFailure",
     "RolloutRow",
+    "Rubric",
     "RunSpec",
     "RunSummary",
+    "Scored",
     "ServeSpec",
     "Session",
     "SingleTurnAgent",
     "StepEnvironment",
     "StepResult",
+    "Submission",
     "TaskRow",
     "ToolCallingAgent",
     "ToolError",

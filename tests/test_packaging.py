@@ -21,3 +21,7 @@ def shipped_package_data(package: str) -> set[Path]:
 def test_the_package_ships_its_py_typed_marker_so_type_checkers_read_its_annotations() -> None:
     assert Path(palaestra.__file__).parent == ROOT / "palaestra"
     assert Path("py.typed") in shipped_package_data("palaestra")
+
+
+def test_the_package_ships_the_catalogue_that_palaestra_envs_reads() -> None:
+    assert Path("catalogue.toml") in shipped_package_data("palaestra.envs")

@@ -43,6 +43,7 @@ from palaestra.types import JsonDict, Verdict
 from palaestra.wire.protocol import RESERVED_ROUTES
 
 if TYPE_CHECKING:
+    from palaestra.environment.catalogue import Baseline
     from palaestra.environment.users import UserTurn
 
 T = TypeVar("T")
@@ -69,6 +70,17 @@ class Environment:
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}
     pool_workers: ClassVar[int | None] = None
     """Worker processes for ``run_in_pool`` (started on first use); ``None``: one per core."""
+    category: ClassVar[str] = ""
+    """The catalogue's category (``math``, ``tool use``, ``games``...; ``palaestra envs``)."""
+    peer: ClassVar[str] = ""
+    """The same suite elsewhere, for the catalogue (e.g. ``NeMo Gym: math_with_judge``)."""
+    requires: ClassVar[tuple[str, ...]] = ()
+    """Distributions (PyPI names) this environment needs at run time beyond palaestra's own;
+    ``palaestra envs`` says whether they are installed, without importing them."""
+    install: ClassVar[str] = ""
+    """The command that installs ``requires`` (shown by ``palaestra envs``)."""
+    baseline: ClassVar[Baseline | None] = None
+    """The embedded model's measured score on this environment, for the catalogue."""
     context: EnvironmentContext = EnvironmentContext()
     """What the runner lent this environment (``setup``); outside a runner, nothing."""
 

@@ -125,7 +125,13 @@ class BoxedMath(Environment):
             return Verdict(reward=float(check["equal"]), metrics=metrics)
         try:
             model = self.judges.use(self.context)
-            result = await judge(model, _question(task), str(expected), metrics["extracted_answer"])
+            result = await judge(
+                model,
+                _question(task),
+                str(expected),
+                metrics["extracted_answer"],
+                cache=self.judges.cache,
+            )
         except JudgeFailure as failure:
             return Verdict.failed(FailureKind.VERIFIER_ERROR, str(failure))
         metrics.update(judged=True, **judge_metrics(result))

@@ -5,11 +5,20 @@ EQUIVALENT`` or ``VERDICT: DIFFERENT``. Asked in both orders (the reference firs
 candidate first), the answers count as equivalent only when both replies say so. A reply
 without a verdict label, or a judge model that fails, is a ``JudgeFailure``: the rollout cannot
 be scored, which is not the same as a wrong answer.
+
+A ``JudgeCache`` keeps the labels already given: the same question with the same two answers in
+the same order asks the model once (a group of rollouts often repeats an answer), and a second
+rollout that asks while the first is waiting shares its call. Only labels are kept, never a
+failure, so a judge that erred is asked again. Each ``JudgeModels`` has one (bounded, in this
+process).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +52,8 @@ class Judgement:
     """True only when every order asked said EQUIVALENT."""
     labels: tuple[str, ...]
     """The label of each order asked: reference first, then (if asked) candidate first."""
+    cached: int = 0
+    """How many of those labels came from the cache instead of a model call."""
 
     @property
     def agreed(self) -> bool:
@@ -60,6 +71,65 @@ def parse_label(reply: str) -> str:
     raise JudgeFailure(f"the judge replied without a verdict label: {reply.strip()[:200]!r}")
 
 
+CacheKey = tuple[str, str, int]
+"""The judge's name, the whole prompt (instructions, question, both answers in order) and the
+output budget: what decides the label."""
+
+
+class JudgeCache:
+    """Labels a judge already gave, by prompt: least recently used first out past
+    ``max_entries``. One per judge model; not shared between processes (each keeps its own)."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        if max_entries < 1:
+            raise ValueError("a judge cache holds at least one label")
+        self.max_entries = max_entries
+        self.calls = 0
+        """Model calls made through this cache (a cached or shared label is not one)."""
+        self._labels: OrderedDict[CacheKey, str] = OrderedDict()
+        self._pending: dict[CacheKey, asyncio.Future[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+    async def label(self, key: CacheKey, ask: Callable[[], Awaitable[str]]) -> tuple[str, bool]:
+        """The label for ``key``: kept, awaited from a call already asking it, or asked now.
+        The second value says whether no model call was made for it here."""
+        found = self._labels.get(key)
+        if found is not None:
+            self._labels.move_to_end(key)
+            return found, True
+        loop = asyncio.get_running_loop()
+        pending = self._pending.get(key)
+        if pending is not None and pending.get_loop() is loop:
+            try:
+                return await asyncio.shield(pending), True
+            except asyncio.CancelledError:
+                if not pending.cancelled():
+                    raise  # this caller was cancelled, not the call it waited for
+            # the caller that was asking was cancelled: ask again here
+        future: asyncio.Future[str] = loop.create_future()
+        self._pending[key] = future
+        self.calls += 1
+        try:
+            label = await ask()
+        except BaseException as error:
+            if isinstance(error, Exception):
+                future.set_exception(error)
+                future.exception()  # retrieved: a failure nobody shared logs no warning
+            else:
+                future.cancel()
+            raise
+        finally:
+            if self._pending.get(key) is future:
+                del self._pending[key]
+        future.set_result(label)
+        self._labels[key] = label
+        if len(self._labels) > self.max_entries:
+            self._labels.popitem(last=False)
+        return label, False
+
+
 async def judge(
     model: Model,
     question: str,
@@ -68,24 +138,36 @@ async def judge(
     *,
     both_orders: bool = True,
     max_output_tokens: int = 32,
+    cache: JudgeCache | None = None,
 ) -> Judgement:
-    """Ask ``model`` whether ``candidate`` is equivalent to ``reference``."""
+    """Ask ``model`` whether ``candidate`` is equivalent to ``reference`` (through ``cache``,
+    when given, so a prompt already answered is not asked again)."""
     orders = [(reference, candidate)]
     if both_orders:
         orders.append((candidate, reference))
     labels = []
+    cached = 0
     for first, second in orders:
+        prompt = JUDGE_PROMPT.format(
+            question=question, first=first[:MAX_ANSWER_CHARS], second=second[:MAX_ANSWER_CHARS]
+        )
+        ask = _asker(model, prompt, max_output_tokens)
+        if cache is None:
+            labels.append(await ask())
+            continue
+        key = (model.name, f"{JUDGE_INSTRUCTIONS}\n{prompt}", max_output_tokens)
+        label, hit = await cache.label(key, ask)
+        labels.append(label)
+        cached += hit
+    return Judgement(all(label == EQUIVALENT for label in labels), tuple(labels), cached)
+
+
+def _asker(model: Model, prompt: str, max_output_tokens: int) -> Callable[[], Awaitable[str]]:
+    async def ask() -> str:
         params: JsonDict = {
             "input": [
                 {"role": "system", "content": JUDGE_INSTRUCTIONS},
-                {
-                    "role": "user",
-                    "content": JUDGE_PROMPT.format(
-                        question=question,
-                        first=first[:MAX_ANSWER_CHARS],
-                        second=second[:MAX_ANSWER_CHARS],
-                    ),
-                },
+                {"role": "user", "content": prompt},
             ],
             "temperature": 0.0,
             "max_output_tokens": max_output_tokens,
@@ -94,8 +176,9 @@ async def judge(
             reply = await model.respond(params)
         except ModelError as error:
             raise JudgeFailure(f"the judge model failed: {error}") from error
-        labels.append(parse_label(output_text(reply)))
-    return Judgement(all(label == EQUIVALENT for label in labels), tuple(labels))
+        return parse_label(output_text(reply))
+
+    return ask
 
 
 class JudgeModels:
@@ -103,7 +186,16 @@ class JudgeModels:
     (through the environment's context, on first use) and kept until the environment closes.
     """
 
-    def __init__(self, model: Model | None, spec: str, model_name: str | None) -> None:
+    def __init__(
+        self,
+        model: Model | None,
+        spec: str,
+        model_name: str | None,
+        *,
+        cache: JudgeCache | None = None,
+    ) -> None:
+        self.cache = cache if cache is not None else JudgeCache()
+        """The labels this judge gave (``judge(..., cache=judges.cache)``)."""
         self._given = model
         self._spec = spec
         self._model_name = model_name

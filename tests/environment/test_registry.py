@@ -48,8 +48,16 @@ def test_envs_lists_entry_point_plugins(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    line = next(line for line in done.stdout.splitlines() if line.strip().startswith("dice"))
-    assert "roll" in line and "plug-in dice_plugin:Dice" in line
+    assert any(line.strip().startswith("dice ") for line in done.stdout.splitlines())
+    details = subprocess.run(
+        [sys.executable, "-m", "palaestra", "envs", "--details", "dice"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert details.returncode == 0, details.stderr
+    assert "roll" in details.stdout and "plug-in dice_plugin:Dice" in details.stdout
 
 
 def test_a_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:

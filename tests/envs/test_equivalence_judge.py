@@ -79,7 +79,8 @@ def _raise(params: JsonDict) -> JsonDict:
 async def test_a_judge_failure_is_a_verifier_error_not_a_zero(
     judge: Callable[[], FakeModel],
 ) -> None:
-    result = await verdict(judge(), "Canberra")
+    # not the reference's own text: the swapped prompt would be the same one, asked once
+    result = await verdict(judge(), "It's Canberra.")
     assert result.failure is not None and result.failure.kind == FailureKind.VERIFIER_ERROR
 
 

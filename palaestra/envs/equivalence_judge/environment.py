@@ -57,7 +57,12 @@ class EquivalenceJudge(Environment):
         try:
             model = self.judges.use(self.context)
             result = await judge(
-                model, question, str(expected), candidate, both_orders=self.judge_both_orders
+                model,
+                question,
+                str(expected),
+                candidate,
+                both_orders=self.judge_both_orders,
+                cache=self.judges.cache,
             )
         except JudgeFailure as failure:
             return Verdict.failed(FailureKind.VERIFIER_ERROR, str(failure))

@@ -1,0 +1,97 @@
+"""``palaestra envs``: the table, one environment's details, JSON, and docs/catalogue.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from palaestra.cli.envs import catalogue_markdown
+from palaestra.environment.catalogue import catalogue
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PLUGIN = '''
+from palaestra import Environment, tool
+from palaestra.environment.catalogue import Baseline
+
+
+class Dice(Environment):
+    """Roll dice; a plug-in environment."""
+
+    category = "games"
+    peer = "verifiers: dice"
+    requires = ("surely-not-a-distribution-xyz",)
+    install = "pip install dice-extra"
+    baseline = Baseline(0.5, (0.2, 0.8), 12, "palaestra collect --env dice --model local")
+
+    @tool
+    def roll(self) -> int:
+        """Roll a die."""
+        return 4
+
+    def verify(self, session, response):
+        return 1.0
+'''
+
+
+def envs(*args: str, environ: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "palaestra", "envs", *args],
+        env=environ or {**os.environ, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def install_plugin(root: Path) -> dict[str, str]:
+    (root / "dice_plugin.py").write_text(PLUGIN)
+    dist = root / "dice_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dice-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[palaestra.environments]\ndice = dice_plugin:Dice\n")
+    return {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{ROOT}", "COLUMNS": "200"}
+
+
+def test_the_catalogue_page_is_what_palaestra_envs_prints() -> None:
+    """docs/catalogue.md is regenerated with `palaestra envs --format markdown`."""
+    page = (ROOT / "docs" / "catalogue.md").read_text(encoding="utf-8")
+    assert page == catalogue_markdown(catalogue()[0]), (
+        "docs/catalogue.md is stale: palaestra envs --format markdown > docs/catalogue.md"
+    )
+
+
+def test_the_table_shows_category_tasks_needs_baseline_and_peer() -> None:
+    done = envs()
+    assert done.returncode == 0, done.stderr
+    line = next(row for row in done.stdout.splitlines() if row.strip().startswith("calculator"))
+    assert line.split()[:3] == ["calculator", "tool", "use"]
+    assert "10+gen" in line and "0.70 [0.40,0.89] n=10" in line
+    equivalence = next(r for r in done.stdout.splitlines() if "equivalence_judge" in r)
+    assert "NeMo Gym: equivalence_llm_judge" in equivalence
+
+
+def test_a_plugin_describes_itself_with_class_attributes(tmp_path: Path) -> None:
+    environ = install_plugin(tmp_path)
+    done = envs("--format", "json", environ=environ)
+    assert done.returncode == 0, done.stderr
+    dice = next(entry for entry in json.loads(done.stdout) if entry["name"] == "dice")
+    assert dice["category"] == "games" and dice["peer"] == "verifiers: dice"
+    assert dice["source"] == "plug-in dice_plugin:Dice"
+    assert dice["installed"] is False and dice["missing"] == ["surely-not-a-distribution-xyz"]
+    assert dice["baseline"]["interval"] == [0.2, 0.8] and dice["baseline"]["tasks"] == 12
+    details = envs("--details", "dice", environ=environ)
+    assert details.returncode == 0, details.stderr
+    assert "roll" in details.stdout and "pip install dice-extra" in details.stdout
+    assert "missing surely-not-a-distribution-xyz" in details.stdout
+
+
+def test_details_of_an_unknown_environment_is_one_line() -> None:
+    done = envs("--details", "no_such_env")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: unknown environment 'no_such_env'")
+    assert "Traceback" not in done.stderr
