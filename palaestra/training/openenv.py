@@ -1,4 +1,4 @@
-"""Every palaestra environment behind OpenEnv's harness API (``openenv-core`` 0.3).
+"""Every palaestra environment behind OpenEnv's harness API (OpenEnv 0.3 and 0.10).
 
 OpenEnv's harness (``openenv.core.harness``, RFC 005) drives rollouts through a
 ``ResourceSessionFactory``: ``create(task)`` gives a session with ``initial_messages``,
@@ -59,7 +59,8 @@ try:
     )
 except ImportError as missing:
     raise ConfigError(
-        "palaestra.training.openenv needs OpenEnv: pip install 'openenv-core>=0.3,<0.4'"
+        "palaestra.training.openenv needs OpenEnv: pip install 'openenv>=0.10,<0.11' (or the "
+        "older line, 'openenv-core>=0.3,<0.4')"
     ) from missing
 
 __all__ = ["EpisodeFailed", "PalaestraSession", "PalaestraSessionFactory"]

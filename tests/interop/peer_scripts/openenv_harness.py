@@ -1,8 +1,8 @@
-"""Run OpenEnv 0.3's harness (CollectRunner, build_harness_rollout_func) on a palaestra env.
+"""Run OpenEnv's harness (CollectRunner, build_harness_rollout_func) on a palaestra env.
 
-Runs in the openenv peer venv, which holds openenv-core and palaestra's runtime dependencies;
-palaestra itself is imported from the source tree (``palaestra_root``). ``argv[1]`` is a JSON
-spec::
+Runs in an OpenEnv peer venv (openenv-core 0.3 or openenv 0.10) that also holds palaestra's
+runtime dependencies; palaestra itself is imported from the source tree (``palaestra_root``).
+``argv[1]`` is a JSON spec::
 
     {"palaestra_root": str, "env": name | url, "token": str | null, "tasks": [...],
      "out": dir}
