@@ -59,6 +59,12 @@ def check(out: Any) -> None:
     # the verifier's exception itself, over HTTP the failure verdict the server answered)
     assert out["trl_failure"].startswith(("VerifierFailure: ", "EpisodeFailed: rollout failed"))
     assert "verify raised KeyError: 'target_value'" in out["trl_failure"]
+    # TRL's asynchronous GRPO names the task by its dataset prompt (factory.prompts()): the
+    # session is that task's (Add 5.: the policy's 2 scores 0), and an unknown prompt is refused
+    trl_async = out["trl_async"]
+    assert trl_async["prompt"] == [{"role": "user", "content": "Add 5."}]
+    assert trl_async["initial"] == trl_async["prompt"] and trl_async["reward"] == 0.0
+    assert "no task of this factory has this prompt" in trl_async["unknown"]
 
 
 @pytest.mark.parametrize("peer", PEERS)
