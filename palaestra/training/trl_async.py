@@ -176,10 +176,12 @@ class AsyncGrpoRolloutWorker:
                 self.sampler.policy_version = self.model_version
                 while not self._stop.is_set():
                     version = self.model_version
-                    async for group in self.sampler.stream(self.groups_per_batch):
-                        await self._hand_over(group, version)
-                        if self._stop.is_set():
-                            break
+                    batch = self.sampler.stream(self.groups_per_batch)
+                    async with contextlib.aclosing(batch) as groups:  # a break stops it at once
+                        async for group in groups:
+                            await self._hand_over(group, version)
+                            if self._stop.is_set():
+                                break
         finally:
             beat.cancel()
 
