@@ -1,7 +1,10 @@
-"""A palaestra environment served in OpenEnv's protocol (``openenv-core`` 0.3, HTTP profile 1.x).
+"""A palaestra environment served in OpenEnv's protocol (HTTP profile 1.x).
 
 What OpenEnv's clients and ``openenv validate <url>`` use, read from openenv-core 0.3.0
-(``env_server/http_server.py``, ``env_client.py``, ``mcp_client.py``, ``cli/_validation.py``):
+(``env_server/http_server.py``, ``env_client.py``, ``mcp_client.py``, ``cli/_validation.py``)
+and checked unchanged in openenv 0.10.0, which adds one thing served here: a production client
+opens ``/ws?session_id=<id>`` on the ``/mcp`` session it created, and that socket drives the
+session's episode (which outlives the socket).
 
 - ``/ws``: one episode per connection. Messages ``{"type": "reset" | "step" | "state" |
   "close" | "mcp", "data": ...}``; answers ``{"type": "observation", "data": {"observation",
@@ -26,7 +29,8 @@ What OpenEnv's clients and ``openenv validate <url>`` use, read from openenv-cor
   ``/reset``, ``/step``, ``/state``; episodes live on ``/ws``).
 
 With a token, the HTTP routes are behind ``Guard`` and ``/ws`` checks the same bearer token
-before it accepts (OpenEnv 0.3's clients send none: serve without a token for them).
+before it accepts (OpenEnv 0.10's clients send it given ``headers=``; 0.3's send none: serve
+without a token for them).
 """
 
 from __future__ import annotations
@@ -98,6 +102,8 @@ def openenv_app(
 ) -> Starlette:
     """The OpenEnv server of ``client``'s environment (see the module docstring)."""
     http_episodes: OrderedDict[str, Episode] = OrderedDict()
+    attachments: set[str] = set()
+    """HTTP sessions a socket drives (``/ws?session_id=``): one socket each, as OpenEnv's."""
 
     async def start(data: JsonDict) -> Episode:
         episode_id = data.get("episode_id")
@@ -142,10 +148,10 @@ def openenv_app(
         if method == "openenv/session/close":
             if episode is None:
                 return rpc_error(call_id, -32602, f"Unknown session_id: {session_id}")
-            await _close_quietly(http_episodes.pop(episode.episode_id))
+            await _close_quietly(http_episodes.pop(str(session_id)))
             return rpc_result(call_id, {"session_id": session_id, "closed": True})
         if episode is not None:
-            http_episodes.move_to_end(episode.episode_id)
+            http_episodes.move_to_end(str(session_id))
         elif session_id is not None:
             return rpc_error(call_id, -32602, f"Unknown session_id: {session_id}")
         return await rpc(episode, method, params, call_id)
@@ -176,7 +182,23 @@ def openenv_app(
             await socket.close(code=1008, reason="missing or wrong bearer token")
             return
         await socket.accept()
-        episode: Episode | None = None
+        # OpenEnv 0.10's production clients open the socket with ``?session_id=`` of the HTTP
+        # session they created: the socket then drives that episode, which outlives it.
+        attached = socket.query_params.get("session_id")
+        if attached is not None:
+            refusal = (
+                f"Unknown session_id: {attached}"
+                if attached not in http_episodes
+                else f"Session {attached} already has an attached WebSocket"
+                if attached in attachments
+                else None
+            )
+            if refusal is not None:
+                await socket.send_text(_error_text("EXECUTION_ERROR", refusal))
+                await _close_socket(socket)
+                return
+            attachments.add(attached)
+        episode: Episode | None = http_episodes.get(attached) if attached else None
         try:
             while True:
                 received = await socket.receive()
@@ -197,7 +219,11 @@ def openenv_app(
                         if episode is not None:
                             await _close_quietly(episode)
                             episode = None
+                        if attached is not None:
+                            http_episodes.pop(attached, None)
                         episode = await start(data)
+                        if attached is not None:
+                            http_episodes[attached] = episode
                         answer = _observation(
                             {"messages": episode.initial_messages(), "tools": _listed(episode)}
                         )
@@ -218,7 +244,7 @@ def openenv_app(
                             raise InputError("no episode: send reset first", field="type")
                         answer, ended = await _step(episode, data)
                         if ended:
-                            await _close_quietly(episode)
+                            await end(episode)
                             episode = None
                     else:
                         raise InputError(
@@ -227,16 +253,24 @@ def openenv_app(
                         )
                 except Exception as error:
                     if isinstance(error, EpisodeFailed | RolloutFailure) and episode is not None:
-                        await _close_quietly(episode)  # a failed rollout is over
+                        await end(episode)  # a failed rollout is over
                         episode = None
                     answer = _error_answer(error)
                 await socket.send_text(orjson.dumps(answer).decode())
         except WebSocketDisconnect:
             pass
         finally:
-            if episode is not None:
+            if attached is not None:
+                attachments.discard(attached)  # the HTTP session keeps its episode
+            elif episode is not None:
                 await _close_quietly(episode)
         await _close_socket(socket)
+
+    async def end(episode: Episode) -> None:
+        """Close an episode that is over, and forget the HTTP session that held it."""
+        for session_id in [k for k, held in http_episodes.items() if held is episode]:
+            del http_episodes[session_id]
+        await _close_quietly(episode)
 
     return Starlette(
         routes=[

@@ -1,7 +1,8 @@
 """Training: palaestra environments and rollouts as RL trainers consume them.
 
 ``RolloutSampler`` (async) and ``SyncRolloutSampler`` stream GRPO groups of token-exact
-rollouts; ``TaskSampler`` skips saturated tasks; ``TrlRolloutFunc`` is TRL's ``rollout_func``.
+rollouts; ``TaskSampler`` skips saturated tasks; ``TrlRolloutFunc`` is TRL's ``rollout_func``;
+``AsyncGrpoRolloutWorker`` is the rollout worker of TRL's asynchronous GRPO.
 Names load on first use: ``import palaestra.training`` imports no trainer, torch or model.
 """
 
@@ -16,9 +17,11 @@ if TYPE_CHECKING:
     from palaestra.training.sampler import TaskSampler
     from palaestra.training.stream import RolloutSampler
     from palaestra.training.sync import SyncRolloutSampler
+    from palaestra.training.trl_async import AsyncGrpoRolloutWorker
     from palaestra.training.trl_rollout import TrlRolloutFunc
 
 _LAZY = {
+    "AsyncGrpoRolloutWorker": "palaestra.training.trl_async",
     "Group": "palaestra.training.rollouts",
     "OnFailure": "palaestra.training.rollouts",
     "Rollout": "palaestra.training.rollouts",
@@ -35,6 +38,7 @@ __getattr__ = lazy_exports("palaestra.training", _LAZY)
 
 
 __all__ = [
+    "AsyncGrpoRolloutWorker",
     "Group",
     "OnFailure",
     "Rollout",

@@ -1,4 +1,4 @@
-"""Every palaestra environment behind OpenEnv's harness API (``openenv-core`` 0.3).
+"""Every palaestra environment behind OpenEnv's harness API (OpenEnv 0.3 and 0.10).
 
 OpenEnv's harness (``openenv.core.harness``, RFC 005) drives rollouts through a
 ``ResourceSessionFactory``: ``create(task)`` gives a session with ``initial_messages``,
@@ -16,11 +16,13 @@ and OpenEnv's ``CollectRunner`` run palaestra environments::
     )
 
 A task is a palaestra task row (a dict with ``responses_create_params``), an index into
-``tasks``, or ``None`` (the next of ``tasks``, else one the environment generates from
-``seed``). Tool outputs reach the model as the text palaestra's own agent sends; ``verify``
-scores the harness's transcript with the environment's verifier and forwards its reward. A
-verdict that is a failure raises ``EpisodeFailed`` (kind and reason): OpenEnv's collector counts
-it as failed and TRL's rollout function stops, never a reward of 0.
+``tasks``, the prompt (chat messages) of one of ``tasks`` (what TRL's asynchronous GRPO passes
+from its dataset: build it from ``prompts()``), or ``None`` (the next of ``tasks``, else one the
+environment generates from ``seed``). Tool outputs reach the model as the text palaestra's own
+agent sends; ``verify`` scores the harness's transcript with the environment's verifier and
+forwards its reward. A verdict that is a failure raises ``EpisodeFailed`` (kind and reason):
+OpenEnv's collector counts it as failed, TRL's rollout function stops and TRL's asynchronous
+GRPO leaves the rollout unscored; never a reward of 0.
 
 The OpenEnv calls are synchronous; palaestra's environment code is async. The factory runs one
 event loop in a daemon thread for all its sessions (a call hops to it and back, at a small CPU
@@ -42,6 +44,7 @@ from palaestra.errors import ConfigError, InputError
 from palaestra.training.openenv_episode import (
     Episode,
     EpisodeFailed,
+    prompt_messages,
     transcript_items,
     verdict_metrics,
 )
@@ -59,7 +62,8 @@ try:
     )
 except ImportError as missing:
     raise ConfigError(
-        "palaestra.training.openenv needs OpenEnv: pip install 'openenv-core>=0.3,<0.4'"
+        "palaestra.training.openenv needs OpenEnv: pip install 'openenv>=0.10,<0.11' (or the "
+        "older line, 'openenv-core>=0.3,<0.4')"
     ) from missing
 
 __all__ = ["EpisodeFailed", "PalaestraSession", "PalaestraSessionFactory"]
@@ -185,9 +189,26 @@ class PalaestraSessionFactory(ResourceSessionFactory):  # type: ignore[misc, unu
         episode = self._loop.run(Episode.start(self.client, self._task_row(task, seed), episode_id))
         return PalaestraSession(episode, self._loop)
 
+    def prompts(self) -> list[list[JsonDict]]:
+        """Each of ``tasks``' prompt as chat messages: a trainer's dataset column (``prompt``)
+        whose rows ``create`` takes back as the task they name."""
+        return [prompt_messages(row) for row in self._tasks]
+
     def _task_row(self, task: Any, seed: int | None) -> JsonDict:
         if isinstance(task, dict):
             return task
+        if isinstance(task, list) and self._tasks:
+            # TRL's asynchronous GRPO (HarnessRolloutWorker) hands create() its dataset row's
+            # prompt: the task of ``tasks`` with that prompt (roles and texts compared).
+            wanted = _said(task)
+            for row in self._tasks:
+                if _said(prompt_messages(row)) == wanted:
+                    return row
+            raise InputError(
+                "no task of this factory has this prompt: build the trainer's dataset from "
+                "factory.prompts()",
+                field="task",
+            )
         if isinstance(task, int) and not isinstance(task, bool) and self._tasks:
             return self._tasks[task % len(self._tasks)]
         if task is None and self._tasks:
@@ -199,8 +220,8 @@ class PalaestraSessionFactory(ResourceSessionFactory):  # type: ignore[misc, unu
                 pass
         raise InputError(
             f"no task for this rollout (got {type(task).__name__}): pass a task row (a dict "
-            "with responses_create_params), give the factory tasks=[...], or use an "
-            "environment that generates tasks",
+            "with responses_create_params) or the prompt of one of the factory's tasks=[...], "
+            "or use an environment that generates tasks",
             field="task",
         )
 
@@ -216,3 +237,9 @@ class PalaestraSessionFactory(ResourceSessionFactory):  # type: ignore[misc, unu
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _said(messages: list[Any]) -> list[tuple[Any, Any]]:
+    """A chat prompt as (role, content) pairs: what identifies a task's prompt, whatever extra
+    keys a dataset added to its messages."""
+    return [(m.get("role"), m.get("content")) for m in messages if isinstance(m, dict)]

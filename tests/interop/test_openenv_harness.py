@@ -1,7 +1,8 @@
-"""OpenEnv 0.3's own harness on palaestra environments through ``PalaestraSessionFactory``.
+"""OpenEnv's own harness on palaestra environments through ``PalaestraSessionFactory``.
 
 OpenEnv's ``CollectRunner`` and its TRL rollout function (``build_harness_rollout_func``) run
-in the openenv peer venv, on the counter environment in that process and served over HTTP.
+in a peer venv of each OpenEnv line (``openenv-core`` 0.3, ``openenv`` 0.10), on the counter
+environment in that process and served over HTTP.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ TASKS = [
 ]
 
 
-def harness(tmp_path: Path, env: str, token: str | None = None) -> Any:
+PEERS = ["openenv", "openenv10"]
+"""openenv-core 0.3.0 and openenv 0.10.0."""
+
+
+def harness(tmp_path: Path, peer: str, env: str, token: str | None = None) -> Any:
     spec = {
         "palaestra_root": str(REPO_ROOT),
         "env": env,
@@ -33,7 +38,7 @@ def harness(tmp_path: Path, env: str, token: str | None = None) -> Any:
         "tasks": TASKS,
         "out": str(tmp_path / "collected"),
     }
-    return run_peer("openenv", "openenv_harness.py", spec, cwd=tmp_path)
+    return run_peer(peer, "openenv_harness.py", spec, cwd=tmp_path)
 
 
 def check(out: Any) -> None:
@@ -54,17 +59,25 @@ def check(out: Any) -> None:
     # the verifier's exception itself, over HTTP the failure verdict the server answered)
     assert out["trl_failure"].startswith(("VerifierFailure: ", "EpisodeFailed: rollout failed"))
     assert "verify raised KeyError: 'target_value'" in out["trl_failure"]
+    # TRL's asynchronous GRPO names the task by its dataset prompt (factory.prompts()): the
+    # session is that task's (Add 5.: the policy's 2 scores 0), and an unknown prompt is refused
+    trl_async = out["trl_async"]
+    assert trl_async["prompt"] == [{"role": "user", "content": "Add 5."}]
+    assert trl_async["initial"] == trl_async["prompt"] and trl_async["reward"] == 0.0
+    assert "no task of this factory has this prompt" in trl_async["unknown"]
 
 
+@pytest.mark.parametrize("peer", PEERS)
 def test_openenv_collects_and_trains_on_a_palaestra_environment_in_its_process(
-    tmp_path: Path,
+    tmp_path: Path, peer: str
 ) -> None:
-    check(harness(tmp_path, "counter"))
+    check(harness(tmp_path, peer, "counter"))
 
 
+@pytest.mark.parametrize("peer", PEERS)
 @pytest.mark.parametrize("token", [None, "env-secret"])
 def test_openenv_collects_and_trains_on_a_served_palaestra_environment(
-    tmp_path: Path, token: str | None
+    tmp_path: Path, token: str | None, peer: str
 ) -> None:
     with BackgroundServer(Guard(environment_app(Counter()), token=token)) as env:
-        check(harness(tmp_path, env.url, token))
+        check(harness(tmp_path, peer, env.url, token))

@@ -52,6 +52,9 @@ PEERS = {
         # The harness adapter (palaestra.training.openenv) runs inside OpenEnv's process, so this
         # venv also holds palaestra's runtime dependencies.
         Peer("openenv", ("openenv-core==0.3.0", *palaestra_runtime()), "3.12.1"),
+        # OpenEnv's newer line, published as ``openenv`` (same ``openenv`` import package): the
+        # same adapters and server are checked against it too.
+        Peer("openenv10", ("openenv==0.10.0", *palaestra_runtime()), "3.12.1"),
         Peer("verifiers", ("verifiers==0.4.0",), "3.12.1"),
         # Harbor (task folders): its own TaskConfig/Task models check the folders palaestra writes.
         Peer("harbor", ("harbor==0.26.0",), "3.12.1"),

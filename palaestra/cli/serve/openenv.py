@@ -31,8 +31,9 @@ def serve_openenv_command(env_name: str, **options: Any) -> None:
     """Serve an environment to OpenEnv clients (reset/step/verify on /ws, MCP tools on /mcp).
 
     ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class. A step
-    {"type": "verify"} ends the episode with the environment's reward. OpenEnv 0.3's clients
-    send no bearer token: serve without one for them (on 127.0.0.1).
+    {"type": "verify"} ends the episode with the environment's reward. OpenEnv 0.10's clients
+    send a token with headers={"Authorization": "Bearer ..."}; OpenEnv 0.3's send none: serve
+    without one for them (on 127.0.0.1).
     """
     from palaestra.serve.server import serve
     from palaestra.spec import ServeSpec

@@ -1,8 +1,8 @@
-"""Run OpenEnv 0.3's harness (CollectRunner, build_harness_rollout_func) on a palaestra env.
+"""Run OpenEnv's harness (CollectRunner, build_harness_rollout_func) on a palaestra env.
 
-Runs in the openenv peer venv, which holds openenv-core and palaestra's runtime dependencies;
-palaestra itself is imported from the source tree (``palaestra_root``). ``argv[1]`` is a JSON
-spec::
+Runs in an OpenEnv peer venv (openenv-core 0.3 or openenv 0.10) that also holds palaestra's
+runtime dependencies; palaestra itself is imported from the source tree (``palaestra_root``).
+``argv[1]`` is a JSON spec::
 
     {"palaestra_root": str, "env": name | url, "token": str | null, "tasks": [...],
      "out": dir}
@@ -78,9 +78,35 @@ def main() -> None:
         except Exception as exc:  # a failed rollout must stop the step, not score 0
             trl_failure = f"{type(exc).__name__}: {exc}"
 
+    # TRL's asynchronous GRPO (HarnessRolloutWorker._run_session): create() gets the dataset
+    # row's prompt, the adapter runs the turns, verify() gets the harness's messages
+    with PalaestraSessionFactory(spec["env"], token=spec.get("token"), tasks=spec["tasks"]) as f:
+        prompt = f.prompts()[1]
+        session = f.create(prompt, seed=7, episode_id="trl-async-1")
+        try:
+            result = MCPHarnessAdapter().run_white_box(
+                model_step, session, HarnessRunLimits(max_turns=4)
+            )
+            verified = session.verify(result.messages)
+            initial = session.initial_messages()
+        finally:
+            session.close()
+        try:
+            f.create([{"role": "user", "content": "Subtract 1."}], seed=0)
+            unknown = None
+        except Exception as exc:
+            unknown = f"{type(exc).__name__}: {exc}"
+    trl_async = {
+        "prompt": prompt,
+        "initial": initial,
+        "reward": verified.env_reward,
+        "unknown": unknown,
+    }
+
     print(
         json.dumps(
             {
+                "trl_async": trl_async,
                 "summary": {
                     "collected": summary.num_collected,
                     "failed": summary.num_failed,
