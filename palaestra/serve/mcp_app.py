@@ -43,6 +43,7 @@ class SessionMap:
         self._ids: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
         self._seeding: weakref.WeakKeyDictionary[object, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._closing: set[asyncio.Task[None]] = set()
+        self._by_mcp_id: dict[str, str] = {}
 
     async def session_of(self, mcp_session: object) -> str:
         """The palaestra session of ``mcp_session`` (seeded now if it has none)."""
@@ -55,8 +56,17 @@ class SessionMap:
             if known is None:
                 known = await self.client.seed(dict(self.task))
                 self._ids[mcp_session] = known
+                mcp_id = getattr(mcp_session, "session_id", None)
+                if isinstance(mcp_id, str):
+                    self._by_mcp_id[mcp_id] = known
                 weakref.finalize(mcp_session, self._close_later, asyncio.get_running_loop(), known)
             return known
+
+    async def release(self, mcp_id: str) -> None:
+        """Close the session of the MCP session ``mcp_id`` (its client ended it: DELETE)."""
+        session_id = self._by_mcp_id.pop(mcp_id, None)
+        if session_id is not None:
+            await self._close(session_id)
 
     def _close_later(self, loop: asyncio.AbstractEventLoop, session_id: str) -> None:
         """Close a palaestra session whose MCP session is gone (from a finaliser: schedule)."""
@@ -70,22 +80,20 @@ class SessionMap:
             loop.call_soon_threadsafe(start)
 
     async def _close(self, session_id: str) -> None:
+        for mcp_id in [key for key, value in self._by_mcp_id.items() if value == session_id]:
+            del self._by_mcp_id[mcp_id]
         try:
             await self.client.close(session_id)
         except Exception as error:  # a close that fails must not stop the server
             print(f"closing session {session_id} failed: {error}", file=sys.stderr)
 
-    @property
-    def open(self) -> int:
-        return len(self._ids)
 
-
-def mcp_server(client: LocalEnvironmentClient, task: JsonDict, *, description: str = "") -> Server:
-    """The ``mcp`` package's low-level server answering with ``client``'s environment."""
+def mcp_server(sessions: SessionMap, *, description: str = "") -> Server:
+    """The ``mcp`` package's low-level server answering with ``sessions``' environment."""
     from mcp import types
     from mcp.server.lowlevel import Server
 
-    sessions = SessionMap(client, task)
+    client = sessions.client
     listed = [
         types.Tool(
             name=entry["name"],
@@ -117,7 +125,6 @@ def mcp_server(client: LocalEnvironmentClient, task: JsonDict, *, description: s
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-    server.palaestra_sessions = sessions  # type: ignore[attr-defined]  # read by the tests
     return server
 
 
@@ -147,6 +154,7 @@ async def serve_mcp_stdio(server: Server) -> None:
 
 async def serve_mcp_http(
     server: Server,
+    sessions: SessionMap,
     *,
     host: str,
     port: int,
@@ -155,11 +163,22 @@ async def serve_mcp_http(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Serve MCP over streamable HTTP at ``/mcp``, behind the bearer-token guard, announcing
-    the address as the other servers do (a line for humans on stderr, one for supervisors)."""
+    the address as the other servers do (a line for humans on stderr, one for supervisors).
+
+    A client ending its MCP session (``DELETE`` with its ``Mcp-Session-Id``) closes the
+    environment session at once; one that just goes away is closed when the ``mcp`` package
+    drops its connection (idle for 30 minutes), or by the environment's session TTL."""
     from palaestra.http.announce import ready_line, serve_announced
     from palaestra.http.guard import Guard
 
-    app = server.streamable_http_app(host=host, json_response=True)
+    mcp_app = server.streamable_http_app(host=host, json_response=True)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await mcp_app(scope, receive, send)
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            for name, value in scope["headers"]:
+                if name == b"mcp-session-id":
+                    await sessions.release(value.decode("latin-1"))
 
     def on_ready(url: str) -> None:
         print(f"serving {label} on {url}/mcp", file=sys.stderr, flush=True)
@@ -201,12 +220,15 @@ async def serve_mcp(
     task = dataset[task_index] if dataset else {}
     client = LocalEnvironmentClient(found.build())
     try:
-        server = mcp_server(client, task, description=client.environment.description)
+        sessions = SessionMap(client, task)
+        server = mcp_server(sessions, description=client.environment.description)
         if transport == "stdio":
             print(f"serving environment {found.name} over MCP on stdio", file=sys.stderr)
             await serve_mcp_stdio(server)
         else:
             label = f"environment {found.name} over MCP"
-            await serve_mcp_http(server, host=host, port=port, token=token, label=label, stop=stop)
+            await serve_mcp_http(
+                server, sessions, host=host, port=port, token=token, label=label, stop=stop
+            )
     finally:
         await client.aclose()

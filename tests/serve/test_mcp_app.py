@@ -13,10 +13,13 @@ from typing import Any
 
 import pytest
 
-from palaestra import LocalEnvironmentClient
+from palaestra import Environment, LocalEnvironmentClient, tool
 from palaestra.environment.mcp import MCPEnvironment, MCPServer
+from palaestra.envs.counter.environment import Counter
 from palaestra.envs.weather.environment import Weather
 from palaestra.http.announce import parse_ready_line
+from palaestra.serve.mcp_app import SessionMap, mcp_server, serve_mcp_http
+from tests.support.network import free_port
 
 mcp = pytest.importorskip("mcp")
 
@@ -182,3 +185,72 @@ def test_over_http_a_token_keeps_out_a_client_without_it() -> None:
 
     with served_over_http(token="s3cret") as url:
         assert asyncio.run(run(url)) == "3"
+
+
+def test_a_client_ending_its_mcp_session_closes_its_environment_session() -> None:
+    async def run() -> tuple[int, int]:
+        client = LocalEnvironmentClient(Counter())
+        sessions = SessionMap(client, {})
+        stop, port = asyncio.Event(), free_port()
+        serving = asyncio.create_task(
+            serve_mcp_http(
+                mcp_server(sessions),
+                sessions,
+                host="127.0.0.1",
+                port=port,
+                token=None,
+                label="counter",
+                stop=stop,
+            )
+        )
+        try:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with httpx2.AsyncClient() as probe:
+                for _ in range(100):
+                    with contextlib.suppress(httpx2.TransportError):
+                        await probe.get(url)
+                        break
+                    await asyncio.sleep(0.05)
+            async with http_session(url) as session:
+                await session.call_tool("increment", {"amount": 1})
+                during = len(client.sessions)
+            return during, len(client.sessions)  # the client sent DELETE as it left
+        finally:
+            stop.set()
+            await serving
+            await client.aclose()
+
+    assert asyncio.run(run()) == (1, 0)
+
+
+class Fragile(Environment):
+    """A tool with a bug."""
+
+    @tool
+    def divide(self, numerator: int, denominator: int) -> float:
+        """Divide two numbers.
+
+        Args:
+            numerator: The dividend.
+            denominator: The divisor.
+        """
+        return numerator / denominator
+
+    def verify(self, session: Any, response: Any) -> float:
+        return 0.0
+
+
+def test_a_tool_that_fails_is_an_error_result_naming_the_failures_kind() -> None:
+    async def run() -> tuple[bool, str, str]:
+        client = LocalEnvironmentClient(Fragile())
+        try:
+            async with mcp.Client(mcp_server(SessionMap(client, {}))) as session:
+                good = await session.call_tool("divide", {"numerator": 6, "denominator": 3})
+                bad = await session.call_tool("divide", {"numerator": 1, "denominator": 0})
+            return bad.is_error, good.content[0].text, bad.content[0].text
+        finally:
+            await client.aclose()
+
+    is_error, good, bad = asyncio.run(run())
+    assert (is_error, good) == (True, "2.0")
+    assert bad.startswith("the tool failed (tool_error): tool 'divide' raised ZeroDivisionError")
