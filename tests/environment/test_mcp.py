@@ -14,10 +14,13 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from palaestra import LocalEnvironmentClient
+from palaestra import LocalEnvironmentClient, tool
 from palaestra.cli.review import test_env_command as palaestra_test
-from palaestra.environment.mcp import MCPServerFailure, MCPServerUnreachable
-from palaestra.errors import ToolCallRejected
+from palaestra.environment.mcp import MCPServer, MCPServerFailure, MCPServerUnreachable
+from palaestra.errors import ConfigError, ToolCallRejected
+from palaestra.http.runner import BackgroundServer
+from palaestra.remote.env import RemoteEnvironmentClient
+from palaestra.serve.env_app import environment_app
 from palaestra.types import FailureKind
 from tests.models.test_local import needs_local
 from tests.support.mcp_notes_env import SERVER, BrokenNotes, Notes, SharedNotes, http_notes
@@ -228,3 +231,52 @@ def test_the_embedded_model_collects_through_the_servers_tools_and_every_server_
     checks = {check["name"]: check for check in orjson.loads(result.output)["checks"]}
     assert checks["smoke run"]["status"] == "pass", checks["smoke run"]
     assert checks["sessions closed"]["status"] == "pass", checks["sessions closed"]
+
+
+def test_an_env_server_serves_the_mcp_tools_to_a_remote_client() -> None:
+    async def run(url: str) -> tuple[list[str], str, float]:
+        remote = await RemoteEnvironmentClient.connect(url)
+        try:
+            session = await remote.seed({"note": "jam"})
+            added = await remote.call_tool(session, "add_note", {"text": "jam"})
+            verdict = await remote.verify(session, {"note": "jam"}, {"output": []})
+            return [t["name"] for t in remote.tools()], added, verdict.reward
+        finally:
+            await remote.aclose()
+
+    with BackgroundServer(environment_app(Notes())) as server:
+        names, added, reward = asyncio.run(run(server.url))
+    assert names == ["word_count", "add_note", "list_notes", "fail", "wait", "crash"]
+    assert (added, reward) == ("1 notes", 1.0)
+
+
+def test_an_author_can_take_some_of_the_servers_tools_and_a_clash_is_one_line() -> None:
+    command = [sys.executable, SERVER, "stdio"]
+
+    class Chosen(Notes):
+        mcp_server = MCPServer.stdio(command, tools=["list_notes", "add_note"])
+
+    class Missing(Notes):
+        mcp_server = MCPServer.stdio(command, tools=["add_note", "delete_note"])
+
+    class Clash(Notes):
+        @tool
+        def add_note(self, text: str) -> str:
+            """Add a note here instead.
+
+            Args:
+                text: The note.
+            """
+            return text
+
+    assert [entry["name"] for entry in Chosen().tools()] == [
+        "word_count",
+        "add_note",
+        "list_notes",
+    ]
+    with pytest.raises(ConfigError, match="the MCP server lists no tool delete_note"):
+        Missing().tools()
+    with pytest.raises(ConfigError, match="the MCP tool 'add_note' has the name of one of its"):
+        Clash().tools()
+    with pytest.raises(ConfigError, match="needs a command"):
+        MCPServer.stdio([])
