@@ -57,7 +57,8 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
   "bfcl-eval==2026.3.23"
 # MCP tools (palaestra.environment.mcp, `palaestra serve mcp`): the mcp package's client and
 # server. `import mcp` loads its server modules, which import sse-starlette and cryptography
-# (cffi's backend under it); its auth extras (PyJWT, python-multipart) are never loaded here.
+# (cffi's backend under it; cffi's pycparser only builds bindings, so it is left out); its
+# auth dependencies (PyJWT, python-multipart) are never loaded here (`pip check` lists all 3).
 # httpx2 and opentelemetry-api are what its client and servers import; the same versions other
 # packages above already bring are a no-op. The `mcp` extra installs the same with dependencies.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
