@@ -15,7 +15,8 @@ The server is a command palaestra starts and talks to over stdio (``MCPServer.st
 URL it reaches over streamable HTTP (``MCPServer.http``). ``per_session=True`` (the default
 for stdio) starts one server, or opens one MCP session, per rollout, in ``seed``, and stops
 it in ``close``: rollouts cannot see each other's state. ``per_session=False`` shares one
-with every rollout, kept from the first listing of the tools until the runner stops.
+with every rollout, kept from the first listing of the tools until the runner stops (one
+that dies is started again by the next ``seed``; the rollouts in flight read tool errors).
 
 The tools are listed once, when the runner first asks for them (a per-session server is
 started for that and stopped again), and join the class's own ``@tool`` methods. The model
@@ -35,7 +36,9 @@ Override ``seed_state`` (not ``seed``) for state of your own: ``session.state`` 
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import functools
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -160,6 +163,12 @@ class MCPEnvironment(Environment):
     _shared: Connection | None = None
     _mcp_specs: dict[str, ToolSpec] | None = None
 
+    @functools.cached_property
+    def _restarting(self) -> asyncio.Lock:
+        """Held while a shared server that died is started again (one restart, not one per
+        rollout seeded meanwhile)."""
+        return asyncio.Lock()
+
     def tools(self) -> list[JsonDict]:
         self._discover()
         return super().tools()
@@ -179,14 +188,23 @@ class MCPEnvironment(Environment):
         server = self._server()
         if not server.per_session:
             self._discover()
+            shared = self._shared
+            if shared is None or not shared.alive:  # it died: start it again for what follows
+                async with self._restarting:
+                    if self._shared is shared:
+                        if shared is not None:
+                            await on_mcp_loop(shared.close())  # its process, its files
+                        self._shared = await self._start(server)
             return MCPState(data)
+        return MCPState(data, await self._start(server))
+
+    async def _start(self, server: MCPServer) -> Connection:
         try:
-            connection = await on_mcp_loop(_opened(server))
+            return await on_mcp_loop(_opened(server))
         except ConnectionLost as lost:
             raise MCPServerFailure(
                 f"the MCP server {server.transport.describe()} did not start: {lost}"
             ) from None
-        return MCPState(data, connection)
 
     async def close(self, session: Session) -> None:  # type: ignore[override]  # may be async
         state = session.state

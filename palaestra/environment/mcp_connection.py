@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+CONNECTION_CLOSED = -32000
+"""The code of the error the ``mcp`` package raises for a call when its connection closes."""
 STDERR_TAIL = 600
 """Characters of a stdio server's stderr quoted when it fails to start or dies."""
 
@@ -188,8 +190,16 @@ class Connection:
         except TimeoutError:
             raise
         except Exception as error:
+            if _closed(error):  # the server died or hung up: no later call can succeed
+                self.session = None
+                self.ended = f"the connection ended ({_reason(error)}){self._tail()}"
             raise ConnectionLost(_reason(error)) from error
         return ToolResult(_text(result.content), result.structured_content, bool(result.is_error))
+
+    @property
+    def alive(self) -> bool:
+        """Whether calls may still succeed (False once the connection is known to be gone)."""
+        return self.session is not None
 
     def _live(self) -> ClientSession:
         if self.session is None:
@@ -247,6 +257,14 @@ def _reason(error: BaseException) -> str:
         return "; ".join(_reason(inner) for inner in error.exceptions)
     message = str(error.args[1]) if _is_mcp_error(error) else str(error)
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def _closed(error: BaseException) -> bool:
+    """Whether ``error`` says the connection is gone (the ``mcp`` package's CONNECTION_CLOSED,
+    or the transport's own failure), not that the server refused one request."""
+    if not _is_mcp_error(error):
+        return True
+    return bool(error.args[0] == CONNECTION_CLOSED and error.args[1] == "Connection closed")
 
 
 def _is_mcp_error(error: BaseException) -> bool:

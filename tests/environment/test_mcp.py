@@ -280,3 +280,28 @@ def test_an_author_can_take_some_of_the_servers_tools_and_a_clash_is_one_line() 
         Clash().tools()
     with pytest.raises(ConfigError, match="needs a command"):
         MCPServer.stdio([])
+
+
+def test_a_shared_server_that_died_is_started_again_for_the_next_rollout() -> None:
+    async def run() -> tuple[str, str, str]:
+        client = LocalEnvironmentClient(SharedNotes())
+        try:
+            first = await client.seed({"note": "a"})
+            await client.call_tool(first, "add_note", {"text": "before"})
+            with pytest.raises(ToolCallRejected) as crashed:
+                await client.call_tool(first, "crash", {})
+            with pytest.raises(ToolCallRejected) as after:
+                await client.call_tool(first, "list_notes", {})
+            second = await client.seed({"note": "b"})
+            return (
+                str(crashed.value),
+                str(after.value),
+                await client.call_tool(second, "list_notes", {}),
+            )
+        finally:
+            await client.aclose()
+
+    crashed, after, fresh = asyncio.run(run())
+    assert crashed.startswith("MCP tool 'crash' failed: MCPError: Connection closed")
+    assert after.startswith("MCP tool 'list_notes' failed: the connection ended")
+    assert fresh == ""  # a new server: its notebook is empty
