@@ -55,6 +55,15 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # shipped in this package; none of its code, so none of its many dependencies, is needed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "bfcl-eval==2026.3.23"
+# MCP tools (palaestra.environment.mcp, `palaestra serve mcp`): the mcp package's client and
+# server. `import mcp` loads its server modules, which import sse-starlette and cryptography
+# (cffi's backend under it; cffi's pycparser only builds bindings, so it is left out); its
+# auth dependencies (PyJWT, python-multipart) are never loaded here (`pip check` lists all 3).
+# httpx2 and opentelemetry-api are what its client and servers import; the same versions other
+# packages above already bring are a no-op. The `mcp` extra installs the same with dependencies.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "mcp==2.3.0" "mcp-types==2.3.0" "sse-starlette==3.7.0" "cryptography==50.0.2" "cffi==2.1.1" \
+  "httpx2==2.16.2" "httpcore2==2.16.2" "truststore==0.10.5" "opentelemetry-api==1.45.2"
 # bfcl_multi_turn also imports this package's multi-turn backends and checker
 # (bfcl_eval.eval_checker.multi_turn_eval). Of its dependencies they need only mpmath
 # (MathAPI), which the core install already brings (sympy, under math-verify): nothing more
