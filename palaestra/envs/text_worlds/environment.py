@@ -34,7 +34,7 @@ META_COMMANDS = frozenset(
     {"quit", "q", "restart", "restore", "save", "undo", "script", "unscript", "transcript"}
 )
 """Commands that would leave the story itself (start again, undo): refused, never sent."""
-_BANNER = re.compile(r"^[\s$|\\/_]+$")
+_BANNER = re.compile(r"^[\s$|\\/_<>]+$")
 _FENCE = re.compile(r"^```\w*$")
 
 
@@ -158,7 +158,8 @@ def clean_feedback(text: str) -> str:
     kept: list[str] = []
     for line in str(text or "").splitlines():
         stripped = line.strip()
-        if stripped.startswith(">") or (stripped and _BANNER.match(stripped)):
+        banner = _BANNER.match(stripped) and ("$" in stripped or "_" in stripped)
+        if stripped.startswith(">") or banner:
             continue
         if "Would you like to RESTART" in stripped:
             continue

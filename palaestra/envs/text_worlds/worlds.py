@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -199,6 +200,9 @@ def start(world: World) -> Any:
     """A TextWorld environment playing ``world``, not yet reset."""
     import textworld
 
+    # Jericho warns that it cannot find the score of a game it does not know; TextWorld keeps
+    # the score itself (from the game's description), so the warning says nothing here.
+    warnings.filterwarnings("ignore", message=r"Game '.*' is not fully supported")
     infos = textworld.EnvInfos(
         admissible_commands=True, score=True, max_score=True, won=True, lost=True, moves=True
     )
