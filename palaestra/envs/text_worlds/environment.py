@@ -36,6 +36,8 @@ META_COMMANDS = frozenset(
 """Commands that would leave the story itself (start again, undo): refused, never sent."""
 _BANNER = re.compile(r"^[\s$|\\/_<>]+$")
 _FENCE = re.compile(r"^```\w*$")
+_WORDS = re.compile(r"[a-z0-9'-]+")
+_ARTICLES = frozenset({"the", "a", "an", "some"})
 
 
 class TextWorlds(StepEnvironment):
@@ -69,8 +71,10 @@ class TextWorlds(StepEnvironment):
 
     def seed(self, task: JsonDict) -> Any:
         world = world_of(task)
-        return {"game": start_game(world), "score": 0, "max_score": 0, "moves": 0,
-                "refused": 0, "won": False, "lost": False, "over": False}  # fmt: skip
+        return {
+            "game": start_game(world), "score": 0, "max_score": 0, "moves": 0, "refused": 0,
+            "won": False, "lost": False, "over": False, "admissible": [],
+        }  # fmt: skip
 
     def close(self, session: Session) -> None:
         state = session.state
@@ -82,13 +86,14 @@ class TextWorlds(StepEnvironment):
         state = session.state
         game_state = state["game"].reset()
         state["max_score"] = int(game_state.max_score or 0)
+        state["admissible"] = admissible_of(game_state)
         return self._observation(state, game_state, clean_feedback(game_state.feedback))
 
     def step(self, session: Session, action: str) -> StepResult:
         state = session.state
         if state["over"]:
             return StepResult("The game is over.", terminated=True)
-        command = clean_command(action)
+        command = pick_command(action, state["admissible"])
         if not command:
             state["refused"] += 1
             return StepResult("Refused: answer with one command for the game. What do you do?")
@@ -102,6 +107,7 @@ class TextWorlds(StepEnvironment):
         state["won"] = bool(game_state.won)
         state["lost"] = bool(game_state.lost)
         state["over"] = bool(done or state["won"] or state["lost"])
+        state["admissible"] = admissible_of(game_state)
         gained = (state["score"] - before) / state["max_score"] if state["max_score"] else 0.0
         feedback = clean_feedback(game_state.feedback)
         text = feedback if state["over"] else self._observation(state, game_state, feedback)
@@ -110,8 +116,7 @@ class TextWorlds(StepEnvironment):
     def _observation(self, state: JsonDict, game_state: Any, feedback: str) -> str:
         lines = [feedback, f"[Score: {state['score']} of {state['max_score']}.]"]
         if self.admissible:
-            commands = [str(c) for c in (game_state.admissible_commands or [])]
-            lines.append("Commands you can use: " + "; ".join(commands))
+            lines.append("Commands you can use: " + "; ".join(state["admissible"]))
         lines.append("What do you do?")
         return "\n".join(lines)
 
@@ -182,6 +187,24 @@ def clean_command(action: str) -> str:
         if text:
             return " ".join(text.lower().split())
     return ""
+
+
+def pick_command(action: str, admissible: list[str]) -> str:
+    """The command the answer gives: its first line (``clean_command``) when that is one the
+    game accepts here or no accepted command is in the answer; else the accepted command the
+    answer names first, read without articles ("I will take the knife from the counter." is
+    ``take knife from counter``). The game's parser judges whatever is sent."""
+    command = clean_command(action)
+    if not command or command in admissible:
+        return command
+    words = _WORDS.findall(strip_reasoning(str(action)).lower())
+    text = " " + " ".join(word for word in words if word not in _ARTICLES) + " "
+    found = [(text.find(f" {c} "), -len(c), c) for c in admissible if f" {c} " in text]
+    return min(found)[2] if found else command
+
+
+def admissible_of(game_state: Any) -> list[str]:
+    return [str(command) for command in (game_state.admissible_commands or [])]
 
 
 def _whole(value: Any) -> int | None:

@@ -11,7 +11,12 @@ from palaestra.agents import StepAgent
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.registry import find_environment
-from palaestra.envs.text_worlds.environment import TextWorlds, clean_command, clean_feedback
+from palaestra.envs.text_worlds.environment import (
+    TextWorlds,
+    clean_command,
+    clean_feedback,
+    pick_command,
+)
 from palaestra.envs.text_worlds.worlds import walkthrough, world_of
 from palaestra.errors import ConfigError
 from palaestra.types import AgentResult, FailureKind, JsonDict
@@ -123,6 +128,18 @@ def test_commands_are_read_from_the_answer_leniently() -> None:
     assert clean_command("   \n") == ""
     banner = " ___ \n|$$$$|\n\nWelcome!\n\n\n>  -= Kitchen =-0/1\nA kitchen."
     assert clean_feedback(banner) == "Welcome!\n\nA kitchen."
+
+
+def test_an_accepted_command_named_in_a_sentence_is_the_one_played() -> None:
+    here = ["go north", "take knife from counter", "take knife", "look"]
+    assert pick_command("I will take the knife from the counter.", here) == here[1]
+    assert pick_command("Maybe look, then go north", here) == "look"
+    assert pick_command("take knife", here) == "take knife"
+    assert pick_command("dance with the knife", here) == "dance with the knife"
+    row = examples()[0]
+    sentences = [f"I think I should {c} now." for c in walkthrough(world_of(row))]
+    verdict = play(row, sentences).verdict
+    assert verdict is not None and verdict.reward == 1.0
 
 
 def test_generated_tasks_follow_the_seed_and_the_arguments() -> None:
