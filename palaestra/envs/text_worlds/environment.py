@@ -163,7 +163,7 @@ def clean_feedback(text: str) -> str:
     kept: list[str] = []
     for line in str(text or "").splitlines():
         stripped = line.strip()
-        banner = _BANNER.match(stripped) and ("$" in stripped or "_" in stripped)
+        banner = len(stripped) > 2 and _BANNER.match(stripped)
         if stripped.startswith(">") or banner:
             continue
         if "Would you like to RESTART" in stripped:
