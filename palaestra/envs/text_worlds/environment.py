@@ -18,7 +18,13 @@ from typing import Any, ClassVar
 
 from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
 from palaestra.environment.answers import strip_reasoning
-from palaestra.envs.text_worlds.worlds import DIFFICULTIES, World, settings_for, world_of
+from palaestra.envs.text_worlds.worlds import (
+    DIFFICULTIES,
+    World,
+    settings_for,
+    textworld_version,
+    world_of,
+)
 from palaestra.envs.text_worlds.worlds import start as start_game
 from palaestra.envs.text_worlds.worlds import walkthrough as game_walkthrough
 from palaestra.errors import ConfigError
@@ -68,6 +74,7 @@ class TextWorlds(StepEnvironment):
             self.kind, self.difficulty, _whole(world_size), _whole(quest_length)
         )
         self.admissible = _flag(admissible)
+        textworld_version()  # a missing TextWorld stops the run here, in one line
 
     def seed(self, task: JsonDict) -> Any:
         world = world_of(task)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 import threading
 import warnings
@@ -119,12 +118,14 @@ def world_of(task: JsonDict) -> World:
 
 
 def textworld_version() -> str:
+    """TextWorld's version; a one-line ``ConfigError`` when it or its engine is missing."""
     try:
+        metadata.version("jericho")
         return metadata.version("textworld")
-    except metadata.PackageNotFoundError:
+    except metadata.PackageNotFoundError as missing:
         raise ConfigError(
-            "text_worlds needs TextWorld: pip install 'palaestra[text_worlds]' "
-            "(or scripts/install.sh)"
+            f"text_worlds needs {missing.name or 'textworld'}: bash scripts/install.sh "
+            "(or pip install 'palaestra[text_worlds]')"
         ) from None
 
 
@@ -207,8 +208,3 @@ def start(world: World) -> Any:
         admissible_commands=True, score=True, max_score=True, won=True, lost=True, moves=True
     )
     return textworld.start(str(game_file(world)), request_infos=infos)
-
-
-def clear_cache() -> None:
-    """Remove every cached game of this TextWorld version (tests use it on a scratch cache)."""
-    shutil.rmtree(cache_dir(), ignore_errors=True)

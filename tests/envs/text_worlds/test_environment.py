@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from importlib import metadata
 
 import pytest
 
@@ -166,6 +167,20 @@ def test_bad_arguments_are_refused_in_one_line() -> None:
         with pytest.raises(ConfigError) as caught:
             TextWorlds(**bad)  # type: ignore[arg-type]
         assert "\n" not in str(caught.value)
+
+
+def test_a_missing_engine_stops_the_run_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = metadata.version
+
+    def version(name: str) -> str:
+        if name == "jericho":
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(metadata, "version", version)
+    with pytest.raises(ConfigError, match=r"needs jericho: bash scripts/install\.sh") as caught:
+        TextWorlds()
+    assert "\n" not in str(caught.value)
 
 
 def test_a_task_without_a_world_fails_as_an_invalid_task() -> None:
