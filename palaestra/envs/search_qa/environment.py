@@ -9,6 +9,7 @@ made and its last message), so re-verifying a rollouts file gives the same figur
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ import orjson
 from palaestra import (
     ConfigError,
     Environment,
+    FailureKind,
     InvalidTask,
     JsonDict,
     Session,
@@ -143,9 +145,9 @@ class SearchQA(Environment):
         task = session.task
         answers, gold = _answers(task), _titles(task)
         output = response.get("output")
-        items = (
-            [item for item in output if isinstance(item, dict)] if isinstance(output, list) else []
-        )
+        if not isinstance(output, list):
+            return Verdict.failed(FailureKind.MODEL_ERROR, "the response has no output list")
+        items = [item for item in output if isinstance(item, dict)]
         text = strip_reasoning(_last_message(items))
         labelled = last_labelled(text)
         answer = labelled if labelled is not None else text.strip()
@@ -213,7 +215,7 @@ class SearchQA(Environment):
         ]
         data = b"".join(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE) for row in rows)
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{threading.get_ident()}.partial")
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
         partial.write_bytes(data)
         partial.replace(path)
         return path

@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from palaestra.envs.search_qa.data import load, package_version
+from palaestra.envs.search_qa.data import data_file, load, package_version
 
 LAYOUT = 1
 """Bumped when the schema, tokenizer or what is stored changes (a new index file)."""
@@ -60,7 +60,7 @@ def cache_directory() -> Path:
 
 def index_path(dataset: str, directory: Path | None = None) -> Path:
     """The index file of ``dataset`` for the installed package (it may not exist yet)."""
-    source = load(dataset).source
+    source = data_file(dataset)
     digest = hashlib.sha256(f"layout {LAYOUT}\n".encode())
     with source.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

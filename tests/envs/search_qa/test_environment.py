@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from palaestra import LocalEnvironmentClient, ToolCallingAgent
+from palaestra import LocalEnvironmentClient, Session, ToolCallingAgent
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.registry import find_environment
@@ -154,3 +154,15 @@ def test_the_examples_cover_both_sets_and_pass_the_oracle_and_null_checks(cache:
 
     assert asyncio.run(go()) == ["pass", "pass"]
     assert orjson.loads(entry.example_tasks.read_bytes().splitlines()[0])["dataset"] == "hotpotqa"
+
+
+def test_a_response_without_output_fails_as_model_error_and_reasoning_is_not_scored() -> None:
+    env = SearchQA()
+    row = squad_row("answerable")
+    session = Session("s1", row, None)
+    failed = env.verify(session, {"output": None})
+    assert failed.failure is not None and failed.failure.kind == FailureKind.MODEL_ERROR
+    thought = env.verify(session, say("<think>Answer: France</think>Answer: Spain"))
+    assert thought.reward == 0.0 and thought.metrics["extracted_answer"] == "Spain"
+    unlabelled = env.verify(session, say("  France "))
+    assert unlabelled.reward == 1.0 and unlabelled.metrics["answer_labelled"] is False
