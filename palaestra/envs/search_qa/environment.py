@@ -45,6 +45,8 @@ SUBSETS = {
 }
 EXAMPLES = (("hotpotqa", "all", 4), ("squad", "answerable", 2), ("squad", "unanswerable", 2))
 """The example tasks: the first questions of each (set, subset), written from the package."""
+EXAMPLES_LAYOUT = 2
+"""Bumped when the example rows change (their file is named by it and the package version)."""
 _ANSWER_FORMAT = (
     "When you know the answer, end your reply with one line 'Answer: <answer>', the answer "
     "as short as possible (a name, a date, a number, yes or no), not a sentence."
@@ -205,11 +207,11 @@ class SearchQA(Environment):
         version = package_version()
         if version == "unknown":
             return None
-        path = cache_directory() / f"examples-{version}.jsonl"
+        path = cache_directory() / f"examples-{version}-{EXAMPLES_LAYOUT}.jsonl"
         if path.is_file():
             return path
         rows = [
-            question_row(dataset, question)
+            example_row(dataset, question)
             for dataset, subset, count in EXAMPLES
             for question in selected(dataset, subset)[:count]
         ]
@@ -238,6 +240,18 @@ def question_row(dataset: str, question: Question) -> JsonDict:
         gold_titles=list(question.gold_titles),
         question_type=question.kind,
     )
+
+
+def example_row(dataset: str, question: Question) -> JsonDict:
+    """A question's row with a golden answer (scores 1) and a wrong one (scores 0) for
+    ``palaestra test``: abstaining is wrong on an answerable question, and on an
+    unanswerable one a refusal in other words is no abstention."""
+    right = question.answers[0] if question.answers else ABSTAIN
+    wrong = "Answer: " + ABSTAIN if question.answers else "I do not know."
+    row = question_row(dataset, question)
+    row["golden_response"] = f"The paragraphs say so.\nAnswer: {right}"
+    row["wrong_response"] = wrong
+    return row
 
 
 def _answers(task: JsonDict) -> list[str]:

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, Session, ToolCallingAgent
+from palaestra.authoring.golden import check_golden_answers
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.registry import find_environment
@@ -137,7 +138,9 @@ def test_unknown_datasets_and_subsets_are_refused_in_one_line() -> None:
         assert "\n" not in str(caught.value)
 
 
-def test_the_examples_cover_both_sets_and_pass_the_oracle_and_null_checks(cache: Path) -> None:
+def test_the_examples_cover_both_sets_and_pass_the_golden_oracle_and_null_checks(
+    cache: Path,
+) -> None:
     entry = find_environment("search_qa")
     assert entry.example_tasks is not None and entry.example_tasks.is_relative_to(cache)
     rows = [t.row for t in read_tasks(entry.example_tasks)]
@@ -148,11 +151,15 @@ def test_the_examples_cover_both_sets_and_pass_the_oracle_and_null_checks(cache:
     async def go() -> list[str]:
         client = LocalEnvironmentClient(SearchQA())
         try:
-            return [str(check.status) for check in await reference_checks(client, rows)]
+            checks = [
+                *await reference_checks(client, rows),
+                await check_golden_answers(client, rows),
+            ]
+            return [str(check.status) for check in checks]
         finally:
             await client.aclose()
 
-    assert asyncio.run(go()) == ["pass", "pass"]
+    assert asyncio.run(go()) == ["pass", "pass", "pass"]
     assert orjson.loads(entry.example_tasks.read_bytes().splitlines()[0])["dataset"] == "hotpotqa"
 
 
