@@ -113,6 +113,14 @@ class SearchQA(Environment):
         _titles(task)
         return Rollout(self.index(str(dataset)))
 
+    async def export_state(self, session: Session) -> JsonDict:
+        """Nothing to keep: a rollout's only state is its set's index, and the verdict is
+        read from the trajectory. So a stopped collection continues a rollout mid-way."""
+        return {}
+
+    def restore_state(self, task: JsonDict, state: JsonDict) -> Rollout:
+        return self.seed(task)
+
     @tool
     def search(self, session: Session, query: str, k: int = 5) -> str:
         """Search the Wikipedia paragraphs for words; returns the best matches' titles and

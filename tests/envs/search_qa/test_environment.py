@@ -13,6 +13,7 @@ from palaestra import LocalEnvironmentClient, Session, ToolCallingAgent
 from palaestra.authoring.golden import check_golden_answers
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
+from palaestra.environment.base import restorable
 from palaestra.environment.registry import find_environment
 from palaestra.envs.search_qa.data import load
 from palaestra.envs.search_qa.environment import SearchQA, question_row
@@ -173,3 +174,14 @@ def test_a_response_without_output_fails_as_model_error_and_reasoning_is_not_sco
     assert thought.reward == 0.0 and thought.metrics["extracted_answer"] == "Spain"
     unlabelled = env.verify(session, say("  France "))
     assert unlabelled.reward == 1.0 and unlabelled.metrics["answer_labelled"] is False
+
+
+def test_a_rollout_is_restorable_from_its_exported_state() -> None:
+    env = SearchQA()
+    row = squad_row("answerable")
+    assert restorable(env)
+    session = Session("s1", row, env.seed(row))
+    state = asyncio.run(env.export_state(session))
+    assert orjson.loads(orjson.dumps(state)) == state
+    restored = Session("s2", row, env.restore_state(row, state))
+    assert env.open_paragraph(restored, "Normans, paragraph 1").startswith("Normans, paragraph 1")
