@@ -47,6 +47,19 @@ def _unusable(endpoint: RemoteEndpoint, answer: JsonDict) -> JsonDict:
     raise bad_answer(f"POST {url}: the model answered no output (status '{status}'): {error}")
 
 
+async def _asked_again(endpoint: RemoteEndpoint, body: JsonDict) -> JsonDict:
+    """The answer to a call the engine aborted for a weight update (vLLM answers such a
+    Response "cancelled", its partial output kept): the Responses API cannot continue a
+    message, so the call is asked again (``palaestra.models.openai.resume``), at most
+    ``MAX_RESUMPTIONS`` times."""
+    for _ in range(MAX_RESUMPTIONS):
+        endpoint.stats.resumptions += 1
+        answer = await endpoint.post("responses", body)
+        if answer.get("status") != "cancelled" or not answer.get("output"):
+            return answer
+    raise too_many_aborts(f"POST {endpoint.shown('responses')}", endpoint.stats)
+
+
 async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> JsonDict:
     """One Responses call on ``endpoint``; a context-length error becomes an incomplete Response."""
     if params.get("stream"):
@@ -55,17 +68,8 @@ async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> 
     body = params if params.get("model") else {**params, "model": model}
     try:
         answer = await endpoint.post("responses", body)
-        for _ in range(MAX_RESUMPTIONS):
-            # An engine that aborted the generation for a weight update (vLLM answers such a
-            # Response "cancelled", its partial output kept): the Responses API cannot continue
-            # a message, so the call is asked again (``palaestra.models.openai.resume``).
-            if answer.get("status") != "cancelled" or not answer.get("output"):
-                break
-            endpoint.stats.resumptions += 1
-            answer = await endpoint.post("responses", body)
-        else:
-            if answer.get("status") == "cancelled" and answer.get("output"):
-                raise too_many_aborts(f"POST {endpoint.shown('responses')}", endpoint.stats)
+        if answer.get("status") == "cancelled" and answer.get("output"):
+            answer = await _asked_again(endpoint, body)
     except ContextLengthExceeded as exc:
         return context_length_response(params, model=model, message=exc.message)
     # Two lookups on the success path: a non-empty output list and a status that is not failed.
