@@ -118,6 +118,8 @@ async def checkpoint(
 SPLICED_MAX = 16 << 10
 """Up to this many bytes of output items, a checkpoint is one ``dumps`` with the items spliced
 in (``orjson.Fragment``); past it, the pieces are joined instead (``encoded_checkpoint``)."""
+_FRAGMENT = getattr(orjson, "Fragment", None)
+"""orjson 3.10's ``Fragment``; with an older orjson every checkpoint is joined."""
 
 
 def encoded_checkpoint(
@@ -142,8 +144,8 @@ def encoded_checkpoint(
     checkpoint = checkpoint_of(result, env_state, with_response=False)
     if extra:
         checkpoint.update(extra)
-    if sum(map(len, cache)) <= SPLICED_MAX:
-        spliced = orjson.Fragment(b"".join((b"[", *cache, b"]")))
+    if _FRAGMENT is not None and sum(map(len, cache)) <= SPLICED_MAX:
+        spliced = _FRAGMENT(b"".join((b"[", *cache, b"]")))
         checkpoint["response"] = {**response, "output": spliced}
         return orjson.dumps(checkpoint)
     head = orjson.dumps({key: value for key, value in response.items() if key != "output"})
