@@ -15,6 +15,9 @@ class RolloutRunner(Protocol):
     """What the collector drives: something that turns a task into a finished rollout.
 
     ``BoundAgent`` runs an agent in this process; a remote agent server is another runner.
+    A runner may say ``durable = False`` when none of its rollouts can checkpoint: the
+    collector then lends them no ``Durability`` (``palaestra.agents.durable``); a runner
+    that does not say is lent one for every rollout.
     """
 
     async def check(self) -> None:
@@ -51,6 +54,9 @@ class BoundAgent:
 
     def __init__(self, agent: Agent, env: EnvironmentClient, model: Model) -> None:
         self.agent, self.env, self.model = agent, env, model
+        self.durable: bool = bool(getattr(env, "restorable", False))
+        """Whether its rollouts may checkpoint: an agent checkpoints only against an
+        environment that can export and restore its state (``RolloutRunner``)."""
 
     async def check(self) -> None:
         """Fail fast when nothing could run. An agent with a ``preflight(env, model)``

@@ -115,13 +115,25 @@ async def checkpoint(
     result.add_time("checkpoint", phase)
 
 
+SPLICED_MAX = 16 << 10
+"""Up to this many bytes of output items, a checkpoint is one ``dumps`` with the items spliced
+in (``orjson.Fragment``); past it, the pieces are joined instead (``encoded_checkpoint``)."""
+_FRAGMENT = getattr(orjson, "Fragment", None)
+"""orjson 3.10's ``Fragment``; with an older orjson every checkpoint is joined."""
+
+
 def encoded_checkpoint(
     durable: Durability, result: AgentResult, env_state: JsonDict, extra: JsonDict | None
 ) -> bytes:
     """``checkpoint_of`` as JSON, each output item encoded once per attempt: a trajectory
     only grows by appended items (never changed once appended), so the items of earlier
     turns (token ids and all) are reused from ``durable.encoded``, not encoded again at every
-    turn."""
+    turn.
+
+    A short trajectory is spliced into one ``dumps`` of the rest (about half the
+    instructions of encoding the response's other fields apart and joining the pieces);
+    a long one, token ids and all, is joined around them (a ``Fragment`` is copied once more
+    by ``dumps``, which costs more than it saves there): ``SPLICED_MAX``."""
     response: JsonDict = result.response or {}
     outputs = response.get("output") or []
     cache = durable.encoded  # each item's JSON, every one but the first after a comma
@@ -129,13 +141,17 @@ def encoded_checkpoint(
         cache.clear()
     for item in outputs[len(cache) :]:
         cache.append(b"," + orjson.dumps(item) if cache else orjson.dumps(item))
+    checkpoint = checkpoint_of(result, env_state, with_response=False)
+    if extra:
+        checkpoint.update(extra)
+    if _FRAGMENT is not None and sum(map(len, cache)) <= SPLICED_MAX:
+        spliced = _FRAGMENT(b"".join((b"[", *cache, b"]")))
+        checkpoint["response"] = {**response, "output": spliced}
+        return orjson.dumps(checkpoint)
     head = orjson.dumps({key: value for key, value in response.items() if key != "output"})
     opening = b'{"response":' + head[:-1] + (b',"output":[' if len(head) > 2 else b'"output":[')
-    rest = checkpoint_of(result, env_state, with_response=False)
-    if extra:
-        rest.update(extra)
     # One join, so one allocation of the whole line (a large one costs its page faults).
-    return b"".join((opening, *cache, b"]},", orjson.dumps(rest)[1:]))
+    return b"".join((opening, *cache, b"]},", orjson.dumps(checkpoint)[1:]))
 
 
 def restore_result(result: AgentResult, checkpoint: JsonDict) -> None:

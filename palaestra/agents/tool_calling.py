@@ -67,8 +67,26 @@ class ToolCallingAgent:
 
     async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
         params = request_params(task, env)
-        durable = DURABILITY.get() if getattr(env, "restorable", False) else None
-        resume = durable.resume if durable is not None else None
+        durable = DURABILITY.get()
+        if durable is not None and getattr(env, "restorable", False):
+            return await self._run_durable(task, params, env, model, durable)
+
+        async def body(session_id: str, result: AgentResult) -> None:
+            await self._loop(params, session_id, env, model, result)
+
+        return await run_episode(task, env, body)
+
+    async def _run_durable(
+        self,
+        task: JsonDict,
+        params: JsonDict,
+        env: EnvironmentClient,
+        model: Model,
+        durable: Durability,
+    ) -> AgentResult:
+        """A rollout that checkpoints after every turn, continued from the checkpoint a
+        stopped collection left when there is one it can read."""
+        resume = durable.resume
         if resume is not None and not readable(resume):
             resume = None  # a checkpoint this version cannot read: the rollout restarts
 

@@ -178,7 +178,7 @@ class Progress(Protocol):
 
 
 _ABANDONED, _ENDED, _HALTED = 0, 1, 2
-"""How an attempt ended (``_Run._run_attempt``)."""
+"""How an attempt ended (``_Run._attempt``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +306,11 @@ class _Run:
     ) -> None:
         self.runner, self.config = runner, config
         self.checkpoints = checkpoints or CheckpointLog(checkpoints_path(config.output))
+        durable: bool = getattr(runner, "durable", True)
+        self._attempt_of = self._durable_attempt if durable else self._attempt
+        """How a rollout is attempted, chosen once: lent a ``Durability`` when the runner's
+        rollouts may checkpoint (``RolloutRunner``: unless it says ``durable = False``),
+        else as is (nothing for durability to pay)."""
         self.metrics = metrics
         self.summary, self.progress = summary, progress
         self.outputs = JsonlAppender(files.output)
@@ -350,22 +355,19 @@ class _Run:
         self.inputs.write(encode(dispatched))
         observer = self.observer
         if observer is None:
-            await self._attempt(dispatched, job)
+            await self._attempt_of(dispatched, job)
             return
         observer.rollout_started()
         try:
-            recorded = await self._attempt(dispatched, job)
+            outcome = await self._attempt_of(dispatched, job)
         except BaseException:  # cancelled, or its record could not be written (disk full)
             observer.rollout_abandoned()
             raise
-        if not recorded:
+        if outcome == _ABANDONED:
             observer.rollout_abandoned()
 
-    async def _attempt(self, dispatched: TaskRow, job: Job) -> bool:
-        """Run one dispatched task and record how it ended; False when the run stopped under
-        it with nothing recorded (a resume runs it again, from its checkpoint if it has one).
-
-        The attempt is lent its ``Durability`` (``palaestra.agents.durable``): the rollout's
+    async def _durable_attempt(self, dispatched: TaskRow, job: Job) -> int:
+        """``_attempt``, lent its ``Durability`` (``palaestra.agents.durable``): the rollout's
         checkpoint to resume from, and where to save new ones. Its record is written only
         while it is the rollout's newest attempt (``CheckpointLog.current``)."""
         pair = (job.task.index, job.rollout_index)
@@ -373,7 +375,7 @@ class _Run:
         durability = checkpoints.begin(pair)
         token = DURABILITY.set(durability)
         try:
-            outcome = await self._run_attempt(dispatched, job, pair, durability)
+            outcome = await self._attempt(dispatched, job, durability)
         finally:
             DURABILITY.reset(token)
             if checkpoints.error is not None:
@@ -383,15 +385,17 @@ class _Run:
             checkpoints.end(pair, durability.attempt)
         else:
             checkpoints.release(pair, durability.attempt)
-        return outcome != _ABANDONED
+        return outcome
 
-    async def _run_attempt(
-        self, dispatched: TaskRow, job: Job, pair: Pair, durability: Durability
+    async def _attempt(
+        self, dispatched: TaskRow, job: Job, durability: Durability | None = None
     ) -> int:
-        """How the attempt ended: ``_ENDED`` (recorded, or fenced), ``_HALTED`` (a failure
-        recorded, but a service's, not the rollout's: its checkpoint stays) or
-        ``_ABANDONED`` (nothing recorded). The attempt is ``durability``'s as it is when the
-        runner returns (a dispatcher renews it when a worker dies)."""
+        """Run one dispatched task and record how it ended: ``_ENDED`` (recorded, or fenced),
+        ``_HALTED`` (a failure recorded, but a service's, not the rollout's: its checkpoint
+        stays) or ``_ABANDONED`` (the run stopped under it with nothing recorded: a resume
+        runs it again, from its checkpoint if it has one). The attempt is ``durability``'s
+        as it is when the runner returns (a dispatcher renews it when a worker dies); an
+        attempt lent none has no rival (each rollout of a run starts once)."""
         try:
             result = await self.runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
         except ModelAuthError as error:  # every rollout would fail alike: write nothing
@@ -401,7 +405,7 @@ class _Run:
             self.stop(error.reason)
             return _ABANDONED
         except ServiceUnreachable as error:
-            if not self._current(pair, durability.attempt):
+            if not self._current(job, durability):
                 return _ENDED
             failure = Failure(error.kind, error.reason)
             self._record_failure(dispatched, failure, None, job, error.worker_reruns)
@@ -412,27 +416,29 @@ class _Run:
                 self.stop(f"{_service(error)} is unreachable: {error.reason}")
             return _HALTED  # recorded, but the rollout did nothing wrong: keep its checkpoint
         except RolloutFailure as error:  # a runner that raises its failure, not returns it
-            if not self._current(pair, durability.attempt):
+            if not self._current(job, durability):
                 return _ENDED
             failure = Failure(error.kind, error.reason)
             self._record_failure(dispatched, failure, None, job, error.worker_reruns)
             return _ENDED
         except Exception as error:  # a bug in one rollout must not end the run
-            if not self._current(pair, durability.attempt):
+            if not self._current(job, durability):
                 return _ENDED
             reason = f"{type(error).__name__}: {error}"
             self._record_failure(dispatched, Failure(FailureKind.INTERNAL_ERROR, reason), None, job)
             return _ENDED
-        if not self._current(pair, durability.attempt):
+        if durability is not None and not self._current(job, durability):
             return _ENDED
         self.unreachable_streak = 0
         self._record_result(dispatched, result, job)
         return _ENDED
 
-    def _current(self, pair: Pair, epoch: int) -> bool:
-        """Whether the attempt ``epoch`` of ``pair`` may write its record (a stale one may
-        not: another attempt of the rollout owns it)."""
-        if self.checkpoints.current(pair, epoch):
+    def _current(self, job: Job, durability: Durability | None) -> bool:
+        """Whether the attempt may write its record (a stale one may not: another attempt of
+        the rollout owns it; an attempt lent no ``durability`` has no rival)."""
+        if durability is None:
+            return True
+        if self.checkpoints.current((job.task.index, job.rollout_index), durability.attempt):
             return True
         self.summary.fenced += 1
         return False

@@ -60,12 +60,16 @@ def engine_version(answer: JsonDict) -> int | None:
 
 
 def served_by(answer: JsonDict) -> int | None:
-    """The version that served ``answer``: the engine's, else the running rollouts' clock."""
-    version = engine_version(answer)
-    if version is None:
-        clock = POLICY_CLOCK.get()
-        version = None if clock is None else clock.version
-    return version
+    """The version that served ``answer``: the engine's, else the running rollouts' clock.
+
+    Every model answer of a rollout asks, and most report nothing (an empty ``metadata`` is
+    the Responses API's default): three lookups rule the engine out before its reading."""
+    if "policy_version" in answer or "weight_version" in answer or answer.get("metadata"):
+        version = engine_version(answer)
+        if version is not None:
+            return version
+    clock = POLICY_CLOCK.get()
+    return None if clock is None else clock.version
 
 
 def span(versions: list[int] | None) -> int:

@@ -37,6 +37,10 @@ _CONNECT_SECONDS = 10.0
 class RemoteAgent:
     """Sends each task to ``POST {url}/run`` and turns the answer back into an ``AgentResult``."""
 
+    durable = False
+    """Its rollouts cannot checkpoint (``RolloutRunner``): the server's agent runs them whole,
+    so the collector lends them no ``Durability``."""
+
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 3600.0) -> None:
         self.url = url.rstrip("/")
         self._shown = shown_url(self.url)  # as messages name it (a Unix socket as unix:<path>)

@@ -44,6 +44,9 @@ TIMEOUTS_TO_STOP = 3
 between, after which the endpoint counts as hung: its calls then raise ``ModelHung`` and a run
 stops, resumable. The same count as a run's stop on an unreachable model; one slow call among
 answered ones never reaches it."""
+ROLLOUTS_KEPT = 1024
+"""Rollouts whose framed headers (~0.5 KB each) an endpoint keeps between their calls; beyond
+that all are forgotten at once, and a forgotten rollout's next call frames them again."""
 
 
 class RemoteEndpoint:
@@ -80,6 +83,8 @@ class RemoteEndpoint:
         # The key lives only in this header map, which is never logged or put in a message.
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._framed: FramedHeaders | None = None
+        self._by_rollout: dict[str, FramedHeaders] = {}
+        """The framed headers of the rollouts that called lately, by key (``_rollout_headers``)."""
         self._http = http
         self._owns_http = http is None
         self._lookup: asyncio.Future[str] | None = None
@@ -142,14 +147,24 @@ class RemoteEndpoint:
 
     def _rollout_headers(self, key: str) -> FramedHeaders:
         """The endpoint's headers, framed once, and the rollout's (``key`` is a valid key:
-        ``affinity.valid_key``); a per-rollout header in a plain map would miss the HTTP
-        client's cache of request heads on every rollout."""
+        ``affinity.valid_key``), framed on the rollout's first call and kept for its next
+        ones; a per-rollout header in a plain map would miss the HTTP client's cache of
+        request heads on every rollout. At most ``ROLLOUTS_KEPT`` rollouts are kept (all of
+        them forgotten at once beyond that: a forgotten rollout's headers are framed again)."""
+        kept = self._by_rollout
+        framed = kept.get(key)
+        if framed is not None:
+            return framed
         framed = self._framed
         if framed is None:  # framed on first use: a bad header fails the call, as it did
             framed = self._framed = FramedHeaders(
                 {**self._headers, "Content-Type": "application/json"}
             )
-        return framed.adding(ROLLOUT_HEADER, key).adding(SESSION_ID_HEADER, key)
+        framed = framed.adding(ROLLOUT_HEADER, key).adding(SESSION_ID_HEADER, key)
+        if len(kept) >= ROLLOUTS_KEPT:
+            kept.clear()
+        kept[key] = framed
+        return framed
 
     async def post_to(self, url: str, body: JsonDict) -> JsonDict:
         """POST to a URL outside the base (vLLM's ``/tokenize`` lives at the server root), with

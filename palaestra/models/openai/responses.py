@@ -29,12 +29,15 @@ def _described(error: Any) -> str:
 
 
 def _unusable(endpoint: RemoteEndpoint, answer: JsonDict) -> JsonDict:
-    """``answer`` when it is an empty incomplete Response, else the ``ModelError`` it is.
+    """``answer`` when it is usable after all (a call asked again after an abort) or an empty
+    incomplete Response, else the ``ModelError`` it is.
 
     Over Chat Completions, an answer without choices is a model error; a Responses answer
     without output, or with a failed status, is the same failure and must not be scored.
     """
     output, status = answer.get("output"), answer.get("status")
+    if output and isinstance(output, list) and status not in _FAILED:
+        return answer
     if isinstance(output, list) and status == "incomplete":
         return answer  # cut off before any output, or a relayed context-length answer
     endpoint.stats.failures += 1
@@ -47,6 +50,19 @@ def _unusable(endpoint: RemoteEndpoint, answer: JsonDict) -> JsonDict:
     raise bad_answer(f"POST {url}: the model answered no output (status '{status}'): {error}")
 
 
+async def _asked_again(endpoint: RemoteEndpoint, body: JsonDict) -> JsonDict:
+    """The answer to a call the engine aborted for a weight update (vLLM answers such a
+    Response "cancelled", its partial output kept): the Responses API cannot continue a
+    message, so the call is asked again (``palaestra.models.openai.resume``), at most
+    ``MAX_RESUMPTIONS`` times."""
+    for _ in range(MAX_RESUMPTIONS):
+        endpoint.stats.resumptions += 1
+        answer = await endpoint.post("responses", body)
+        if answer.get("status") != "cancelled" or not answer.get("output"):
+            return answer
+    raise too_many_aborts(f"POST {endpoint.shown('responses')}", endpoint.stats)
+
+
 async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> JsonDict:
     """One Responses call on ``endpoint``; a context-length error becomes an incomplete Response."""
     if params.get("stream"):
@@ -55,23 +71,15 @@ async def respond_with_responses(endpoint: RemoteEndpoint, params: JsonDict) -> 
     body = params if params.get("model") else {**params, "model": model}
     try:
         answer = await endpoint.post("responses", body)
-        for _ in range(MAX_RESUMPTIONS):
-            # An engine that aborted the generation for a weight update (vLLM answers such a
-            # Response "cancelled", its partial output kept): the Responses API cannot continue
-            # a message, so the call is asked again (``palaestra.models.openai.resume``).
-            if answer.get("status") != "cancelled" or not answer.get("output"):
-                break
-            endpoint.stats.resumptions += 1
-            answer = await endpoint.post("responses", body)
-        else:
-            if answer.get("status") == "cancelled" and answer.get("output"):
-                raise too_many_aborts(f"POST {endpoint.shown('responses')}", endpoint.stats)
+        # Two lookups on the success path: a non-empty output list and a status that is not
+        # failed; a "cancelled" one with output is a generation aborted for a weight update.
+        output = answer.get("output")
+        if output and isinstance(output, list) and answer.get("status") not in _FAILED:
+            return answer
+        if output and answer.get("status") == "cancelled":
+            answer = await _asked_again(endpoint, body)
     except ContextLengthExceeded as exc:
         return context_length_response(params, model=model, message=exc.message)
-    # Two lookups on the success path: a non-empty output list and a status that is not failed.
-    output = answer.get("output")
-    if output and isinstance(output, list) and answer.get("status") not in _FAILED:
-        return answer
     return _unusable(endpoint, answer)
 
 

@@ -4,9 +4,13 @@ own (``<rollout>.user``)."""
 
 from __future__ import annotations
 
+import pytest
+
 from palaestra import LocalEnvironmentClient
 from palaestra.agents import ToolCallingAgent
 from palaestra.agents.base import BoundAgent
+from palaestra.models.affinity import rollout_scope
+from palaestra.models.openai import endpoint as endpoint_module
 from palaestra.models.openai.chat import OpenAIChatModel
 from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.spec import ModelConfig
@@ -63,3 +67,25 @@ async def test_a_call_outside_a_rollout_names_no_session() -> None:
             await model.aclose()
         (headers,) = server.headers
     assert SESSION_ID_HEADER not in headers and ROLLOUT_HEADER not in headers
+
+
+async def test_rollouts_past_the_kept_headers_still_name_their_own_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Three rollouts, their calls interleaved, through an endpoint that keeps the headers of
+    # two: the third forgets the first two, whose next calls frame theirs again.
+    monkeypatch.setattr(endpoint_module, "ROLLOUTS_KEPT", 2)
+    with ScriptedModelServer(_policy) as server:
+        model = OpenAIChatModel(ModelConfig(url=server.url, model="m"))
+        scopes = [rollout_scope() for _ in range(3)]
+        try:
+            for _ in range(2):
+                for scope in scopes:
+                    with scope:
+                        await model.respond({"input": "hi"})
+        finally:
+            await model.aclose()
+        sent = [headers.get(SESSION_ID_HEADER) for headers in server.headers]
+    keys = [scope.key for scope in scopes]
+    assert sent == keys * 2
+    assert len(model.endpoint._by_rollout) <= 2
