@@ -143,26 +143,33 @@ class LongContext(Environment):
     @classmethod
     def example_tasks_file(cls) -> Path | None:
         """One task of every family at 2,048 tokens (seed 0), written to the cache on first
-        use: the essays and datasets stay in the package, never in this repository."""
-        try:
-            suite.package_root()
-            environment = cls(length=EXAMPLE_LENGTH, tokenizer="embedded")
-            rows = list(environment.generate_tasks(len(environment.families), 0))
-        except ConfigError:
+        use: the essays and datasets stay in the package, never in this repository. None
+        without the package."""
+        rows: list[JsonDict] = []
+        for tokenizer in COUNTERS:  # the embedded vocabulary, else the approximation
+            try:
+                environment = cls(length=EXAMPLE_LENGTH, tokenizer=tokenizer)
+                rows = list(environment.generate_tasks(len(environment.families), 0))
+                break
+            except ConfigError:
+                continue
+        if not rows:
             return None
         data = b"".join(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE) for row in rows)
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        path = (
-            Path(base)
-            / "palaestra"
-            / "long_context"
-            / (f"examples-{hashlib.sha256(data).hexdigest()[:16]}.jsonl")
-        )
-        if not path.is_file():
+        name = f"examples-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
+        path = Path(base) / "palaestra" / "long_context" / name
+        if path.is_file():
+            return path
+        temporary = path.with_name(f"{name}.{os.getpid()}.tmp")
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             temporary.write_bytes(data)
             os.replace(temporary, path)
+        except OSError as error:
+            raise ConfigError(f"long_context: cannot write {path}: {error.strerror}") from None
+        finally:
+            temporary.unlink(missing_ok=True)
         return path
 
 

@@ -71,13 +71,11 @@ def fit(build: Builder, count: TokenCounter, budget: int, upper: int, family: st
     while fails - fits > max(1, fits // 200):
         prompt, outputs = build(n)
         tokens = count(prompt)
-        if tokens <= budget:
+        if tokens <= budget:  # then go up, at least a little, at most eightfold
             fits, best = n, Generated(prompt, outputs, n, tokens)
-        else:
-            fails = n
-        if tokens <= budget:  # go up, at least a little, at most eightfold
             guess = min(max(n * budget // max(tokens, 1), n + max(1, n // 400)), n * 8)
         else:
+            fails = n
             guess = min(n * budget // max(tokens, 1), n - 1)
         n = guess if fits < guess < fails else (fits + fails) // 2
         if n == fits:
