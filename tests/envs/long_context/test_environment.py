@@ -197,3 +197,11 @@ def test_the_gold_answer_scores_one_and_a_refusal_zero(tasks: dict[str, JsonDict
         [[gold]] = env.gold_actions(task)
         assert verdict(task, gold["content"])["reward"] == 1.0, family
         assert verdict(task, "I'm sorry, but I can't help with that.")["reward"] < 1.0, family
+
+
+def test_the_approximate_count_sizes_a_task_at_four_characters_a_token() -> None:
+    env = LongContext(family="niah_single_2", length=LENGTH, tokenizer="approx")
+    [task] = env.generate_tasks(1, 2)
+    budget = LENGTH - 128 - CHAT_TEMPLATE_ALLOWANCE
+    assert 0.99 * budget <= len(prompt_of(task)) / 4 <= budget
+    assert task["tokenizer"] == "approx" and task["prompt_tokens"] <= budget
