@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from palaestra.authoring.report import Check, counted
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.base import Environment
+from palaestra.environment.tools import ToolSpec
 from palaestra.types import JsonDict
 from palaestra.wire.rows import PARAMS
 
@@ -34,15 +36,18 @@ def check_tasks_parse(path: Path | None) -> tuple[Check, list[JsonDict]]:
     ), rows
 
 
-def check_task_tools(cls: type[Environment], rows: list[JsonDict]) -> Check:
+def check_task_tools(
+    cls: type[Environment], rows: list[JsonDict], specs: Mapping[str, ToolSpec] | None = None
+) -> Check:
     """A task that lists ``tools`` (or forces one with ``tool_choice``) names only tools the
     environment has: a call to any other would be answered "unknown tool".
 
     An environment with no tools of its own whose tasks bring theirs (function_calling: the
-    calls are scored, never run) passes with that said.
+    calls are scored, never run) passes with that said. ``specs``: the built instance's tools
+    (an MCP server's among them), default the class's.
     """
     name = "task tools"
-    known = set(cls.tool_specs)
+    known = set(cls.tool_specs if specs is None else specs)
     listed = 0
     problems: list[str] = []
     for index, row in enumerate(rows):

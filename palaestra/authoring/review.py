@@ -84,12 +84,14 @@ async def check_environment_async(
     """``check_environment`` for code already inside an event loop."""
     cls, source, build, examples = _environment(env, dict(env_args or {}))
     report = EnvironmentReport(cls.name, source)
-    report.checks += [check_tool_schemas(cls), check_tool_docs(cls)]
     path = Path(tasks) if tasks is not None else examples
     parsed, rows = check_tasks_parse(path)
-    report.checks += [parsed, check_task_tools(cls, rows)]
     async with _opened(user_model) as user:
         client = LocalEnvironmentClient(build(), user_model=user)
+        # the built instance's tools: an MCP server's are listed on it, not on the class
+        specs = client.environment.tool_specs
+        report.checks += [check_tool_schemas(cls, specs), check_tool_docs(cls, specs)]
+        report.checks += [parsed, check_task_tools(cls, rows, specs)]
         try:
             report.checks.append(await check_golden_answers(client, rows))
             report.checks += await reference_checks(client, rows, user_model=user is not None)

@@ -1,27 +1,37 @@
-"""Checks of an environment's tools as a model sees them: valid schemas, unique names, docs."""
+"""Checks of an environment's tools as a model sees them: valid schemas, unique names, docs.
+
+Each check reads the tools of a built instance when it is given them (``specs``): an
+environment whose tools come from elsewhere (an MCP server's, listed on the instance) is
+checked with those, not only with its class's ``@tool`` methods.
+"""
 
 from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.base import Environment
-from palaestra.environment.tools import tool_options
+from palaestra.environment.tools import ToolSpec, tool_options
 from palaestra.types import JsonDict
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What OpenAI-compatible servers accept as a function name."""
 
 
-def check_tool_schemas(cls: type[Environment]) -> Check:
-    """Every tool's schema is a JSON Schema object, its name unique and acceptable."""
+def check_tool_schemas(
+    cls: type[Environment], specs: Mapping[str, ToolSpec] | None = None
+) -> Check:
+    """Every tool's schema is a JSON Schema object, its name unique and acceptable.
+    ``specs``: the instance's tools (default the class's)."""
     name = "tool schemas"
+    specs = cls.tool_specs if specs is None else specs
     problems = _duplicate_names(cls)
-    for tool_name, spec in cls.tool_specs.items():
+    for tool_name, spec in specs.items():
         try:
             entry = spec.schema()
             orjson.dumps(entry)
@@ -33,42 +43,65 @@ def check_tool_schemas(cls: type[Environment]) -> Check:
         problems.extend(f"{tool_name}: {p}" for p in _schema_problems(entry["parameters"]))
     if problems:
         return Check.failed(name, "; ".join(problems), problems=problems)
-    if not cls.tool_specs:
+    if not specs:
         return Check.passed(name, "no tools of its own", tools=0)
     return Check.passed(
         name,
-        f"{counted(len(cls.tool_specs), 'tool')}, valid JSON Schema objects, names unique",
-        tools=len(cls.tool_specs),
+        f"{counted(len(specs), 'tool')}{_served(cls, specs)}, valid JSON Schema objects, "
+        "names unique",
+        tools=len(specs),
     )
 
 
-def check_tool_docs(cls: type[Environment]) -> Check:
-    """The environment, every tool and every tool parameter carry a description."""
+def check_tool_docs(cls: type[Environment], specs: Mapping[str, ToolSpec] | None = None) -> Check:
+    """The environment, every tool and every tool parameter carry a description.
+
+    A tool served from elsewhere (an MCP server's) is described by what its server lists; its
+    undescribed parameters are said, not failed: the environment's author may not own the
+    server, and the model still reads the parameter's name and type."""
     name = "tool docs"
+    specs = cls.tool_specs if specs is None else specs
     problems: list[str] = []
+    served: list[str] = []
     if not _described(cls):
         problems.append(f"class {cls.__name__} has no docstring (its one-line description)")
-    for tool_name, spec in cls.tool_specs.items():
-        if not (inspect.getdoc(spec.function) or "").strip():
+    parameters = 0
+    for tool_name, spec in specs.items():
+        own = tool_name in cls.tool_specs
+        if own and not (inspect.getdoc(spec.function) or "").strip():
             problems.append(f"tool {tool_name} has no docstring (the model reads it)")
+        if not own and spec.description.strip() in ("", tool_name):
+            problems.append(f"tool {tool_name}: its server lists no description")
         try:
-            parameters = spec.schema()["parameters"]
+            properties = spec.schema()["parameters"].get("properties", {})
         except Exception:  # reported by check_tool_schemas
             continue
-        for parameter, schema in parameters.get("properties", {}).items():
-            if not (isinstance(schema, dict) and str(schema.get("description") or "").strip()):
+        for parameter, schema in properties.items():
+            if isinstance(schema, dict) and str(schema.get("description") or "").strip():
+                parameters += 1
+                continue
+            if own:
                 problems.append(
                     f"tool {tool_name}: parameter '{parameter}' is not described "
                     f"(add it under Args: in the docstring)"
                 )
+            else:
+                served.append(f"{tool_name}.{parameter}")
     if problems:
         return Check.failed(name, "; ".join(problems), problems=problems)
-    parameters = sum(len(spec.arguments.model_fields) for spec in cls.tool_specs.values())
-    return Check.passed(
-        name,
-        f"the environment, {counted(len(cls.tool_specs), 'tool')} and "
-        f"{counted(parameters, 'parameter')} described",
+    message = (
+        f"the environment, {counted(len(specs), 'tool')}{_served(cls, specs)} and "
+        f"{counted(parameters, 'parameter')} described"
     )
+    if served:
+        message += f"; its server describes no {', '.join(served)}"
+    return Check.passed(name, message)
+
+
+def _served(cls: type[Environment], specs: Mapping[str, ToolSpec]) -> str:
+    """`` (N from its server)`` when some of ``specs`` are not the class's own ``@tool``s."""
+    others = len(set(specs) - set(cls.tool_specs))
+    return f" ({others} from its server)" if others else ""
 
 
 def _described(cls: type[Environment]) -> bool:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
+from palaestra.environment.base import Environment
 from palaestra.environment.catalogue import Baseline, CatalogueEntry, catalogue
 from palaestra.environment.registry import find_environment
 from palaestra.errors import ConfigError
@@ -130,7 +131,6 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
         known = ", ".join(e.name for e in entries)
         raise ConfigError(f"unknown environment '{name}'. Known: {known}")
     found = find_environment(name)
-    tools = list(found.environment.tool_specs)
     baseline = entry.baseline
     lines = [
         ("name", entry.name),
@@ -138,7 +138,7 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
         ("category", entry.category or "-"),
         ("source", entry.source),
         ("tasks", entry.tasks_text() + (f" ({entry.tasks_note})" if entry.tasks_note else "")),
-        ("tools", ", ".join(tools) if tools else "-"),
+        ("tools", tools_text(found.environment)),
         ("agent", found.environment.default_agent),
         ("needs", ", ".join([*entry.requires, *entry.commands]) or "-"),
         ("installed", "yes" if entry.installed else f"no: missing {', '.join(entry.missing)}"),
@@ -155,6 +155,22 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
     width = max(len(label) for label, _ in lines)
     for label, value in lines:
         click.echo(f"{label.ljust(width)}  {value}")
+
+
+def tools_text(cls: type[Environment]) -> str:
+    """The tools of ``cls`` as far as the class says, without starting anything: its ``@tool``
+    methods and, for an MCP environment, the server's tools it names (``MCPServer.tools``), or
+    that the rest come from the server (listing them would start it, or reach it)."""
+    from palaestra.environment.mcp import MCPEnvironment
+
+    tools = list(cls.tool_specs)
+    server = cls.mcp_server if issubclass(cls, MCPEnvironment) else None
+    if server is None:
+        return ", ".join(tools) if tools else "-"
+    if server.tools is not None:
+        return ", ".join([*tools, *server.tools])
+    served = f"tools come from an MCP server ({server.transport.describe()})"
+    return ", ".join([*tools, f"and the {served}"]) if tools else served
 
 
 def catalogue_markdown(entries: list[CatalogueEntry]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +40,50 @@ TASKS, TURNS = 4, 5
 
 
 class StallingModel(FakeModel):
-    """Answers ``budget`` requests, then never answers again (a run stopped under it)."""
+    """Answers each rollout ``turns`` times (``extra`` of them once more), then never again (a
+    run stopped under it). A rollout's answers so far are read from its request (the input
+    holds the first message, then two items per turn, tool-calling and turn-based alike), so
+    which rollout gets how many answers does not depend on how the threads of the tools are
+    scheduled. ``stalled`` counts the requests left waiting."""
 
-    def __init__(self, budget: int, script: Any = None) -> None:
+    def __init__(self, turns: int, extra: int = 0, script: Any = None) -> None:
         super().__init__(script or ledger_script())
-        self.budget = budget
+        self.turns, self.extra = turns, extra
+        self.stalled = 0
 
     async def respond(self, params: JsonDict) -> JsonDict:
-        if self.budget <= 0:
+        done = (len(params["input"]) - 1) // 2
+        if done == self.turns and self.extra > 0:
+            self.extra -= 1
+        elif done >= self.turns:
+            self.stalled += 1
             await asyncio.Event().wait()
-        self.budget -= 1
         return await super().respond(params)
+
+
+async def stop_when_stalled(
+    first: asyncio.Task[RunSummary],
+    model: StallingModel,
+    settled: Callable[[], bool] = lambda: True,
+) -> None:
+    """Stop the run ``first`` once every rollout waits on ``model`` and ``settled()`` holds
+    (what the run wrote is on disk), polling up to a minute: a machine under load is slow,
+    never wrong."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60.0
+    while model.stalled < TASKS or not settled():
+        assert not first.done(), first.result()
+        assert loop.time() < deadline, f"{model.stalled} of {TASKS} rollouts stalled in 60 s"
+        await asyncio.sleep(0.01)
+    first.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+
+
+def saved_turns(tmp_path: Path) -> dict[tuple[int, int], int]:
+    """The latest checkpointed turn of each rollout in the checkpoints file."""
+    saved = rows(checkpoints_path(tmp_path / "out.jsonl"))
+    return {(r["task"], r["rollout"]): r["checkpoint"]["turn"] for r in saved if "checkpoint" in r}
 
 
 def rows(path: Path) -> list[JsonDict]:
@@ -92,17 +126,13 @@ def assert_one_trajectory(row: JsonDict) -> None:
 async def test_a_stopped_durable_collection_continues_each_rollout_mid_episode(
     tmp_path: Path,
 ) -> None:
-    model = StallingModel(budget=TASKS * 2 + 1)  # every rollout has done 2 or 3 turns
+    model = StallingModel(turns=2, extra=1)  # every rollout has done 2 turns, one of them 3
     first = asyncio.create_task(run(DurableLedger(), model, tmp_path, resume=False))
-    while model.budget > 0:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
-    first.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await first
+    await stop_when_stalled(first, model, lambda: sum(saved_turns(tmp_path).values()) == 9)
     assert rows(tmp_path / "out.jsonl") == []
     saved = rows(checkpoints_path(tmp_path / "out.jsonl"))
     assert sorted((r["task"], r["rollout"]) for r in saved) == [(t, 0) for t in range(TASKS)]
+    assert sorted(saved_turns(tmp_path).values()) == [2, 2, 2, 3]
 
     summary = await run(DurableLedger(), FakeModel(ledger_script()), tmp_path, resume=True)
 
@@ -120,14 +150,9 @@ async def test_a_stopped_durable_collection_continues_each_rollout_mid_episode(
 async def test_a_restorable_rollout_keeps_its_policy_versions_and_token_fields(
     tmp_path: Path,
 ) -> None:
-    model = StallingModel(budget=2)
+    model = StallingModel(turns=1)
     first = asyncio.create_task(run(DurableLedger(), model, tmp_path, resume=False))
-    while model.budget > 0:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
-    first.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await first
+    await stop_when_stalled(first, model, lambda: len(saved_turns(tmp_path)) == TASKS)
     saved = rows(checkpoints_path(tmp_path / "out.jsonl"))
     checkpoint = saved[-1]["checkpoint"]
     assert checkpoint["env_state"]["seq"] == checkpoint["turn"]
@@ -135,14 +160,9 @@ async def test_a_restorable_rollout_keeps_its_policy_versions_and_token_fields(
 
 
 async def test_a_rollout_that_cannot_restore_restarts_as_before(tmp_path: Path) -> None:
-    model = StallingModel(budget=TASKS * 2 + 1)
+    model = StallingModel(turns=2, extra=1)
     first = asyncio.create_task(run(RestartingLedger(), model, tmp_path, resume=False))
-    while model.budget > 0:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
-    first.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await first
+    await stop_when_stalled(first, model)
     assert not checkpoints_path(tmp_path / "out.jsonl").exists()
 
     summary = await run(RestartingLedger(), FakeModel(ledger_script()), tmp_path, resume=True)
@@ -257,16 +277,10 @@ class StepLedger(StepEnvironment):
 
 
 async def test_a_stopped_turn_based_episode_continues_from_its_last_step(tmp_path: Path) -> None:
-    model = StallingModel(budget=TASKS * 2 + 1, script=lambda params: say("deposit"))
+    model = StallingModel(turns=2, extra=1, script=lambda params: say("deposit"))
     agent = StepAgent(max_steps=20)
     first = asyncio.create_task(run(StepLedger(), model, tmp_path, resume=False, agent=agent))
-    while model.budget > 0:
-        assert not first.done(), first.result()
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
-    first.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await first
+    await stop_when_stalled(first, model, lambda: sum(saved_turns(tmp_path).values()) == 9)
 
     again = FakeModel(lambda params: say("deposit"))
     summary = await run(StepLedger(), again, tmp_path, resume=True, agent=agent)

@@ -19,6 +19,7 @@ it decodes the rest of the same generation. A continuation it does not recognise
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +84,18 @@ class AbortingEngine:
             del self._resume[key]
         return plan
 
-    async def update(self, pause: float) -> int:
-        """Abort what is decoding, pause ``pause`` seconds, serve the next version."""
+    async def update(self, pause: float, until: Callable[[], bool] | None = None) -> int:
+        """Abort what is decoding, pause ``pause`` seconds, serve the next version.
+
+        With ``until``, first wait for a generation to be decoding (checked on the loop that
+        decodes, so it cannot finish in between) and abort it; when ``until()`` turns true
+        first, do nothing and answer 0. A test that needs an abort then gets one however
+        slowly a loaded machine runs it."""
+        if until is not None:
+            while self.in_flight == 0:
+                if until():
+                    return 0
+                await asyncio.sleep(0.002)
         abort, running = self._events()
         aborted = self.in_flight
         running.clear()
@@ -110,7 +121,10 @@ class AbortingEngine:
         try:
             await asyncio.wait_for(abort.wait(), timeout=wanted * self.server.decode_time)
         except TimeoutError:
-            return wanted, finish
+            # An update that came while the timeout was being delivered counted this
+            # generation in flight: it is aborted, as the update said.
+            if not abort.is_set():
+                return wanted, finish
         finally:
             self.in_flight -= 1
         self.aborted += 1

@@ -232,12 +232,14 @@ class ScriptedModelServer:
         with self._lock:
             return self._peak_in_flight
 
-    def weight_update(self, pause: float = 0.0) -> int:
+    def weight_update(self, pause: float = 0.0, until: Callable[[], bool] | None = None) -> int:
         """Abort every generation in flight, hold new ones for ``pause`` seconds, then serve
-        the next policy version; the number of generations aborted (thread-safe)."""
+        the next policy version; the number of generations aborted (thread-safe). With
+        ``until``, first wait for a generation to be decoding unless ``until()`` turns true
+        (``AbortingEngine.update``)."""
         assert self._loop is not None
-        future = asyncio.run_coroutine_threadsafe(self.engine.update(pause), self._loop)
-        return future.result(timeout=30 + pause)
+        future = asyncio.run_coroutine_threadsafe(self.engine.update(pause, until), self._loop)
+        return future.result(timeout=600 if until is not None else 30 + pause)
 
     def bodies(self, route: str) -> list[JsonDict]:
         """The bodies received on one route, e.g. ``"/v1/responses"``."""

@@ -70,17 +70,29 @@ def _planned_log_probs(count: int) -> list[float]:
 
 
 class Updates:
-    """Weight updates every ``every`` seconds, each pausing the engine ``pause`` seconds."""
+    """Weight updates every ``every`` seconds, each pausing the engine ``pause`` seconds.
 
-    def __init__(self, server: ScriptedModelServer, every: float, pause: float) -> None:
+    With ``while_decoding``, each update waits for a generation to be decoding and aborts it
+    (or, once the test is done, does nothing): a test that needs aborts gets them even when a
+    loaded machine delays the updates past a whole generation."""
+
+    def __init__(
+        self,
+        server: ScriptedModelServer,
+        every: float,
+        pause: float,
+        *,
+        while_decoding: bool = False,
+    ) -> None:
         self.server, self.every, self.pause = server, every, pause
         self._stop = threading.Event()
+        self._until = self._stop.is_set if while_decoding else None
         self.aborted: list[int] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
-            self.aborted.append(self.server.weight_update(self.pause))
+            self.aborted.append(self.server.weight_update(self.pause, self._until))
 
     def __enter__(self) -> Updates:
         self._thread.start()
@@ -113,7 +125,7 @@ async def _rollout(server: ScriptedModelServer, task: JsonDict, **options: Any) 
 async def test_an_aborted_token_mode_call_is_resumed_from_its_ids_into_one_generation() -> None:
     tokenizer = ToyTokenizer()
     with ScriptedModelServer(_script, api="chat", tokenizer=tokenizer, decode_time=0.02) as server:
-        with Updates(server, every=0.15, pause=0.05) as updates:
+        with Updates(server, every=0.15, pause=0.05, while_decoding=True) as updates:
             result = await _rollout(server, _task(20, 22), token_mode=True)
         sent = server.bodies("/v1/completions")
         aborted, continued = server.engine.aborted, server.engine.continued
@@ -174,7 +186,7 @@ async def test_64_rollouts_in_flight_through_weight_updates_lose_nothing() -> No
 async def test_an_aborted_chat_call_continues_its_final_message_and_reads_the_joined_text() -> None:
     tokenizer = ToyTokenizer()
     with ScriptedModelServer(_script, api="chat", tokenizer=tokenizer, decode_time=0.02) as server:
-        with Updates(server, every=0.15, pause=0.05):
+        with Updates(server, every=0.15, pause=0.05, while_decoding=True):
             result = await _rollout(server, _task(20, 22))
         sent = server.bodies("/v1/chat/completions")
         aborted, continued = server.engine.aborted, server.engine.continued
@@ -192,7 +204,7 @@ async def test_an_aborted_chat_call_continues_its_final_message_and_reads_the_jo
 async def test_return_tokens_resumes_contiguously_when_the_server_re_tokenises_the_same() -> None:
     tokenizer = ToyTokenizer(merges=False)
     with ScriptedModelServer(_script, api="chat", tokenizer=tokenizer, decode_time=0.02) as server:
-        with Updates(server, every=0.15, pause=0.05):
+        with Updates(server, every=0.15, pause=0.05, while_decoding=True):
             result = await _rollout(server, _task(20, 22), return_tokens=True)
         aborted = server.engine.aborted
     assert aborted >= 1 and result.failure is None and result.response is not None
