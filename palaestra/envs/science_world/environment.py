@@ -45,6 +45,8 @@ RULES = (
 )
 REFUSED = frozenset({"reset task", "quit", "exit", "restart"})
 """Commands that would leave or restart the task: refused, never sent."""
+_HIDDEN = REFUSED | {"wait1"}
+"""Templates not shown: the refused ones and ``wait1`` (``wait`` for one tick)."""
 _FENCE = re.compile(r"^```\w*$")
 
 
@@ -89,7 +91,7 @@ class ScienceWorld(StepEnvironment):
     def reset(self, session: Session) -> str:
         env = session.state["game"].env
         observation, _ = env.reset()
-        templates = ", ".join(str(a) for a in env.get_possible_actions() if a != "wait1")
+        templates = ", ".join(str(a) for a in env.get_possible_actions() if a not in _HIDDEN)
         return "\n".join(
             [
                 str(env.get_task_description()).strip(),

@@ -118,6 +118,11 @@ def start(task_name: str, variation: int, simplifications: str = "", gold: bool 
     with _live_lock:
         _live.add(game)
     try:
+        top = int(env.get_max_variations(task_name))
+        if variation >= top:  # the simulator would quietly load another variation
+            raise InvalidTask(
+                f"science_world: {task_name} has variations 0 to {top - 1}, not {variation}"
+            )
         env.load(task_name, variation, simplifications, generateGoldPath=gold)
     except BaseException:
         game.close()
