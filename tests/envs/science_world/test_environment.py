@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from importlib import metadata
 
@@ -204,3 +205,17 @@ def test_a_missing_jre_or_package_stops_the_run_in_one_line(
     with pytest.raises(ConfigError, match=r"pip install --no-deps scienceworld==1\.2\.3") as c:
         ScienceWorld()
     assert "\n" not in str(c.value)
+
+
+def test_games_beyond_the_limit_wait_for_a_free_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(games, "_slots", threading.BoundedSemaphore(1))
+    monkeypatch.setattr(games, "SLOT_WAIT", 0.5)
+    first = start("find-animal", 0)
+    try:
+        with pytest.raises(RuntimeError, match="no free game"):
+            start("find-animal", 1)
+        assert live_games() == 1  # the second never started a JVM
+    finally:
+        first.close()
+    second = start("find-animal", 1)  # the slot is free again
+    second.close()
