@@ -22,7 +22,7 @@ import threading
 from importlib import metadata
 from typing import Any
 
-from palaestra.errors import ConfigError, InvalidTask
+from palaestra.errors import ConfigError, EnvironmentTimeout, InvalidTask
 from palaestra.types import JsonDict
 
 SPLITS = ("train", "dev", "test")
@@ -31,7 +31,8 @@ INSTALL_JAVA = "apt-get install default-jre-headless"
 LIVE_GAMES = max(1, int(os.environ.get("PALAESTRA_SCIENCEWORLD_GAMES", "4")))
 """Games (JVMs) alive at once in this process; ``PALAESTRA_SCIENCEWORLD_GAMES`` sets it."""
 SLOT_WAIT = 240.0
-"""Seconds a rollout waits for a free game before it fails (within ``seed_timeout``)."""
+"""Seconds a rollout waits for a free game before it fails as a timeout (within
+``seed_timeout``)."""
 STEP_LIMIT = 10_000
 """The game's own move limit, set out of the way: ``--max-steps`` bounds an episode."""
 
@@ -104,7 +105,7 @@ def start(task_name: str, variation: int, simplifications: str = "", gold: bool 
     waits for a free slot first. The JVM is stopped if loading fails."""
     scienceworld_version()
     if not _slots.acquire(timeout=SLOT_WAIT):
-        raise RuntimeError(
+        raise EnvironmentTimeout(
             f"science_world: no free game after {SLOT_WAIT:.0f} s ({LIVE_GAMES} alive at most)"
         )
     try:

@@ -20,7 +20,7 @@ from palaestra.environment.registry import find_environment
 from palaestra.envs.science_world import games
 from palaestra.envs.science_world.environment import ScienceWorld, clean_command
 from palaestra.envs.science_world.games import gold_path, live_games, start, stop_all
-from palaestra.errors import ConfigError, InvalidTask
+from palaestra.errors import ConfigError, EnvironmentTimeout, InvalidTask
 from palaestra.types import AgentResult, FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, say
 
@@ -212,7 +212,7 @@ def test_games_beyond_the_limit_wait_for_a_free_slot(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(games, "SLOT_WAIT", 0.5)
     first = start("find-animal", 0)
     try:
-        with pytest.raises(RuntimeError, match="no free game"):
+        with pytest.raises(EnvironmentTimeout, match="no free game"):
             start("find-animal", 1)
         assert live_games() == 1  # the second never started a JVM
     finally:
