@@ -113,3 +113,10 @@ fi
   "textworld==1.7.0" "jericho==3.3.1" "tatsu==5.8.3" "hashids==1.3.1" "mementos==1.3.1" \
   "termcolor==3.3.0" "networkx==3.6.1" \
   || echo "WARNING: could not install TextWorld (a C compiler is needed): text_worlds is off." >&2
+# science_world plays AllenAI's ScienceWorld (Apache-2.0): the wheel ships the simulator as a jar
+# run by a Java runtime (Debian's default-jre-headless), driven through py4j, its one dependency.
+if ! command -v java >/dev/null 2>&1 && ! apt_install default-jre-headless; then
+  echo "WARNING: could not install default-jre-headless (need root and apt-get): science_world is off." >&2
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  "scienceworld==1.2.3" "py4j==0.10.9.9"

@@ -1,0 +1,1 @@
+"""science_world: AllenAI ScienceWorld with the simulator's score as dense reward (README.md)."""

@@ -1,0 +1,205 @@
+"""ScienceWorld games: one Java process per game, started on demand and always stopped.
+
+ScienceWorld (AllenAI) is a simulator written in Scala; its Python package ships the simulator
+as ``scienceworld.jar`` and talks to it through py4j. Each ``ScienceWorldEnv`` starts its own
+JVM (about 2 s, and 500 to 700 MB of memory once a task is loaded), so the number of games
+alive at once is bounded (``LIVE_GAMES``, a semaphore): a rollout waits for a free slot before
+its game starts. Every game started is remembered until it is stopped, so the environment's
+``aclose`` stops what a cancelled rollout left behind; py4j's ``die_on_exit`` ends the JVMs of
+a process that dies.
+
+``scienceworld`` is imported only here, and only when a game starts, so listing the
+environments needs neither the package nor Java.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import threading
+from importlib import metadata
+from typing import Any
+
+from palaestra.errors import ConfigError, EnvironmentTimeout, InvalidTask
+from palaestra.types import JsonDict
+
+SPLITS = ("train", "dev", "test")
+INSTALL_PACKAGE = "pip install --no-deps scienceworld==1.2.3 py4j==0.10.9.9"
+INSTALL_JAVA = "apt-get install default-jre-headless"
+LIVE_GAMES = max(1, int(os.environ.get("PALAESTRA_SCIENCEWORLD_GAMES", "4")))
+"""Games (JVMs) alive at once in this process; ``PALAESTRA_SCIENCEWORLD_GAMES`` sets it."""
+SLOT_WAIT = 240.0
+"""Seconds a rollout waits for a free game before it fails as a timeout (within
+``seed_timeout``)."""
+STEP_LIMIT = 10_000
+"""The game's own move limit, set out of the way: ``--max-steps`` bounds an episode."""
+
+_slots = threading.BoundedSemaphore(LIVE_GAMES)
+_live: set[Game] = set()
+_live_lock = threading.Lock()
+
+
+def scienceworld_version() -> str:
+    """The installed ScienceWorld's version, after checking that Java can run it; a missing
+    package or JRE is one ``ConfigError`` line naming the install command."""
+    try:
+        version = metadata.version("scienceworld")
+        metadata.version("py4j")
+    except metadata.PackageNotFoundError:
+        raise ConfigError(
+            f"science_world needs ScienceWorld: {INSTALL_PACKAGE} (or bash scripts/install.sh)"
+        ) from None
+    if shutil.which("java") is None:
+        raise ConfigError(
+            f"science_world needs a Java runtime (java on PATH): {INSTALL_JAVA} "
+            "(or bash scripts/install.sh as root)"
+        )
+    return version
+
+
+class Game:
+    """One ScienceWorld simulator (its own JVM) holding one loaded task variation."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        return int(self.env._gateway.java_process.pid)
+
+    def memory_kb(self) -> int:
+        """The JVM's resident memory (Linux), for measuring what a game costs."""
+        with open(f"/proc/{self.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def close(self) -> None:
+        """Stop the JVM: py4j's shutdown, then a kill if it has not exited within seconds.
+        Safe to call twice and from any thread; frees the game's slot."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        process: subprocess.Popen[bytes] = self.env._gateway.java_process
+        with contextlib.suppress(Exception):  # a broken gateway still leaves a process to kill
+            self.env.close()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+        finally:
+            with _live_lock:
+                _live.discard(self)
+            _slots.release()
+
+
+def start(task_name: str, variation: int, simplifications: str = "", gold: bool = False) -> Game:
+    """A new game of ``task_name``'s ``variation``, loaded (with its gold path if ``gold``);
+    waits for a free slot first. The JVM is stopped if loading fails."""
+    scienceworld_version()
+    if not _slots.acquire(timeout=SLOT_WAIT):
+        raise EnvironmentTimeout(
+            f"science_world: no free game after {SLOT_WAIT:.0f} s ({LIVE_GAMES} alive at most)"
+        )
+    try:
+        from scienceworld import ScienceWorldEnv
+
+        env = ScienceWorldEnv("", envStepLimit=STEP_LIMIT)
+    except BaseException:
+        _slots.release()
+        raise
+    game = Game(env)
+    with _live_lock:
+        _live.add(game)
+    try:
+        top = int(env.get_max_variations(task_name))
+        if variation >= top:  # the simulator would quietly load another variation
+            raise InvalidTask(
+                f"science_world: {task_name} has variations 0 to {top - 1}, not {variation}"
+            )
+        env.load(task_name, variation, simplifications, generateGoldPath=gold)
+    except BaseException:
+        game.close()
+        raise
+    return game
+
+
+def stop_all() -> int:
+    """Stop every game still alive (the environment's ``aclose``); how many there were."""
+    with _live_lock:
+        games = list(_live)
+    for game in games:
+        game.close()
+    return len(games)
+
+
+def live_games() -> int:
+    with _live_lock:
+        return len(_live)
+
+
+def task_names() -> list[str]:
+    """ScienceWorld's 30 task names, from the package's task list (no JVM needed)."""
+    scienceworld_version()
+    from scienceworld.constants import ID2TASK
+
+    return [str(name) for name in ID2TASK.values()]
+
+
+def variations(game: Game, split: str) -> list[int]:
+    """The variations of the game's loaded task in ``split`` (the package's own split)."""
+    read = {
+        "train": game.env.get_variations_train,
+        "dev": game.env.get_variations_dev,
+        "test": game.env.get_variations_test,
+    }[split]
+    return [int(v) for v in read()]
+
+
+def gold_path(task: JsonDict) -> list[str]:
+    """The simulator's gold action sequence for the task (a winning path, not always the
+    shortest), from a game started for the purpose and stopped."""
+    name, variation, simplifications = game_of(task)
+    game = start(name, variation, simplifications, gold=True)
+    try:
+        return [str(action) for action in game.env.get_gold_action_sequence()]
+    finally:
+        game.close()
+
+
+def game_of(task: JsonDict) -> tuple[str, int, str]:
+    """The task's ``task_name``, ``variation`` and ``simplifications``, checked: a bad row is
+    an ``InvalidTask`` saying which field is wrong."""
+    name, variation = task.get("task_name"), task.get("variation")
+    simplifications = task.get("simplifications", "")
+    if not isinstance(name, str) or not name:
+        raise InvalidTask("science_world: a task needs 'task_name' (one of ScienceWorld's tasks)")
+    if name not in task_names():
+        raise InvalidTask(f"science_world: unknown task_name {name!r}")
+    if not isinstance(variation, int) or isinstance(variation, bool) or variation < 0:
+        raise InvalidTask("science_world: 'variation' must be a whole number >= 0")
+    if not isinstance(simplifications, str):
+        raise InvalidTask("science_world: 'simplifications' must be a string such as 'easy'")
+    return name, variation, simplifications
+
+
+__all__ = [
+    "LIVE_GAMES",
+    "SPLITS",
+    "Game",
+    "game_of",
+    "gold_path",
+    "live_games",
+    "scienceworld_version",
+    "start",
+    "stop_all",
+    "task_names",
+    "variations",
+]
