@@ -24,12 +24,11 @@ from typing import Any, ClassVar
 from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
 from palaestra.environment.answers import strip_reasoning
 from palaestra.envs.science_world.games import (
+    MAX_GAMES,
     SPLITS,
+    Games,
     game_of,
-    gold_path,
     scienceworld_version,
-    start,
-    stop_all,
     task_names,
     variations,
 )
@@ -56,26 +55,30 @@ class ScienceWorld(StepEnvironment):
 
     ``split`` (train, dev or test) chooses the variations ``generate_tasks`` draws from;
     ``simplifications`` (e.g. ``easy``, or ``openDoors,teleportAction``) is passed to the
-    simulator for generated tasks."""
+    simulator for generated tasks. ``max_games`` bounds the games (JVMs) this environment has
+    alive at once: a rollout beyond it waits for a free one."""
 
     name = "science_world"
     seed_timeout: ClassVar[float] = 300.0
     """A game starts a JVM and loads its task (seconds), after waiting for a free slot."""
     close_timeout: ClassVar[float] = 30.0
 
-    def __init__(self, split: str = "dev", simplifications: str = "") -> None:
+    def __init__(
+        self, split: str = "dev", simplifications: str = "", max_games: int = MAX_GAMES
+    ) -> None:
         if split not in SPLITS:
             raise ConfigError(
                 f"science_world: split must be one of {', '.join(SPLITS)}, not {split!r}"
             )
         self.split = split
         self.simplifications = str(simplifications)
+        self.games = Games(max_games)  # a bad max_games is one ConfigError line
         scienceworld_version()  # a missing package or JRE stops the run here, in one line
 
     def seed(self, task: JsonDict) -> Any:
         name, variation, simplifications = game_of(task)
         return {
-            "game": start(name, variation, simplifications), "score": 0, "moves": 0,
+            "game": self.games.start(name, variation, simplifications), "score": 0, "moves": 0,
             "refused": 0, "completed": False, "failed": False, "over": False,
         }  # fmt: skip
 
@@ -86,7 +89,7 @@ class ScienceWorld(StepEnvironment):
             state["game"] = None
 
     async def aclose(self) -> None:
-        stop_all()
+        self.games.stop_all()
 
     def reset(self, session: Session) -> str:
         env = session.state["game"].env
@@ -147,7 +150,9 @@ class ScienceWorld(StepEnvironment):
 
     def gold_actions(self, task: JsonDict) -> list[list[JsonDict]]:
         """The simulator's gold path, one command per turn."""
-        return [[{"role": "assistant", "content": command}] for command in gold_path(task)]
+        return [
+            [{"role": "assistant", "content": command}] for command in self.games.gold_path(task)
+        ]
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """``count`` (task, variation) pairs of the chosen split: the task types in a shuffled
@@ -161,7 +166,7 @@ class ScienceWorld(StepEnvironment):
             rng.shuffle(round_)
             picks.extend(round_[: count - len(picks)])
         split_of: dict[str, list[int]] = {}
-        game = start(names[0], 0)
+        game = self.games.start(names[0], 0)
         try:
             for name in picks:
                 if name not in split_of:

@@ -3,10 +3,10 @@
 ScienceWorld (AllenAI) is a simulator written in Scala; its Python package ships the simulator
 as ``scienceworld.jar`` and talks to it through py4j. Each ``ScienceWorldEnv`` starts its own
 JVM (about 2 s, and 500 to 700 MB of memory once a task is loaded), so the number of games
-alive at once is bounded (``LIVE_GAMES``, a semaphore): a rollout waits for a free slot before
-its game starts. Every game started is remembered until it is stopped, so the environment's
-``aclose`` stops what a cancelled rollout left behind; py4j's ``die_on_exit`` ends the JVMs of
-a process that dies.
+alive at once is bounded: a ``Games`` (one per environment instance, its ``max_games``) hands
+out slots, and a rollout waits for a free slot before its game starts. Every game a ``Games``
+started is remembered until it is stopped, so the environment's ``aclose`` stops what a
+cancelled rollout left behind; py4j's ``die_on_exit`` ends the JVMs of a process that dies.
 
 ``scienceworld`` is imported only here, and only when a game starts, so listing the
 environments needs neither the package nor Java.
@@ -15,7 +15,6 @@ environments needs neither the package nor Java.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 import threading
@@ -28,17 +27,13 @@ from palaestra.types import JsonDict
 SPLITS = ("train", "dev", "test")
 INSTALL_PACKAGE = "pip install --no-deps scienceworld==1.2.3 py4j==0.10.9.9"
 INSTALL_JAVA = "apt-get install default-jre-headless"
-LIVE_GAMES = max(1, int(os.environ.get("PALAESTRA_SCIENCEWORLD_GAMES", "4")))
-"""Games (JVMs) alive at once in this process; ``PALAESTRA_SCIENCEWORLD_GAMES`` sets it."""
+MAX_GAMES = 4
+"""Games (JVMs) alive at once per environment by default; its ``max_games`` sets it."""
 SLOT_WAIT = 240.0
 """Seconds a rollout waits for a free game before it fails as a timeout (within
 ``seed_timeout``)."""
 STEP_LIMIT = 10_000
 """The game's own move limit, set out of the way: ``--max-steps`` bounds an episode."""
-
-_slots = threading.BoundedSemaphore(LIVE_GAMES)
-_live: set[Game] = set()
-_live_lock = threading.Lock()
 
 
 def scienceworld_version() -> str:
@@ -60,11 +55,13 @@ def scienceworld_version() -> str:
 
 
 class Game:
-    """One ScienceWorld simulator (its own JVM) holding one loaded task variation."""
+    """One ScienceWorld simulator (its own JVM) holding one loaded task variation; its slot
+    belongs to the ``Games`` that started it."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, games: Games) -> None:
         self.env = env
         self.closed = False
+        self._games = games
         self._lock = threading.Lock()
 
     @property
@@ -95,54 +92,84 @@ class Game:
             process.kill()
             process.wait(timeout=5)
         finally:
-            with _live_lock:
-                _live.discard(self)
-            _slots.release()
+            self._games._release(self)
 
 
-def start(task_name: str, variation: int, simplifications: str = "", gold: bool = False) -> Game:
-    """A new game of ``task_name``'s ``variation``, loaded (with its gold path if ``gold``);
-    waits for a free slot first. The JVM is stopped if loading fails."""
-    scienceworld_version()
-    if not _slots.acquire(timeout=SLOT_WAIT):
-        raise EnvironmentTimeout(
-            f"science_world: no free game after {SLOT_WAIT:.0f} s ({LIVE_GAMES} alive at most)"
-        )
-    try:
-        from scienceworld import ScienceWorldEnv
+class Games:
+    """The games of one environment: at most ``limit`` alive at once (a semaphore), each
+    remembered until it is stopped. A game that waits ``slot_wait`` seconds for a free slot
+    fails as a timeout (within the environment's ``seed_timeout``)."""
 
-        env = ScienceWorldEnv("", envStepLimit=STEP_LIMIT)
-    except BaseException:
-        _slots.release()
-        raise
-    game = Game(env)
-    with _live_lock:
-        _live.add(game)
-    try:
-        top = int(env.get_max_variations(task_name))
-        if variation >= top:  # the simulator would quietly load another variation
-            raise InvalidTask(
-                f"science_world: {task_name} has variations 0 to {top - 1}, not {variation}"
+    def __init__(self, limit: int, slot_wait: float = SLOT_WAIT) -> None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ConfigError(
+                f"science_world: max_games must be a whole number >= 1, not {limit!r}"
             )
-        env.load(task_name, variation, simplifications, generateGoldPath=gold)
-    except BaseException:
-        game.close()
-        raise
-    return game
+        self.limit = limit
+        self.slot_wait = slot_wait
+        self._slots = threading.BoundedSemaphore(limit)
+        self._live: set[Game] = set()
+        self._lock = threading.Lock()
 
+    def start(
+        self, task_name: str, variation: int, simplifications: str = "", gold: bool = False
+    ) -> Game:
+        """A new game of ``task_name``'s ``variation``, loaded (with its gold path if ``gold``);
+        waits for a free slot first. The JVM is stopped if loading fails."""
+        scienceworld_version()
+        if not self._slots.acquire(timeout=self.slot_wait):
+            raise EnvironmentTimeout(
+                f"science_world: no free game after {self.slot_wait:.0f} s "
+                f"({self.limit} alive at most)"
+            )
+        try:
+            from scienceworld import ScienceWorldEnv
 
-def stop_all() -> int:
-    """Stop every game still alive (the environment's ``aclose``); how many there were."""
-    with _live_lock:
-        games = list(_live)
-    for game in games:
-        game.close()
-    return len(games)
+            env = ScienceWorldEnv("", envStepLimit=STEP_LIMIT)
+        except BaseException:
+            self._slots.release()
+            raise
+        game = Game(env, self)
+        with self._lock:
+            self._live.add(game)
+        try:
+            top = int(env.get_max_variations(task_name))
+            if variation >= top:  # the simulator would quietly load another variation
+                raise InvalidTask(
+                    f"science_world: {task_name} has variations 0 to {top - 1}, not {variation}"
+                )
+            env.load(task_name, variation, simplifications, generateGoldPath=gold)
+        except BaseException:
+            game.close()
+            raise
+        return game
 
+    def stop_all(self) -> int:
+        """Stop every game of these still alive (the environment's ``aclose``); how many."""
+        with self._lock:
+            games = list(self._live)
+        for game in games:
+            game.close()
+        return len(games)
 
-def live_games() -> int:
-    with _live_lock:
-        return len(_live)
+    def live(self) -> int:
+        with self._lock:
+            return len(self._live)
+
+    def gold_path(self, task: JsonDict) -> list[str]:
+        """The simulator's gold action sequence for the task (a winning path, not always the
+        shortest), from a game started for the purpose and stopped."""
+        name, variation, simplifications = game_of(task)
+        game = self.start(name, variation, simplifications, gold=True)
+        try:
+            return [str(action) for action in game.env.get_gold_action_sequence()]
+        finally:
+            game.close()
+
+    def _release(self, game: Game) -> None:
+        with self._lock:
+            self._live.discard(game)
+        self._slots.release()
 
 
 def task_names() -> list[str]:
@@ -163,17 +190,6 @@ def variations(game: Game, split: str) -> list[int]:
     return [int(v) for v in read()]
 
 
-def gold_path(task: JsonDict) -> list[str]:
-    """The simulator's gold action sequence for the task (a winning path, not always the
-    shortest), from a game started for the purpose and stopped."""
-    name, variation, simplifications = game_of(task)
-    game = start(name, variation, simplifications, gold=True)
-    try:
-        return [str(action) for action in game.env.get_gold_action_sequence()]
-    finally:
-        game.close()
-
-
 def game_of(task: JsonDict) -> tuple[str, int, str]:
     """The task's ``task_name``, ``variation`` and ``simplifications``, checked: a bad row is
     an ``InvalidTask`` saying which field is wrong."""
@@ -191,15 +207,12 @@ def game_of(task: JsonDict) -> tuple[str, int, str]:
 
 
 __all__ = [
-    "LIVE_GAMES",
+    "MAX_GAMES",
     "SPLITS",
     "Game",
+    "Games",
     "game_of",
-    "gold_path",
-    "live_games",
     "scienceworld_version",
-    "start",
-    "stop_all",
     "task_names",
     "variations",
 ]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import threading
+import subprocess
 from collections.abc import Iterator
 from importlib import metadata
+from typing import Any
 
 import pytest
 
@@ -17,9 +18,9 @@ from palaestra.agents import StepAgent
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.registry import find_environment
-from palaestra.envs.science_world import games
+from palaestra.envs.science_world import games as games_module
 from palaestra.envs.science_world.environment import ScienceWorld, clean_command
-from palaestra.envs.science_world.games import gold_path, live_games, start, stop_all
+from palaestra.envs.science_world.games import Games
 from palaestra.errors import ConfigError, EnvironmentTimeout, InvalidTask
 from palaestra.types import AgentResult, FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, say
@@ -29,10 +30,31 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def java_children() -> list[str]:
+    done = subprocess.run(["pgrep", "-P", str(os.getpid()), "java"], capture_output=True, text=True)
+    return done.stdout.split()
+
+
 @pytest.fixture(autouse=True)
-def no_game_outlives_a_test() -> Iterator[None]:
+def no_game_outlives_a_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every ``Games`` made during the test (the environments' too) ends it with none alive,
+    and no JVM started by this process is left."""
+    made: list[Games] = []
+    init = Games.__init__
+
+    def remember(self: Games, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Games, "__init__", remember)
     yield
-    assert live_games() == 0
+    assert [g.live() for g in made] == [0] * len(made)
+    assert java_children() == []
+
+
+@pytest.fixture
+def games() -> Games:
+    return Games(limit=4)
 
 
 def examples() -> list[JsonDict]:
@@ -80,9 +102,9 @@ def test_an_example_passes_the_oracle_and_null_checks() -> None:
     assert asyncio.run(go()) == ["pass", "pass"]
 
 
-def test_the_gold_path_earns_the_score_step_by_step_to_completion() -> None:
+def test_the_gold_path_earns_the_score_step_by_step_to_completion(games: Games) -> None:
     row = example("boil")
-    commands = gold_path(row)
+    commands = games.gold_path(row)
     result = play(row, commands)
     verdict = result.verdict
     assert result.failure is None and verdict is not None
@@ -119,10 +141,10 @@ def test_unknown_commands_are_answered_and_leaving_the_task_is_refused() -> None
     assert verdict.reward == 0.0 and verdict.step_rewards == [0.0] * 4
 
 
-def test_focusing_on_the_wrong_thing_fails_the_task_with_reward_zero() -> None:
+def test_focusing_on_the_wrong_thing_fails_the_task_with_reward_zero(games: Games) -> None:
     row = example("boil")
     # The gold path up to its focus on the water, then a focus on the air: the task fails.
-    commands = gold_path(row)
+    commands = games.gold_path(row)
     focus = next(i for i, c in enumerate(commands) if c.startswith("focus on"))
     result = play(row, [*commands[:focus], "focus on air", "look around"])
     verdict = result.verdict
@@ -141,15 +163,15 @@ def test_commands_are_read_from_the_answer_leniently() -> None:
     assert clean_command("   \n") == ""
 
 
-def test_generated_tasks_follow_the_seed_and_draw_from_the_split() -> None:
+def test_generated_tasks_follow_the_seed_and_draw_from_the_split(games: Games) -> None:
     rows = list(ScienceWorld().generate_tasks(3, 5))
     assert rows == list(ScienceWorld().generate_tasks(3, 5))
     assert len({r["task_name"] for r in rows}) == 3  # a round of task types before repeats
     test_rows = list(ScienceWorld(split="test", simplifications="easy").generate_tasks(3, 5))
     assert [r["task_name"] for r in test_rows] == [r["task_name"] for r in rows]
-    game = start(rows[0]["task_name"], 0)
+    game = games.start(rows[0]["task_name"], 0)
     try:
-        dev, test = games.variations(game, "dev"), games.variations(game, "test")
+        dev, test = games_module.variations(game, "dev"), games_module.variations(game, "test")
     finally:
         game.close()
     assert rows[0]["variation"] in dev and test_rows[0]["variation"] in test
@@ -157,22 +179,23 @@ def test_generated_tasks_follow_the_seed_and_draw_from_the_split() -> None:
 
 
 def test_a_game_stops_its_jvm_when_closed_and_aclose_stops_those_left_behind() -> None:
-    game = start("find-animal", 0)
+    env = ScienceWorld()
+    game = env.games.start("find-animal", 0)
     pid = game.pid
     assert os.path.exists(f"/proc/{pid}") and game.memory_kb() > 50_000
     game.close()
     game.close()  # twice is harmless
     assert not os.path.exists(f"/proc/{pid}")
-    left = start("find-animal", 1)  # as a cancelled rollout would leave it
+    left = env.games.start("find-animal", 1)  # as a cancelled rollout would leave it
     pid = left.pid
-    asyncio.run(ScienceWorld().aclose())
-    assert not os.path.exists(f"/proc/{pid}") and live_games() == 0
+    asyncio.run(env.aclose())
+    assert not os.path.exists(f"/proc/{pid}") and env.games.live() == 0
 
 
-def test_a_variation_out_of_range_is_refused_and_its_jvm_stopped() -> None:
+def test_a_variation_out_of_range_is_refused_and_its_jvm_stopped(games: Games) -> None:
     with pytest.raises(InvalidTask, match="boil has variations 0 to 29, not 30"):
-        start("boil", 30)
-    stop_all()
+        games.start("boil", 30)
+    assert games.stop_all() == 0  # its JVM was already stopped
 
 
 def test_a_bad_task_row_fails_as_invalid_input_naming_the_field() -> None:
@@ -207,15 +230,39 @@ def test_a_missing_jre_or_package_stops_the_run_in_one_line(
     assert "\n" not in str(c.value)
 
 
-def test_games_beyond_the_limit_wait_for_a_free_slot(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(games, "_slots", threading.BoundedSemaphore(1))
-    monkeypatch.setattr(games, "SLOT_WAIT", 0.5)
-    first = start("find-animal", 0)
+def test_max_games_is_a_whole_number_of_at_least_one() -> None:
+    assert ScienceWorld(max_games=8).games.limit == 8
+    for bad in (0, -1, "4", 2.5, True, None):
+        with pytest.raises(ConfigError, match="max_games must be a whole number >= 1") as caught:
+            ScienceWorld(max_games=bad)  # type: ignore[arg-type]
+        assert "\n" not in str(caught.value)
+
+
+def test_games_beyond_the_limit_wait_for_a_free_slot() -> None:
+    games = Games(limit=1, slot_wait=0.5)
+    first = games.start("find-animal", 0)
     try:
-        with pytest.raises(EnvironmentTimeout, match="no free game"):
-            start("find-animal", 1)
-        assert live_games() == 1  # the second never started a JVM
+        with pytest.raises(EnvironmentTimeout, match=r"no free game .*\(1 alive at most\)"):
+            games.start("find-animal", 1)
+        assert games.live() == 1  # the second never started a JVM
     finally:
         first.close()
-    second = start("find-animal", 1)  # the slot is free again
+    second = games.start("find-animal", 1)  # the slot is free again
     second.close()
+
+
+def test_two_environments_do_not_share_their_games() -> None:
+    a, b = ScienceWorld(max_games=1), ScienceWorld(max_games=1)
+    a.games.slot_wait = b.games.slot_wait = 0.5
+    held = a.games.start("find-animal", 0)
+    try:
+        with pytest.raises(EnvironmentTimeout, match="no free game"):
+            a.games.start("find-animal", 1)  # a is full...
+        other = b.games.start("find-animal", 1)  # ...and b still has its slot
+        assert (a.games.live(), b.games.live()) == (1, 1)
+        asyncio.run(b.aclose())  # b stops its own game, not a's
+        assert other.closed and not held.closed and os.path.exists(f"/proc/{held.pid}")
+        assert (a.games.live(), b.games.live()) == (1, 0)
+    finally:
+        asyncio.run(a.aclose())
+    assert held.closed and a.games.live() == 0
