@@ -51,7 +51,7 @@ from palaestra.environment.base import Environment, check_tool_names
 from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.mcp_connection import (
     Connection,
-    ConnectionLost,
+    MCPConnectionLost,
     ToolResult,
     Transport,
     on_mcp_loop,
@@ -201,7 +201,7 @@ class MCPEnvironment(Environment):
     async def _start(self, server: MCPServer) -> Connection:
         try:
             return await on_mcp_loop(_opened(server))
-        except ConnectionLost as lost:
+        except MCPConnectionLost as lost:
             raise MCPServerFailure(
                 f"the MCP server {server.transport.describe()} did not start: {lost}"
             ) from None
@@ -237,7 +237,7 @@ class MCPEnvironment(Environment):
             raise ToolError(
                 f"MCP tool '{name}' did not answer within {server.call_timeout:g}s"
             ) from None
-        except ConnectionLost as lost:
+        except MCPConnectionLost as lost:
             raise ToolError(f"MCP tool '{name}' failed: {lost}") from None
 
     def _server(self) -> MCPServer:
@@ -254,7 +254,7 @@ class MCPEnvironment(Environment):
         timeout = server.start_timeout * 2 + 5
         try:
             connection, listed = on_mcp_loop_blocking(_listing(server), timeout)
-        except (ConnectionLost, TimeoutError) as error:
+        except (MCPConnectionLost, TimeoutError) as error:
             raise MCPServerUnreachable(
                 f"{type(self).__name__}: the MCP server {server.transport.describe()} "
                 f"cannot be used: {error or 'no answer'}"

@@ -22,7 +22,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, PalaestraError
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -58,7 +58,7 @@ class ToolResult:
     is_error: bool
 
 
-class ConnectionLost(Exception):
+class MCPConnectionLost(PalaestraError):
     """The server closed the connection, died, or answered a protocol error."""
 
 
@@ -87,7 +87,7 @@ class Connection:
     async def open(self, timeout: float) -> None:
         """Start the server (stdio) or reach it (HTTP), and initialise; within ``timeout``.
 
-        Raises ``ConnectionLost`` naming the reason (and a stdio server's last stderr)."""
+        Raises ``MCPConnectionLost`` naming the reason (and a stdio server's last stderr)."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._holder = asyncio.create_task(self._hold(ready))
         try:
@@ -95,8 +95,8 @@ class Connection:
                 await asyncio.shield(ready)
         except TimeoutError:
             await self.close()
-            raise ConnectionLost(f"did not start within {timeout:g}s{self._tail()}") from None
-        except ConnectionLost:
+            raise MCPConnectionLost(f"did not start within {timeout:g}s{self._tail()}") from None
+        except MCPConnectionLost:
             await self.close()
             raise
 
@@ -117,12 +117,12 @@ class Connection:
             reason = _reason(error)
             self.ended = f"the connection ended ({reason}){self._tail()}"
             if not ready.done():
-                ready.set_exception(ConnectionLost(f"{reason}{self._tail()}"))
+                ready.set_exception(MCPConnectionLost(f"{reason}{self._tail()}"))
         finally:
             self.session = None
             self.ended = self.ended or "the connection was closed"
             if not ready.done():
-                ready.set_exception(ConnectionLost("the connection closed while starting"))
+                ready.set_exception(MCPConnectionLost("the connection closed while starting"))
 
     def _transport_context(self, mcp: Any) -> Any:
         transport = self.transport
@@ -174,14 +174,14 @@ class Connection:
             try:
                 page = await session.list_tools(params=params)
             except Exception as error:
-                raise ConnectionLost(f"tools/list failed: {_reason(error)}") from error
+                raise MCPConnectionLost(f"tools/list failed: {_reason(error)}") from error
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
                 return tools
 
     async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
-        """Call a tool; ``ConnectionLost`` if the connection ends, ``TimeoutError`` past
+        """Call a tool; ``MCPConnectionLost`` if the connection ends, ``TimeoutError`` past
         ``timeout``. A tool that failed (``isError``) is a ``ToolResult``, not an error."""
         session = self._live()
         try:
@@ -193,7 +193,7 @@ class Connection:
             if _closed(error):  # the server died or hung up: no later call can succeed
                 self.session = None
                 self.ended = f"the connection ended ({_reason(error)}){self._tail()}"
-            raise ConnectionLost(_reason(error)) from error
+            raise MCPConnectionLost(_reason(error)) from error
         return ToolResult(_text(result.content), result.structured_content, bool(result.is_error))
 
     @property
@@ -203,7 +203,7 @@ class Connection:
 
     def _live(self) -> ClientSession:
         if self.session is None:
-            raise ConnectionLost(self.ended or "the connection is not open")
+            raise MCPConnectionLost(self.ended or "the connection is not open")
         return self.session
 
     async def close(self) -> None:
