@@ -12,6 +12,7 @@ to fill a context window to the last token.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import importlib.util
@@ -67,4 +68,8 @@ def _embedded_vocabulary() -> Any:
         llama_cpp = importlib.import_module("llama_cpp")
     except ImportError:
         raise ConfigError(hint) from None
-    return llama_cpp.Llama(model_path=str(files[0]), vocab_only=True, verbose=False)
+    vocabulary = llama_cpp.Llama(model_path=str(files[0]), vocab_only=True, verbose=False)
+    # Freed before the interpreter tears llama_cpp's module down: left to ``__del__`` at exit,
+    # its C bindings are already gone and Python prints an ignored exception.
+    atexit.register(vocabulary.close)
+    return vocabulary
