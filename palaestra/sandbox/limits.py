@@ -136,8 +136,15 @@ def limit_from_error(text: str, limits: Limits | None = None) -> Limit | None:
     processes fail at once, a half-written traceback may come last. ``limits`` tells a
     thread that could not start for lack of memory from one that hit ``processes``.
     """
-    for line in reversed(text.strip().splitlines()):
+    lines = text.strip().splitlines()
+    # Another process's traceback may cut in between a frame's indent and its source line,
+    # leaving the source (``os.fork()``) at the start of a line: a line that also occurs as
+    # an indented frame is such an echo, not an error line.
+    echoes = {line.strip() for line in lines if line[:1].isspace()}
+    for line in reversed(lines):
         if not line.strip() or line[0].isspace() or line.startswith("Traceback "):
+            continue
+        if line.strip() in echoes:
             continue
         if "can't start new thread" in line:
             return thread_limit(limits)

@@ -78,3 +78,16 @@ def test_an_unexplained_sigkill_is_the_cpu_limit_only_if_the_cpu_was_spent() -> 
     assert limit_from_kill(0.2, 3.5, limits) is None  # measured: it did not spend it
     assert limit_from_kill(None, 0.01, limits) is None  # could not have spent it in time
     assert limit_from_kill(None, 60.0, limits) == Limit.CPU_TIME
+
+
+def test_a_source_line_another_traceback_cut_loose_does_not_hide_the_error() -> None:
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "<string>", line 3, in <module>\n'
+        "    os.fork()\n"
+        "BlockingIOError: [Errno 11] Resource temporarily unavailable\n"
+        "Traceback (most recent call last):\n"
+        '  File "<string>", line 3, in <module>\n'
+        "os.fork()\n"
+    )
+    assert limit_from_error(stderr) == Limit.PROCESSES
