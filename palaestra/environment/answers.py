@@ -30,6 +30,7 @@ __all__ = [
     "PYTHON_TAGS",
     "CodeBlock",
     "code_blocks",
+    "first_command",
     "last_boxed",
     "last_code_block",
     "last_labelled",
@@ -42,6 +43,8 @@ _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _MARKUP = " \t\r\f\v*_"
 _BOX_OPENINGS = ("\\boxed{", "\\fbox{")
 _FENCE_OPENING = re.compile(r"(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.#-]*)")
+_FENCE_LINE = re.compile(r"^```\w*$")
+_COMMAND_LABEL = re.compile(r"^(command|action)\s*:\s*", re.IGNORECASE)
 
 PYTHON_TAGS = frozenset({"", "python", "python3", "py", "py3"})
 """Language tags of fenced blocks that hold Python (an untagged block counts as Python)."""
@@ -68,6 +71,22 @@ def strip_reasoning(text: str) -> str:
         text = text[closing + len(_THINK_CLOSE) :]
     opening = text.find(_THINK_OPEN)
     return text if opening < 0 else text[:opening]
+
+
+def first_command(text: str) -> str:
+    """The command a text-game answer gives: its first line of words, reasoning and code fences
+    dropped, a ``Command:``/``Action:`` label, quotes, a prompt sign and a final full stop
+    removed, lower case with single spaces; ``""`` when there is none."""
+    for line in strip_reasoning(str(text)).splitlines():
+        command = line.strip()
+        if not command or _FENCE_LINE.match(command):
+            continue
+        command = command.strip("`*\"' ").lstrip(">").strip()
+        command = _COMMAND_LABEL.sub("", command)
+        command = command.rstrip(".!").strip("`*\"' ")
+        if command:
+            return " ".join(command.lower().split())
+    return ""
 
 
 def last_boxed(text: str) -> str | None:

@@ -17,12 +17,11 @@ score is out of 100 with failure as a negative score.
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
-from palaestra.environment.answers import strip_reasoning
+from palaestra.environment.answers import first_command
 from palaestra.envs.science_world.games import (
     MAX_GAMES,
     SPLITS,
@@ -46,7 +45,6 @@ REFUSED = frozenset({"reset task", "quit", "exit", "restart"})
 """Commands that would leave or restart the task: refused, never sent."""
 _HIDDEN = REFUSED | {"wait1"}
 """Templates not shown: the refused ones and ``wait1`` (``wait`` for one tick)."""
-_FENCE = re.compile(r"^```\w*$")
 
 
 class ScienceWorld(StepEnvironment):
@@ -110,7 +108,7 @@ class ScienceWorld(StepEnvironment):
         state = session.state
         if state["over"]:
             return StepResult("The task is over.", terminated=True)
-        command = clean_command(action)
+        command = first_command(action)
         if not command or command in REFUSED:
             state["refused"] += 1
             what = f"{command!r} is not a move in the task" if command else "answer with one"
@@ -184,19 +182,4 @@ def task(name: str, variation: int, split: str = "dev", simplifications: str = "
     return row
 
 
-def clean_command(action: str) -> str:
-    """The command in the model's answer: its first line of words, reasoning and code fences
-    dropped, lower case, no quotes, prompt sign or final full stop."""
-    for line in strip_reasoning(str(action)).splitlines():
-        text = line.strip()
-        if not text or _FENCE.match(text):
-            continue
-        text = text.strip("`*\"' ").lstrip(">").strip()
-        text = re.sub(r"^(command|action)\s*:\s*", "", text, flags=re.IGNORECASE)
-        text = text.rstrip(".!").strip("`*\"' ")
-        if text:
-            return " ".join(text.lower().split())
-    return ""
-
-
-__all__ = ["RULES", "ScienceWorld", "clean_command", "task"]
+__all__ = ["RULES", "ScienceWorld", "task"]

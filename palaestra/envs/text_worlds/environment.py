@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
-from palaestra.environment.answers import strip_reasoning
+from palaestra.environment.answers import first_command, strip_reasoning
 from palaestra.envs.text_worlds.worlds import (
     DIFFICULTIES,
     World,
@@ -41,7 +41,6 @@ META_COMMANDS = frozenset(
 )
 """Commands that would leave the story itself (start again, undo): refused, never sent."""
 _BANNER = re.compile(r"^[\s$|\\/_<>]+$")
-_FENCE = re.compile(r"^```\w*$")
 _WORDS = re.compile(r"[a-z0-9'-]+")
 _ARTICLES = frozenset({"the", "a", "an", "some"})
 
@@ -181,27 +180,12 @@ def clean_feedback(text: str) -> str:
     return "\n".join(kept).strip()
 
 
-def clean_command(action: str) -> str:
-    """The command in the model's answer: its first line of words, reasoning and code fences
-    dropped, lower case, no quotes, prompt sign or final full stop."""
-    for line in strip_reasoning(str(action)).splitlines():
-        text = line.strip()
-        if not text or _FENCE.match(text):
-            continue
-        text = text.strip("`*\"' ").lstrip(">").strip()
-        text = re.sub(r"^(command|action)\s*:\s*", "", text, flags=re.IGNORECASE)
-        text = text.rstrip(".!").strip("`*\"' ")
-        if text:
-            return " ".join(text.lower().split())
-    return ""
-
-
 def pick_command(action: str, admissible: list[str]) -> str:
-    """The command the answer gives: its first line (``clean_command``) when that is one the
+    """The command the answer gives: its first line (``first_command``) when that is one the
     game accepts here or no accepted command is in the answer; else the accepted command the
     answer names first, read without articles ("I will take the knife from the counter." is
     ``take knife from counter``). The game's parser judges whatever is sent."""
-    command = clean_command(action)
+    command = first_command(action)
     if not command or command in admissible:
         return command
     words = _WORDS.findall(strip_reasoning(str(action)).lower())
@@ -235,4 +219,4 @@ def _flag(value: Any) -> bool:
     raise ConfigError(f"text_worlds: admissible must be true or false, not {value!r}")
 
 
-__all__ = ["DIFFICULTIES", "TextWorlds", "clean_command", "clean_feedback", "task"]
+__all__ = ["DIFFICULTIES", "TextWorlds", "clean_feedback", "task"]

@@ -17,9 +17,10 @@ from palaestra import LocalEnvironmentClient
 from palaestra.agents import StepAgent
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
+from palaestra.environment.answers import first_command
 from palaestra.environment.registry import find_environment
 from palaestra.envs.science_world import games as games_module
-from palaestra.envs.science_world.environment import ScienceWorld, clean_command
+from palaestra.envs.science_world.environment import ScienceWorld
 from palaestra.envs.science_world.games import Games
 from palaestra.errors import ConfigError, EnvironmentTimeout, InvalidTask
 from palaestra.types import AgentResult, FailureKind, JsonDict
@@ -157,10 +158,10 @@ def test_focusing_on_the_wrong_thing_fails_the_task_with_reward_zero(games: Game
 
 
 def test_commands_are_read_from_the_answer_leniently() -> None:
-    assert clean_command("<think>hot?</think>\n> Open Door to Kitchen.") == "open door to kitchen"
-    assert clean_command("```\nfocus on water\n```") == "focus on water"
-    assert clean_command("Action: pick up thermometer") == "pick up thermometer"
-    assert clean_command("   \n") == ""
+    assert first_command("<think>hot?</think>\n> Open Door to Kitchen.") == "open door to kitchen"
+    assert first_command("```\nfocus on water\n```") == "focus on water"
+    assert first_command("Action: pick up thermometer") == "pick up thermometer"
+    assert first_command("   \n") == ""
 
 
 def test_generated_tasks_follow_the_seed_and_draw_from_the_split(games: Games) -> None:

@@ -11,10 +11,10 @@ from palaestra import LocalEnvironmentClient
 from palaestra.agents import StepAgent
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
+from palaestra.environment.answers import first_command
 from palaestra.environment.registry import find_environment
 from palaestra.envs.text_worlds.environment import (
     TextWorlds,
-    clean_command,
     clean_feedback,
     pick_command,
 )
@@ -123,11 +123,11 @@ def test_a_lost_game_ends_the_episode_with_the_score_so_far() -> None:
 
 
 def test_commands_are_read_from_the_answer_leniently() -> None:
-    assert clean_command("<think>north?</think>\n> Go  North.") == "go north"
-    assert clean_command("```\ntake red apple\n```") == "take red apple"
-    assert clean_command("Command: open fridge") == "open fridge"
-    assert clean_command('"examine cookbook"') == "examine cookbook"
-    assert clean_command("   \n") == ""
+    assert first_command("<think>north?</think>\n> Go  North.") == "go north"
+    assert first_command("```\ntake red apple\n```") == "take red apple"
+    assert first_command("Command: open fridge") == "open fridge"
+    assert first_command('"examine cookbook"') == "examine cookbook"
+    assert first_command("   \n") == ""
     banner = " ___ \n|$$$$|\n  \\$$  |  \\|    \\\n\nWelcome!\n\n\n>  -= Kitchen =-0/1\nA kitchen."
     assert clean_feedback(banner) == "Welcome!\n\nA kitchen."
 
