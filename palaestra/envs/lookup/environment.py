@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from palaestra import Environment, JsonDict, Session, Verdict, tool
 from palaestra.environment.answers import task_row
+from palaestra.types import message_text
 from palaestra.wire.rows import PARAMS
 
 SYSTEM = "You are a helpful assistant with access to a directory of PIN codes."
@@ -191,12 +192,7 @@ def final_answer(response: JsonDict) -> str | None:
     output = response.get("output") or []
     if not output or output[-1].get("type") != "message":
         return None
-    content = output[-1].get("content", [])
-    if isinstance(content, str):
-        return content
-    return "".join(
-        str(part.get("text", "")) for part in content if part.get("type") in ("output_text", "text")
-    )
+    return message_text(output[-1])
 
 
 def _normal(text: str) -> str:
