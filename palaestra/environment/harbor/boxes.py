@@ -71,6 +71,9 @@ class AgentView(Box):
             protocol=protocol,
         )
 
+    async def seal(self) -> None:
+        await self.box.seal()
+
     async def close(self) -> None:
         """Nothing: the box outlives the agent's machine (the tests run in it next)."""
 

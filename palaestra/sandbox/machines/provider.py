@@ -25,6 +25,11 @@ What every provider guarantees:
   torn down by the next provider that starts on this machine (``reap``).
 - ``launch`` runs a command in the box as a ``SandboxProcess`` (``supervise`` bounds it); the
   box's processes share its filesystem, so a shell and a later verifier see the same files.
+- ``seal`` ends the agent's phase: every process of the box is killed (found by cgroup or
+  pid namespace, whatever it did to its environment or session), and the image's own files
+  are back at ``TOOLCHAIN`` (the agent's changes there are dropped), so what runs next in the
+  box (the verifier) runs the image's programs over the agent's work. ``launch`` works again
+  after it.
 - ``close`` kills every process of the box and removes its filesystem and lease; it is
   idempotent and safe on every path (success, failure, cancellation).
 
@@ -41,6 +46,48 @@ from pathlib import Path
 from typing import ClassVar
 
 from palaestra.sandbox.process import SandboxProcess
+
+
+TOOLCHAIN: tuple[str, ...] = (
+    "usr",
+    "bin",
+    "sbin",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "etc/ld.so.preload",
+    "etc/ld.so.cache",
+    "etc/ld.so.conf",
+    "etc/ld.so.conf.d",
+    "etc/alternatives",
+    "etc/environment",
+    "etc/profile",
+    "etc/profile.d",
+    "etc/bash.bashrc",
+    "etc/inputrc",
+    "etc/gitconfig",
+    "etc/perl",
+    "etc/python3",
+    "etc/python3.11",
+    "etc/python3.12",
+    "etc/python3.13",
+    "etc/passwd",
+    "etc/group",
+    "etc/shadow",
+    "etc/gshadow",
+    "etc/nsswitch.conf",
+    "etc/pam.conf",
+    "etc/pam.d",
+    "etc/security",
+    "etc/login.defs",
+    "etc/shells",
+    "etc/sudoers",
+    "etc/sudoers.d",
+)
+"""What ``Box.seal`` puts back as the image had it (paths relative to the box's root): the
+programs, libraries and start-up configuration every command of the verifier runs with. The
+agent's changes there are dropped before the tests run; its work elsewhere is what they see."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +141,12 @@ class Box(abc.ABC):
         the image's workdir). ``protocol``: stdin is a pipe the caller writes (a shell)."""
 
     @abc.abstractmethod
+    async def seal(self) -> None:
+        """End the agent's phase (see the module): kill every process of the box, put the
+        image's ``TOOLCHAIN`` back; ``SandboxFailure`` if that cannot be done (the box is
+        then not fit to verify in)."""
+
+    @abc.abstractmethod
     async def close(self) -> None:
         """Kill everything in the box, remove its filesystem and its lease. Idempotent."""
 
@@ -115,6 +168,13 @@ class Provider(abc.ABC):
     @abc.abstractmethod
     def problem(self) -> str | None:
         """Why this provider cannot run here (one line), or ``None``."""
+
+    @classmethod
+    def refusal(cls, context: Path) -> str | None:
+        """Why this provider cannot build the Dockerfile folder ``context`` as written (one
+        line naming the file, line and instruction), checked when the task is loaded, before
+        any rollout; ``None`` when it can."""
+        return None
 
     @abc.abstractmethod
     async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:
