@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from palaestra.errors import SandboxFailure
+from palaestra.sandbox.machines import dockerfile as dockerfile_rules
 from palaestra.sandbox.machines import images
 from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
@@ -146,11 +146,19 @@ class DockerProvider(Provider):
 
     # -- images ---------------------------------------------------------------------------
 
+    @classmethod
+    def refusal(cls, context: Path) -> str | None:
+        """What the daemon would fetch from the host's network while building ``context``
+        (``dockerfile.docker_refusal``: a remote ``ADD``, an image named by ``COPY --from``,
+        ...), in one line naming the file and line; ``None`` when nothing."""
+        return dockerfile_rules.docker_refusal(Path(context))
+
     async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:
         context = Path(context).resolve()
         dockerfile = context / "Dockerfile"
-        if not dockerfile.is_file():
-            raise SandboxFailure(f"{context} has no Dockerfile")
+        refused = self.refusal(context)
+        if refused is not None:
+            raise SandboxFailure(refused)
         digest = folder_digest(context)
         tag = f"{REPOSITORY}:{digest.removeprefix('sha256:')[:12]}"
         async with self._building[tag]:
@@ -501,27 +509,28 @@ def _environ(pid: int) -> bytes:
 
 # -- Dockerfiles and messages ---------------------------------------------------------------
 
-_FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
-_ARG = re.compile(r"^\s*ARG\s+(\w+)(?:=(\S*))?", re.IGNORECASE)
-
 
 def from_images(dockerfile: str) -> list[str]:
     """The images a Dockerfile's ``FROM`` lines name (not ``scratch``, not an earlier
-    stage), with ``ARG`` defaults declared before them substituted."""
-    args: dict[str, str] = {}
+    stage), with ``ARG`` defaults declared before the first ``FROM`` substituted."""
+    args: dict[str, str | None] = {}
     stages: set[str] = set()
     found: list[str] = []
-    for line in dockerfile.replace("\\\n", " ").splitlines():
-        if (arg := _ARG.match(line)) and not stages and not found:
-            args[arg.group(1)] = (arg.group(2) or "").strip("\"'")
-        elif match := _FROM.match(line):
-            image = re.sub(
-                r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), match.group(1)
-            )
+    for instruction in dockerfile_rules.scan(dockerfile).instructions:
+        if instruction.keyword == "ARG" and not stages and not found:
+            with contextlib.suppress(SandboxFailure):
+                for name, value in dockerfile_rules.raw_pairs(instruction):
+                    args[name] = value
+        elif instruction.keyword == "FROM":
+            _, rest = dockerfile_rules.leading_flags(instruction.text)
+            words = rest.split()
+            if not words:
+                continue
+            image = dockerfile_rules.resolve(words[0], args) or words[0]
             if image.lower() != "scratch" and image not in stages and image not in found:
                 found.append(image)
-            if match.group(2):
-                stages.add(match.group(2))
+            if len(words) >= 3 and words[1].lower() == "as":
+                stages.add(words[2])
     return found
 
 
