@@ -21,8 +21,14 @@ CLI). A call costs a client start (~50 ms), small beside a container's start.
   ``kill -9``).
 - ``Box.root`` is the container's merged overlay directory and commands' leftovers are found
   through the host's ``/proc``: the provider needs a *local* daemon (same kernel, same host
-  filesystem), and root to read and write that directory. ``BoxSpec.storage_mb`` is not
-  enforced (overlay2 quotas need xfs with project quotas).
+  filesystem), and root to read and write that directory.
+- ``BoxSpec.storage_mb``: on a daemon whose overlay2 lies on xfs, ``--storage-opt size=``, a
+  kernel quota (a writer past it gets "No space left on device"). Elsewhere (another
+  filesystem, or a kernel without quota support) no file may grow past it (``--ulimit
+  fsize``: "File too large") and a watch over the writable layer (``storage.LayerWatch``)
+  kills every process of the box but its init once the layer holds more, again each time it
+  grows while over (``DockerBox.full`` says so): the host disk then holds the bound plus
+  what a writer wrote before the watch looked (more on a starved host).
 - ``launch``: ``docker exec`` wrapped as a ``SandboxProcess``. Killing the ``docker exec``
   client does not stop the command inside, so each launch marks its command's environment
   with a random token and ``kill`` SIGKILLs every process of the container carrying it (a
@@ -58,7 +64,7 @@ from typing import Any, ClassVar
 
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.machines import dockerfile as dockerfile_rules
-from palaestra.sandbox.machines import images, toolchain
+from palaestra.sandbox.machines import images, storage, toolchain
 from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
 from palaestra.sandbox.process import SandboxProcess
@@ -142,6 +148,7 @@ class DockerProvider(Provider):
         container after its client is gone) or ``ABANDONED_WATCH`` seconds have passed.
         ``reap`` runs in a thread beside the event loop: both sides hold ``_abandoned_lock``."""
         self._abandoned_lock = threading.Lock()
+        self._quota: bool | None = None
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -253,7 +260,43 @@ class DockerProvider(Provider):
                 raise
 
     async def _start(self, name: str, image: Image, spec: BoxSpec) -> DockerBox:
-        status, output, errors = await self._run(
+        quota = await self._storage_quota()
+        status, output, errors = await self._run_box(name, image, spec, quota)
+        if status != 0 and quota and b"storage-opt" in errors:
+            self._quota = False  # xfs without project quotas: the watch holds the bound
+            self._remove_sync(name)
+            quota = False
+            status, output, errors = await self._run_box(name, image, spec, quota)
+        if status != 0:
+            raise SandboxFailure(f"docker run of {image.ref} failed: {_last_line(errors)}")
+        container = output.decode().strip()
+        box = DockerBox(self, container, Path("/"), image, 0)
+        await box._locate(name)
+        if not quota:
+            box.watch(spec.storage_mb)
+        return box
+
+    async def _storage_quota(self) -> bool:
+        """Whether the daemon can bound a container's writable layer (overlay2 over xfs:
+        ``--storage-opt size=``); asked once. A daemon that then refuses the option (an
+        xfs without project quotas) is remembered as unable."""
+        if self._quota is None:
+            status, output, _ = await self._run(
+                "info", "--format", "{{.Driver}} {{json .DriverStatus}}"
+            )
+            text = output.decode()
+            self._quota = status == 0 and text.startswith("overlay2 ") and '"xfs"' in text
+        return self._quota
+
+    async def _run_box(
+        self, name: str, image: Image, spec: BoxSpec, quota: bool
+    ) -> tuple[int, bytes, bytes]:
+        storage = (
+            ["--storage-opt", f"size={spec.storage_mb}m"]
+            if quota
+            else ["--ulimit", f"fsize={spec.storage_mb << 20}"]  # no file past the bound
+        )
+        return await self._run(
             "run",
             "--detach",
             "--name",
@@ -274,18 +317,13 @@ class DockerProvider(Provider):
             f"{BOX_LABEL}=1",
             "--label",
             f"{LEASE_LABEL}={lease_of(os.getpid())}",
+            *storage,
             "--entrypoint",
             "/bin/sh",
             image.ref,
             "-c",
             INIT,
         )
-        if status != 0:
-            raise SandboxFailure(f"docker run of {image.ref} failed: {_last_line(errors)}")
-        container = output.decode().strip()
-        box = DockerBox(self, container, Path("/"), image, 0)
-        await box._locate(name)
-        return box
 
     def _watching(self) -> bool:
         with self._abandoned_lock:
@@ -398,7 +436,31 @@ class DockerBox(Box):
         self.image = image
         self.pid = pid
         """The container's init, as the host sees it."""
+        self.upper: Path | None = None
+        """The container's writable layer (overlay2's ``UpperDir``)."""
+        self.full: str | None = None
+        """Why the box's processes were killed at its storage bound (the watch), if they were."""
+        self._watch: storage.LayerWatch | None = None
         self._closed = False
+
+    def watch(self, storage_mb: int) -> None:
+        """Hold ``storage_mb`` by watching the writable layer (``storage.LayerWatch``): over
+        it, every process of the box but its init is killed, and ``full`` says so."""
+        if self.upper is None or self._watch is not None:
+            return
+        self._watch = storage.LayerWatch(
+            self.upper,
+            storage_mb << 20,
+            lambda held: self._on_full(held, storage_mb),
+            hidden=lambda: deleted_open_bytes(self.pid, [self.root, self.upper]),
+        )
+
+    def _on_full(self, held: int, storage_mb: int) -> None:
+        self.full = (
+            f"the box's disk is full: it wrote {held >> 20} MB, over its {storage_mb} MB, "
+            "and its processes were killed"
+        )
+        kill_all_but_init(self.pid)
 
     async def __aenter__(self) -> DockerBox:
         return self
@@ -474,7 +536,8 @@ class DockerBox(Box):
                 f"{driver or 'unknown'}, and sealing reaches a box's writable layer only "
                 "under overlay2 (run dockerd with --storage-driver=overlay2)"
             )
-        await asyncio.to_thread(toolchain.restore, Path(upper.strip()))
+        with self._watch.pause() if self._watch is not None else contextlib.nullcontext():
+            await asyncio.to_thread(toolchain.restore, Path(upper.strip()))
         status, _, errors = await self.provider._run("start", self.container)
         if status != 0:
             raise SandboxFailure(
@@ -488,10 +551,10 @@ class DockerBox(Box):
         status, output, errors = await self.provider._run(
             "inspect",
             "--format",
-            "{{.GraphDriver.Data.MergedDir}} {{.State.Pid}}",
+            "{{.GraphDriver.Data.MergedDir}} {{.State.Pid}} {{.GraphDriver.Data.UpperDir}}",
             self.container,
         )
-        merged, _, pid = output.decode().strip().partition(" ")
+        merged, pid, upper = [*output.decode().strip().split(" ", 2), "", ""][:3]
         if status != 0 or not merged.startswith("/") or not pid.isdigit() or pid == "0":
             raise SandboxFailure(
                 f"the box {name} has no merged directory or init on this host (the docker "
@@ -499,11 +562,14 @@ class DockerBox(Box):
             )
         self.root = Path(merged)
         self.pid = int(pid)
+        self.upper = Path(upper) if upper.startswith("/") else None
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._watch is not None:
+            self._watch.stop()
         try:
             status, _, errors = await self.provider._run(
                 "rm", "--force", "--volumes", self.container
@@ -532,6 +598,44 @@ def kill_marked(init: int, token: str) -> None:
         for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def kill_all_but_init(init: int) -> None:
+    """SIGKILL every process of the container whose init is ``init``, but the init (which
+    starts its ``sleep`` again): the box stays, what ran in it is gone."""
+    for _ in range(100):
+        found = [pid for pid in _container_pids(init) if pid != init]
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def deleted_open_bytes(init: int, layers: Sequence[Path | None]) -> int:
+    """Bytes of the files the container's processes deleted but hold open on its filesystem
+    (``layers``: its merged directory and its writable layer, as the kernel names their
+    devices): no directory shows them, the disk holds them."""
+    devices = set()
+    for layer in layers:
+        with contextlib.suppress(OSError):
+            if layer is not None:
+                devices.add(os.stat(layer).st_dev)
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in _container_pids(init):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                path = f"/proc/{pid}/fd/{fd}"
+                with contextlib.suppress(OSError):
+                    if not os.readlink(path).endswith(" (deleted)"):
+                        continue
+                    info = os.stat(path)
+                    key = (info.st_dev, info.st_ino)
+                    if info.st_dev in devices and info.st_nlink == 0 and key not in seen:
+                        seen.add(key)
+                        total += info.st_blocks * 512
+    return total
 
 
 def _container_pids(init: int) -> list[int]:
