@@ -47,9 +47,28 @@ from typing import ClassVar
 
 from palaestra.sandbox.process import SandboxProcess
 
-
 TOOLCHAIN: tuple[str, ...] = (
-    "usr",
+    # /usr but /usr/local/bin and /usr/local/sbin: a command the agent installs there is its
+    # work (the verifier's PATH searches them last, so it shadows none of the image's).
+    "usr/bin",
+    "usr/sbin",
+    "usr/lib",
+    "usr/lib32",
+    "usr/lib64",
+    "usr/libx32",
+    "usr/libexec",
+    "usr/include",
+    "usr/share",
+    "usr/games",
+    "usr/src",
+    "usr/local/lib",
+    "usr/local/lib64",
+    "usr/local/libexec",
+    "usr/local/include",
+    "usr/local/share",
+    "usr/local/etc",
+    "usr/local/games",
+    "usr/local/src",
     "bin",
     "sbin",
     "lib",
@@ -72,10 +91,6 @@ TOOLCHAIN: tuple[str, ...] = (
     "etc/python3.11",
     "etc/python3.12",
     "etc/python3.13",
-    "etc/passwd",
-    "etc/group",
-    "etc/shadow",
-    "etc/gshadow",
     "etc/nsswitch.conf",
     "etc/pam.conf",
     "etc/pam.d",
@@ -87,7 +102,11 @@ TOOLCHAIN: tuple[str, ...] = (
 )
 """What ``Box.seal`` puts back as the image had it (paths relative to the box's root): the
 programs, libraries and start-up configuration every command of the verifier runs with. The
-agent's changes there are dropped before the tests run; its work elsewhere is what they see."""
+agent's changes there are dropped before the tests run; its work elsewhere is what they see,
+accounts (``/etc/passwd``, ``/etc/group``) and commands in ``/usr/local/bin`` included: a
+check names an unprivileged user by number, and finds the image's programs first on PATH."""
+VERIFIER_PATH_LAST = ("/usr/local/sbin", "/usr/local/bin")
+"""Searched last on the verifier's PATH: the agent may install commands there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,8 +71,9 @@ async def test_seal_puts_the_images_toolchain_back_and_keeps_the_agents_work(
             "-c",
             "set -e; mkdir -p /app; echo solved > /app/work.txt;"
             " printf '#!/bin/sh\\necho forged\\n' > /bin/bash;"
-            " printf '#!/bin/sh\\necho forged\\n' > /usr/local/bin/python3;"
-            " chmod +x /usr/local/bin/python3;"
+            " printf '#!/bin/sh\\necho forged\\n' > /usr/bin/python3;"
+            " printf '#!/bin/sh\\necho mine\\n' > /usr/local/bin/mytool;"
+            " chmod +x /usr/local/bin/mytool;"
             " echo /nonexistent.so > /etc/ld.so.preload;"
             " ln -s /app /usr/local/lib/to-app;"
             " rm -rf /etc/profile.d; mkdir /etc/profile.d;"
@@ -88,14 +89,14 @@ async def test_seal_puts_the_images_toolchain_back_and_keeps_the_agents_work(
             "/bin/bash",
             "-c",
             'echo "$BASH_VERSION"; command -v python3; python3 -c "print(6*7)";'
-            " ls /etc/ld.so.preload /etc/profile.d/x.sh 2>&1 | wc -l; cat /app/work.txt",
+            " ls /etc/ld.so.preload /etc/profile.d/x.sh 2>&1 | wc -l; cat /app/work.txt; mytool",
         ],
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin:/usr/local/bin"},
     )
     lines = outcome.stdout.decode().splitlines()
     assert lines[0].startswith("5."), outcome  # the image's bash
     assert lines[1:3] == ["/usr/bin/python3", "42"]
-    assert lines[3:] == ["2", "solved"]  # no preload, no profile.d/x.sh; the work is kept
+    assert lines[3:] == ["2", "solved", "mine"]  # no preload, no profile.d/x.sh; work kept
     assert outcome.stderr == b""  # no ld.so complaint about a preload
     assert (box.root / "app" / "work.txt").read_text() == "solved\n"
 
@@ -107,7 +108,7 @@ def test_restore_removes_what_hides_the_images_directory_and_follows_no_link(
     outside.mkdir()
     (outside / "keep").write_text("kept")
     (upper / "etc").mkdir(parents=True)
-    (upper / "etc" / "passwd").write_text("root::0:0::/:/bin/sh\n")
+    (upper / "etc" / "ld.so.preload").write_text("/tmp/forge.so\n")
     (upper / "etc" / "hostname").write_text("mine\n")
     (upper / "usr").symlink_to(outside)  # /usr replaced by a link elsewhere
     (upper / "lib").mkdir()
@@ -116,7 +117,7 @@ def test_restore_removes_what_hides_the_images_directory_and_follows_no_link(
     if os.geteuid() == 0:
         os.setxattr(upper / "etc", "trusted.overlay.opaque", b"y")
     removed = toolchain.restore(upper)
-    assert {"etc/passwd", "usr", "lib", "bin"} <= set(removed)
+    assert {"etc/ld.so.preload", "usr", "lib", "bin"} <= set(removed)
     assert sorted(os.listdir(upper)) == ["etc"]
     assert sorted(os.listdir(upper / "etc")) == ["hostname"]  # not a toolchain entry: kept
     assert (outside / "keep").read_text() == "kept"
