@@ -95,3 +95,27 @@ async def test_the_agents_login_files_never_run_in_the_agentbench_check() -> Non
         pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
     verdict = await rollout("rootfs", "agentbench-test-007", PROFILE_WRITES_THE_REWARD)
     assert scored_zero(verdict), verdict
+
+
+async def test_a_fifo_at_the_answer_path_is_a_0_not_a_stuck_verifier() -> None:
+    """A check that opened the agent's FIFO would wait past its time: an excluded failure
+    where the agent earned a 0."""
+    if os.geteuid() != 0:
+        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
+    verdict = await rollout("rootfs", "forensics-000-by-hash", "mkfifo /app/answer.txt")
+    assert scored_zero(verdict), verdict
+
+
+LINGERING_SCRIPT = """\
+mkdir -p /app/bin && printf '#!/bin/sh\\nsleep 1000 &\\n' > /app/bin/dedupe
+chmod +x /app/bin/dedupe
+"""
+
+
+async def test_a_script_that_leaves_a_process_behind_is_a_0_not_a_stuck_verifier() -> None:
+    """A child of the agent's script holding its output open must not hold the check."""
+    if os.geteuid() != 0:
+        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
+    verdict = await rollout("rootfs", "scripting-000-dedupe", LINGERING_SCRIPT)
+    assert scored_zero(verdict), verdict
+    assert float(verdict.metrics["verifier_seconds"]) < 30
