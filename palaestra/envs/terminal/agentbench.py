@@ -14,14 +14,17 @@ What follows inspect_evals (``agent_bench_os_dataset.py``, ``utils.py``,
   is a UUID (drawn from the task's id here, so builds repeat), ``bin/find`` tasks get a copy of
   find in ``~/bin``, and ``user`` makes the agent that user;
 - scoring: ``match`` compares the answer with the expected text; a ``check`` list runs the
-  ``example`` command (as root, in the home, in a login shell) for the expected answer and the
-  suite's comparison script (``integer-match.py``, ``string-match.py``, ``size-match.py``)
-  on the answer and it; a ``check`` command or file must exit 0.
+  ``example`` command (as root, in the home) for the expected answer and the suite's
+  comparison script (``integer-match.py``, ``string-match.py``, ``size-match.py``) on the
+  answer and it; a ``check`` command or file must exit 0.
 
 Where a Harbor folder differs: the agent has no final message, so an answer is the content of
-``/answer/answer.txt`` (surrounding whitespace stripped), and the image is Debian's
-bookworm-slim with the offline package list, not a pinned ``python`` image built with the
-network.
+``/answer/answer.txt`` (surrounding whitespace stripped); the image is Debian's bookworm-slim
+with the offline package list, not a pinned ``python`` image built with the network; and the
+checks run nothing of the agent's as root: the suite's commands run in bash without start-up
+files (a login shell would run the agent's ``~/.profile``), a check file (which calls the
+command the agent wrote) runs as ``nobody``, and ``runuser -l USER -c`` in a check becomes
+``runuser -u USER -- bash --noprofile --norc -c`` (``LOGIN_AS``).
 
 Skipped, with the reason in the manifest: tasks that start a background program with the
 machine (``start``, ``init_at_start``: a Harbor folder has no such hook), tasks whose init
@@ -36,6 +39,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import re
 import shlex
 import uuid
 import zipfile
@@ -76,8 +80,15 @@ def excluded() -> dict[str, str]:
 
 
 CHECK = """
-def shell(command):
-    return run(["bash", "--login", "-c", "cd " + HOME + " && " + command])
+# The suite's commands run in bash without start-up files (a login shell would run the
+# agent's ~/.profile as root) and with an environment of the check's own. The example and
+# the state checks run as root; a check script calls the program the agent wrote, so it runs
+# as nobody, who can write nothing the verifier reads.
+SHELL_ENV = {"PATH": PATH, "HOME": HOME, "PYTHONNOUSERSITE": "1"}
+
+def shell(command, user=None):
+    argv = ["/bin/bash", "--noprofile", "--norc", "-c", "cd " + HOME + " && " + command]
+    return run(argv, user=user, env=SHELL_ENV)
 
 def passed():
     answer = read(ANSWER)
@@ -86,7 +97,7 @@ def passed():
         return answer is not None and answer == str(EVALUATION["match"]).strip()
     check = EVALUATION["check"]
     if isinstance(check, dict) and "file" in check:
-        done = shell("bash /tests/scripts/" + check["file"])
+        done = shell("bash /tests/scripts/" + check["file"], user=NOBODY)
         return done is not None and done.returncode == 0
     if isinstance(check, dict) and "code" in check:
         done = shell(check["code"])
@@ -109,7 +120,8 @@ def passed():
                 return False
             params.append(done.stdout.strip())
         elif isinstance(item, dict) and "file" in item:
-            done = run(["python3", "/tests/scripts/" + item["file"], *params])
+            script = "/tests/scripts/" + item["file"]
+            done = run(["/usr/bin/python3", "-I", "-S", script, *params], env=SHELL_ENV)
             if done is None or done.returncode != 0:
                 return False
             if done.stdout.strip():
@@ -118,6 +130,18 @@ def passed():
 
 finish(passed())
 """
+LOGIN_AS = re.compile(r"runuser -l (\S+) -c ")
+"""A check that runs a command as another user through a login shell (which would run that
+user's start-up files, which the agent can write): the same command without them."""
+
+
+def _checked(evaluation: dict[str, Any]) -> dict[str, Any]:
+    """``evaluation`` with its check code's ``runuser -l USER -c`` run without start-up files."""
+    check = evaluation.get("check")
+    if isinstance(check, dict) and isinstance(check.get("code"), str):
+        code = LOGIN_AS.sub(r"runuser -u \1 -- /bin/bash --noprofile --norc -c ", check["code"])
+        return {**evaluation, "check": {**check, "code": code}}
+    return evaluation
 
 
 class _Data:
@@ -300,7 +324,7 @@ def _write(data: _Data, record: dict[str, Any], task_id: str, split: str, folder
             "id": task_id,
         },
         source=SOURCE,
-        verifier=VerifierConfig(timeout_sec=600.0),
+        verifier=VerifierConfig(timeout_sec=600.0, user="root"),
         agent=AgentConfig(timeout_sec=900.0, user=agent_user),
         environment=EnvironmentConfig(
             build_timeout_sec=600.0,
@@ -318,7 +342,7 @@ def _write(data: _Data, record: dict[str, Any], task_id: str, split: str, folder
             test_script=TEST_SCRIPT,
             tests={
                 "check.py": CHECK_PRELUDE
-                + constants(HOME=HOME, ANSWER=ANSWER, EVALUATION=evaluation)
+                + constants(HOME=HOME, ANSWER=ANSWER, EVALUATION=_checked(evaluation))
                 + CHECK
             },
             solve_script="#!/bin/bash\n# The oracle: AgentBench's example solution.\n"

@@ -44,15 +44,23 @@ write(plan.get("worktree", {}))
 """
 
 SETUP = (
-    "git config --system safe.directory '*' && git config --system user.name Agent"
-    " && git config --system user.email agent@example.com"
+    "git config --system user.name Agent && git config --system user.email agent@example.com"
     " && git config --system init.defaultBranch main",
     "runuser -u agent -- python3 /opt/gen/build.py /opt/gen/plan.json && rm -rf /opt/gen",
 )
 
 CHECK_PRELUDE = """
+# git reads the repository's own config, which can name programs (core.fsmonitor, filters):
+# it runs as nobody (who can write nothing here), with no system or global config, the
+# program-running settings turned off, and replace refs ignored.
+GIT_ENV = {"GIT_DIR": REPO + "/.git", "GIT_WORK_TREE": REPO, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_NO_REPLACE_OBJECTS": "1",
+           "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+GIT_OPTIONS = ["-c", "safe.directory=*", "-c", "core.fsmonitor=false",
+               "-c", "core.hooksPath=/dev/null", "-c", "core.untrackedCache=false",
+               "-c", "core.excludesFile=/dev/null", "-c", "status.showUntrackedFiles=normal"]
 def git(*args):
-    done = run(["git", "-C", REPO, *args])
+    done = run(["git", *GIT_OPTIONS, *args], user=NOBODY, env=GIT_ENV, cwd=REPO)
     return None if done is None or done.returncode != 0 else done.stdout.strip()
 def subjects():
     return (git("log", "--format=%s") or "").split("\\n")

@@ -153,9 +153,9 @@ parts = {}
 for name, digest in sorted(DIGESTS.items()):
     if name in OLD:
         try:
-            with gzip.open(name + ".gz", "rb") as f:
-                same = hashlib.sha256(f.read()).hexdigest() == digest
-        except OSError:
+            with gzip.GzipFile(fileobj=io.BytesIO(read(name + ".gz", "rb") or b"")) as f:
+                same = hashlib.sha256(f.read(READ_CAP)).hexdigest() == digest
+        except (OSError, EOFError):
             same = False
         parts["compressed " + name] = float(same and not os.path.exists(name))
     else:

@@ -67,7 +67,7 @@ import pwd, stat
 parts = {}
 for path, mode in sorted(WANTED.items()):
     try:
-        info = os.stat(path)
+        info = os.stat(path, follow_symlinks=False)
         parts["mode " + path] = float(stat.S_IMODE(info.st_mode) == mode)
         if path in OWNED:
             owner = pwd.getpwuid(info.st_uid).pw_name
@@ -123,11 +123,12 @@ def fact(test):
         return 0.0
 finish_parts({
     "user": fact(lambda: pwd.getpwnam(USER).pw_uid == UID and pwd.getpwnam(USER).pw_shell == SHELL),
-    "home": fact(lambda: os.stat("/home/" + USER).st_uid == UID),
+    "home": fact(lambda: os.lstat("/home/" + USER).st_uid == UID),
     "group": fact(lambda: USER in grp.getgrnam(GROUP).gr_mem),
-    "directory": fact(lambda: os.stat(PROJECT).st_uid == UID
-        and os.stat(PROJECT).st_gid == grp.getgrnam(GROUP).gr_gid
-        and stat.S_IMODE(os.stat(PROJECT).st_mode) == 0o2770),
+    "directory": fact(lambda: stat.S_ISDIR(os.lstat(PROJECT).st_mode)
+        and os.lstat(PROJECT).st_uid == UID
+        and os.lstat(PROJECT).st_gid == grp.getgrnam(GROUP).gr_gid
+        and stat.S_IMODE(os.lstat(PROJECT).st_mode) == 0o2770),
     "_strict": True,
 })
 """

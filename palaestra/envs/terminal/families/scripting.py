@@ -39,7 +39,7 @@ for idx, (text, expected) in enumerate(CASES):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write(text)
     os.chmod(f.name, 0o644)
-    done = run(["runuser", "-u", "agent", "--", SCRIPT, f.name])
+    done = run([SCRIPT, f.name], user="agent")
     os.unlink(f.name)
     ok = done is not None and done.returncode == 0
     ok = ok and done.stdout.rstrip("\\n") == expected.rstrip("\\n")

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs the hidden checks on the machine the agent left; check.py writes the reward
-# (/logs/verifier/reward.txt or reward.json), beside then moved.
+# (/logs/verifier/reward.txt or reward.json), beside then moved. Python runs isolated (-I: no
+# PYTHON* variables, no user site-packages) and without site (-S: no .pth, no sitecustomize).
 set -euo pipefail
-mkdir -p /logs/verifier
 cd /
-python3 /tests/check.py
+exec /usr/bin/python3 -I -S /tests/check.py
