@@ -119,3 +119,23 @@ async def test_a_script_that_leaves_a_process_behind_is_a_0_not_a_stuck_verifier
     verdict = await rollout("rootfs", "scripting-000-dedupe", LINGERING_SCRIPT)
     assert scored_zero(verdict), verdict
     assert float(verdict.metrics["verifier_seconds"]) < 30
+
+
+PASSWD_MAKES_NOBODY_ROOT = """\
+sed -i '1i 65534:x:0:0::/root:/bin/sh' /etc/passwd
+cat > /usr/local/bin/calc <<'EOF'
+#!/bin/sh
+echo 1 > /logs/verifier/reward.txt
+pkill -9 -f /tests/check.py
+EOF
+chmod 755 /usr/local/bin/calc
+"""
+
+
+async def test_an_account_named_like_nobodys_uid_does_not_make_the_checks_user_root() -> None:
+    """A root agent adds a ``65534`` account with uid 0 first in /etc/passwd; the check runs
+    the agent's ``calc`` as uid 65534 by number, so the planted line gives it no root."""
+    if os.geteuid() != 0:
+        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
+    verdict = await rollout("rootfs", "agentbench-dev-003", PASSWD_MAKES_NOBODY_ROOT)
+    assert scored_zero(verdict), verdict

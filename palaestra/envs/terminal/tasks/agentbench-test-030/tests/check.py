@@ -165,7 +165,10 @@ def read(path, mode="r"):
 
 
 def account(user):
-    """(uid, gid, home) of ``user`` (a name or a uid) in /etc/passwd, or None."""
+    """(uid, gid, home) of ``user``: a uid (an int) as it is, never looked up (a root agent
+    may rewrite /etc/passwd); a name as /etc/passwd has it; None when there is none."""
+    if isinstance(user, int):
+        return user, user, "/nonexistent"
     for line in (read("/etc/passwd") or "").splitlines():
         fields = line.split(":")
         if len(fields) >= 7 and str(user) in (fields[0], fields[2]):
@@ -173,7 +176,7 @@ def account(user):
                 return int(fields[2]), int(fields[3]), fields[5]
             except ValueError:
                 return None
-    return (NOBODY, NOBODY, "/nonexistent") if user == NOBODY else None
+    return None
 
 
 def run(command, user=None, env=None, cwd="/", timeout=60):
