@@ -381,8 +381,8 @@ async def serve_mcp(
     port: int = 0,
     token: str | None = None,
     stop: asyncio.Event | None = None,
-    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
-    session_ttl: float = DEFAULT_SESSION_TTL,
+    max_sessions: int | None = None,
+    session_ttl: float | None = None,
     max_boxes: int | None = None,
 ) -> None:
     """Build the environment ``env`` names and serve its tools over MCP until stopped.
@@ -391,8 +391,8 @@ async def serve_mcp(
     environment's example tasks; an environment with none gets ``{}``). A mistake (unknown
     environment, argument or task) is a one-line ``ConfigError`` before anything is served.
     ``max_boxes`` caps the sessions holding a machine at once, for an environment whose
-    sessions hold one (None: one per CPU; 0: no cap); ``max_sessions`` and ``session_ttl`` bound the
-    MCP sessions over HTTP (``serve_mcp_http``).
+    sessions hold one (None: one per CPU; 0: no cap); ``max_sessions`` (0: no cap) and
+    ``session_ttl`` bound the MCP sessions over HTTP (``serve_mcp_http``; None: the defaults).
     """
     from palaestra.collection.assembly import find
     from palaestra.serve.evaluator import load_dataset
@@ -426,8 +426,13 @@ async def serve_mcp(
                 token=token,
                 label=label,
                 stop=stop,
-                max_sessions=max_sessions,
-                session_ttl=session_ttl,
+                max_sessions=_cap(max_sessions, DEFAULT_MAX_SESSIONS),
+                session_ttl=session_ttl or DEFAULT_SESSION_TTL,
             )
     finally:
         await client.aclose()
+
+
+def _cap(value: int | None, default: int) -> int | None:
+    """A cap: unset is the default, 0 lifts it."""
+    return default if value is None else value or None

@@ -18,7 +18,6 @@ from palaestra.cli.serve.servers import (
     token_options,
 )
 from palaestra.errors import ConfigError
-from palaestra.serve.mcp_sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL
 
 
 @click.command("mcp")
@@ -49,19 +48,16 @@ from palaestra.serve.mcp_sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_T
 @click.option(
     "--max-sessions",
     type=click.IntRange(min=0),
-    default=DEFAULT_MAX_SESSIONS,
-    show_default=True,
     help="HTTP: live MCP sessions at most. Opening one more ends the least recently used "
     "idle session (its client gets 404 and opens a new one); when all are busy it is "
-    "answered 503 with Retry-After. 0 lifts the cap.",
+    "answered 503 with Retry-After. 0 lifts the cap. Default: 64.",
 )
 @click.option(
     "--session-ttl",
     type=click.FloatRange(min=0, min_open=True),
-    default=DEFAULT_SESSION_TTL,
-    show_default=True,
     help="HTTP: seconds an MCP session may be idle (no request in flight) before it is "
-    "ended and what it holds (its environment session, its machine) is freed.",
+    "ended and what it holds (its environment session, its machine) is freed. "
+    "Default: 600.",
 )
 @click.option(
     "--max-boxes",
@@ -124,7 +120,7 @@ def serve_mcp_command(env_name: str | None, **options: Any) -> None:
                     host=options["host"],
                     port=options["port"],
                     token=token,
-                    max_sessions=options["max_sessions"] or None,
+                    max_sessions=options["max_sessions"],
                     session_ttl=options["session_ttl"],
                     max_boxes=options["max_boxes"],
                 )
