@@ -64,7 +64,8 @@ class SessionLimiter:
     """ASGI middleware over the ``mcp`` app: ``max_sessions`` live at most, idle ones end
     after ``ttl`` seconds (see the module docstring). ``on_end`` runs with the id of every
     session that ends, whoever ended it (the client's ``DELETE``, the TTL, an eviction);
-    ``holds`` says whether a session holds work (evicted last)."""
+    ``holds`` says whether a session holds work (evicted last); ``path`` is where the
+    ``mcp`` app answers."""
 
     def __init__(
         self,
@@ -74,6 +75,7 @@ class SessionLimiter:
         ttl: float,
         on_end: Callable[[str], Awaitable[None]],
         holds: Callable[[str], bool] = lambda _: False,
+        path: str = "/mcp",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions is not None and max_sessions < 1:
@@ -81,6 +83,7 @@ class SessionLimiter:
         if not ttl > 0:
             raise ValueError(f"ttl must be a positive number of seconds, got {ttl}")
         self.app = app
+        self.path = path
         self.max_sessions = max_sessions
         self.ttl = ttl
         self._on_end = on_end
@@ -197,17 +200,20 @@ class SessionLimiter:
                 print(f"ending idle MCP sessions failed: {error}", file=sys.stderr)
 
     async def _delete(self, template: Scope, mcp_id: str) -> None:
-        host = _header(template, b"host")
-        headers = [(_SESSION_ID, mcp_id.encode("latin-1"))]
-        if host is not None:
-            headers.append((b"host", host.encode("latin-1")))
+        """``DELETE /mcp`` for ``mcp_id``, on the connection facts of a request uvicorn gave
+        (its ``server`` address names the host: no header a client sent is reused)."""
+        host, port = template.get("server") or ("127.0.0.1", 0)
+        authority = f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
         scope = {
             **template,
             "method": "DELETE",
-            "headers": headers,
+            "path": self.path,
+            "raw_path": self.path.encode(),
             "query_string": b"",
+            "headers": [(_SESSION_ID, mcp_id.encode("latin-1")), (b"host", authority.encode())],
         }
         sent = False
+        status: list[int] = []
 
         async def receive() -> Message:
             nonlocal sent
@@ -216,10 +222,13 @@ class SessionLimiter:
             sent = True
             return {"type": "http.request", "body": b"", "more_body": False}
 
-        async def discard(message: Message) -> None:
-            return None
+        async def keep_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
 
-        await self.app(scope, receive, discard)
+        await self.app(scope, receive, keep_status)
+        if status and status[0] not in (200, 404):  # 404: it had ended on its own
+            print(f"ending MCP session {mcp_id} was answered {status[0]}", file=sys.stderr)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -159,6 +159,10 @@ def test_a_client_opening_sessions_past_the_cap_does_not_lock_another_out() -> N
 def test_an_evicted_session_is_gone_for_its_client_and_frees_its_environment_session() -> None:
     async def run() -> tuple[int, int, int, JsonDict]:
         async with served(Counter(), max_sessions=2) as server:
+            # The first request the server sees comes from elsewhere, with another Host:
+            # ending a session later must not depend on what it carried.
+            stray = {**JSON_RPC, "Host": "elsewhere.example"}
+            await server.http.post(f"{server.url}/nowhere", json=INITIALIZE, headers=stray)
             oldest = await server.opened()
             await server.call(oldest, "increment", {"amount": 1})
             held = len(server.client.sessions)
