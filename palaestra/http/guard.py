@@ -1,4 +1,8 @@
-"""Security defaults for every server: an optional bearer token and a bounded request body."""
+"""Security defaults for every server: an optional bearer token and a bounded request body.
+
+The token is compared as bytes (the header's raw bytes against the token's UTF-8): a header
+that is not ASCII, or not a bearer header at all, is a wrong token (401), never an error.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ class Guard:
     ) -> None:
         self.app = app
         self.token = token
+        self._secret = None if token is None else token.encode("utf-8")
         self.max_body = max_body
         self._direct: Any = getattr(app, "direct_route", None)
 
@@ -40,10 +45,10 @@ class Guard:
             if name == b"content-length":
                 declared = value
             elif name == b"authorization":
-                authorization = value.decode("latin-1")
+                authorization = value
         if declared is None or not declared.isdigit() or int(declared) > self.max_body:
             return None
-        if self.token is not None and not _bearer_matches(authorization, self.token):
+        if self._secret is not None and not bearer_matches(authorization, self._secret):
             return None
         return self._direct(scope)
 
@@ -57,9 +62,9 @@ class Guard:
             if name == b"content-length":
                 declared = value.decode("latin-1")
             elif name == b"authorization":
-                authorization = value.decode("latin-1")
-        if self.token is not None and not _bearer_matches(authorization, self.token):
-            await _refuse(send, 401, "missing or wrong bearer token")
+                authorization = value
+        if self._secret is not None and not bearer_matches(authorization, self._secret):
+            await _refuse(send, 401, "missing or wrong bearer token", _CHALLENGE)
             return
         if declared is not None and declared.isdigit():
             if int(declared) > self.max_body:
@@ -92,13 +97,25 @@ class BodyTooLarge(PalaestraError):
         super().__init__(f"request body over {limit} bytes")
 
 
-def _bearer_matches(header: str | None, token: str) -> bool:
-    if not header or not header.lower().startswith("bearer "):
+def bearer_matches(header: bytes | str | None, secret: bytes) -> bool:
+    """Whether an ``Authorization`` header carries the bearer token ``secret`` (its UTF-8).
+
+    Bytes against bytes: ``hmac.compare_digest`` raises on ``str`` that are not ASCII, so
+    a header is never compared as text (a ``str`` header is taken as UTF-8)."""
+    if isinstance(header, str):
+        header = header.encode("utf-8", "surrogateescape")
+    if not header or header[:7].lower() != b"bearer ":
         return False
-    return hmac.compare_digest(header[7:].strip(), token)
+    return hmac.compare_digest(header[7:].strip(), secret)
 
 
-async def _refuse(send: Send, status: int, message: str) -> None:
+_CHALLENGE = [(b"www-authenticate", b"Bearer")]
+"""What a 401 asks for (RFC 6750): a bearer token."""
+
+
+async def _refuse(
+    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     payload = orjson.dumps(error_body(status, message))
     await send(
         {
@@ -107,6 +124,7 @@ async def _refuse(send: Send, status: int, message: str) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
+                *(headers or ()),
             ],
         }
     )

@@ -11,39 +11,113 @@ What the model got wrong (an unknown tool, invalid arguments, a ``ToolError``) i
 with ``isError`` and the message, as the MCP specification asks for errors a model can
 correct; a tool that failed (palaestra would fail the rollout: ``tool_error``, ``timeout``)
 is an ``isError`` result too, naming the failure's kind.
+
+A machine environment's ``submit`` (``MachineTools``) ends the episode; over MCP nothing else
+would ever score it, so the server runs the environment's verifier then and answers the reward
+(or why the work could not be checked). Its sessions each hold a machine (for ``harbor:``, a
+box): ``max_boxes`` bounds how many hold one at once. Over HTTP, ``SessionLimiter``
+(``mcp_sessions``) caps and expires the MCP sessions themselves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import weakref
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from palaestra.environment.client import LocalEnvironmentClient, tool_output_text
-from palaestra.errors import ConfigError, ToolCallRejected
+from palaestra.environment.machine import MachineTools
+from palaestra.errors import ConfigError, PalaestraError, ToolCallRejected
+from palaestra.serve.mcp_sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from mcp.types import CallToolResult
 
+    from palaestra.http.json import JSONResponse
+    from palaestra.serve.mcp_sessions import SessionLimiter
     from palaestra.spec import EnvSpec
 
-__all__ = ["SessionMap", "mcp_server", "serve_mcp", "serve_mcp_http", "serve_mcp_stdio"]
+__all__ = [
+    "SessionMap",
+    "SessionsBusy",
+    "default_max_boxes",
+    "holds_machines",
+    "mcp_server",
+    "serve_mcp",
+    "serve_mcp_http",
+    "serve_mcp_stdio",
+]
+
+FINISHED = ""
+"""The session id of an MCP session that submitted (no palaestra session has it)."""
+OVER = "You already submitted: the episode is over. Answer without calling tools."
+NO_RESPONSE: JsonDict = {
+    "id": "resp_mcp",
+    "object": "response",
+    "status": "completed",
+    "output": [],
+}
+"""What ``verify`` is given at ``submit``: an MCP client sends its model's final answer to no
+one, so there is none (a machine's verifier reads the machine, not the answer)."""
+
+
+def holds_machines(client: LocalEnvironmentClient) -> bool:
+    """Whether each session of the environment holds a machine (a sandbox or a box)."""
+    return isinstance(client.environment, MachineTools)
+
+
+def default_max_boxes() -> int:
+    """Machines held at once by default: one per CPU (each runs a model's commands)."""
+    return os.cpu_count() or 1
+
+
+class SessionsBusy(PalaestraError):
+    """Every machine this server may hold is held by a session with a request in flight."""
 
 
 class SessionMap:
-    """The palaestra session of each live MCP session, seeded on first use."""
+    """The palaestra session of each live MCP session, seeded on first use.
 
-    def __init__(self, client: LocalEnvironmentClient, task: JsonDict) -> None:
+    ``max_held`` caps the palaestra sessions held at once (for a machine environment: its
+    machines); at the cap, ``make_room`` (the HTTP server's: end the least recently used idle
+    MCP session holding one) is asked for room before a seed is refused with ``SessionsBusy``.
+    """
+
+    def __init__(
+        self, client: LocalEnvironmentClient, task: JsonDict, *, max_held: int | None = None
+    ) -> None:
         self.client = client
         self.task = task
+        self.max_held = max_held
+        self.make_room: Callable[[], Awaitable[bool]] | None = None
         self._ids: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
         self._seeding: weakref.WeakKeyDictionary[object, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._closing: set[asyncio.Task[None]] = set()
         self._by_mcp_id: dict[str, str] = {}
+        self._held: set[str] = set()
+        self._being_seeded = 0
+
+    def __len__(self) -> int:
+        """Palaestra sessions held (seeded and not yet closed)."""
+        return len(self._held)
+
+    async def finish(self, mcp_session: object) -> None:
+        """Close ``mcp_session``'s palaestra session now (its work was submitted and checked:
+        its machine is of no more use); its later calls are told the episode is over."""
+        session_id = self._ids.get(mcp_session)
+        if session_id is not None and session_id != FINISHED:
+            self._ids[mcp_session] = FINISHED
+            await self._close(session_id)
+
+    def holds(self, mcp_id: str) -> bool:
+        """Whether the MCP session ``mcp_id`` holds a palaestra session."""
+        return mcp_id in self._by_mcp_id
 
     async def session_of(self, mcp_session: object) -> str:
         """The palaestra session of ``mcp_session`` (seeded now if it has none)."""
@@ -54,13 +128,32 @@ class SessionMap:
         async with lock:
             known = self._ids.get(mcp_session)
             if known is None:
-                known = await self.client.seed(dict(self.task))
+                await self._room()
+                self._being_seeded += 1
+                try:
+                    known = await self.client.seed(dict(self.task))
+                finally:
+                    self._being_seeded -= 1
+                self._held.add(known)
                 self._ids[mcp_session] = known
                 mcp_id = getattr(mcp_session, "session_id", None)
                 if isinstance(mcp_id, str):
                     self._by_mcp_id[mcp_id] = known
                 weakref.finalize(mcp_session, self._close_later, asyncio.get_running_loop(), known)
             return known
+
+    async def _room(self) -> None:
+        """At the cap, make room for one more or refuse (``SessionsBusy``)."""
+        cap = self.max_held
+        if cap is None or len(self._held) + self._being_seeded < cap:
+            return
+        made = self.make_room is not None and await self.make_room()
+        if made and len(self._held) + self._being_seeded < cap:
+            return
+        raise SessionsBusy(
+            f"this server's {cap} machines (its --max-boxes) are all in use by sessions "
+            f"working now; try again in a few seconds"
+        )
 
     async def release(self, mcp_id: str) -> None:
         """Close the session of the MCP session ``mcp_id`` (its client ended it: DELETE)."""
@@ -82,6 +175,9 @@ class SessionMap:
     async def _close(self, session_id: str) -> None:
         for mcp_id in [key for key, value in self._by_mcp_id.items() if value == session_id]:
             del self._by_mcp_id[mcp_id]
+        if session_id not in self._held:  # closed already (its client's DELETE, then GC)
+            return
+        self._held.discard(session_id)
         try:
             await self.client.close(session_id)
         except Exception as error:  # a close that fails must not stop the server
@@ -106,8 +202,19 @@ def mcp_server(sessions: SessionMap, *, description: str = "") -> Server:
     async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
 
+    submits = holds_machines(client) and "submit" in client.environment.tool_specs
+
     async def call_tool(context: Any, params: Any) -> types.CallToolResult:
-        session_id = await sessions.session_of(_connection_of(context))
+        connection = _connection_of(context)
+        try:
+            session_id = await sessions.session_of(connection)
+        except SessionsBusy as busy:
+            return _result(str(busy), error=True)
+        except Exception as failure:  # the seed failed: this client's session has none
+            text = f"the session could not start ({_kind(failure)}): {failure}"
+            return _result(text, error=True)
+        if session_id == FINISHED:
+            return _result(OVER, error=True)
         try:
             value = await client.call_tool_value(
                 session_id, params.name, dict(params.arguments or {})
@@ -115,8 +222,11 @@ def mcp_server(sessions: SessionMap, *, description: str = "") -> Server:
         except ToolCallRejected as rejected:
             return _result(str(rejected), error=True)
         except Exception as failure:  # the rollout's failure, reported to this client only
-            kind = getattr(failure, "kind", "internal_error")
-            return _result(f"the tool failed ({kind}): {failure}", error=True)
+            return _result(f"the tool failed ({_kind(failure)}): {failure}", error=True)
+        if submits and params.name == "submit":
+            checked = await _checked(client, session_id, sessions.task)
+            await sessions.finish(connection)
+            return checked
         return _result(tool_output_text(value), error=False)
 
     server: Server = Server(
@@ -126,6 +236,35 @@ def mcp_server(sessions: SessionMap, *, description: str = "") -> Server:
         on_call_tool=call_tool,
     )
     return server
+
+
+async def _checked(
+    client: LocalEnvironmentClient, session_id: str, task: JsonDict
+) -> CallToolResult:
+    """``submit``'s answer over MCP: the environment's verifier run now, and what it said."""
+    try:
+        verdict = await client.verify(session_id, task, NO_RESPONSE)
+    except Exception as failure:
+        return _result(
+            f"Submitted; the episode is over. Your work could not be checked "
+            f"({_kind(failure)}): {failure}",
+            error=True,
+        )
+    if verdict.failure is not None:
+        return _result(
+            f"Submitted; the episode is over. Your work could not be checked "
+            f"({verdict.failure.kind}): {verdict.failure.reason}",
+            error=True,
+        )
+    return _result(
+        f"Submitted and checked now: reward {verdict.reward:g}. The episode is over "
+        f"(a new MCP session starts the task again).",
+        error=False,
+    )
+
+
+def _kind(failure: Exception) -> str:
+    return str(getattr(failure, "kind", "internal_error"))
 
 
 def _connection_of(context: Any) -> object:
@@ -161,31 +300,74 @@ async def serve_mcp_http(
     token: str | None,
     label: str,
     stop: asyncio.Event | None = None,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    session_ttl: float = DEFAULT_SESSION_TTL,
 ) -> None:
     """Serve MCP over streamable HTTP at ``/mcp``, behind the bearer-token guard, announcing
     the address as the other servers do (a line for humans on stderr, one for supervisors).
 
-    A client ending its MCP session (``DELETE`` with its ``Mcp-Session-Id``) closes the
-    environment session at once; one that just goes away is closed when the ``mcp`` package
-    drops its connection (idle for 30 minutes), or by the environment's session TTL."""
+    At most ``max_sessions`` MCP sessions live at once, each ended after ``session_ttl``
+    seconds idle (``SessionLimiter``); a client ending its MCP session (``DELETE``) closes its
+    environment session at once, and so does a session ended by the limiter. ``GET /`` says
+    how many sessions live and what the caps are, as the env server's does."""
     from palaestra.http.announce import ready_line, serve_announced
     from palaestra.http.guard import Guard
+    from palaestra.serve.mcp_sessions import SessionLimiter
 
-    mcp_app = server.streamable_http_app(host=host, json_response=True)
+    # The mcp package's own idle timeout is a backstop behind the limiter's sweeps, and its
+    # own cap is lifted: the limiter decides who gets a session.
+    mcp_app = server.streamable_http_app(
+        host=host,
+        json_response=True,
+        session_idle_timeout=2 * session_ttl + 60,
+        max_sessions=None,
+    )
+    limits = SessionLimiter(
+        mcp_app,
+        max_sessions=max_sessions,
+        ttl=session_ttl,
+        on_end=sessions.release,
+        holds=sessions.holds,
+    )
+    sessions.make_room = lambda: limits.evict(sessions.holds)
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        await mcp_app(scope, receive, send)
-        if scope["type"] == "http" and scope["method"] == "DELETE":
-            for name, value in scope["headers"]:
-                if name == b"mcp-session-id":
-                    await sessions.release(value.decode("latin-1"))
+        if scope["type"] == "http" and scope["path"] == "/" and scope["method"] == "GET":
+            await _health(limits, sessions)(scope, receive, send)
+        else:
+            await limits(scope, receive, send)
 
     def on_ready(url: str) -> None:
         print(f"serving {label} on {url}/mcp", file=sys.stderr, flush=True)
         print(ready_line(url), flush=True)
 
-    await serve_announced(
-        Guard(app, token=token), host=host, port=port, on_ready=on_ready, stop=stop
+    stop = stop or asyncio.Event()
+    sweeping = asyncio.create_task(limits.run_sweeps(stop))
+    try:
+        await serve_announced(
+            Guard(app, token=token), host=host, port=port, on_ready=on_ready, stop=stop
+        )
+    finally:
+        stop.set()
+        await sweeping
+
+
+def _health(limits: SessionLimiter, sessions: SessionMap) -> JSONResponse:
+    """``GET /``: the live sessions, what they hold and the caps."""
+    from palaestra.http.json import JSONResponse
+
+    return JSONResponse(
+        {
+            "status": "ok",
+            "sessions": len(limits),
+            "max_sessions": limits.max_sessions,
+            "session_ttl": limits.ttl,
+            "environment_sessions": len(sessions.client.sessions),
+            "held_sessions": len(sessions),
+            "max_boxes": sessions.max_held,
+            "ended_sessions": limits.ended,
+            "refused_sessions": limits.refused,
+        }
     )
 
 
@@ -199,12 +381,18 @@ async def serve_mcp(
     port: int = 0,
     token: str | None = None,
     stop: asyncio.Event | None = None,
+    max_sessions: int | None = None,
+    session_ttl: float | None = None,
+    max_boxes: int | None = None,
 ) -> None:
     """Build the environment ``env`` names and serve its tools over MCP until stopped.
 
     Each MCP session is seeded with task ``task_index`` of ``tasks`` (default: the
     environment's example tasks; an environment with none gets ``{}``). A mistake (unknown
     environment, argument or task) is a one-line ``ConfigError`` before anything is served.
+    ``max_boxes`` caps the sessions holding a machine at once, for an environment whose
+    sessions hold one (None: one per CPU; 0: no cap); ``max_sessions`` (0: no cap) and
+    ``session_ttl`` bound the MCP sessions over HTTP (``serve_mcp_http``; None: the defaults).
     """
     from palaestra.collection.assembly import find
     from palaestra.serve.evaluator import load_dataset
@@ -220,7 +408,10 @@ async def serve_mcp(
     task = dataset[task_index] if dataset else {}
     client = LocalEnvironmentClient(found.build())
     try:
-        sessions = SessionMap(client, task)
+        held = None
+        if holds_machines(client) and max_boxes != 0:
+            held = max_boxes or default_max_boxes()
+        sessions = SessionMap(client, task, max_held=held)
         server = mcp_server(sessions, description=client.environment.description)
         if transport == "stdio":
             print(f"serving environment {found.name} over MCP on stdio", file=sys.stderr)
@@ -228,7 +419,20 @@ async def serve_mcp(
         else:
             label = f"environment {found.name} over MCP"
             await serve_mcp_http(
-                server, sessions, host=host, port=port, token=token, label=label, stop=stop
+                server,
+                sessions,
+                host=host,
+                port=port,
+                token=token,
+                label=label,
+                stop=stop,
+                max_sessions=_cap(max_sessions, DEFAULT_MAX_SESSIONS),
+                session_ttl=session_ttl or DEFAULT_SESSION_TTL,
             )
     finally:
         await client.aclose()
+
+
+def _cap(value: int | None, default: int) -> int | None:
+    """A cap: unset is the default, 0 lifts it."""
+    return default if value is None else value or None

@@ -36,7 +36,6 @@ without a token for them).
 from __future__ import annotations
 
 import contextlib
-import hmac
 import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -52,7 +51,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import InputError, PalaestraError, RolloutFailure
-from palaestra.http.guard import BodyTooLarge
+from palaestra.http.guard import BodyTooLarge, bearer_matches
 from palaestra.http.json import JSONResponse, error_response
 from palaestra.training.openenv_episode import Episode, EpisodeFailed
 from palaestra.types import JsonDict
@@ -101,6 +100,7 @@ def openenv_app(
     token: str | None = None,
 ) -> Starlette:
     """The OpenEnv server of ``client``'s environment (see the module docstring)."""
+    secret = None if token is None else token.encode("utf-8")
     http_episodes: OrderedDict[str, Episode] = OrderedDict()
     attachments: set[str] = set()
     """HTTP sessions a socket drives (``/ws?session_id=``): one socket each, as OpenEnv's."""
@@ -178,7 +178,7 @@ def openenv_app(
         )
 
     async def ws(socket: WebSocket) -> None:
-        if token is not None and not _bearer_matches(socket.headers.get("authorization"), token):
+        if secret is not None and not bearer_matches(_authorization(socket), secret):
             await socket.close(code=1008, reason="missing or wrong bearer token")
             return
         await socket.accept()
@@ -405,15 +405,17 @@ async def _close_quietly(episode: Episode) -> None:
         await episode.close()
 
 
+def _authorization(socket: WebSocket) -> bytes | None:
+    """The socket's ``Authorization`` header as sent (bytes: it may not be ASCII)."""
+    for name, value in socket.scope["headers"]:
+        if name == b"authorization":
+            return bytes(value)
+    return None
+
+
 async def _close_socket(socket: WebSocket) -> None:
     with contextlib.suppress(RuntimeError):  # already closed by the client
         await socket.close()
-
-
-def _bearer_matches(header: str | None, token: str) -> bool:
-    if not header or not header.lower().startswith("bearer "):
-        return False
-    return hmac.compare_digest(header[7:].strip(), token)
 
 
 _ACTION_SCHEMA: JsonDict = {

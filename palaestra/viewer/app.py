@@ -88,7 +88,9 @@ class TokenInUrl:
         if scope["type"] == "http" and b"token=" in scope.get("query_string", b""):
             from urllib.parse import parse_qs
 
-            given = parse_qs(scope["query_string"].decode("latin-1")).get("token")
+            # Latin-1 both ways: the token's bytes reach the guard as sent, whatever they are.
+            query = scope["query_string"].decode("latin-1")
+            given = parse_qs(query, encoding="latin-1").get("token")
             headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"authorization"]
             if given:
                 headers.append((b"authorization", f"Bearer {given[0]}".encode("latin-1")))

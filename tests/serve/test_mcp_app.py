@@ -104,8 +104,9 @@ def test_a_wrong_call_is_an_error_result_the_model_can_read() -> None:
 @contextlib.contextmanager
 def served_over_http(token: str | None = None) -> Iterator[str]:
     secret = {"PALAESTRA_SERVER_TOKEN": token} if token else {}
+    no_token = [] if token else ["--no-token"]
     process = subprocess.Popen(
-        [*COMMAND, "counter", "--transport", "http", "--port", "0"],
+        [*COMMAND, "counter", "--transport", "http", "--port", "0", *no_token],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -226,3 +226,17 @@ def test_a_simulated_user_answers_the_model_s_messages_and_its_turns_are_the_use
         assert producers == ["policy", "user", "policy", "tool", "policy", "user"]
         done = ask(ws, "step", {"type": "verify"})["data"]
     assert done["reward"] == 1.0  # the user said every turn: heard through the OpenEnv server
+
+
+def test_a_websocket_with_a_token_that_is_not_ascii_is_refused_not_crashed() -> None:
+    with served([TASK], token="oe-secret") as url:
+        for wrong in ("Bearer tökén", "Bearer \xff\xfe\x80"):
+            with (
+                pytest.raises(InvalidStatus) as refused,
+                connect(ws_url(url), additional_headers={"Authorization": wrong}),
+            ):
+                pass
+            assert refused.value.response.status_code == 403  # closed before accept
+        auth = {"Authorization": "Bearer oe-secret"}
+        with connect(ws_url(url), additional_headers=auth) as socket:
+            assert ask(socket, "reset", {})["type"] == "observation"

@@ -189,3 +189,11 @@ def test_a_request_addressed_to_another_host_name_is_refused_on_loopback(
     request.add_header("Authorization", f"Bearer {TOKEN}")
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert answer.status == 200
+
+
+@pytest.mark.parametrize("given", ["%E2%82%AC", "s3cr%C3%A9t", "%FF%FE"])
+def test_a_token_in_the_url_that_is_not_ascii_is_a_401_not_a_500(
+    server: BackgroundServer, given: str
+) -> None:
+    status, body = get(server, f"/api/runs?token={given}", token=None)
+    assert status == 401 and body["error"]["message"] == "missing or wrong bearer token"

@@ -10,7 +10,13 @@ from rich.console import Console
 
 from palaestra.cli.errors import exit_on_user_error
 from palaestra.cli.options import env_arg_option, env_spec
-from palaestra.cli.serve.servers import host_option, port_option, read_token, token_options
+from palaestra.cli.serve.servers import (
+    TOKEN_ENV,
+    host_option,
+    port_option,
+    read_token,
+    token_options,
+)
 from palaestra.errors import ConfigError
 
 
@@ -39,16 +45,45 @@ from palaestra.errors import ConfigError
     show_default=True,
     help="The index of the task each MCP session is seeded with.",
 )
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=0),
+    help="HTTP: live MCP sessions at most. Opening one more ends the least recently used "
+    "idle session (its client gets 404 and opens a new one); when all are busy it is "
+    "answered 503 with Retry-After. 0 lifts the cap. Default: 64.",
+)
+@click.option(
+    "--session-ttl",
+    type=click.FloatRange(min=0, min_open=True),
+    help="HTTP: seconds an MCP session may be idle (no request in flight) before it is "
+    "ended and what it holds (its environment session, its machine) is freed. "
+    "Default: 600.",
+)
+@click.option(
+    "--max-boxes",
+    type=click.IntRange(min=0),
+    help="For an environment whose sessions each hold a machine (harbor:, the machine "
+    "tools): sessions holding one at once; at the cap a new one takes the least recently "
+    "used idle session's, or its call is refused while all are busy. 0 lifts the cap. "
+    "Default: the number of CPUs.",
+)
 @host_option
 @port_option
 @token_options
+@click.option(
+    "--no-token",
+    is_flag=True,
+    help="HTTP: serve without a bearer token (anyone who can reach the port may run the "
+    "tools). Without it, --transport http refuses to start with no token.",
+)
 def serve_mcp_command(env_name: str | None, **options: Any) -> None:
     """Serve an environment's tools over MCP (Model Context Protocol), to any MCP client.
 
     ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class. Each MCP
     session has its own state (an environment session seeded with --task). With --transport
-    http it listens on --host/--port (loopback by default) and prints its URL; --token
-    makes it require a bearer token.
+    http it listens on --host/--port (loopback by default), prints its URL, and requires a
+    bearer token (PALAESTRA_SERVER_TOKEN, --token-file or --token; clients send
+    `Authorization: Bearer <token>`) unless --no-token is given.
     """
     from palaestra._util.loop import run_on_fast_loop
     from palaestra.serve.mcp_app import serve_mcp
@@ -62,8 +97,19 @@ def serve_mcp_command(env_name: str | None, **options: Any) -> None:
             raise ConfigError("name the environment to serve: palaestra serve mcp ENV_NAME")
         options["env_spec"] = chosen
         token = read_token(options["token"], options["token_file"])
-        if token is not None and options["transport"] == "stdio":
-            raise ConfigError("--token guards the HTTP transport; stdio has no requests to guard")
+        if options["transport"] == "stdio":
+            if token is not None or options["no_token"]:
+                raise ConfigError(
+                    "--token guards the HTTP transport; stdio has no requests to guard"
+                )
+        elif token is None and not options["no_token"]:
+            raise ConfigError(
+                f"serving MCP over HTTP needs a bearer token: set {TOKEN_ENV} or give "
+                f"--token-file (clients send 'Authorization: Bearer <token>'), or give "
+                f"--no-token to serve without one"
+            )
+        elif token is not None and options["no_token"]:
+            raise ConfigError("give a token or --no-token, not both")
         try:
             run_on_fast_loop(
                 serve_mcp(
@@ -74,6 +120,9 @@ def serve_mcp_command(env_name: str | None, **options: Any) -> None:
                     host=options["host"],
                     port=options["port"],
                     token=token,
+                    max_sessions=options["max_sessions"],
+                    session_ttl=options["session_ttl"],
+                    max_boxes=options["max_boxes"],
                 )
             )
         except KeyboardInterrupt:
