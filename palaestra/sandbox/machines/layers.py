@@ -7,15 +7,21 @@
                                 changed files, whiteouts for removed ones)
         layers/<name>.lock      held while the step is built (two builds of one step wait)
         images/<ref>.json       a built image: its layer chain, workdir, env and user
+        disks/<MB>.img          an empty file system of that size, copied for each box's
+                                disk (``storage``)
 
 A layer's name is the first 24 hex digits of its key, ``sha256(parent key, the instruction,
 the state it ran in, the digest of the files it copied)``: the same step over the same
 parent is built once per machine. A layer is built under a temporary name and renamed into
 place when complete, so a layer directory that exists is whole.
 
-Overlays are mounted with lower directories named relative to ``layers/`` (``mount`` runs
-there): the kernel takes one page of mount options, which fits about 200 such names (a
-Dockerfile rarely has 30 steps; Docker's own cap is 127 layers).
+The store is root's only (``0700``): a layer holds the image's files as they are, setuid
+programs included, and no other user of the host may reach them.
+
+Overlays are mounted ``nosuid,nodev`` (what a box or an image plants is no setuid program
+and no device on the host), with lower directories named relative to ``layers/`` (``mount``
+runs there): the kernel takes one page of mount options, which fits about 200 such names
+(a Dockerfile rarely has 30 steps; Docker's own cap is 127 layers).
 """
 
 from __future__ import annotations
@@ -61,10 +67,13 @@ class LayerStore:
         self.root = root
         self.layers = root / "layers"
         self.images = root / "images"
+        self.disks = root / "disks"
 
     def prepare(self) -> None:
-        for path in (self.layers, self.images):
-            path.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, mode=0o700, exist_ok=True)
+        os.chmod(self.root, 0o700)  # the images' setuid programs are nobody else's
+        for path in (self.layers, self.images, self.disks):
+            path.mkdir(exist_ok=True)
 
     def name(self, key: str) -> str:
         return key[:NAME_LENGTH]
@@ -127,7 +136,7 @@ def mount_overlay(
         raise SandboxFailure("an image with no layers cannot be mounted")
     if len(lowers) > MAX_LAYERS:
         raise SandboxFailure(f"an image of {len(lowers)} layers is over the {MAX_LAYERS} allowed")
-    options = f"lowerdir={':'.join(reversed(lowers))},upperdir={upper},workdir={work}"
+    options = f"nosuid,nodev,lowerdir={':'.join(reversed(lowers))},upperdir={upper},workdir={work}"
     done = subprocess.run(
         ["mount", "-t", "overlay", "overlay", "-o", options, str(target)],
         cwd=layers,
