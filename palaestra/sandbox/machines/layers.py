@@ -22,6 +22,9 @@ Overlays are mounted ``nosuid,nodev`` (what a box or an image plants is no setui
 and no device on the host), with lower directories named relative to ``layers/`` (``mount``
 runs there): the kernel takes one page of mount options, which fits about 200 such names
 (a Dockerfile rarely has 30 steps; Docker's own cap is 127 layers).
+
+``drop_from_upper`` takes paths out of an unmounted overlay's upper directory, so that the
+layers' own files show there again (how ``Box.seal`` puts an image's ``TOOLCHAIN`` back).
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ import fcntl
 import hashlib
 import os
 import secrets
+import shutil
+import stat
 import subprocess
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 
 from palaestra._util.processes import pid_namespace
@@ -151,6 +156,67 @@ def mount_overlay(
 
 def unmount_overlay(target: Path) -> None:
     unmount(target)
+
+
+_OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def drop_from_upper(upper: Path, paths: Iterable[str]) -> None:
+    """Take each of ``paths`` (relative) out of the upper directory ``upper`` of an overlay
+    that is not mounted, so that the lower layers' version shows again: whatever the upper
+    has there (a file, a directory, a link, a whiteout, an opaque directory) is removed,
+    and no link is ever followed (the upper was written by the box). Above such a path, an
+    entry that is not a plain directory (a link, a whiteout) is removed as well, and an
+    opaque directory made transparent again (the layers' entries under it show again)."""
+    top = os.open(upper, _DIRECTORY)
+    try:
+        for path in paths:
+            parts = [part for part in path.split("/") if part not in ("", ".", "..")]
+            if parts:
+                _drop(top, parts)
+    finally:
+        os.close(top)
+
+
+def _drop(top: int, parts: list[str]) -> None:
+    fd = os.dup(top)
+    try:
+        for part in parts[:-1]:
+            try:
+                info = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return  # nothing of the box's here: the layers' own shows
+            if not stat.S_ISDIR(info.st_mode):
+                _remove(fd, part, info)
+                return
+            child = os.open(part, _DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            for name in _OPAQUE:
+                with contextlib.suppress(OSError):
+                    os.removexattr(fd, name)
+        with contextlib.suppress(FileNotFoundError):
+            _remove(fd, parts[-1], os.stat(parts[-1], dir_fd=fd, follow_symlinks=False))
+    finally:
+        os.close(fd)
+
+
+def _remove(fd: int, name: str, info: os.stat_result) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(name, dir_fd=fd)  # fd-based: never follows a link out of the tree
+    else:
+        os.unlink(name, dir_fd=fd)
+
+
+def empty_directory(path: Path) -> None:
+    """Remove everything in ``path`` (not following links), keeping ``path``."""
+    fd = os.open(path, _DIRECTORY)
+    try:
+        for name in os.listdir(fd):
+            _remove(fd, name, os.stat(name, dir_fd=fd, follow_symlinks=False))
+    finally:
+        os.close(fd)
 
 
 def extract(tar: Path, into: Path) -> None:

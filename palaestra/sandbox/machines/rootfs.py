@@ -27,7 +27,9 @@ No daemon: for clusters without Docker. ::
   and to the boxes' own commands only (``inside.BOX_GROUP``), the layer store to root only.
 - **Lifecycle**: at most ``max_starting`` boxes start at once, each within
   ``BoxSpec.start_timeout``. A box's lease (``leases``) is written before anything of it
-  exists; ``close`` kills its processes, detaches the overlay and the disk and
+  exists; ``seal`` kills every process of the box (by its cgroups, and by each launch's pid
+  namespace) and puts the image's ``TOOLCHAIN`` back (``layers.drop_from_upper``) under a
+  fresh overlay; ``close`` kills its processes, detaches the overlay and the disk and
   removes its directory and lease; a box whose collector died is torn down by the next
   provider (``reap``, run when the provider is first used).
 
@@ -44,6 +46,7 @@ import json
 import os
 import secrets
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -59,14 +62,18 @@ from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.layers import (
     LayerStore,
     default_cache,
+    drop_from_upper,
+    empty_directory,
     key_of,
     mount_overlay,
 )
-from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
+from palaestra.sandbox.machines.provider import TOOLCHAIN, Box, BoxSpec, Image, Provider
 from palaestra.sandbox.machines.storage import make_disk
 from palaestra.sandbox.process import SandboxProcess
 
 NAME = "rootfs"
+SEAL_TIMEOUT = 30.0
+"""Seconds ``seal`` waits for the box's processes to be gone and its overlay to unmount."""
 
 
 def default_runtime() -> Path:
@@ -297,6 +304,7 @@ class RootfsBox(Box):
         self.spec = spec
         self.chain = chain
         self._processes: set[SandboxProcess] = set()
+        """Every launch not known to be over: ``seal`` kills them (and their pid namespaces)."""
         self._closed = False
 
     def user(self, spec: str | None = None) -> inside.User:
@@ -360,7 +368,39 @@ class RootfsBox(Box):
         return process
 
     async def seal(self) -> None:
-        raise NotImplementedError  # issue 33: kill by cgroup, put the TOOLCHAIN back
+        """Kill every process of the box, then put the image's ``TOOLCHAIN`` back under a
+        fresh overlay (see the module); ``SandboxFailure`` if the box cannot be sealed."""
+        if self._closed:
+            raise SandboxFailure(f"box {self.id} is closed")
+        deadline = time.monotonic() + SEAL_TIMEOUT
+        launched = list(self._processes)
+        for process in launched:  # each launch's pid namespace dies with its init
+            process.kill()
+        self._processes = set()
+        await asyncio.to_thread(self._reset, launched, deadline)
+
+    def _reset(self, launched: list[SandboxProcess], deadline: float) -> None:
+        """Kill what runs in the box's cgroups, wait until nothing of the box is left (each
+        launch's bubblewrap gone with its pid namespace, the cgroups empty), then unmount
+        its overlay, drop the box's ``TOOLCHAIN`` from its upper directory, empty the work
+        directory and mount the overlay again."""
+        for cgroup in self.cgroups:
+            leases.kill_cgroup(cgroup)
+        try:
+            for process in launched:
+                process.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise SandboxFailure(f"box {self.id}: its processes did not die; not sealed") from None
+        if not all(leases.emptied(cgroup, deadline) for cgroup in self.cgroups):
+            raise SandboxFailure(f"box {self.id}: its processes did not die; not sealed")
+        try:
+            leases.unmount_now(self.root, deadline)
+            drop_from_upper(self.upper, TOOLCHAIN)
+            empty_directory(self.work)
+        except OSError as error:
+            raise SandboxFailure(f"box {self.id} cannot be sealed: {error}") from None
+        layers = self.provider.store.layers
+        mount_overlay(layers, self.chain, self.upper, self.work, self.root)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.close_now)
