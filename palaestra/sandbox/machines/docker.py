@@ -35,7 +35,7 @@ CLI). A call costs a client start (~50 ms), small beside a container's start.
   process that clears its environment escapes that kill; ``seal`` does not depend on it).
 - ``seal``: ``docker stop`` (the kernel kills every process of the container's pid namespace,
   an ``env -i``/``setsid`` leftover included), the ``TOOLCHAIN`` entries removed from its
-  writable layer (overlay2's ``UpperDir``) while nothing mounts it (``toolchain.restore``), and
+  writable layer (overlay2's ``UpperDir``) while nothing mounts it (``layers.drop_from_upper``), and
   ``docker start``: the same filesystem under a fresh init, the image's programs back, for
   the cost of a container's stop and start. Another storage driver's writable layer is not
   reached: seal then fails with ``SandboxFailure``.
@@ -64,9 +64,10 @@ from typing import Any, ClassVar
 
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.machines import dockerfile as dockerfile_rules
-from palaestra.sandbox.machines import images, storage, toolchain
+from palaestra.sandbox.machines import images, storage
 from palaestra.sandbox.machines.digest import folder_digest
-from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
+from palaestra.sandbox.machines.layers import drop_from_upper
+from palaestra.sandbox.machines.provider import TOOLCHAIN, Box, BoxSpec, Image, Provider
 from palaestra.sandbox.process import SandboxProcess
 
 BOX_LABEL = "palaestra.box"
@@ -537,7 +538,12 @@ class DockerBox(Box):
                 "under overlay2 (run dockerd with --storage-driver=overlay2)"
             )
         with self._watch.pause() if self._watch is not None else contextlib.nullcontext():
-            await asyncio.to_thread(toolchain.restore, Path(upper.strip()))
+            try:
+                await asyncio.to_thread(drop_from_upper, Path(upper.strip()), TOOLCHAIN)
+            except OSError as error:
+                raise SandboxFailure(
+                    f"cannot put the image's toolchain back in box {self.container[:12]}: {error}"
+                ) from None
         status, _, errors = await self.provider._run("start", self.container)
         if status != 0:
             raise SandboxFailure(
