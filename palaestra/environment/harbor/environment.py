@@ -99,7 +99,7 @@ class HarborEnvironment(MachineTools, Environment):
             raise ConfigError(f"environment '{self.name}' needs the path of its task folders")
         self.path = Path(path) if path is not None else Path(str(self.folder))
         self.sandbox = sandbox
-        self.tasks = load_tasks(self.path)
+        self.tasks = load_tasks(self.path, sandbox)
         self._provider: Provider | None = None
         self._boxes: set[Box] = set()
         self._oracle_key = secrets.token_hex(16)
