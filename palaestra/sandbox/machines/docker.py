@@ -11,8 +11,10 @@ CLI). A call costs a client start (~50 ms), small beside a container's start.
   (a changed folder or a new base image builds again). Every ``FROM`` image must already
   be in the daemon: the offline base (``images.docker_base``) provides ``debian:bookworm-slim``
   and ``debian:bookworm``; any other fails the build with one line naming it.
-- ``start``: ``docker run -d --network none`` with memory, CPU and process bounds, a tiny init
-  (``--init``, which reaps what commands orphan) running ``sleep infinity``. Every container
+- ``start``: ``docker run -d --network none`` with memory, CPU and process bounds; its init
+  (pid 1) is the image's ``/bin/sh`` running ``INIT``, which reaps what commands orphan and
+  outlives every other process of the box: a shell whose command ignored its timeout kills
+  everything in the box but pid 1, and the box stays usable. Every container
   carries the labels ``palaestra.box=1`` and ``palaestra.lease=<pid>:<start time>:<pid
   namespace>`` (its owner), set by the daemon as it creates the container, so no box exists
   without its lease; ``reap`` removes the boxes of owners that are gone (also after
@@ -23,7 +25,14 @@ CLI). A call costs a client start (~50 ms), small beside a container's start.
   enforced (overlay2 quotas need xfs with project quotas).
 - ``launch``: ``docker exec`` wrapped as a ``SandboxProcess``. Killing the ``docker exec``
   client does not stop the command inside, so each launch marks its command's environment
-  with a random token and ``kill`` SIGKILLs every process of the container carrying it.
+  with a random token and ``kill`` SIGKILLs every process of the container carrying it (a
+  process that clears its environment escapes that kill; ``seal`` does not depend on it).
+- ``seal``: ``docker stop`` (the kernel kills every process of the container's pid namespace,
+  an ``env -i``/``setsid`` leftover included), the ``TOOLCHAIN`` entries removed from its
+  writable layer (overlay2's ``UpperDir``) while nothing mounts it (``toolchain.restore``), and
+  ``docker start``: the same filesystem under a fresh init, the image's programs back, for
+  the cost of a container's stop and start. Another storage driver's writable layer is not
+  reached: seal then fails with ``SandboxFailure``.
 - ``close``: ``docker rm -f``, idempotent.
 
 The daemon must run without a bridge network (``dockerd --bridge=none --iptables=false``):
@@ -36,7 +45,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -49,7 +57,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from palaestra.errors import SandboxFailure
-from palaestra.sandbox.machines import images
+from palaestra.sandbox.machines import dockerfile as dockerfile_rules
+from palaestra.sandbox.machines import images, toolchain
 from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
 from palaestra.sandbox.process import SandboxProcess
@@ -67,6 +76,15 @@ NETWORK_REFUSED = (
     "this task needs a network, and machines here have none (every box runs with --network "
     "none; nothing may reach a private-range address)"
 )
+INIT = (
+    "trap '' HUP INT TERM; PATH=/usr/sbin:/usr/bin:/sbin:/bin; "
+    "while :; do sleep 2147483647 & wait; done"
+)
+"""A box's init (pid 1, the image's ``/bin/sh``): it reaps what commands orphan while it
+waits, and it stays when every other process of the box is killed (a shell's timeout kills
+everything in the box but pid 1; the kernel lets no process of the box signal pid 1). Its
+``sleep`` comes from the image's own directories, never from a ``PATH`` the agent could
+write to."""
 _PROTOCOL_WRAPPER = 'exec 8<&0 9>&1 </dev/null >/dev/null; PALAESTRA_PROTOCOL=8,9 exec "$@"'
 """For ``protocol`` launches: the request and reply channels arrive as the exec's stdin and
 stdout; the program finds them as fds 8 and 9 (``PALAESTRA_PROTOCOL``), as under bubblewrap."""
@@ -146,11 +164,19 @@ class DockerProvider(Provider):
 
     # -- images ---------------------------------------------------------------------------
 
+    @classmethod
+    def refusal(cls, context: Path) -> str | None:
+        """What the daemon would fetch from the host's network while building ``context``
+        (``dockerfile.docker_refusal``: a remote ``ADD``, an image named by ``COPY --from``,
+        ...), in one line naming the file and line; ``None`` when nothing."""
+        return dockerfile_rules.docker_refusal(Path(context))
+
     async def build(self, context: Path, *, timeout: float = 1800.0) -> Image:
         context = Path(context).resolve()
         dockerfile = context / "Dockerfile"
-        if not dockerfile.is_file():
-            raise SandboxFailure(f"{context} has no Dockerfile")
+        refused = self.refusal(context)
+        if refused is not None:
+            raise SandboxFailure(refused)
         digest = folder_digest(context)
         tag = f"{REPOSITORY}:{digest.removeprefix('sha256:')[:12]}"
         async with self._building[tag]:
@@ -234,7 +260,6 @@ class DockerProvider(Provider):
             name,
             "--network",
             "none",
-            "--init",
             "--memory",
             f"{spec.memory_mb}m",
             "--memory-swap",
@@ -250,26 +275,17 @@ class DockerProvider(Provider):
             "--label",
             f"{LEASE_LABEL}={lease_of(os.getpid())}",
             "--entrypoint",
-            "sleep",
+            "/bin/sh",
             image.ref,
-            "infinity",
+            "-c",
+            INIT,
         )
         if status != 0:
             raise SandboxFailure(f"docker run of {image.ref} failed: {_last_line(errors)}")
         container = output.decode().strip()
-        status, output, errors = await self._run(
-            "inspect",
-            "--format",
-            "{{.GraphDriver.Data.MergedDir}} {{.State.Pid}}",
-            container,
-        )
-        merged, _, pid = output.decode().strip().partition(" ")
-        if status != 0 or not merged.startswith("/"):
-            raise SandboxFailure(
-                f"the box {name} has no merged directory on this host (the docker provider "
-                f"needs a local daemon with overlay2): {_last_line(errors)}"
-            )
-        return DockerBox(self, container, Path(merged), image, int(pid or 0))
+        box = DockerBox(self, container, Path("/"), image, 0)
+        await box._locate(name)
+        return box
 
     def _watching(self) -> bool:
         with self._abandoned_lock:
@@ -429,7 +445,60 @@ class DockerBox(Box):
         return process
 
     async def seal(self) -> None:
-        raise NotImplementedError  # issue 33: kill by cgroup, put the TOOLCHAIN back
+        """Stop the container (the kernel kills every process of its pid namespace, whatever
+        its environment or session), put the image's ``TOOLCHAIN`` back in its writable
+        layer while no overlay is mounted on it, and start it again: same filesystem, a
+        fresh init. ``SandboxFailure`` if a step fails or the daemon's storage driver is not
+        overlay2 (its writable layer could not be reached)."""
+        if self._closed:
+            raise SandboxFailure(f"the box {self.container[:12]} is closed")
+        status, _, errors = await self.provider._run("stop", "--time", "0", self.container)
+        if status != 0:
+            raise SandboxFailure(
+                f"cannot stop box {self.container[:12]} to seal it: {_last_line(errors)}"
+            )
+        status, output, errors = await self.provider._run(
+            "inspect",
+            "--format",
+            "{{.State.Running}} {{.GraphDriver.Name}} {{.GraphDriver.Data.UpperDir}}",
+            self.container,
+        )
+        running, driver, upper = [*output.decode().split(" ", 2), "", ""][:3]
+        if status != 0 or running != "false":
+            raise SandboxFailure(
+                f"box {self.container[:12]} did not stop to be sealed: {_last_line(errors)}"
+            )
+        if driver != "overlay2" or not upper.strip().startswith("/"):
+            raise SandboxFailure(
+                f"cannot seal box {self.container[:12]}: its daemon's storage driver is "
+                f"{driver or 'unknown'}, and sealing reaches a box's writable layer only "
+                "under overlay2 (run dockerd with --storage-driver=overlay2)"
+            )
+        await asyncio.to_thread(toolchain.restore, Path(upper.strip()))
+        status, _, errors = await self.provider._run("start", self.container)
+        if status != 0:
+            raise SandboxFailure(
+                f"cannot start box {self.container[:12]} again after sealing it: "
+                f"{_last_line(errors)}"
+            )
+        await self._locate(self.container)
+
+    async def _locate(self, name: str) -> None:
+        """Read the running container's merged directory (``root``) and init (``pid``)."""
+        status, output, errors = await self.provider._run(
+            "inspect",
+            "--format",
+            "{{.GraphDriver.Data.MergedDir}} {{.State.Pid}}",
+            self.container,
+        )
+        merged, _, pid = output.decode().strip().partition(" ")
+        if status != 0 or not merged.startswith("/") or not pid.isdigit() or pid == "0":
+            raise SandboxFailure(
+                f"the box {name} has no merged directory or init on this host (the docker "
+                f"provider needs a local daemon with overlay2): {_last_line(errors)}"
+            )
+        self.root = Path(merged)
+        self.pid = int(pid)
 
     async def close(self) -> None:
         if self._closed:
@@ -501,27 +570,28 @@ def _environ(pid: int) -> bytes:
 
 # -- Dockerfiles and messages ---------------------------------------------------------------
 
-_FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
-_ARG = re.compile(r"^\s*ARG\s+(\w+)(?:=(\S*))?", re.IGNORECASE)
-
 
 def from_images(dockerfile: str) -> list[str]:
     """The images a Dockerfile's ``FROM`` lines name (not ``scratch``, not an earlier
-    stage), with ``ARG`` defaults declared before them substituted."""
-    args: dict[str, str] = {}
+    stage), with ``ARG`` defaults declared before the first ``FROM`` substituted."""
+    args: dict[str, str | None] = {}
     stages: set[str] = set()
     found: list[str] = []
-    for line in dockerfile.replace("\\\n", " ").splitlines():
-        if (arg := _ARG.match(line)) and not stages and not found:
-            args[arg.group(1)] = (arg.group(2) or "").strip("\"'")
-        elif match := _FROM.match(line):
-            image = re.sub(
-                r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), match.group(1)
-            )
+    for instruction in dockerfile_rules.scan(dockerfile).instructions:
+        if instruction.keyword == "ARG" and not stages and not found:
+            with contextlib.suppress(SandboxFailure):
+                for name, value in dockerfile_rules.raw_pairs(instruction):
+                    args[name] = value
+        elif instruction.keyword == "FROM":
+            _, rest = dockerfile_rules.leading_flags(instruction.text)
+            words = rest.split()
+            if not words:
+                continue
+            image = dockerfile_rules.resolve(words[0], args) or words[0]
             if image.lower() != "scratch" and image not in stages and image not in found:
                 found.append(image)
-            if match.group(2):
-                stages.add(match.group(2))
+            if len(words) >= 3 and words[1].lower() == "as":
+                stages.add(words[2])
     return found
 
 

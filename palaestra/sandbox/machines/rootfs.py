@@ -121,6 +121,14 @@ class RootfsProvider(Provider):
                 return f"the rootfs provider needs {tool}, which is not installed"
         return None
 
+    @classmethod
+    def refusal(cls, context: Path) -> str | None:
+        """What the rootfs builder cannot build in ``context``'s Dockerfile (several ``FROM``,
+        ``ONBUILD``, ``RUN --mount``, a URL, ...: ``dockerfile.rootfs_refusal``), or ``None``."""
+        from palaestra.sandbox.machines.dockerfile import rootfs_refusal
+
+        return rootfs_refusal(Path(context))
+
     def prepare(self) -> None:
         """Make the directories, find the memory cgroups, reap dead owners' boxes (once)."""
         if self._ready:

@@ -15,7 +15,7 @@ def test_continuations_comments_and_the_exec_form_are_read() -> None:
         'RUN ["python3", "-c", "print(1)"]\ncmd ["bash"]\n'
     )
     assert [(s.keyword, s.line) for s in steps] == [("FROM", 2), ("RUN", 4), ("RUN", 7), ("CMD", 8)]
-    assert steps[1].text == "apt-get update && apt-get install -y jq"
+    assert steps[1].text == "apt-get update     && apt-get install -y jq"  # as Docker joins it
     assert steps[1].exec_form() is None
     assert steps[2].exec_form() == ["python3", "-c", "print(1)"]
 
