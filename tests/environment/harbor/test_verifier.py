@@ -72,6 +72,7 @@ echo written"""
 ATTACKS = {
     "logs_made_a_symlink": (ROOT_AGENT, REWARD_TXT, "rm -rf /logs; ln -s /tmp /logs && echo ok"),
     "logs_made_a_file": (ROOT_AGENT, REWARD_TXT, "rm -rf /logs; echo x > /logs && echo ok"),
+    "workdir_removed": (ROOT_AGENT, REWARD_TXT, "cd / && rm -rf /app && echo ok"),
     "bash_replaced_by_a_wrapper": (ROOT_AGENT, REWARD_TXT, BASH_WRAPPER),
     "python3_first_on_the_path": (ROOT_AGENT, PYTHON_CHECK, FAKE_PYTHON),
     "a_leftover_process_writes_the_reward": (ROOT_AGENT, SLOW_REWARD_TXT, LEFTOVER_WRITER),
