@@ -8,13 +8,14 @@ the state it runs in (environment, user, working directory) and, for a copy, the
 the files it copies: the second build of a folder finds every layer and runs nothing.
 
 A ``RUN`` runs as the step's user (real root for the image's ``root``: ``apt-get`` needs it)
-under bubblewrap with no network at all, ``/proc``, ``/dev``, the build's memory cgroup and
-Docker's default capabilities (``inside``). A ``COPY`` runs ``cp`` inside the image too,
-from a read-only view of the copied files, so the image's own symbolic links are resolved
-inside the image and never lead a root process on the host anywhere. A step that fails, or a
-build over its time budget, raises ``SandboxFailure`` naming the step, with the end of its
-output. Work in progress holds a lease (``leases``), so a killed build leaves nothing that
-the next provider does not reap.
+under bubblewrap with no network at all, ``/proc`` (the kernel's settings read-only),
+``/dev``, the build's memory cgroup and Docker's default capabilities (``inside``); the
+step's overlay is mounted ``nosuid,nodev`` on the host, where only root reaches it. A
+``COPY`` runs ``cp`` inside the image too, from a read-only view of the copied files, so the
+image's own symbolic links are resolved inside the image and never lead a root process on
+the host anywhere. A step that fails, or a build over its time budget, raises
+``SandboxFailure`` naming the step, with the end of its output. Work in progress holds a
+lease (``leases``), so a killed build leaves nothing that the next provider does not reap.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class State:
 class Builder:
     """Builds one Dockerfile folder into the ``store``; ``base`` gives the base tar. Steps
     run in ``work`` (their upper directories, on the store's file system) and are mounted
-    under ``mounts`` (the provider's runtime directory, which a non-root user can reach)."""
+    (``nosuid,nodev``) under ``mounts`` (the provider's runtime directory, which a step's
+    non-root user reaches through ``inside.BOX_GROUP`` and no other user of the host)."""
 
     def __init__(
         self,
@@ -236,7 +238,7 @@ class Builder:
         """Run one step in a leased work directory; its upper dir becomes layer ``name``."""
         box = f"build-{secrets.token_hex(6)}"
         directory = self.work / box
-        merged = self.mounts / box  # reachable by a step's non-root user, unlike the cache
+        merged = self.mounts / box  # reachable by a step's non-root user, unlike the store
         lease = leases.Lease(
             box=box, directory=str(directory), mounts=[str(merged)], also=[str(merged)]
         )
@@ -247,7 +249,7 @@ class Builder:
             upper = directory / "upper"
             for part in (upper, directory / "work"):
                 part.mkdir(parents=True)
-            merged.mkdir(mode=0o711)
+            merged.mkdir(mode=0o700)
             await asyncio.to_thread(
                 mount_overlay, self.store.layers, state.chain, upper, directory / "work", merged
             )

@@ -6,14 +6,25 @@ The chain of ``exec``s (nothing runs Python between ``fork`` and ``exec``)::
         [setpriv --reuid=UID ..] -- bwrap --bind MERGED / .. -- CMD
 
 - The box's cgroups (``cgroups``: one set per box, every command of the box in it) bound
-  the memory, the number and the CPU of all its processes together, and are how ``close``
-  and ``reap`` find them all.
+  the memory, the number and the CPU of all its processes together, and are how ``seal``,
+  ``close`` and ``reap`` find them all.
 - As the image's ``root``: ``bwrap`` runs as real root (the image's files belong to uid 0,
   ``apt-get`` and ``dpkg`` need it) in new pid, network, ipc, uts and cgroup namespaces,
   with Docker's default capability set and nothing more (no ``CAP_SYS_ADMIN``: no mounts,
-  no namespaces; bubblewrap keeps ``/proc/sys`` read-only).
+  no remounts, no namespaces).
 - As another user: ``setpriv`` drops to the user's uid and gids first and ``bwrap`` makes a
-  user namespace too (``--unshare-all``), so nothing in the box holds any privilege.
+  user namespace too (``--unshare-all``), so nothing in the box holds any privilege. The
+  user also keeps ``BOX_GROUP``, a group no account of the host has: the runtime directory
+  and each box's directory are open to root and that group only (``0710``), so the user's
+  ``bwrap`` reaches the box's root and no other user of the host does.
+- The kernel's host-wide knobs are out of reach for every user, root included, as Docker
+  has them (``proc_covers``): ``/proc/sys``, ``/proc/sysrq-trigger``, ``/proc/irq``,
+  ``/proc/bus`` and ``/proc/fs`` are read-only, ``/proc/kcore``, ``/proc/keys``, the timer
+  and scheduler tables are empty, ``/proc/acpi`` and ``/proc/scsi`` are empty read-only
+  directories; no ``sysfs`` is mounted (``/sys`` is the image's empty directory). Without
+  ``CAP_SYS_ADMIN`` none of these covers can be unmounted or remounted.
+- The box's root and ``/`` of every build step are mounted ``nosuid,nodev`` by bubblewrap
+  (``--bind``); ``/dev`` is bubblewrap's own, with the few safe devices only.
 - No network in either: the only interface is ``lo``.
 - The environment is the image's, given to bubblewrap with ``--setenv``: the host's
   programs of the chain start with an empty environment (only ``PALAESTRA_PROTOCOL`` for a
@@ -25,6 +36,7 @@ The chain of ``exec``s (nothing runs Python between ``fork`` and ``exec``)::
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -51,6 +63,18 @@ DOCKER_CAPABILITIES = (
 )
 """What root in a box may do: Docker's default set (a task written for Docker works)."""
 
+BOX_GROUP = 2_147_480_001
+"""The group that may pass through the runtime directory and the boxes' directories: every
+box command of a non-root user holds it (inside the box it shows as the overflow group);
+no account of the host may (``group_problem``)."""
+
+READ_ONLY_PROC = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+"""Entries of ``/proc`` a box sees read-only (the kernel's settings, host-wide)."""
+MASKED_PROC_FILES = ("kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats")
+"""Entries of ``/proc`` a box sees as ``/dev/null`` (host memory, keys, timers)."""
+MASKED_PROC_DIRS = ("acpi", "scsi", "asound")
+"""Directories of ``/proc`` a box sees empty and read-only (the host's hardware)."""
+
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -64,6 +88,50 @@ class User:
     gid: int
     groups: tuple[int, ...] = ()
     home: str = "/"
+
+
+@functools.cache
+def proc_covers() -> tuple[str, ...]:
+    """The bubblewrap arguments (after ``--proc /proc``) that put Docker's covers on a box's
+    ``/proc``: what this kernel has of ``READ_ONLY_PROC``, ``MASKED_PROC_FILES`` and
+    ``MASKED_PROC_DIRS`` (a box's ``/proc`` has the host's entries)."""
+    covers: list[str] = []
+    for name in READ_ONLY_PROC:
+        path = f"/proc/{name}"
+        if os.path.lexists(path):  # bind the host's entry read-only: the same kernel knobs
+            covers += ["--ro-bind", path, path]
+    for name in MASKED_PROC_FILES:
+        path = f"/proc/{name}"
+        if os.path.lexists(path):
+            covers += ["--ro-bind", "/dev/null", path]
+    for name in MASKED_PROC_DIRS:
+        path = f"/proc/{name}"
+        if os.path.isdir(path):
+            covers += ["--tmpfs", path, "--remount-ro", path]
+    return tuple(covers)
+
+
+def group_problem() -> str | None:
+    """Why ``BOX_GROUP`` cannot keep the boxes' directories root's (an account of the host
+    has it), or ``None``."""
+    for table, column in (("/etc/group", 2), ("/etc/passwd", 3)):
+        try:
+            text = Path(table).read_text(errors="replace")
+        except OSError:
+            continue
+        for row in _table(text):
+            if len(row) > column and row[column] == str(BOX_GROUP):
+                return (
+                    f"gid {BOX_GROUP} is used by {table} ({row[0]}): the rootfs provider "
+                    "keeps it for its boxes' directories"
+                )
+    return None
+
+
+def private_directory(path: Path) -> None:
+    """Make ``path`` root's, passable by ``BOX_GROUP`` only (``0710``): where boxes live."""
+    os.chown(path, 0, BOX_GROUP)
+    os.chmod(path, 0o710)
 
 
 def read_in_root(root: Path, relative: str, max_bytes: int = 1 << 22) -> str | None:
@@ -171,11 +239,12 @@ def argv(
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             raise SandboxFailure("setpriv (util-linux) is needed to run a box's user")
-        gids = ",".join(str(gid) for gid in user.groups)
+        gids = ",".join(str(gid) for gid in (*user.groups, BOX_GROUP))
         head += [setpriv, f"--reuid={user.uid}", f"--regid={user.gid}"]
-        head += [f"--groups={gids}" if gids else "--clear-groups", "--no-new-privs", "--"]
+        head += [f"--groups={gids}", "--no-new-privs", "--"]
         box += ["--unshare-all", "--unshare-user", "--disable-userns"]
-    box += ["--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev", *binds]
+    box += ["--bind", str(root), "/", "--proc", "/proc", *proc_covers(), "--dev", "/dev"]
+    box += binds
     if status_fd is not None:
         box += ["--json-status-fd", str(status_fd)]
     if seccomp_fd is not None:

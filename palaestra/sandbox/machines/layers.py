@@ -7,15 +7,24 @@
                                 changed files, whiteouts for removed ones)
         layers/<name>.lock      held while the step is built (two builds of one step wait)
         images/<ref>.json       a built image: its layer chain, workdir, env and user
+        disks/<MB>.img          an empty file system of that size, copied for each box's
+                                disk (``storage``)
 
 A layer's name is the first 24 hex digits of its key, ``sha256(parent key, the instruction,
 the state it ran in, the digest of the files it copied)``: the same step over the same
 parent is built once per machine. A layer is built under a temporary name and renamed into
 place when complete, so a layer directory that exists is whole.
 
-Overlays are mounted with lower directories named relative to ``layers/`` (``mount`` runs
-there): the kernel takes one page of mount options, which fits about 200 such names (a
-Dockerfile rarely has 30 steps; Docker's own cap is 127 layers).
+The store is root's only (``0700``): a layer holds the image's files as they are, setuid
+programs included, and no other user of the host may reach them.
+
+Overlays are mounted ``nosuid,nodev`` (what a box or an image plants is no setuid program
+and no device on the host), with lower directories named relative to ``layers/`` (``mount``
+runs there): the kernel takes one page of mount options, which fits about 200 such names
+(a Dockerfile rarely has 30 steps; Docker's own cap is 127 layers).
+
+``drop_from_upper`` takes paths out of an unmounted overlay's upper directory, so that the
+layers' own files show there again (how ``Box.seal`` puts an image's ``TOOLCHAIN`` back).
 """
 
 from __future__ import annotations
@@ -26,9 +35,11 @@ import fcntl
 import hashlib
 import os
 import secrets
+import shutil
+import stat
 import subprocess
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 
 from palaestra._util.processes import pid_namespace
@@ -61,10 +72,13 @@ class LayerStore:
         self.root = root
         self.layers = root / "layers"
         self.images = root / "images"
+        self.disks = root / "disks"
 
     def prepare(self) -> None:
-        for path in (self.layers, self.images):
-            path.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, mode=0o700, exist_ok=True)
+        os.chmod(self.root, 0o700)  # the images' setuid programs are nobody else's
+        for path in (self.layers, self.images, self.disks):
+            path.mkdir(exist_ok=True)
 
     def name(self, key: str) -> str:
         return key[:NAME_LENGTH]
@@ -127,7 +141,7 @@ def mount_overlay(
         raise SandboxFailure("an image with no layers cannot be mounted")
     if len(lowers) > MAX_LAYERS:
         raise SandboxFailure(f"an image of {len(lowers)} layers is over the {MAX_LAYERS} allowed")
-    options = f"lowerdir={':'.join(reversed(lowers))},upperdir={upper},workdir={work}"
+    options = f"nosuid,nodev,lowerdir={':'.join(reversed(lowers))},upperdir={upper},workdir={work}"
     done = subprocess.run(
         ["mount", "-t", "overlay", "overlay", "-o", options, str(target)],
         cwd=layers,
@@ -142,6 +156,67 @@ def mount_overlay(
 
 def unmount_overlay(target: Path) -> None:
     unmount(target)
+
+
+_OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def drop_from_upper(upper: Path, paths: Iterable[str]) -> None:
+    """Take each of ``paths`` (relative) out of the upper directory ``upper`` of an overlay
+    that is not mounted, so that the lower layers' version shows again: whatever the upper
+    has there (a file, a directory, a link, a whiteout, an opaque directory) is removed,
+    and no link is ever followed (the upper was written by the box). Above such a path, an
+    entry that is not a plain directory (a link, a whiteout) is removed as well, and an
+    opaque directory made transparent again (the layers' entries under it show again)."""
+    top = os.open(upper, _DIRECTORY)
+    try:
+        for path in paths:
+            parts = [part for part in path.split("/") if part not in ("", ".", "..")]
+            if parts:
+                _drop(top, parts)
+    finally:
+        os.close(top)
+
+
+def _drop(top: int, parts: list[str]) -> None:
+    fd = os.dup(top)
+    try:
+        for part in parts[:-1]:
+            try:
+                info = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return  # nothing of the box's here: the layers' own shows
+            if not stat.S_ISDIR(info.st_mode):
+                _remove(fd, part, info)
+                return
+            child = os.open(part, _DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            for name in _OPAQUE:
+                with contextlib.suppress(OSError):
+                    os.removexattr(fd, name)
+        with contextlib.suppress(FileNotFoundError):
+            _remove(fd, parts[-1], os.stat(parts[-1], dir_fd=fd, follow_symlinks=False))
+    finally:
+        os.close(fd)
+
+
+def _remove(fd: int, name: str, info: os.stat_result) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(name, dir_fd=fd)  # fd-based: never follows a link out of the tree
+    else:
+        os.unlink(name, dir_fd=fd)
+
+
+def empty_directory(path: Path) -> None:
+    """Remove everything in ``path`` (not following links), keeping ``path``."""
+    fd = os.open(path, _DIRECTORY)
+    try:
+        for name in os.listdir(fd):
+            _remove(fd, name, os.stat(name, dir_fd=fd, follow_symlinks=False))
+    finally:
+        os.close(fd)
 
 
 def extract(tar: Path, into: Path) -> None:

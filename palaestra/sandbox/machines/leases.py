@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import json
 import logging
 import os
@@ -128,7 +129,10 @@ def reap(runtime: Path) -> int:
 
 
 def kill_cgroup(path: Path) -> None:
-    """SIGKILL every process in the cgroup ``path`` until none is left (a fork may race)."""
+    """SIGKILL every process in the cgroup ``path`` until none is left (a fork may race;
+    where the kernel has ``cgroup.kill``, it kills them all at once, forks included)."""
+    with contextlib.suppress(OSError):
+        (path / "cgroup.kill").write_text("1")
     for _ in range(200):
         try:
             pids = [int(pid) for pid in (path / "cgroup.procs").read_text().split()]
@@ -140,6 +144,28 @@ def kill_cgroup(path: Path) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
+
+
+def emptied(path: Path, deadline: float) -> bool:
+    """Wait (until ``deadline``, a ``time.monotonic``) until no process of the cgroup ``path``
+    exists any more, not even one still exiting (``cgroup.events``, where the kernel has it:
+    a killed process leaves ``cgroup.procs`` before its namespaces are gone); whether so."""
+    while True:
+        try:
+            events = (path / "cgroup.events").read_text().split()
+            empty = "populated" in events and events[events.index("populated") + 1] == "0"
+        except FileNotFoundError:
+            try:
+                empty = not (path / "cgroup.procs").read_text().split()
+            except FileNotFoundError:
+                return True
+        except (OSError, IndexError):
+            empty = False
+        if empty:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
 
 
 def _remove_cgroup(path: Path, tries: int = 250) -> bool:
@@ -165,6 +191,20 @@ def unmount(point: Path) -> None:
             error = ctypes.get_errno()
             log.warning("cannot unmount %s: %s", point, os.strerror(error))
             return
+
+
+def unmount_now(point: Path, deadline: float) -> None:
+    """Unmount ``point`` for real (not detached: nothing may still use it after this),
+    retrying while it is busy until ``deadline`` (a ``time.monotonic``); ``OSError`` if it
+    stays busy."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    while _mounted(point):
+        if libc.umount2(str(point).encode(), 0) == 0:
+            continue
+        error = ctypes.get_errno()
+        if error != errno.EBUSY or time.monotonic() > deadline:
+            raise OSError(error, f"cannot unmount {point}: {os.strerror(error)}")
+        time.sleep(0.01)
 
 
 def _mounted(point: Path) -> bool:

@@ -13,20 +13,28 @@ No daemon: for clusters without Docker. ::
   ``mmdebstrap``); any other base image is refused with one line naming it.
 - **A box** is a kernel overlay of the image's layers with an empty directory of its own on
   top, mounted at ``<runtime>/<id>/merged`` (``root``): starting one copies no image file,
-  and what the episode writes lands in its own upper directory only. Commands run there under
-  bubblewrap (``inside``): new pid, network, ipc and uts namespaces, no network but ``lo``,
-  as the image's user, in its workdir, with its environment; all of a box's processes are in
-  the box's cgroups (``cgroups``), which bound their memory (``BoxSpec.memory_mb``), their
+  and what the episode writes lands in its own upper directory only, on the box's own disk
+  of ``BoxSpec.storage_mb`` (``storage``): past it the box gets ``ENOSPC`` and the host's
+  disk gains no more. Commands run there under bubblewrap (``inside``): new pid, network,
+  ipc and uts namespaces, no network but ``lo``, the kernel's settings read-only, as the
+  image's user, in its workdir, with its environment; all of a box's processes are in the
+  box's cgroups (``cgroups``), which bound their memory (``BoxSpec.memory_mb``), their
   number (``processes``) and their CPU (``cpus``) together, where this machine allows.
+- **The host is out of the box's reach, and the box out of the host users'**: every
+  host-side mount of a box's files (its overlay, its disk, a build step's overlay) is
+  ``nosuid,nodev``, so a setuid program or a device node the box (or its image) made is
+  neither on the host; the runtime directory and each box's directory are open to root
+  and to the boxes' own commands only (``inside.BOX_GROUP``), the layer store to root only.
 - **Lifecycle**: at most ``max_starting`` boxes start at once, each within
   ``BoxSpec.start_timeout``. A box's lease (``leases``) is written before anything of it
-  exists; ``close`` kills its processes, detaches the overlay and removes its directory and
-  lease; a box whose collector died is torn down by the next provider (``reap``, run when
-  the provider is first used).
+  exists; ``seal`` kills every process of the box (by its cgroups, and by each launch's pid
+  namespace) and puts the image's ``TOOLCHAIN`` back (``layers.drop_from_upper``) under a
+  fresh overlay; ``close`` kills its processes, detaches the overlay and the disk and
+  removes its directory and lease; a box whose collector died is torn down by the next
+  provider (``reap``, run when the provider is first used).
 
-Root is needed (kernel overlay mounts, the image's files belong to uid 0); ``problem`` says
-so elsewhere. ``BoxSpec.storage_mb`` is not enforced by this provider (the upper directory
-is on the runtime directory's disk).
+Root is needed (kernel overlay and loop mounts, the image's files belong to uid 0);
+``problem`` says so elsewhere.
 """
 
 from __future__ import annotations
@@ -38,8 +46,8 @@ import json
 import os
 import secrets
 import shutil
+import subprocess
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -51,16 +59,25 @@ from palaestra.sandbox.machines import inside, leases
 from palaestra.sandbox.machines.build import Builder
 from palaestra.sandbox.machines.cgroups import BoxCgroups, join_argv
 from palaestra.sandbox.machines.digest import folder_digest
-from palaestra.sandbox.machines.layers import LayerStore, default_cache, key_of, mount_overlay
-from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider
+from palaestra.sandbox.machines.layers import (
+    LayerStore,
+    default_cache,
+    drop_from_upper,
+    empty_directory,
+    key_of,
+    mount_overlay,
+)
+from palaestra.sandbox.machines.provider import TOOLCHAIN, Box, BoxSpec, Image, Provider
+from palaestra.sandbox.machines.storage import make_disk
 from palaestra.sandbox.process import SandboxProcess
 
 NAME = "rootfs"
+SEAL_TIMEOUT = 30.0
+"""Seconds ``seal`` waits for the box's processes to be gone and its overlay to unmount."""
 
 
 def default_runtime() -> Path:
-    """Where boxes live while they run: ``/var/lib/palaestra/boxes`` as root (reachable by
-    a box's non-root user, unlike ``/root``)."""
+    """Where boxes live while they run: ``/var/lib/palaestra/boxes`` as root."""
     return Path("/var/lib/palaestra/boxes")
 
 
@@ -79,10 +96,10 @@ class RootfsProvider(Provider):
     """Images as cached layers, boxes as overlays under bubblewrap (see the module).
 
     ``cache``: the layer store (default ``~/.cache/palaestra/rootfs``); ``runtime``: where
-    running boxes live (default ``/var/lib/palaestra/boxes``; every directory on its path
-    must be searchable by others, or an image whose ``USER`` is not root cannot reach its
-    box); ``base``: returns the path of the base root file system tar (default
-    ``offline_base``).
+    running boxes live (default ``/var/lib/palaestra/boxes``; made root's and
+    ``inside.BOX_GROUP``'s only, and every directory above it must be searchable by others,
+    or an image whose ``USER`` is not root cannot reach its box); ``base``: returns the
+    path of the base root file system tar (default ``offline_base``).
     """
 
     name: ClassVar[str] = NAME
@@ -116,10 +133,10 @@ class RootfsProvider(Provider):
                 "the rootfs provider needs root: it mounts kernel overlays and its images' "
                 "files belong to uid 0 (without root, use the docker provider)"
             )
-        for tool in ("bwrap", "mount", "tar", "setpriv"):
+        for tool in ("bwrap", "mount", "tar", "setpriv", "mkfs.ext4"):
             if shutil.which(tool) is None:
                 return f"the rootfs provider needs {tool}, which is not installed"
-        return None
+        return inside.group_problem()
 
     @classmethod
     def refusal(cls, context: Path) -> str | None:
@@ -138,8 +155,8 @@ class RootfsProvider(Provider):
             raise SandboxFailure(why)
         self.store.prepare()
         self.build_dir.mkdir(parents=True, exist_ok=True)
-        if not self.runtime.is_dir():
-            self.runtime.mkdir(parents=True, mode=0o711)  # a box's non-root user passes through
+        self.runtime.mkdir(parents=True, exist_ok=True)
+        inside.private_directory(self.runtime)
         found = find_memory_cgroups()
         self._cgroups = BoxCgroups(None if isinstance(found, str) else found)
         self._ready = True
@@ -234,18 +251,23 @@ class RootfsProvider(Provider):
         """Make a box (in a thread): lease first, then directories, cgroup and overlay."""
         box_id = secrets.token_hex(8)
         directory = self.runtime / box_id
-        merged = directory / "merged"
-        lease = leases.Lease(box=box_id, directory=str(directory), mounts=[str(merged)])
+        merged, disk = directory / "merged", directory / "disk"
+        lease = leases.Lease(box=box_id, directory=str(directory), mounts=[str(merged), str(disk)])
         cgroups: list[Path] = []
         try:
             if self._cgroups is not None:
                 cgroups = self._cgroups.create(spec.memory_mb, spec.processes, spec.cpus)
                 lease.cgroups = [str(path) for path in cgroups]
             lease.write(self.runtime)
-            directory.mkdir(mode=0o711)
-            for part in ("upper", "work", "merged"):
-                (directory / part).mkdir()
-            mount_overlay(self.store.layers, chain, directory / "upper", directory / "work", merged)
+            directory.mkdir()
+            inside.private_directory(directory)
+            merged.mkdir()
+            disk.mkdir()
+            make_disk(directory / "disk.img", disk, spec.storage_mb, self.store.disks)
+            (disk / "upper").mkdir(mode=0o755)
+            os.chmod(disk / "upper", 0o755)  # the box's "/" (the overlay's root is the upper's)
+            (disk / "work").mkdir(mode=0o700)
+            mount_overlay(self.store.layers, chain, disk / "upper", disk / "work", merged)
         except BaseException as error:
             leases.tear_down(lease, self.runtime)
             if isinstance(error, SandboxFailure):
@@ -256,7 +278,9 @@ class RootfsProvider(Provider):
                 ) from None
             raise
         memory = bool(cgroups) and self._cgroups is not None and self._cgroups.memory is not None
-        return RootfsBox(self, image, box_id, directory, lease, cgroups, spec, memory_bound=memory)
+        return RootfsBox(
+            self, image, box_id, directory, lease, cgroups, spec, chain, memory_bound=memory
+        )
 
 
 class RootfsBox(Box):
@@ -271,6 +295,7 @@ class RootfsBox(Box):
         lease: leases.Lease,
         cgroups: list[Path],
         spec: BoxSpec,
+        chain: list[str],
         *,
         memory_bound: bool = False,
     ) -> None:
@@ -279,12 +304,15 @@ class RootfsBox(Box):
         self.id = box_id
         self.directory = directory
         self.root = directory / "merged"
-        self.upper = directory / "upper"
+        self.upper = directory / "disk" / "upper"
+        self.work = directory / "disk" / "work"
         self.lease = lease
         self.cgroups = cgroups
         self.memory_bound = memory_bound
         self.spec = spec
-        self._processes: weakref.WeakSet[SandboxProcess] = weakref.WeakSet()
+        self.chain = chain
+        self._processes: set[SandboxProcess] = set()
+        """Every launch not known to be over: ``seal`` kills them (and their pid namespaces)."""
         self._closed = False
 
     def user(self, spec: str | None = None) -> inside.User:
@@ -343,11 +371,44 @@ class RootfsBox(Box):
             seccomp=seccomp.program(memfd=self.memory_bound),
             protocol=protocol,
         )
+        self._processes = {known for known in self._processes if known.returncode is None}
         self._processes.add(process)
         return process
 
     async def seal(self) -> None:
-        raise NotImplementedError  # issue 33: kill by cgroup, put the TOOLCHAIN back
+        """Kill every process of the box, then put the image's ``TOOLCHAIN`` back under a
+        fresh overlay (see the module); ``SandboxFailure`` if the box cannot be sealed."""
+        if self._closed:
+            raise SandboxFailure(f"box {self.id} is closed")
+        deadline = time.monotonic() + SEAL_TIMEOUT
+        launched = list(self._processes)
+        for process in launched:  # each launch's pid namespace dies with its init
+            process.kill()
+        self._processes = set()
+        await asyncio.to_thread(self._reset, launched, deadline)
+
+    def _reset(self, launched: list[SandboxProcess], deadline: float) -> None:
+        """Kill what runs in the box's cgroups, wait until nothing of the box is left (each
+        launch's bubblewrap gone with its pid namespace, the cgroups empty), then unmount
+        its overlay, drop the box's ``TOOLCHAIN`` from its upper directory, empty the work
+        directory and mount the overlay again."""
+        for cgroup in self.cgroups:
+            leases.kill_cgroup(cgroup)
+        try:
+            for process in launched:
+                process.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise SandboxFailure(f"box {self.id}: its processes did not die; not sealed") from None
+        if not all(leases.emptied(cgroup, deadline) for cgroup in self.cgroups):
+            raise SandboxFailure(f"box {self.id}: its processes did not die; not sealed")
+        try:
+            leases.unmount_now(self.root, deadline)
+            drop_from_upper(self.upper, TOOLCHAIN)
+            empty_directory(self.work)
+        except OSError as error:
+            raise SandboxFailure(f"box {self.id} cannot be sealed: {error}") from None
+        layers = self.provider.store.layers
+        mount_overlay(layers, self.chain, self.upper, self.work, self.root)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.close_now)

@@ -133,7 +133,7 @@ async def test_close_kills_every_process_unmounts_and_removes_everything(
     process = await box.launch(["sh", "-c", "sleep 300 & sleep 300"], stdin=subprocess.DEVNULL)
     cgroups = box.lease.cgroups
     assert cgroups  # memory, pids and cpu where this machine has them
-    assert mounts_under(runtime) == [str(box.root)]
+    assert sorted(mounts_under(runtime)) == [str(box.directory / "disk"), str(box.root)]
     assert sorted(p.name for p in runtime.iterdir()) == sorted([box.id, f"{box.id}.lease"])
     await box.close()
     await box.close()  # idempotent
@@ -158,7 +158,7 @@ async def main():
     image = Image(**json.loads(image))
     box = await provider.start(image, BoxSpec(memory_mb=256))
     await box.launch(["sleep", "300"], stdin=subprocess.DEVNULL)
-    print(json.dumps({"root": str(box.root), "cgroups": box.lease.cgroups}), flush=True)
+    print(json.dumps({"mounts": box.lease.mounts, "cgroups": box.lease.cgroups}), flush=True)
     await asyncio.sleep(300)
 
 asyncio.run(main())
@@ -195,7 +195,7 @@ async def test_the_box_of_a_killed_collector_is_reaped_by_the_next_provider(
     left = json.loads(child.stdout.readline())
     os.kill(child.pid, signal.SIGKILL)  # kill -9 of the collector: no clean-up of its own
     child.wait()
-    assert mounts_under(runtime) == [left["root"]]
+    assert sorted(mounts_under(runtime)) == sorted(left["mounts"])  # the overlay, the disk
     assert len(list(runtime.glob("*.lease"))) == 1
     successor = RootfsProvider(cache=provider.store.root, runtime=runtime, base=provider.base)
     successor.prepare()
