@@ -38,6 +38,7 @@ from palaestra.agents.oracle import (
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.base import Environment
 from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.harbor.environment import UNVERIFIED
 from palaestra.environment.harbor.tasks import TASK_FIELD
 from palaestra.errors import RolloutFailure
 from palaestra.types import AgentResult, FailureKind, JsonDict
@@ -208,9 +209,13 @@ def _label(task: GoldTask) -> str:
 
 def _scored(result: AgentResult, wanted: float) -> bool:
     """Whether the rollout was scored ``wanted``: a verdict that is a failure (verify's
-    ``Verdict.failed``: the collector records it as a failure) is no score."""
+    ``Verdict.failed``: the collector records it as a failure) is no score, and neither is a
+    Harbor box scored 0 because its tests gave no reward (``unverified``): the agent's 0 in
+    a run, but here no agent acted against them, so the task's tests are at fault."""
     verdict = result.verdict
     if result.failure is not None or verdict is None or verdict.failure is not None:
+        return False
+    if verdict.metrics.get(UNVERIFIED):
         return False
     return float(verdict.reward) == wanted
 
@@ -222,6 +227,8 @@ def _outcome(result: AgentResult, what: str, wanted: int) -> str:
         failure = result.failure or (verdict.failure if verdict is not None else None)
         why = f"{failure.kind}: {failure.reason}" if failure is not None else "no verdict"
         return f"{what} was not scored ({why})"
+    if verdict.metrics.get(UNVERIFIED):
+        return f"{what} was not verified ({UNVERIFIED}: {verdict.metrics[UNVERIFIED]})"
     shown = _metrics(verdict.metrics.items())
     return f"{what} scored {float(verdict.reward):g}, not {wanted}" + (
         f" ({shown})" if shown else ""

@@ -26,12 +26,13 @@ content, so a resumed run can refuse a task whose folder changed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 
@@ -54,6 +55,11 @@ NetworkMode = Literal["no-network", "public", "allowlist"]
 
 _STRICT = pydantic.ConfigDict(extra="forbid", frozen=True)
 
+Seconds = Annotated[float, pydantic.Field(gt=0, allow_inf_nan=False)]
+"""A time budget: a finite number of seconds above 0 (a negative, zero, NaN or infinite budget
+is refused at load, naming the field, not found out per rollout)."""
+Megabytes = Annotated[int, pydantic.Field(gt=0)]
+
 
 class _Network(pydantic.BaseModel):
     model_config = _STRICT
@@ -74,14 +80,14 @@ class EnvironmentConfig(pydantic.BaseModel):
 
     model_config = _STRICT
 
-    build_timeout_sec: float = 600.0
+    build_timeout_sec: Seconds = 600.0
     docker_image: str | None = None
     """A pre-built image; then ``environment/Dockerfile`` is optional."""
     os: Literal["linux", "windows"] = "linux"
     cpus: int | float | None = None
     """Whole numbers kept as integers, as Harbor does (``2.0`` is ``2``)."""
-    memory_mb: int | None = None
-    storage_mb: int | None = None
+    memory_mb: Megabytes | None = None
+    storage_mb: Megabytes | None = None
     gpus: int | None = None
     gpu_types: list[str] | None = None
     tpu: dict[str, Any] | None = None
@@ -113,6 +119,8 @@ class EnvironmentConfig(pydantic.BaseModel):
     @pydantic.field_validator("cpus")
     @classmethod
     def _whole_cpus(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError("must be a finite number of CPUs above 0")
         if isinstance(value, float) and value.is_integer():
             return int(value)
         return value
@@ -127,7 +135,7 @@ class EnvironmentConfig(pydantic.BaseModel):
 class VerifierConfig(_Network):
     """``[verifier]``: how long ``tests/test.sh`` may run, as whom, in which machine."""
 
-    timeout_sec: float = 600.0
+    timeout_sec: Seconds = 600.0
     env: dict[str, str] = pydantic.Field(default_factory=dict)
     user: str | int | None = None
     environment_mode: Literal["shared", "separate"] | None = None
@@ -139,7 +147,7 @@ class VerifierConfig(_Network):
 class AgentConfig(_Network):
     """``[agent]``: the agent's time budget and user."""
 
-    timeout_sec: float | None = None
+    timeout_sec: Seconds | None = None
     user: str | int | None = None
 
 
@@ -224,6 +232,9 @@ def _describe(error: pydantic.ValidationError) -> str:
     if first["type"] == "extra_forbidden":
         return f"unknown key '{location}' (Harbor's task.toml has no such field)"
     message = first["msg"].removeprefix("Value error, ")
+    value = first.get("input")
+    if isinstance(value, int | float | str) and not isinstance(value, bool) and location:
+        location = f"{location} = {value!r}"
     return f"{location}: {message}" if location else message
 
 

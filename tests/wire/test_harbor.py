@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import stat
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
 from palaestra.errors import ConfigError
+from palaestra.sandbox.machines.digest import MAX_DEPTH
 from palaestra.wire.harbor import (
     EnvironmentConfig,
     TaskConfig,
@@ -198,3 +204,117 @@ def test_a_written_folder_reads_back_with_the_same_config(tmp_path: Path) -> Non
     assert dump_config(config).startswith('schema_version = "1.4"\n')
     with pytest.raises(FileExistsError):
         write_task(folder, path)
+
+
+@pytest.mark.parametrize(
+    ("table", "line", "field"),
+    [
+        ("agent", "timeout_sec = -1.0", "agent.timeout_sec = -1.0: Input should be greater than 0"),
+        ("agent", "timeout_sec = nan", "agent.timeout_sec = nan: Input should be a finite number"),
+        ("agent", "timeout_sec = inf", "agent.timeout_sec = inf: Input should be a finite number"),
+        ("verifier", "timeout_sec = 0", "verifier.timeout_sec = 0: Input should be greater than 0"),
+        ("verifier", "timeout_sec = -5", "verifier.timeout_sec = -5"),
+        ("verifier", "timeout_sec = -inf", "verifier.timeout_sec = -inf"),
+        ("environment", "build_timeout_sec = nan", "environment.build_timeout_sec = nan"),
+        ("environment", "build_timeout_sec = -1", "environment.build_timeout_sec = -1"),
+        ("environment", "cpus = 0", "environment.cpus = 0: must be a finite number of CPUs"),
+        ("environment", "cpus = -2", "environment.cpus = -2: must be a finite number of CPUs"),
+        ("environment", "cpus = nan", "environment.cpus = nan: must be a finite number of CPUs"),
+        ("environment", "memory_mb = 0", "environment.memory_mb = 0: Input should be greater"),
+        ("environment", "storage_mb = -1", "environment.storage_mb = -1: Input should be greater"),
+        ("environment", 'memory = "-2G"', "environment.memory_mb = -2048: Input should be"),
+    ],
+)
+def test_a_budget_or_resource_that_is_not_a_positive_finite_number_is_refused_at_load(
+    tmp_path: Path, table: str, line: str, field: str
+) -> None:
+    folder = make_task(tmp_path / "t", toml=f"[{table}]\n{line}\n")
+    with pytest.raises(ConfigError) as raised:
+        read_task(folder)
+    text = str(raised.value)
+    assert "\n" not in text and text.startswith(f"{folder / 'task.toml'}: {field}")
+
+
+def _read_in_time(folder: Path, blocker: Path | None = None) -> BaseException | None:
+    """``read_task(folder)`` in a thread: what it raised (None if nothing); if it has not
+    returned in 20 s, the FIFO ``blocker`` is opened for writing to free it, and the test
+    fails."""
+    raised: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            read_task(folder)
+            raised.append(None)
+        except BaseException as error:  # handed to the test
+            raised.append(error)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    thread.join(20)
+    if thread.is_alive():
+        if blocker is not None:
+            os.close(os.open(blocker, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(5)
+        pytest.fail(f"reading {folder} hung")
+    return raised[0]
+
+
+@pytest.mark.parametrize(
+    ("where", "kind"),
+    [
+        ("tests/pipe", "a FIFO (named pipe)"),
+        ("environment/deep/er/pipe", "a FIFO (named pipe)"),
+        ("solution/socket", "a socket"),
+        ("tests/null", "a device node"),
+    ],
+)
+def test_a_fifo_socket_or_device_in_a_task_folder_is_refused_without_opening_it(
+    tmp_path: Path, where: str, kind: str
+) -> None:
+    folder = make_task(tmp_path / "t")
+    path = folder / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind.startswith("a FIFO"):
+        os.mkfifo(path)
+    elif kind == "a socket":
+        with socket.socket(socket.AF_UNIX) as bound:
+            bound.bind(str(path))
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    error = _read_in_time(folder, path if kind.startswith("a FIFO") else None)
+    assert isinstance(error, ConfigError)
+    assert str(error) == (
+        f"{path}: {kind} in a task folder: refused (only files, directories and symlinks "
+        f"are copied into a machine)"
+    )
+
+
+def test_a_task_folder_nested_past_the_limit_is_one_line_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    folder = make_task(tmp_path / "t")
+    deep = folder / "tests"
+    descriptor = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # 1,100 levels: made relative to each level (a whole path would pass PATH_MAX)
+        for _ in range(1100):
+            os.mkdir("d", dir_fd=descriptor)
+            below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor = below
+        os.close(os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=descriptor))
+    finally:
+        os.close(descriptor)
+    try:
+        error = _read_in_time(folder)
+    finally:  # pytest's own clean-up recurses and would fail on it
+        subprocess.run(["rm", "-rf", str(deep / "d")], check=True)
+    assert isinstance(error, ConfigError)
+    text = str(error)
+    assert "\n" not in text and text.endswith(
+        f"nested more than {MAX_DEPTH} directories deep in {folder}: refused"
+    )
+    shallow = make_task(tmp_path / "u")
+    (shallow / "tests" / "/".join(["d"] * (MAX_DEPTH - 1))).mkdir(parents=True)
+    assert read_task(shallow).digest.startswith("sha256:")  # at the limit: read

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import os
+import shlex
+import stat
 import subprocess
 import tarfile
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO
 
-from palaestra.errors import SandboxFailure
+from palaestra.errors import InvalidTask, SandboxFailure
 from palaestra.sandbox import Limit, Limits
 from palaestra.sandbox.machines.provider import Box
 from palaestra.sandbox.process import SandboxProcess, supervise
@@ -117,30 +119,48 @@ async def run(
     return Ran(outcome.status, outcome.stdout + outcome.stderr)
 
 
-async def stage(box: Box, source: Path, target: str, *, empty: str | None = None) -> None:
+class BoxRefused(SandboxFailure):
+    """A command ran in the box and failed, or overran: the box's own state stopped it (a file
+    where a directory goes, a directory that cannot be removed, a full disk), which the agent
+    may have made. Unlike a box in which no command can run at all, this is not the
+    infrastructure's: the Harbor environment scores it as the task's failure."""
+
+
+async def stage(box: Box, source: Path, target: str) -> None:
     """Put a copy of the host folder ``source`` at ``target`` in ``box`` (whatever was there
-    before is removed first), owned by root, modes kept; ``empty``: also make that directory
-    empty and writable by anyone (``/logs/verifier``: the tests write the reward there as
-    whichever user they run as). One command in the box, as root; ``SandboxFailure`` if it
-    fails."""
+    before is removed first), owned by root, modes kept. One command in the box, as root, the
+    archive streamed to it from a temporary file (never held in memory); ``BoxRefused`` if the
+    command fails, ``SandboxFailure`` if it cannot run."""
     quoted = _quoted(target)
     command = f"rm -rf {quoted} && mkdir -p {quoted} && tar -x --no-same-owner -C {quoted}"
-    if empty is not None:
-        directory = _quoted(empty)
-        command = (
-            f"rm -rf {directory} && mkdir -p {directory} && chmod 777 {directory} && {command}"
-        )
     with tempfile.TemporaryFile() as archive:
-        archive.write(_tar(source))
-        archive.flush()
+        _tar(source, archive)
         archive.seek(0)
         ran = await run(
             box, command, timeout=STAGE_TIMEOUT, user="root", cwd="/", stdin=archive.fileno()
         )
     if ran.status != 0:
-        raise SandboxFailure(
+        raise BoxRefused(
             f"cannot copy {source.name}/ into the machine at {target}: {_last_line(ran)}"
         )
+
+
+async def make_own(box: Box, top: str, directory: str, owner: str) -> None:
+    """Make ``top`` anew in ``box``: whatever it was (a directory, a file, a symlink) removed,
+    then a directory owned by root, and ``directory`` below it owned by ``owner`` (a user, or
+    ``user:group``, of the image), neither writable by anyone else. ``/logs`` for the
+    verifier: what the agent left there cannot point its writes elsewhere, and no other user
+    of the box can write its reward. ``BoxRefused`` if it cannot be done."""
+    if not directory.startswith(top.rstrip("/") + "/"):
+        raise ValueError(f"{directory} is not below {top}")
+    first, below = _quoted(top), _quoted(directory)
+    command = (
+        f"rm -rf {first} && mkdir -m 0755 {first} && mkdir -p -m 0755 {below} && "
+        f"chown -- {shlex.quote(owner)} {below}"
+    )
+    ran = await run(box, command, timeout=STAGE_TIMEOUT, user="root", cwd="/")
+    if ran.status != 0:
+        raise BoxRefused(f"cannot make {top} anew in the machine: {_last_line(ran)}")
 
 
 def read_in_box(root: Path, path: str) -> bytes | None:
@@ -173,23 +193,25 @@ def read_in_box(root: Path, path: str) -> bytes | None:
 
 
 def _regular(descriptor: int) -> bool:
-    import stat
-
     return stat.S_ISREG(os.fstat(descriptor).st_mode)
 
 
-def _tar(source: Path) -> bytes:
-    buffer = io.BytesIO()
+def _tar(source: Path, archive: IO[bytes]) -> None:
+    """``source``'s children written into ``archive`` as a tar (file contents copied in
+    chunks), owned by root; an entry that is no file, directory or link is refused
+    (``InvalidTask``: the task folder changed since it was checked at load)."""
 
     def owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        if not (info.isreg() or info.isdir() or info.issym() or info.islnk()):
+            raise InvalidTask(f"{source / info.name}: not a file, directory or link: refused")
         info.uid = info.gid = 0
         info.uname = info.gname = "root"
         return info
 
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
+    with tarfile.open(fileobj=archive, mode="w") as tar:
         for child in sorted(source.iterdir()):
-            archive.add(child, arcname=child.name, filter=owned_by_root)
-    return buffer.getvalue()
+            tar.add(child, arcname=child.name, filter=owned_by_root)
+    archive.flush()
 
 
 def _quoted(path: str) -> str:

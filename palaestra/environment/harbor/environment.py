@@ -1,14 +1,26 @@
 """``HarborEnvironment``: Harbor task folders run as an environment (``--env harbor:PATH``).
 
 Per rollout (``seed``): the task's image is built from its ``environment/`` (cached by the
-provider) and a box started from it, bounded by its ``[environment]`` resources. The agent is
-told ``instruction.md`` and gets the machine tools (``bash``, ``str_replace_editor``,
-``submit``) over that box, as ``[agent] user``. ``verify``: the agent's shell is stopped,
-``tests/`` is copied in at ``/tests`` (the agent never saw it), ``/logs/verifier`` made empty,
-and ``bash /tests/test.sh`` runs as ``[verifier] user`` (default: the image's) within
-``[verifier] timeout_sec``; the reward is what it wrote (``rewards``). No reward, an unreadable
-one, or tests that overran are ``verifier_error``; a box that cannot be built or started is
-``sandbox_error``: never a 0. ``close`` closes the box on every path.
+provider) and a box started from it, bounded by its ``[environment]`` resources; the first box
+of a task checks that its image has the ``[agent]`` and ``[verifier] user`` (a task whose image
+lacks one is ``invalid_input``, in one line, before any agent turn). The agent is told
+``instruction.md`` and gets the machine tools (``bash``, ``str_replace_editor``, ``submit``)
+over that box, as ``[agent] user``.
+
+``verify``: the agent's shell is stopped and the box sealed (``Box.seal``: every process of
+the box killed, the image's ``TOOLCHAIN`` put back), so the tests run the image's programs over
+the agent's work; ``tests/`` is copied in at ``/tests`` (the agent never saw it), ``/logs``
+made anew (whatever the agent left there removed) with ``/logs/verifier`` owned by the
+verifier's user and writable by no one else, and ``bash /tests/test.sh`` runs as
+``[verifier] user`` (default: the image's) within ``[verifier] timeout_sec``, with
+``VERIFIER_ENV`` added to its environment; the reward is what it wrote (``rewards``).
+
+What the agent did to its own box is the agent's outcome: after a successful seal, tests that
+cannot produce a reward (they overran, wrote none or an unreadable one, or ``/tests`` and
+``/logs`` could not be made in the box it left) score the task's failure reward, 0, with the
+reason in the row's ``unverified`` field, never an excluded failure an agent could choose over
+a 0. Only what the agent cannot cause is a failure: a box that cannot be built, started or
+sealed, or the provider gone (``sandbox_error``). ``close`` closes the box on every path.
 
 ``[agent] timeout_sec`` bounds the agent's phase: after it, the tools refuse (the model is told
 its time is up) and each command's own timeout is cut to what is left; the verdict records
@@ -35,6 +47,8 @@ from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.harbor.boxes import (
     STAGE_TIMEOUT,
     AgentView,
+    BoxRefused,
+    make_own,
     read_in_box,
     run,
     stage,
@@ -52,19 +66,35 @@ from palaestra.environment.machine.machine import Machine
 from palaestra.environment.sessions import Session
 from palaestra.environment.tools import tool
 from palaestra.errors import ConfigError, InvalidTask, SandboxFailure, ToolError
+from palaestra.sandbox.machines.inside import resolve_user
 from palaestra.sandbox.machines.provider import Box, Provider
 from palaestra.sandbox.machines.registry import PROVIDERS, make_provider
-from palaestra.types import FailureKind, JsonDict, Verdict
-from palaestra.wire.harbor import HarborTask
+from palaestra.types import JsonDict, Verdict
+from palaestra.wire.harbor import CONFIG, HarborTask
 from palaestra.wire.rows import TASK_DIGEST
 
 DEFAULT_SANDBOX = "rootfs"
 """Daemonless: it needs nothing running on the machine (``docker`` needs its daemon)."""
 ORACLE_MARK = "# palaestra oracle"
+LOGS_DIR = "/logs"
 VERIFIER_DIR = "/logs/verifier"
 TEST_OUTPUT = f"{VERIFIER_DIR}/test-stdout.txt"
+UNVERIFIED = "unverified"
+"""The row's field saying why a box was scored 0 without its tests' word (absent when they
+gave one): what the agent left in its box kept them from producing a reward."""
+VERIFIER_ENV: dict[str, str] = {"PYTHONNOUSERSITE": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+"""Added to the tests' environment (the task's ``env`` may still set them): Python ignores the
+verifier user's own site-packages and git its ``~/.gitconfig``, both in the agent's reach."""
 RESERVED_METRICS = frozenset(
-    {REWARD_KEY, "reward_components", "step_rewards", "response", "failure", "harbor_task"}
+    {
+        REWARD_KEY,
+        "reward_components",
+        "step_rewards",
+        "response",
+        "failure",
+        "harbor_task",
+        UNVERIFIED,
+    }
 )
 """Component names not copied flat into the row (they would shadow a row field)."""
 
@@ -99,10 +129,13 @@ class HarborEnvironment(MachineTools, Environment):
             raise ConfigError(f"environment '{self.name}' needs the path of its task folders")
         self.path = Path(path) if path is not None else Path(str(self.folder))
         self.sandbox = sandbox
-        self.tasks = load_tasks(self.path)
+        self.tasks = load_tasks(self.path, sandbox)
         self._provider: Provider | None = None
         self._boxes: set[Box] = set()
         self._oracle_key = secrets.token_hex(16)
+        self._users: dict[str, str | None] = {}
+        """Per task: why its image lacks its ``[agent]``/``[verifier] user`` (None: it has
+        them), found in the first box started from it."""
         configs = [task.config for task in self.tasks.values()]
         # The limits of an environment are its class's; a Harbor environment's come from its
         # tasks' task.toml, so this instance's shadow them (the client reads them per instance).
@@ -145,6 +178,8 @@ class HarborEnvironment(MachineTools, Environment):
 
     async def _seed(self, row: JsonDict) -> HarborState:
         name, task = self.task_of(row)
+        if self._users.get(name) is not None:  # found when its image was first built
+            raise InvalidTask(str(self._users[name]))
         state = HarborState(task=task, name=name)
         config = task.config
         provider = self.provider()
@@ -154,6 +189,14 @@ class HarborEnvironment(MachineTools, Environment):
         box = await provider.start(image, box_spec(task))
         self._boxes.add(box)
         state.box = box
+        if name not in self._users:
+            self._users[name] = missing_user(task, box.root)
+        problem = self._users[name]
+        if problem is not None:
+            self._boxes.discard(box)
+            state.box = None
+            await box.close()
+            raise InvalidTask(problem)
         if config.agent.timeout_sec is not None:
             state.deadline = asyncio.get_running_loop().time() + config.agent.timeout_sec
         return state
@@ -238,24 +281,27 @@ class HarborEnvironment(MachineTools, Environment):
             with contextlib.suppress(Exception):
                 await machine.close()
         state.closed = True
-        await stage(box, task.path / "tests", "/tests", empty=VERIFIER_DIR)
+        await box.seal()  # SandboxFailure: the box is not fit to verify in (infrastructure)
+        metrics: JsonDict = {"harbor_task": state.name, "agent_timed_out": state.timed_out}
+        # From here, what stops the tests is what the agent left in its box: its outcome.
+        user = _user(config.verifier.user) or box.image.user
+        try:
+            await stage(box, task.path / "tests", "/tests")
+            await make_own(box, LOGS_DIR, VERIFIER_DIR, user)
+        except BoxRefused as refused:
+            return _unverified(f"{state.name}: {refused}", metrics)
         started = asyncio.get_running_loop().time()
         ran = await run(
             box,
             f"bash /tests/test.sh > {TEST_OUTPUT} 2>&1",
             timeout=config.verifier.timeout_sec,
-            user=_user(config.verifier.user),
+            user=user,
             cwd=config.environment.workdir,
-            env={**config.environment.env, **config.verifier.env},
+            env={**VERIFIER_ENV, **config.environment.env, **config.verifier.env},
         )
-        seconds = asyncio.get_running_loop().time() - started
-        metrics: JsonDict = {
-            "harbor_task": state.name,
-            "agent_timed_out": state.timed_out,
-            "verifier_seconds": round(seconds, 3),
-        }
+        metrics["verifier_seconds"] = round(asyncio.get_running_loop().time() - started, 3)
         if ran.status is None:
-            return _failed(
+            return _unverified(
                 f"{state.name}: tests/test.sh ran past verifier.timeout_sec "
                 f"({config.verifier.timeout_sec:g} s)",
                 metrics,
@@ -264,7 +310,7 @@ class HarborEnvironment(MachineTools, Environment):
             reward = read_reward(lambda name: read_in_box(box.root, f"{VERIFIER_DIR}/{name}"))
         except RewardProblem as problem:
             tail = _tail(read_in_box(box.root, TEST_OUTPUT))
-            return _failed(
+            return _unverified(
                 f"{state.name}: {problem} (test.sh exit status {ran.status}"
                 + (f"; its output ends: {tail}" if tail else "")
                 + ")",
@@ -321,14 +367,30 @@ def _harbor(session: Session) -> HarborState:
     return state
 
 
+def missing_user(task: HarborTask, root: Path) -> str | None:
+    """Why the image whose box's root is ``root`` cannot run ``task`` as its ``[agent]`` or
+    ``[verifier] user`` (one line naming the task.toml and the user), or None."""
+    for phase, user in (("agent", task.config.agent.user), ("verifier", task.config.verifier.user)):
+        if user is None:
+            continue
+        try:
+            resolve_user(root, str(user))
+        except SandboxFailure as error:
+            return (
+                f"{task.path / CONFIG}: {phase}.user = {str(user)!r}: the image built from "
+                f"environment/ cannot run as it ({error})"
+            )
+    return None
+
+
 def _user(user: str | int | None) -> str | None:
     return None if user is None else str(user)
 
 
-def _failed(reason: str, metrics: JsonDict) -> Verdict:
-    verdict = Verdict.failed(FailureKind.VERIFIER_ERROR, reason)
-    verdict.metrics.update(metrics)
-    return verdict
+def _unverified(reason: str, metrics: JsonDict) -> Verdict:
+    """The task's failure reward: what the agent left in its box kept the tests from scoring
+    it, and ``reason`` says what (the row's ``unverified``)."""
+    return Verdict(0.0, metrics={**metrics, UNVERIFIED: reason})
 
 
 def _tail(data: bytes | None, size: int = 300) -> str:

@@ -4,7 +4,8 @@ Harbor's rule (``harbor.verifier.Verifier``): ``reward.json``, when present, win
 JSON object, and its numeric values (booleans are not numbers) are the reward's components,
 other values ignored; when it has no ``reward`` key and ``reward.txt`` exists, that file's
 number is added as ``reward``. Without ``reward.json``, ``reward.txt`` holds one number. An
-empty or unparseable file, or neither file, is an error, never a 0.
+empty or unparseable file, or neither file, is a ``RewardProblem`` saying which, never read
+as a number (the environment scores such a box 0, the problem as its reason).
 
 Harbor's scalar is the ``reward`` component; its ``mean`` metric takes a dictionary with exactly
 one key as that key's value, and fails on more. The same here: ``reward`` if present, else the
@@ -26,7 +27,8 @@ REWARD_KEY = "reward"
 
 
 class RewardProblem(PalaestraError):
-    """Why no reward could be read (one line); the runner records it as ``verifier_error``."""
+    """Why no reward could be read (one line); the Harbor environment scores the task 0 and
+    gives this as the row's ``unverified`` reason."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,8 +33,9 @@ import orjson
 
 from palaestra.errors import ConfigError
 from palaestra.sandbox.machines.provider import BoxSpec
+from palaestra.sandbox.machines.registry import PROVIDERS
 from palaestra.types import JsonDict
-from palaestra.wire.harbor import CONFIG, HarborTask, read_tasks
+from palaestra.wire.harbor import CONFIG, ENVIRONMENT, HarborTask, read_tasks
 from palaestra.wire.rows import PARAMS, TASK_DIGEST
 
 TASK_FIELD = "harbor_task"
@@ -42,15 +43,24 @@ TASK_FIELD = "harbor_task"
 DEFAULT_AGENT_USER_NOTE = "the image's default user (its Dockerfile's USER, else root)"
 
 
-def load_tasks(root: str | os.PathLike[str]) -> dict[str, HarborTask]:
+def load_tasks(root: str | os.PathLike[str], sandbox: str | None = None) -> dict[str, HarborTask]:
     """The task folders at ``root`` (one, or a folder of them) by folder name, each checked
-    runnable here; a one-line ``ConfigError`` at the first that is not."""
+    runnable here, and buildable by the provider ``sandbox`` when one is named
+    (``Provider.refusal`` of its ``environment/``); a one-line ``ConfigError`` at the first
+    that is not."""
     tasks = read_tasks(root)
+    provider = PROVIDERS.load(sandbox).value if sandbox is not None else None
     found: dict[str, HarborTask] = {}
     for task in tasks:
         problem = refusal(task)
         if problem is not None:
             raise ConfigError(f"{task.path / CONFIG}: {problem}")
+        if provider is not None:
+            unbuildable = provider.refusal(task.path / ENVIRONMENT)
+            if unbuildable is not None:
+                raise ConfigError(
+                    f"{task.path}: sandbox '{sandbox}' cannot build it: {unbuildable}"
+                )
         found[task.path.name] = task
     return found
 

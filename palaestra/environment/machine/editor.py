@@ -207,14 +207,9 @@ class Editor:
             os.close(fd)
 
     def _read(self, parent: int, name: str, shown: str) -> str:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent)
-        except OSError as error:
-            raise ToolError(_refusal(shown, name, error, parent)) from None
+        fd = _open_regular(parent, name, shown, os.O_RDONLY)
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise ToolError(f"{shown} is not a regular file")
             if info.st_size > MAX_FILE_BYTES:
                 raise ToolError(
                     f"{shown} is {info.st_size} bytes, over the editor's {MAX_FILE_BYTES} "
@@ -233,13 +228,9 @@ class Editor:
     def _write(
         self, parent: int, name: str, shown: str, old: str, new: str, *, record: bool = True
     ) -> None:
+        fd = _open_regular(parent, name, shown, os.O_WRONLY)
         try:
-            fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent)
-        except OSError as error:
-            raise ToolError(_refusal(shown, name, error, parent)) from None
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+            if os.fstat(fd).st_nlink > 1:
                 raise ToolError(f"{shown} is not a regular file with one name: not edited")
             os.ftruncate(fd, 0)
             _write_all(fd, new.encode())
@@ -295,6 +286,51 @@ def _entries(directory: int) -> list[tuple[str, bool]]:
             if not entry.name.startswith(".")
         ]
     return sorted(found)
+
+
+def _open_regular(parent: int, name: str, shown: str, mode: int) -> int:
+    """``name`` in the directory ``parent`` opened for ``mode``, refused (a ``ToolError``)
+    unless it is a regular file.
+
+    The type is checked before the file is opened: an ``O_PATH`` descriptor names the inode
+    without opening it (a FIFO's writer is not woken, a device's driver is not called), and
+    only a regular file is then opened, through that descriptor (``/proc/self/fd``), so the
+    inode checked is the one opened even if the box swaps the name meanwhile; ``O_NONBLOCK``
+    besides, and the name itself is never followed if it is a link."""
+    try:
+        handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError as error:
+        raise ToolError(_refusal(shown, name, error, parent)) from None
+    try:
+        kind = os.fstat(handle).st_mode
+        if stat.S_ISLNK(kind):
+            raise ToolError(
+                f"{shown}: '{name}' is a symbolic link; the editor does not follow links"
+            )
+        if not stat.S_ISREG(kind):
+            raise ToolError(
+                f"{shown} is {_kind(kind)}, not a regular file: the editor opens only regular files"
+            )
+        try:
+            return os.open(
+                f"/proc/self/fd/{handle}", mode | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+            )
+        except OSError as error:
+            raise ToolError(f"{shown}: {error.strerror}") from None
+    finally:
+        os.close(handle)
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, for a refusal."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a file")
 
 
 def _is_directory(parent: int, name: str) -> bool:

@@ -5,16 +5,21 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from palaestra.environment.harbor import HarborEnvironment, HarborState
+from palaestra.environment.harbor.tasks import task_row
+from palaestra.environment.sessions import Session
 from palaestra.errors import ConfigError
 from palaestra.sandbox.machines import images
 from palaestra.sandbox.machines.provider import Provider
 from palaestra.sandbox.machines.registry import make_provider
 from palaestra.sandbox.machines.rootfs import RootfsProvider
+from palaestra.types import Verdict
+from tests.support.harbor_folders import components_task
 
 
 @pytest.fixture(scope="session")
@@ -83,3 +88,48 @@ def docker_or_skip() -> Provider:
     if problem is not None:
         pytest.skip(f"docker cannot run here: {problem}")
     return provider
+
+
+class Rollouts:
+    """Seed, verify and close rollouts of one Harbor environment directly."""
+
+    def __init__(self, environment: HarborEnvironment) -> None:
+        self.environment = environment
+        self.sessions: list[Session] = []
+
+    async def seed(self, name: str = "a") -> Session:
+        row = task_row(name, self.environment.tasks[name])
+        state = await self.environment.seed(row)
+        session = Session(f"s{len(self.sessions)}", row, state)
+        self.sessions.append(session)
+        return session
+
+    async def verify(self, session: Session) -> Verdict:
+        return await self.environment.verify(session, {})
+
+
+@pytest.fixture
+async def harbor(tmp_path: Path, machines: Provider) -> AsyncIterator[Rollouts]:
+    """An environment over ``tmp_path/tasks`` (a test writes its folders first)."""
+    (tmp_path / "tasks").mkdir()
+    holder: list[Rollouts] = []
+
+    async def make(**folders: dict[str, str | None]) -> Rollouts:
+        for name, options in folders.items():
+            components_task(tmp_path / "tasks" / name, **options)  # type: ignore[arg-type]
+        environment = HarborEnvironment(str(tmp_path / "tasks"), sandbox=machines.name)
+        environment._provider = machines
+        holder.append(Rollouts(environment))
+        return holder[-1]
+
+    yield make  # type: ignore[misc]
+    for rollouts in holder:
+        for session in rollouts.sessions:
+            await rollouts.environment.close(session)
+        await rollouts.environment.aclose()
+
+
+def box_of(session: Session) -> HarborState:
+    state = session.state
+    assert isinstance(state, HarborState) and state.box is not None
+    return state

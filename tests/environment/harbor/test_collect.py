@@ -127,7 +127,7 @@ def test_palaestra_test_fails_a_task_that_rewards_doing_nothing_or_writes_no_rew
         line.startswith("FAIL task 1 (lenient): doing nothing scored 1, not 0") for line in lines
     )
     silent = (
-        "FAIL task 2 (silent): {} was not scored (verifier_error: silent: the tests wrote no reward"
+        "FAIL task 2 (silent): {} was not verified (unverified: silent: the tests wrote no reward"
     )
     for what in ("the gold actions", "doing nothing"):
         assert any(line.startswith(silent.format(what)) for line in lines), result.output

@@ -4,64 +4,17 @@ for what they could not say, and every box is closed."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from palaestra.environment.harbor import HarborEnvironment, HarborState
+from palaestra.environment.harbor import HarborState
 from palaestra.environment.harbor.boxes import run, stage
-from palaestra.environment.harbor.tasks import task_row
+from palaestra.environment.harbor.environment import UNVERIFIED
 from palaestra.environment.sessions import Session
 from palaestra.errors import SandboxFailure, ToolError
-from palaestra.sandbox.machines.provider import Provider
-from palaestra.types import FailureKind, Verdict
-from tests.support.harbor_folders import TASK_TOML, TEST_SH, components_task
-
-
-class Rollouts:
-    """Seed, verify and close rollouts of one Harbor environment directly."""
-
-    def __init__(self, environment: HarborEnvironment) -> None:
-        self.environment = environment
-        self.sessions: list[Session] = []
-
-    async def seed(self, name: str = "a") -> Session:
-        row = task_row(name, self.environment.tasks[name])
-        state = await self.environment.seed(row)
-        session = Session(f"s{len(self.sessions)}", row, state)
-        self.sessions.append(session)
-        return session
-
-    async def verify(self, session: Session) -> Verdict:
-        return await self.environment.verify(session, {})
-
-
-@pytest.fixture
-async def harbor(tmp_path: Path, machines: Provider) -> AsyncIterator[Rollouts]:
-    """An environment over ``tmp_path/tasks`` (a test writes its folders first)."""
-    (tmp_path / "tasks").mkdir()
-    holder: list[Rollouts] = []
-
-    async def make(**folders: dict[str, str | None]) -> Rollouts:
-        for name, options in folders.items():
-            components_task(tmp_path / "tasks" / name, **options)  # type: ignore[arg-type]
-        environment = HarborEnvironment(str(tmp_path / "tasks"))
-        environment._provider = machines
-        holder.append(Rollouts(environment))
-        return holder[-1]
-
-    yield make  # type: ignore[misc]
-    for rollouts in holder:
-        for session in rollouts.sessions:
-            await rollouts.environment.close(session)
-        await rollouts.environment.aclose()
-
-
-def box_of(session: Session) -> HarborState:
-    state = session.state
-    assert isinstance(state, HarborState) and state.box is not None
-    return state
+from tests.environment.harbor.conftest import box_of
+from tests.support.harbor_folders import TASK_TOML, TEST_SH
 
 
 async def test_untouched_machine_scores_0_and_the_solution_1(harbor) -> None:  # type: ignore[no-untyped-def]
@@ -70,6 +23,7 @@ async def test_untouched_machine_scores_0_and_the_solution_1(harbor) -> None:  #
     assert (null.failure, null.reward) == (None, 0.0)
     assert null.reward_components == {"reward": 0.0, "exists": 0.0}
     assert null.metrics["exists"] == 0.0 and "note" not in null.metrics
+    assert UNVERIFIED not in null.metrics
 
     session = await rollouts.seed()
     box = box_of(session).box
@@ -106,9 +60,8 @@ async def test_symlinked_logs_never_reach_the_host(harbor, tmp_path: Path) -> No
     rollouts = await harbor(a={"test_sh": "#!/bin/bash\nln -sfn /etc /logs/verifier/reward.txt\n"})
     session = await rollouts.seed()
     verdict = await rollouts.verify(session)
-    assert verdict.failure is not None
-    assert verdict.failure.kind is FailureKind.VERIFIER_ERROR
-    assert "wrote no reward" in verdict.failure.reason
+    assert (verdict.failure, verdict.reward) == (None, 0.0)
+    assert "wrote no reward" in verdict.metrics[UNVERIFIED]
 
 
 @pytest.mark.parametrize(
@@ -132,14 +85,14 @@ async def test_symlinked_logs_never_reach_the_host(harbor, tmp_path: Path) -> No
         ),
     ],
 )
-async def test_no_reward_is_a_verifier_error_never_a_0(  # type: ignore[no-untyped-def]
+async def test_tests_that_give_no_reward_score_0_with_the_reason_never_a_failure(  # type: ignore[no-untyped-def]
     harbor, test_sh: str, toml: str, said: str
 ) -> None:
     rollouts = await harbor(a={"test_sh": test_sh, "toml": toml})
     verdict = await rollouts.verify(await rollouts.seed())
-    assert verdict.failure is not None
-    assert verdict.failure.kind is FailureKind.VERIFIER_ERROR
-    assert said in verdict.failure.reason
+    assert (verdict.failure, verdict.reward, verdict.reward_components) == (None, 0.0, None)
+    assert said in verdict.metrics[UNVERIFIED]
+    assert verdict.metrics["harbor_task"] == "a"
 
 
 async def test_verifier_user_and_env_are_honoured(harbor) -> None:  # type: ignore[no-untyped-def]

@@ -17,7 +17,8 @@ from palaestra.environment.harbor.tasks import (
 )
 from palaestra.environment.registry import find_environment, tasks_beside
 from palaestra.errors import ConfigError, InvalidTask
-from palaestra.sandbox.machines.provider import BoxSpec
+from palaestra.sandbox.machines.provider import BoxSpec, Provider
+from palaestra.sandbox.machines.registry import PROVIDERS
 from palaestra.wire.harbor import folder_digest
 from palaestra.wire.rows import PARAMS, TASK_DIGEST
 from tests.support.harbor_folders import TASK_TOML, calculator_folders, components_task
@@ -152,6 +153,33 @@ def test_unknown_sandbox_is_refused(tmp_path: Path) -> None:
     components_task(tmp_path / "tasks" / "a")
     with pytest.raises(ConfigError, match="unknown sandbox 'lxc'"):
         HarborEnvironment(str(tmp_path / "tasks"), sandbox="lxc")
+
+
+@pytest.mark.parametrize("sandbox", ["rootfs", "docker"])
+def test_what_the_chosen_provider_cannot_build_is_refused_at_load_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: str
+) -> None:
+    components_task(tmp_path / "tasks" / "a")
+    components_task(tmp_path / "tasks" / "b")
+    asked: list[Path] = []
+
+    def refusal(cls: type[Provider], context: Path) -> str | None:
+        asked.append(context)
+        if context.parent.name == "b":
+            return f"{context / 'Dockerfile'}:2: ONBUILD: not supported by {cls.name}"
+        return None
+
+    provider = PROVIDERS.load(sandbox).value
+    monkeypatch.setattr(provider, "refusal", classmethod(refusal))
+    with pytest.raises(ConfigError) as raised:
+        HarborEnvironment(str(tmp_path / "tasks"), sandbox=sandbox)
+    b = tmp_path / "tasks" / "b"
+    assert str(raised.value) == (
+        f"{b}: sandbox '{sandbox}' cannot build it: "
+        f"{b / 'environment' / 'Dockerfile'}:2: ONBUILD: not supported by {sandbox}"
+    )
+    assert asked == [tmp_path / "tasks" / "a" / "environment", b / "environment"]
+    assert load_tasks(tmp_path / "tasks").keys() == {"a", "b"}  # no provider named: not asked
 
 
 def test_time_limits_follow_the_tasks(tmp_path: Path) -> None:
