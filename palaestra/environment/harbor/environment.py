@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import secrets
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -67,7 +68,7 @@ from palaestra.environment.sessions import Session
 from palaestra.environment.tools import tool
 from palaestra.errors import ConfigError, InvalidTask, SandboxFailure, ToolError
 from palaestra.sandbox.machines.inside import resolve_user
-from palaestra.sandbox.machines.provider import Box, Provider
+from palaestra.sandbox.machines.provider import Box, Provider, verifier_path
 from palaestra.sandbox.machines.registry import PROVIDERS, make_provider
 from palaestra.types import JsonDict, Verdict
 from palaestra.wire.harbor import CONFIG, HarborTask
@@ -297,7 +298,7 @@ class HarborEnvironment(MachineTools, Environment):
             timeout=config.verifier.timeout_sec,
             user=user,
             cwd=config.environment.workdir,
-            env={**VERIFIER_ENV, **config.environment.env, **config.verifier.env},
+            env=verifier_env(box, config.environment.env, config.verifier.env),
         )
         metrics["verifier_seconds"] = round(asyncio.get_running_loop().time() - started, 3)
         if ran.status is None:
@@ -358,6 +359,18 @@ class HarborEnvironment(MachineTools, Environment):
     def requires_action(self, task: JsonDict) -> bool | None:
         """Every Harbor task does: its untouched machine must score 0."""
         return True
+
+
+def verifier_env(
+    box: Box, environment: Mapping[str, str], verifier: Mapping[str, str]
+) -> dict[str, str]:
+    """The tests' environment: ``VERIFIER_ENV``, the task's ``[environment]`` then
+    ``[verifier]`` env, and the image's PATH with ``/usr/local``'s commands (the agent's to
+    install) searched last, unless ``[verifier] env`` sets PATH itself."""
+    env = {**VERIFIER_ENV, **environment, **verifier}
+    if "PATH" not in verifier:
+        env["PATH"] = verifier_path(environment.get("PATH") or box.image.env.get("PATH"))
+    return env
 
 
 def _harbor(session: Session) -> HarborState:

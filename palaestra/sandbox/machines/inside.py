@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from palaestra.errors import SandboxFailure
+from palaestra.sandbox.machines.provider import DEFAULT_PATH
 
 DOCKER_CAPABILITIES = (
     "CAP_CHOWN",
@@ -75,7 +76,6 @@ MASKED_PROC_FILES = ("kcore", "keys", "timer_list", "timer_stats", "sched_debug"
 MASKED_PROC_DIRS = ("acpi", "scsi", "asound")
 """Directories of ``/proc`` a box sees empty and read-only (the host's hardware)."""
 
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

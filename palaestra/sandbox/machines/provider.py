@@ -106,7 +106,17 @@ agent's changes there are dropped before the tests run; its work elsewhere is wh
 accounts (``/etc/passwd``, ``/etc/group``) and commands in ``/usr/local/bin`` included: a
 check names an unprivileged user by number, and finds the image's programs first on PATH."""
 VERIFIER_PATH_LAST = ("/usr/local/sbin", "/usr/local/bin")
-"""Searched last on the verifier's PATH: the agent may install commands there."""
+"""Searched last on the verifier's PATH (``verifier_path``): the agent may install commands
+there, and a ``python3`` it put in one must not shadow the image's."""
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""A box's PATH when its image sets none (Docker's default)."""
+
+
+def verifier_path(path: str | None) -> str:
+    """``path`` (default ``DEFAULT_PATH``) with ``VERIFIER_PATH_LAST`` moved to its end."""
+    entries = (path or DEFAULT_PATH).split(":")
+    last = [entry for entry in entries if entry.rstrip("/") in VERIFIER_PATH_LAST]
+    return ":".join([entry for entry in entries if entry not in last] + last)
 
 
 @dataclass(frozen=True, slots=True)
