@@ -13,4 +13,4 @@ bash scripts/install_machines.sh  # Docker daemon (no bridge) + the offline Debi
 .venv/bin/mkdocs build --strict --quiet  # the API reference (docs/ -> site/): a reference to a name that does not exist fails the check
 .venv/bin/python -c "from palaestra.models.local import default_model_path; default_model_path()"  # the local model must be installed: its tests must not silently skip
 .venv/bin/python -m tests.support.peers  # peer packages (NeMo Gym, NeMo Evaluator, OpenEnv, verifiers) for tests/interop, cached under ~/.cache/palaestra/peers
-.venv/bin/pytest -q "$@"
+.venv/bin/pytest -q --durations=20 "$@"  # the 20 slowest tests, printed at the end of every run
