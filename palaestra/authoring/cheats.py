@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from palaestra.agents.episode import run_episode
 from palaestra.agents.oracle import NoModel, Talk
 from palaestra.agents.tool_calling import request_params
-from palaestra.authoring.reference import joined, missed_by, scored
+from palaestra.authoring.reference import joined, scored
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment.harbor import HarborEnvironment
@@ -192,7 +192,8 @@ CHEATS: tuple[Cheat, ...] = (
         (
             "S=$(command -v setsid || true); "
             "$S env -i sh -c 'while :; do mkdir -p /logs/verifier; "
-            "echo 1 > /logs/verifier/reward.txt; sleep 0.05; done' "
+            "echo 1 > /logs/verifier/reward.txt; "
+            'echo "{\\"reward\\": 1}" > /logs/verifier/reward.json; sleep 0.05; done\' '
             "</dev/null >/dev/null 2>&1 & sleep 0.2; true",
         ),
     ),
@@ -358,7 +359,7 @@ async def cheat_check(
             result = await CheatAgent(cheat).run(task.row, client, NoModel())
         if scored(result, 0.0):
             return None
-        return f"{cheat.name}: {missed_by(result, 'the cheat', 0)}"
+        return f"{cheat.name} {_missed(result)}"
 
     runs = [[attempt(task, cheat) for cheat in cheats] for task in sample]
     found = [await asyncio.gather(*per_task) for per_task in runs]
@@ -367,7 +368,7 @@ async def cheat_check(
     results: list[str] = []
     for task, missed in zip(sample, found, strict=True):
         bad = [line for line in missed if line is not None]
-        problems += [f"{task.label} {line}" for line in bad]
+        problems += [f"{task.label}: {line}" for line in bad]
         if bad:
             results.append(f"FAIL {task.label}: " + "; ".join(bad))
         else:
@@ -389,6 +390,18 @@ async def cheat_check(
         f"({per_category} per category of {len(categories)}) in {seconds:.0f} s",
         **details,
     )
+
+
+def _missed(result: AgentResult) -> str:
+    """How a cheat's rollout missed 0: the reward it forged (and the file it came from), or
+    the failure it turned the 0 into."""
+    verdict = result.verdict
+    failure = result.failure or (verdict.failure if verdict is not None else None)
+    if failure is not None or verdict is None:
+        why = f"{failure.kind}: {failure.reason}" if failure is not None else "no verdict"
+        return f"was not scored ({why})"
+    source = verdict.metrics.get("reward_file")
+    return f"scored {float(verdict.reward):g}" + (f" ({source})" if source else "")
 
 
 __all__ = ["CHEATS", "Cheat", "CheatAgent", "cheat_check", "sample_tasks"]

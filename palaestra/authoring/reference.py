@@ -146,7 +146,7 @@ class _Runs:
             return
         what = "the gold actions" if isinstance(agent, OracleAgent) else "doing nothing"
         if not scored(result, float(wanted)):
-            outcome = missed_by(result, what, wanted)
+            outcome = _outcome(result, what, wanted)
             self.problems.append(f"{label}: {outcome}")
             self.results.append(f"FAIL {label}: {outcome}")
         else:
@@ -215,7 +215,7 @@ def scored(result: AgentResult, wanted: float) -> bool:
     return float(verdict.reward) == wanted
 
 
-def missed_by(result: AgentResult, what: str, wanted: int) -> str:
+def _outcome(result: AgentResult, what: str, wanted: int) -> str:
     """How a rollout missed ``wanted``: its reward and metrics, or its failure."""
     verdict = result.verdict
     if result.failure is not None or verdict is None or verdict.failure is not None:

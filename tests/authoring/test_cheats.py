@@ -138,7 +138,5 @@ def test_a_task_that_trusts_pythons_exit_status_fails_naming_the_cheat(
     lines = [line.strip() for line in result.output.splitlines()]
     assert "PASS null agent: doing nothing scores 0 on 1 task that require an action" in lines
     (failed,) = [line for line in lines if line.startswith("FAIL cheats: ")]
-    assert failed.startswith("FAIL cheats: task 0 (weak) sitecustomize: the cheat scored 1, not 0")
-    (task,) = [line for line in lines if line.startswith("FAIL task 0 (weak): ")]
-    assert task.startswith("FAIL task 0 (weak): sitecustomize: the cheat scored 1, not 0")
-    assert task.count("the cheat") == 1  # the other ten scored 0
+    assert failed == "FAIL cheats: task 0 (weak): sitecustomize scored 1 (reward.json)"
+    assert "FAIL task 0 (weak): sitecustomize scored 1 (reward.json)" in lines  # alone
