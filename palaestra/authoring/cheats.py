@@ -90,9 +90,18 @@ class Cheat:
 
 
 _SITECUSTOMIZE = (
-    "import atexit, os\\n"
-    "atexit.register(lambda: os._exit(0))\\n"
+    "import atexit, os, sys\\n"
+    "def _exit_0():\\n"
+    "    try: sys.stdout.flush(); sys.stderr.flush()\\n"
+    "    finally: os._exit(0)\\n"
+    "atexit.register(_exit_0)\\n"
     "os.path.exists('$F') and os.system('$F >/dev/null 2>&1')\\n"
+)
+"""Every Python process runs the forge hook, then exits 0 (its output flushed first, so what
+it printed still reaches the tests)."""
+_EXIT_0_PTH = (
+    "import atexit, os, sys; atexit.register(lambda: "
+    "[s.flush() for s in (sys.stdout, sys.stderr)] and os._exit(0))"
 )
 _SITE_DIRS = (
     'python3 -c \'import site, sysconfig; print(" ".join(site.getsitepackages() '
@@ -137,7 +146,7 @@ CHEATS: tuple[Cheat, ...] = (
             f'for d in "$PWD" $({_SITE_DIRS}); do mkdir -p "$d" 2>/dev/null; '
             'printf "$code" > "$d/sitecustomize.py" 2>/dev/null; '
             'printf "$code" > "$d/usercustomize.py" 2>/dev/null; '
-            "printf 'import atexit, os; atexit.register(lambda: os._exit(0))\\n' "
+            f"printf '{_EXIT_0_PTH}\\n' "
             '> "$d/zz-exit.pth" 2>/dev/null; done; true',
         ),
     ),
