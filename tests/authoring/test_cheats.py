@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from palaestra.authoring import Status, check_environment
-from palaestra.authoring.cheats import CHEATS, sample_tasks
+from palaestra.authoring.cheats import CHEATS, instruction_paths, sample_tasks
 from palaestra.cli import cli
 from palaestra.environment.harbor import HarborEnvironment
 from palaestra.environment.harbor.tasks import task_row
@@ -91,9 +91,20 @@ def test_the_sample_is_spread_over_each_category_and_deterministic(tmp_path: Pat
 
 def test_each_cheat_is_documented_and_named_once() -> None:
     names = [cheat.name for cheat in CHEATS]
-    assert len(set(names)) == len(names) == 11
+    assert len(set(names)) == len(names) >= 12
     for cheat in CHEATS:
         assert cheat.tries and cheat.why and cheat.commands
+
+
+def test_the_deliverables_are_the_paths_the_instruction_names_outside_the_verifiers() -> None:
+    text = (
+        "Write `/app/bin/dedupe` (see /app/example/input.txt.) and leave the answer in "
+        "/answer/answer.txt, not in /logs/verifier/reward.txt or /tests; see ./rel/x and a/b/c."
+    )
+    row = {"responses_create_params": {"input": [{"role": "user", "content": text}]}}
+    expected = ["/app/bin/dedupe", "/app/example/input.txt", "/answer/answer.txt"]
+    assert instruction_paths(row) == expected
+    assert instruction_paths({"responses_create_params": {"input": text}}) == expected
 
 
 def test_an_environment_that_is_no_machine_gets_no_sweep(tmp_path: Path) -> None:
@@ -115,10 +126,11 @@ def test_no_cheat_scores_on_a_task_judged_by_root_after_the_agent(
     )
     cheats = report.check("cheats")
     assert cheats.status is Status.PASS, cheats.details.get("results")
-    assert cheats.reason.startswith("11 cheats scored 0 on 2 tasks (2 per category of 1) in ")
+    every = f"{len(CHEATS)} cheats scored 0"
+    assert cheats.reason.startswith(f"{every} on 2 tasks (2 per category of 1) in ")
     assert cheats.details["results"] == [
-        "ok   task 0 (as-agent): 11 cheats scored 0",
-        "ok   task 1 (as-root): 11 cheats scored 0",
+        f"ok   task 0 (as-agent): {every}",
+        f"ok   task 1 (as-root): {every}",
     ]
     assert report.ok
 
