@@ -85,7 +85,7 @@ async def reference_checks(
         return [Check.skipped(ORACLE, note), Check.skipped(NULL, note)]
     tasks, problems = await _gold_tasks(client, rows)
     if problems:  # gold_actions itself broke: nothing to replay on those tasks
-        reason = _joined(problems)
+        reason = joined(problems)
         return [Check.failed(ORACLE, reason, problems=problems), Check.skipped(NULL, reason)]
     if not tasks:
         note = "no example task has gold actions (gold_actions gave None for each)"
@@ -146,7 +146,7 @@ class _Runs:
             self.results.append(f"{label}: not run (the simulated user needs a user model)")
             return
         what = "the gold actions" if isinstance(agent, OracleAgent) else "doing nothing"
-        if not _scored(result, float(wanted)):
+        if not scored(result, float(wanted)):
             outcome = _outcome(result, what, wanted)
             self.problems.append(f"{label}: {outcome}")
             self.results.append(f"FAIL {label}: {outcome}")
@@ -157,7 +157,7 @@ class _Runs:
         """Failed when a task missed; skipped when a task needed a user model; else passed."""
         details["results"] = self.results
         if self.problems:
-            return Check.failed(name, _joined(self.problems), problems=self.problems, **details)
+            return Check.failed(name, joined(self.problems), problems=self.problems, **details)
         if self.unmade:
             shown = ", ".join(map(str, self.unmade[:SHOWN]))
             more = f" (+{len(self.unmade) - SHOWN} more)" if len(self.unmade) > SHOWN else ""
@@ -207,7 +207,7 @@ def _label(task: GoldTask) -> str:
     return f"task {task.index} ({folder})" if isinstance(folder, str) else f"task {task.index}"
 
 
-def _scored(result: AgentResult, wanted: float) -> bool:
+def scored(result: AgentResult, wanted: float) -> bool:
     """Whether the rollout was scored ``wanted``: a verdict that is a failure (verify's
     ``Verdict.failed``: the collector records it as a failure) is no score, and neither is a
     Harbor box scored 0 because its tests gave no reward (``unverified``): the agent's 0 in
@@ -241,6 +241,6 @@ def _metrics(items: Iterable[tuple[str, object]]) -> str:
     return ", ".join(pairs[:SHOWN_METRICS]) + (f", +{more} more" if more > 0 else "")
 
 
-def _joined(problems: list[str]) -> str:
+def joined(problems: list[str]) -> str:
     more = len(problems) - SHOWN
     return "; ".join(problems[:SHOWN]) + (f"; +{more} more" if more > 0 else "")

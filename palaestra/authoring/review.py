@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from palaestra._util.arguments import call_with, check_keywords
+from palaestra.authoring.cheats import DEFAULT_SAMPLE, cheat_check, is_machine_environment
 from palaestra.authoring.examples import check_task_tools, check_tasks_parse
 from palaestra.authoring.golden import check_golden_answers
 from palaestra.authoring.reference import reference_checks
@@ -37,6 +38,7 @@ def check_environment(
     tasks: str | os.PathLike[str] | None = None,
     smoke: SmokeOptions | None = DEFAULT_SMOKE,
     user_model: UserModel = None,
+    cheat_sample: int = DEFAULT_SAMPLE,
 ) -> EnvironmentReport:
     """Check an environment as a reviewer would and return the report (never raises for a
     failed check: ``report.ok`` says whether all passed).
@@ -54,6 +56,9 @@ def check_environment(
     - ``oracle``, ``null agent``: replaying each task's gold actions (``Environment.
       gold_actions``) scores 1, and an agent that only refuses scores 0 wherever the gold
       actions hold an action (skipped without gold actions; ``palaestra.authoring.reference``);
+    - ``cheats`` (machine environments only: a ``HarborEnvironment``): every known way to forge
+      a machine task's reward, replayed through the ``bash`` tool on ``cheat_sample`` example
+      tasks of each category, scores exactly 0 (``palaestra.authoring.cheats``; 0 skips it);
     - ``smoke run``, ``sessions closed``, ``framework CPU``: a few tasks collected end to end
       with ``smoke.model`` (default the embedded one) and no failure of palaestra's own, every
       session closed by its rollout, and palaestra's CPU per rollout outside the model (see
@@ -68,7 +73,12 @@ def check_environment(
     """
     return asyncio.run(
         check_environment_async(
-            env, env_args=env_args, tasks=tasks, smoke=smoke, user_model=user_model
+            env,
+            env_args=env_args,
+            tasks=tasks,
+            smoke=smoke,
+            user_model=user_model,
+            cheat_sample=cheat_sample,
         )
     )
 
@@ -80,6 +90,7 @@ async def check_environment_async(
     tasks: str | os.PathLike[str] | None = None,
     smoke: SmokeOptions | None = DEFAULT_SMOKE,
     user_model: UserModel = None,
+    cheat_sample: int = DEFAULT_SAMPLE,
 ) -> EnvironmentReport:
     """``check_environment`` for code already inside an event loop."""
     cls, source, build, examples = _environment(env, dict(env_args or {}))
@@ -95,6 +106,8 @@ async def check_environment_async(
         try:
             report.checks.append(await check_golden_answers(client, rows))
             report.checks += await reference_checks(client, rows, user_model=user is not None)
+            if is_machine_environment(client):
+                report.checks.append(await cheat_check(client, rows, cheat_sample))
         finally:
             await client.aclose()
         if smoke is None:

@@ -44,6 +44,14 @@ STYLES = {"pass": "green", "fail": "red", "skip": "yellow"}
     show_default=True,
     help="Example tasks the smoke run collects.",
 )
+@click.option(
+    "--cheat-sample",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Example tasks per category a machine environment's adversarial sweep runs every "
+    "cheat on (0: skip the sweep).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def test_env_command(
     env: str,
@@ -53,11 +61,13 @@ def test_env_command(
     model: str,
     user_model: str | None,
     smoke_tasks: int,
+    cheat_sample: int,
     as_json: bool,
 ) -> None:
     """Check the environment ENV (a name, ./file.py[:Class] or module:Class): tool schemas
     and docs, example tasks, golden answers, the oracle and null agents (tasks with gold
-    actions), and a smoke collection with a real model. Exits 1 when a check fails."""
+    actions), the cheats of the adversarial sweep (machine environments), and a smoke
+    collection with a real model. Exits 1 when a check fails."""
     from palaestra.authoring import SmokeOptions, check_environment
 
     errors = Console(stderr=True)
@@ -69,6 +79,7 @@ def test_env_command(
             tasks=tasks,
             smoke=smoke,
             user_model=user_model,
+            cheat_sample=cheat_sample,
         )
     if as_json:
         click.echo(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())
@@ -80,7 +91,7 @@ def test_env_command(
             console.print(
                 f"  [{style}]{str(check.status).upper():4}[/] {check.name}: {escape(check.reason)}"
             )
-            for line in check.details.get("results", []):  # the oracle's and null's, per task
+            for line in check.details.get("results", []):  # oracle, null, cheats: per task
                 console.print(f"         {escape(line)}")
         failed, skipped = len(report.failures), sum(c.status == "skip" for c in report.checks)
         verdict = "[red]failed[/]" if failed else "[green]passed[/]"
