@@ -6,8 +6,11 @@ collection left one, and ``save`` to record a new one. An agent checkpoints only
 environment client that is ``restorable`` (its environment implements ``export_state`` and
 ``restore_state``); every other rollout pays one attribute test and restarts as before.
 
-A checkpoint is taken after a turn completed (the tools of an answer ran and their outputs
-were added, or a simulated user's message was): the trajectory so far (the ``response`` with
+A checkpoint is taken before the first model call (the seeded state, or the reset episode:
+without it a rollout stopped during its first turn would be seeded again, and an idempotency
+key drawn in ``seed`` would change, so the turn's effect outside the state would happen twice)
+and after a turn completed (the tools of an answer ran and their outputs were added, or a
+simulated user's message was): the trajectory so far (the ``response`` with
 every output item, token ids included when the backend returns them, and the usage), who
 produced each item, the counters, the policy versions and endpoints of the calls so far, and
 the environment's exported state. A resumed rollout opens its session with

@@ -5,8 +5,9 @@ the action; the environment steps; stop when terminated or truncated, else the o
 the next user message } at most ``max_steps`` times → verify → close. Per-step rewards go into
 the verdict's ``step_rewards``. An episode still going after ``max_steps`` is verified as it
 stands and marked ``truncated = "max_steps"``. A restorable environment's episode is
-checkpointed after every step that goes on (``palaestra.agents.durable``), with the step
-rewards so far, and a resumed one continues from its last step without ``reset``.
+checkpointed after its reset and after every step that goes on
+(``palaestra.agents.durable``), with the step rewards so far, and a resumed one continues
+from its last step without ``reset``.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class StepAgent:
         else:
             conversation.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
             result.response = {"output": conversation.outputs, "usage": conversation.usage}
+            if durable is not None:  # the reset episode, before the first step can act on it
+                await checkpoint(durable, env, session_id, result, {"step_rewards": rewards})
         for _ in range(result.model_calls, self.max_steps):
             response = await conversation.ask(model)
             phase = time.perf_counter()

@@ -114,6 +114,8 @@ class ToolCallingAgent:
             conversation.restore(resume)
             restore_result(result, resume)
             result.resumed = {"from_turn": result.model_calls, "attempts": durable.attempt}
+        elif durable is not None:  # the seeded state, before the first turn can act on it
+            await checkpoint(durable, env, session_id, result)
         has_user = env.has_user
         for _ in range(result.model_calls, self.max_steps):
             response = await conversation.ask(model)

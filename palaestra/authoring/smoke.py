@@ -6,14 +6,22 @@ agent, ``LocalEnvironmentClient``, the model backend — with two instruments a 
 
 - the client's session store counts the sessions opened and the ones their rollout closed, so
   a session left open (an agent that forgot ``close``, a ``close`` that raised) shows;
-- the model is wrapped to add up the process CPU time spent while a model call is in flight.
+- the model is wrapped to add up the CPU time its calls spend in this process.
+
+The rollouts run side by side (``SmokeOptions.concurrency``, two by default), as every real
+run does, so an environment whose seed, tools or verification are not safe from several
+worker threads at once fails here, not in a user's first run. The embedded model still
+answers one request at a time (it is one llama.cpp thread); at two rollouts in flight one
+rollout's environment work overlaps the other's model call, which is the point.
 
 The framework's CPU per rollout is then the process CPU time of the whole collection minus
-the model's share, divided by the rollouts. At one rollout in flight (the smoke run's
-concurrency) nothing else runs while the model answers, so the subtraction is exact up to the
-event loop's own idle wake-ups; what remains is palaestra's and the environment's code (seed,
-tools, verify, close), the agent, and writing the rows. The embedded model's load happens
-inside its first call and counts as the model's.
+the model's share, divided by the rollouts. The model's share is counted where it is spent,
+so overlapping rollouts do not blur it: the steps of each model call's coroutine on the event
+loop's thread (a remote model's client, an in-process Python model), timed one by one with
+the thread's CPU clock, plus what the model reports for threads of its own
+(``ModelStats.cpu_seconds``: the embedded model's llama.cpp thread, its load included). What
+remains is palaestra's and the environment's code (seed, tools, verify, close), the agent,
+and writing the rows.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import inspect
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Coroutine, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +51,14 @@ from palaestra.types import FailureKind, JsonDict
 
 OWN_FAILURES = frozenset({FailureKind.INTERNAL_ERROR, FailureKind.SESSION_LOST})
 """Failure kinds that are palaestra's own doing in a run in this process: an error in the
-framework, or a session the in-process client lost. The others are the model's (model_error)
-or the environment's code or limits (tool_error, env_error, verifier_error, timeout, ...),
-and are reported but do not fail the smoke run: a weak model may well provoke them."""
+framework, or a session the in-process client lost."""
+ENVIRONMENT_FAILURES = frozenset({FailureKind.ENV_ERROR})
+"""The environment's own code raised in seed, reset, step or close (``EnvironmentFailure``):
+no answer of the model excuses it, and rollouts run side by side make an environment that is
+not safe from several threads show here. Both sets fail the smoke run; the other kinds are the
+model's (model_error) or the environment's limits and verdicts on what the model did
+(tool_error, verifier_error, timeout, ...), and are reported but do not fail it: a weak model
+may well provoke them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +72,9 @@ class SmokeOptions:
     max_output_tokens: int = 96
     max_steps: int = 3
     temperature: float = 0.0
+    concurrency: int = 2
+    """Rollouts in flight at once: above one, so an environment that is not safe under
+    concurrent rollouts fails its smoke run."""
 
 
 class CountingSessions(SessionStore):
@@ -79,32 +96,64 @@ class CountingSessions(SessionStore):
 
 
 class TimedModel:
-    """A model whose calls add up the process CPU time spent while they are in flight."""
+    """A model whose calls add up the CPU time they spend in this process: the steps of their
+    coroutines on this thread, and the model's own threads (``ModelStats.cpu_seconds``)."""
 
     def __init__(self, model: Model) -> None:
         self.model = model
         self.name = model.name
         self.stats: ModelStats = model.stats
-        self.cpu_seconds = 0.0
+        self.loop_cpu_seconds = 0.0
         self.calls = 0
+        self._threads_before = model.stats.cpu_seconds
+
+    @property
+    def cpu_seconds(self) -> float:
+        return self.loop_cpu_seconds + self.stats.cpu_seconds - self._threads_before
 
     async def respond(self, params: JsonDict) -> JsonDict:
-        started = time.process_time()
         try:
-            return await self.model.respond(params)
+            answer: JsonDict = await _Timed(self.model.respond(params), self)
+            return answer
         finally:
             self.calls += 1
-            self.cpu_seconds += time.process_time() - started
 
     async def check(self) -> None:
-        started = time.process_time()
-        try:
-            await self.model.check()
-        finally:
-            self.cpu_seconds += time.process_time() - started
+        await _Timed(self.model.check(), self)
 
     async def aclose(self) -> None:
         await self.model.aclose()
+
+
+class _Timed:
+    """Awaiting this runs ``coroutine`` step by step (PEP 380's ``yield from``, spelled out),
+    adding each step's CPU time on this thread to ``into.loop_cpu_seconds``: the coroutine's
+    own work, not that of the other rollouts that run while it waits."""
+
+    __slots__ = ("coroutine", "into")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], into: TimedModel) -> None:
+        self.coroutine, self.into = coroutine, into
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine = self.coroutine
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            started = time.thread_time()
+            try:
+                message = coroutine.send(sent) if thrown is None else coroutine.throw(thrown)
+            except StopIteration as done:
+                return done.value
+            finally:
+                self.into.loop_cpu_seconds += time.thread_time() - started
+            try:
+                sent, thrown = (yield message), None
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as error:  # a cancellation, above all: pass it in
+                sent, thrown = None, error
 
 
 async def smoke_checks(
@@ -117,7 +166,9 @@ async def smoke_checks(
     """Collect ``options.tasks`` of ``tasks`` with ``options.model``: the smoke, sessions and
     CPU checks. ``environment`` is this run's own instance (it is closed at the end);
     ``user_model`` is lent to its simulated user, if any (the caller closes it)."""
-    client = LocalEnvironmentClient(environment, threads=4, user_model=user_model)
+    client = LocalEnvironmentClient(
+        environment, threads=max(4, options.concurrency), user_model=user_model
+    )
     sessions = CountingSessions(environment.session_ttl)
     client.sessions = sessions
     try:
@@ -131,7 +182,7 @@ async def smoke_checks(
         config = CollectConfig(
             input=tasks,
             output=Path(work) / "smoke.jsonl",
-            concurrency=1,
+            concurrency=options.concurrency,
             limit=options.tasks,
             overrides=overrides,
             agent_ref={"type": AGENT_REF_TYPE, "name": f"{environment.name}_{agent.name}"},
@@ -211,6 +262,12 @@ def _smoke_check(summary: RunSummary, model: TimedModel, wall: float) -> Check:
     if own:
         return Check.failed(
             name, f"palaestra's own failures ({', '.join(own)}): {first}", **details
+        )
+    raised = sorted(str(kind) for kind in kinds if kind in ENVIRONMENT_FAILURES)
+    if raised:
+        reason = next((r for r in summary.reasons if r.split(":")[0] in raised), first)
+        return Check.failed(
+            name, f"the environment's code raised ({', '.join(raised)}): {reason}", **details
         )
     mean = summary.reward_sum / summary.done if summary.done else None
     text = (

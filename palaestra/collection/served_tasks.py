@@ -7,9 +7,13 @@ NeMo Gym task row and writes them, in index order, to a tasks file beside the ru
 resume and the run identity then work on it exactly as on an ``--input`` file (its content is
 hashed), and a benchmark whose data changed between two runs is refused on resume.
 
-Each row keeps what the server's ``/verify`` reads in NeMo Gym's form: ``expected_answer`` and
-``metadata`` (``nel serve`` scores with them; a palaestra server finds its own row by
-``metadata.idx``). Fetching costs one request per task, 16 in flight, once per run. A seed
+Each seed asks for the whole row too (``x-palaestra-task: 1``, which NeMo Evaluator never
+sends): a palaestra server (``palaestra serve env``) answers it as ``task``, and that row is
+written as the server holds it, its task fields and its params' tools included, so its
+rollouts run exactly as with ``--input``. From a server that answers the evaluator's view
+alone (``nel serve``) a row is made of it, keeping what that server's ``/verify`` reads in
+NeMo Gym's form: ``expected_answer`` and ``metadata``. Fetching costs one request per task,
+16 in flight, once per run. A seed
 that opened a session (a palaestra server answers a session token) is closed at once, so
 fetching never fills the server's session cap.
 """
@@ -28,7 +32,13 @@ from palaestra.errors import ConfigError
 from palaestra.remote.env import body_excerpt
 from palaestra.transport import HttpAnswer, HttpClient, TransportError, shown_url
 from palaestra.types import JsonDict
-from palaestra.wire.protocol import CLOSE_SESSION, DATASET_SIZE, SEED_SESSION, SESSION_HEADER
+from palaestra.wire.protocol import (
+    CLOSE_SESSION,
+    DATASET_SIZE,
+    SEED_SESSION,
+    SESSION_HEADER,
+    TASK_HEADER,
+)
 from palaestra.wire.rows import PARAMS
 
 IN_FLIGHT = 16
@@ -136,7 +146,7 @@ async def _seed(client: HttpClient, base: str, auth: dict[str, str], idx: int) -
         "POST",
         f"{base}{SEED_SESSION}",
         body=orjson.dumps({"idx": idx}),
-        headers={**auth, "Content-Type": "application/json"},
+        headers={**auth, "Content-Type": "application/json", TASK_HEADER: "1"},
         connect_timeout=10.0,
         read_timeout=_SECONDS,
     )
@@ -152,6 +162,13 @@ async def _seed(client: HttpClient, base: str, auth: dict[str, str], idx: int) -
             connect_timeout=10.0,
             read_timeout=_SECONDS,
         )
+    task = seed.get("task")
+    if task is not None:  # a palaestra server's own row
+        if not isinstance(task, dict) or not isinstance(task.get(PARAMS), dict):
+            raise ConfigError(
+                f"{what} answered a 'task' that is not a task row: {body_excerpt(answer.body)}"
+            )
+        return task
     if not isinstance(seed.get("prompt"), str) and not seed.get("messages"):
         raise ConfigError(f"{what} answered no 'prompt' or 'messages': {body_excerpt(answer.body)}")
     return task_from_seed(seed)

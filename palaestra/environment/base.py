@@ -172,8 +172,9 @@ class Environment:
         """The rollout's state as JSON, so a stopped collection can continue it; optional.
 
         Together with ``restore_state`` this makes an environment *restorable*: the
-        collector then checkpoints each unfinished rollout at every turn boundary (after
-        the tools of a turn, or a user's message, were added) with this state, and a
+        collector then checkpoints each unfinished rollout before its first model call and
+        at every turn boundary (after the tools of a turn, or a user's message, were added)
+        with this state, and a
         collection killed and resumed (``--resume``) continues the rollout from its last
         completed turn instead of starting it again, so no tool of a completed turn runs
         twice. Return everything ``restore_state`` needs (a JSON object: dicts, lists,

@@ -21,6 +21,10 @@ class ModelStats:
     retries: int = 0
     failures: int = 0
     resumptions: int = 0
+    cpu_seconds: float = 0.0
+    """CPU time spent on threads of the model's own in this process (the embedded model's
+    llama.cpp thread); 0 for a model whose work is done elsewhere. ``palaestra test`` takes
+    it out of the framework's CPU."""
 
 
 @runtime_checkable

@@ -98,6 +98,7 @@ from palaestra.wire.protocol import (
     SESSION_HEADER,
     SESSION_LOST,
     STEP,
+    TASK_HEADER,
     TOOLS,
     USER_TURN,
     VERIFY,
@@ -141,6 +142,7 @@ _FAILURES_HEADER = FAILURES_HEADER.encode()
 _CLOSE_HEADER = CLOSE_HEADER.encode()
 _NO_ECHO_HEADER = NO_ECHO_HEADER.encode()
 _SEED_HEADER = SEED_HEADER.encode()
+_TASK_HEADER = TASK_HEADER.encode()
 _SESSION_HEADERS = (_SESSION_HEADER, b"set-cookie")
 _CLOSED = (CLOSED_HEADER.encode(), b"1")
 _COOKIE_PREFIX = f"{SESSION_COOKIE}=".encode()
@@ -366,6 +368,8 @@ def _seed(
             if is_evaluator_seed(task):  # NeMo Evaluator: only an index into our task list
                 idx, task = task_at(dataset, task)
                 answer = prompt_of(idx, task)
+                if header_of(request, _TASK_HEADER) == "1":  # palaestra's client: the row
+                    answer["task"] = task
             session_id = await client.seed(task)  # a failure: logged and answered by _on_error
         finally:
             caps.release(size)

@@ -156,6 +156,16 @@ and the cookie); an answer without the token is the seed's refusal or failure, a
 takes this header in its ``GET /tools`` answer (``seed_with_first_call``); palaestra's env client
 then sends no seed of its own (one HTTP exchange fewer per served rollout)."""
 
+TASK_HEADER: Final = "x-palaestra-task"
+"""Sent as ``x-palaestra-task: 1`` with NeMo Evaluator's ``/seed_session {"idx"}``: a palaestra
+server adds ``task``, its whole row ``idx``, to the evaluator's answer (whose own fields stay as
+they are). The evaluator's view (prompt, messages, metadata) cannot carry a row whole: the
+tools and sampling of ``responses_create_params`` are not in it, and the task fields come
+nested under ``metadata``, where no environment looks. palaestra's own client
+(``palaestra.collection.served_tasks``) runs the row as the server holds it; from a server
+that answers without ``task`` (``nel serve``, an older palaestra) it makes a row of the
+evaluator's view, as before."""
+
 # --- errors -----------------------------------------------------------------------------------
 
 SESSION_LOST: Final = "session_lost"

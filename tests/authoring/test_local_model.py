@@ -1,8 +1,9 @@
 """``palaestra test`` with the real embedded model: an ``init``-ed package and every built-in.
 
-The smoke runs are kept small (one or two tasks, short answers, few steps) so the whole file
-stays within a few minutes on two cores; workplace's 25 tool schemas make its prompt the
-longest (about 20 s of model CPU for one rollout).
+The smoke runs are kept small (two tasks, short answers, few steps) so the whole file stays
+within a few minutes on two cores; the two rollouts run side by side, as every smoke run's do,
+so a built-in that is not safe under concurrent rollouts fails here. Workplace's 25 tool
+schemas make its prompt the longest (about 20 s of model CPU for one rollout).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from click.testing import CliRunner
 
 from palaestra.authoring import SmokeOptions, Status, check_environment, init_environment
 from palaestra.cli.review import test_env_command as palaestra_test
-from palaestra.environment.registry import builtin_names, environments
+from palaestra.environment.registry import builtin_names, find_environment
 from tests.models.test_local import needs_local
 
 pytestmark = [pytest.mark.local_model, needs_local]
 
-SMALL = SmokeOptions(tasks=1, max_output_tokens=48, max_steps=2)
+SMALL = SmokeOptions(tasks=2, max_output_tokens=48, max_steps=2)
 ENV_ARGS = {"tau2": {"user": "gold"}}
 """Built-ins that need an argument to run here: tau2's user is a model (``--user-model``) unless
 it is told to replay the gold user, which makes its oracle and null checks deterministic."""
@@ -59,7 +60,7 @@ def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> 
 def test_every_builtin_environment_passes_palaestra_test(name: str, tmp_path: Path) -> None:
     tasks = None
     if name in SAMPLED:
-        examples = environments().load(name).value.example_tasks_file()
+        examples = find_environment(name).example_tasks
         assert examples is not None
         tasks = tmp_path / "sample.jsonl"
         lines = examples.read_text().splitlines()[:: SAMPLED[name]]
@@ -67,6 +68,6 @@ def test_every_builtin_environment_passes_palaestra_test(name: str, tmp_path: Pa
     report = check_environment(name, env_args=ENV_ARGS.get(name), tasks=tasks, smoke=SMALL)
     assert report.ok, [(check.name, check.reason) for check in report.failures]
     run = report.check("smoke run")
-    assert run.status is Status.PASS and run.details["rollouts"] == 1
-    assert report.check("sessions closed").details == {"opened": 1, "closed": 1, "left_open": 0}
+    assert run.status is Status.PASS and run.details["rollouts"] == 2
+    assert report.check("sessions closed").details == {"opened": 2, "closed": 2, "left_open": 0}
     assert report.check("framework CPU").details["per_rollout_ms"] is not None

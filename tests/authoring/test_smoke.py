@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,8 +75,8 @@ class BurningModel(FakeModel):
         self.seconds = seconds
 
     async def respond(self, params: JsonDict) -> JsonDict:
-        until = time.process_time() + self.seconds
-        while time.process_time() < until:
+        until = time.thread_time() + self.seconds
+        while time.thread_time() < until:
             pass
         return await super().respond(params)
 
@@ -174,3 +176,64 @@ def test_a_model_that_cannot_be_built_fails_the_smoke_run_in_one_line(tmp_path: 
     assert run.status is Status.FAIL and run.reason.startswith("could not start: ")
     assert "\n" not in run.reason
     assert (sessions.status, cpu.status) == (Status.SKIP, Status.SKIP)
+
+
+class OneSeedAtATime(Marks):
+    """A seed that breaks when another seed runs at the same time, as an environment whose
+    library keeps shared state would."""
+
+    def __init__(self) -> None:
+        self.seeding = threading.Lock()
+
+    def seed(self, task: JsonDict) -> JsonDict:
+        if not self.seeding.acquire(blocking=False):
+            raise RuntimeError("two seeds at once")
+        try:
+            time.sleep(0.3)
+            return {"marks": 0}
+        finally:
+            self.seeding.release()
+
+
+def test_the_smoke_run_runs_rollouts_side_by_side_and_fails_on_a_seed_that_raises(
+    tmp_path: Path,
+) -> None:
+    run = smoke(OneSeedAtATime, tasks(tmp_path), FakeModel(marks_then_yes))["smoke run"]
+    assert run.status is Status.FAIL
+    assert run.details["failures"] == {"env_error": 1}
+    assert run.reason.startswith(
+        "the environment's code raised (env_error): env_error: seed raised RuntimeError: "
+        "two seeds at once"
+    )
+
+
+class BurningSeeds(Marks):
+    """Spends ``SEED_CPU`` of CPU in every seed."""
+
+    def seed(self, task: JsonDict) -> JsonDict:
+        until = time.thread_time() + SEED_CPU
+        while time.thread_time() < until:
+            pass
+        return {"marks": 0}
+
+
+SEED_CPU = 0.1
+
+
+class WaitingBurningModel(BurningModel):
+    """Burns CPU, then waits for its answer: the other rollout runs meanwhile."""
+
+    async def respond(self, params: JsonDict) -> JsonDict:
+        answer = await super().respond(params)
+        await asyncio.sleep(0.2)
+        return answer
+
+
+def test_rollouts_side_by_side_do_not_blur_the_models_cpu_and_the_frameworks(
+    tmp_path: Path,
+) -> None:
+    model = WaitingBurningModel(0.05)
+    details = smoke(BurningSeeds, tasks(tmp_path, 4), model, tasks=4)["framework CPU"].details
+    # Four rollouts, two at a time: the seeds burn while other rollouts' calls are in flight.
+    assert 8 * 0.05 <= details["model_cpu_seconds"] < 8 * 0.05 + 0.1
+    assert details["framework_cpu_seconds"] >= 4 * SEED_CPU

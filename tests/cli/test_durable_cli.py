@@ -24,10 +24,15 @@ ENV = str(Path(durable_ledger.__file__))
 
 
 def killed_mid_episode(
-    tmp_path: Path, env_class: str, server: ScriptedModelServer, how: int = signal.SIGKILL
+    tmp_path: Path,
+    env_class: str,
+    server: ScriptedModelServer,
+    how: int = signal.SIGKILL,
+    deposits: int = 2,
 ) -> list[str]:
     """Start a collection whose model answers slowly, and kill it (``kill -9``) when every
-    rollout has completed two turns or more (none has finished); the resume's arguments."""
+    rollout has made ``deposits`` deposits or more (none has finished); the resume's
+    arguments."""
     tasks = ledger_tasks(tmp_path / "tasks.jsonl", tmp_path / "ledger.jsonl", TASKS, TURNS)
     output = tmp_path / "run.jsonl"
     args = ["collect", "--env", f"{ENV}:{env_class}", "--input", str(tasks)]
@@ -42,8 +47,8 @@ def killed_mid_episode(
     ledger = tmp_path / "ledger.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        deposits = Counter(row["task"] for row in ledger_lines(ledger))
-        if len(deposits) == TASKS and min(deposits.values()) >= 2:
+        made = Counter(row["task"] for row in ledger_lines(ledger))
+        if len(made) == TASKS and min(made.values()) >= deposits:
             break
         time.sleep(0.02)
     process.send_signal(how)
@@ -79,6 +84,26 @@ def test_a_killed_collection_resumes_every_rollout_with_no_side_effect_twice(
     each = Counter((r["task"], r["seq"]) for r in ledger)
     assert each == Counter({(t, s): 1 for t in range(TASKS) for s in range(TURNS)})
     assert not (tmp_path / "run_checkpoints.jsonl").exists()
+
+
+def test_a_collection_killed_during_the_first_turn_makes_no_deposit_twice(
+    tmp_path: Path,
+) -> None:
+    with ScriptedModelServer(ledger_script()) as server:
+        # Killed while every rollout's first deposit is done and its turn not yet over.
+        args = killed_mid_episode(tmp_path, "SlowFirstDeposit", server, deposits=1)
+        before = Counter(row["task"] for row in ledger_lines(tmp_path / "ledger.jsonl"))
+        resumed = run_cli(*args, "--resume", cwd=tmp_path)
+    assert before == Counter(dict.fromkeys(range(TASKS), 1))
+    assert resumed.returncode == 0, resumed.stderr
+    ledger = ledger_lines(tmp_path / "ledger.jsonl")
+    each = Counter((r["task"], r["seq"]) for r in ledger)
+    assert each == Counter({(t, s): 1 for t in range(TASKS) for s in range(TURNS)})
+    written = rows(tmp_path / "run.jsonl")
+    assert len(written) == TASKS and all(r["reward"] == 1.0 for r in written)
+    assert all(r["_palaestra"]["resumed"]["from_turn"] == 0 for r in written)
+    redone = ledger_lines(tmp_path / "ledger.jsonl.suppressed")  # the first turn, done again
+    assert sorted((r["task"], r["seq"]) for r in redone) == [(t, 0) for t in range(TASKS)]
 
 
 def test_kill_9_of_an_environment_that_cannot_restore_restarts_its_rollouts(

@@ -295,6 +295,26 @@ async def test_a_stopped_turn_based_episode_continues_from_its_last_step(tmp_pat
     assert_each_deposit_once(tmp_path)
 
 
+async def test_a_turn_based_episode_stopped_before_its_first_step_is_not_reset_again(
+    tmp_path: Path,
+) -> None:
+    model = StallingModel(turns=0, script=lambda params: say("deposit"))
+    agent = StepAgent(max_steps=20)
+    first = asyncio.create_task(run(StepLedger(), model, tmp_path, resume=False, agent=agent))
+    await stop_when_stalled(first, model, lambda: len(saved_turns(tmp_path)) == TASKS)
+
+    again = FakeModel(lambda params: say("deposit"))
+    summary = await run(StepLedger(), again, tmp_path, resume=True, agent=agent)
+
+    assert summary.continued == TASKS and summary.failed == 0
+    assert len(again.requests) == TASKS * TURNS
+    for row in rows(tmp_path / "out.jsonl"):
+        assert row["reward"] == 0.5 * TURNS
+        assert len(row["response"]["output"]) == 2 * TURNS  # the first observation once
+        assert row["_palaestra"]["resumed"] == {"from_turn": 0, "attempts": 2}
+    assert_each_deposit_once(tmp_path)
+
+
 def test_an_encoded_checkpoint_is_the_checkpoint_with_each_item_encoded_once() -> None:
     from palaestra.agents.durable import Durability, checkpoint_of, encoded_checkpoint
 

@@ -21,6 +21,9 @@ from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app
 from palaestra.serve.evaluator import load_dataset
 from palaestra.transport import unix_url
+from tests.cli.test_collect_cli import rows, run_cli
+from tests.cli.test_serve_cli import Served
+from tests.support.scripted_model import ScriptedModelServer, text_response
 from tests.transport.raw_server import Handler, Peer, Servers, answer, parse_request
 
 
@@ -60,11 +63,8 @@ async def test_a_palaestra_server_gives_its_tasks_in_order_and_keeps_no_session(
     with BackgroundServer(app) as server:
         path = await served_tasks(server.url, tmp_path / "tasks.jsonl", in_flight=1)
     rows = [orjson.loads(line) for line in path.read_bytes().splitlines()]
-    assert len(rows) == len(dataset) >= 2
-    for idx, (row, task) in enumerate(zip(rows, dataset, strict=True)):
-        assert row["expected_answer"] == task["expected_answer"]
-        assert row["metadata"]["idx"] == idx  # how the server finds its own row at /verify
-        assert row["responses_create_params"]["input"] == task["responses_create_params"]["input"]
+    assert len(dataset) >= 2
+    assert rows == dataset  # the server's own rows, whole: it answers the row it was asked for
 
 
 def _app(routes: dict[str, tuple[Any, ...]]) -> Starlette:
@@ -167,3 +167,27 @@ async def test_an_unreachable_unix_socket_is_named_by_its_path(tmp_path: Path) -
         await served_tasks(unix_url(str(socket_path)), tmp_path / "tasks.jsonl")
     assert str(raised.value).startswith(f"cannot read the tasks of unix:{socket_path}: ")
     assert "%2F" not in str(raised.value)
+
+
+@pytest.mark.parametrize("env", ["counter", "bfcl_multi_turn"])
+def test_a_collect_from_palaestras_own_server_without_input_runs_the_whole_task_rows(
+    env: str, tmp_path: Path
+) -> None:
+    examples = find_environment(env).example_tasks
+    assert examples is not None
+    dataset = load_dataset(examples)
+    served = Served("env", env, cwd=tmp_path)
+    try:
+        with ScriptedModelServer(lambda params: text_response("Done.")) as model:
+            output = tmp_path / "rows.jsonl"
+            collect = ("collect", "--env-url", served.url, "--model", model.url)
+            done = run_cli(*collect, "--output", str(output), cwd=tmp_path, timeout=600)
+    finally:
+        served.stop()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (tmp_path / "rows_failures.jsonl").read_bytes().strip()
+    written = rows(output)
+    assert len(written) == len(dataset) and all(isinstance(r["reward"], float) for r in written)
+    # The rows run were the server's own, task fields and offered tools included.
+    tasks = rows(tmp_path / "rows_tasks.jsonl")
+    assert tasks == dataset

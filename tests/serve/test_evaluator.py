@@ -33,6 +33,7 @@ async def test_evaluator_client_seeds_by_index_and_verifies_text() -> None:
             assert prompt["expected_answer"] == "B"
             assert prompt["metadata"]["idx"] == 0
             assert prompt["messages"][-1]["role"] == "user"
+            assert set(prompt) == {"prompt", "expected_answer", "metadata", "messages", "system"}
             body = {
                 "response": "It is Mars, so \\boxed{B}",
                 "expected": "B",

@@ -11,7 +11,8 @@ then shows the deposits of the lost attempt again). ``DurableLedger`` exports an
 state; its deposit is idempotent by a key held in the state (the rollout's id, chosen in
 ``seed``, and the deposit's sequence number), as ``Environment.restore_state`` asks of an
 effect outside the state: a deposit of the turn in progress at a kill, redone after the resume,
-is not appended again but counted in ``<ledger>.suppressed``.
+is not appended again but counted in ``<ledger>.suppressed``. ``SlowFirstDeposit`` lingers in
+its first deposit, so a kill can land inside the first turn.
 
 Loaded by path (``--env <this file>:DurableLedger``), so it imports only palaestra.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -111,6 +113,18 @@ class DurableLedger(RestartingLedger):
                 append_line(path.with_name(path.name + ".suppressed"), line)
                 return
             append_line(path, line)
+
+
+class SlowFirstDeposit(DurableLedger):
+    """The restorable ledger whose first deposit lingers ``LINGER`` seconds after its line is
+    written: a collection killed then is killed during the first turn, its effect done."""
+
+    LINGER = 3.0
+
+    def record(self, state: JsonDict, amount: int) -> None:
+        super().record(state, amount)
+        if state["seq"] == 0:
+            time.sleep(self.LINGER)
 
 
 def ledger_script(delay: float = 0.0):  # type: ignore[no-untyped-def]

@@ -46,8 +46,13 @@ CUSTOM: dict[str, JsonDict] = {
 ROOMS_OF_COOKING = (1, 6, 9, 12)
 """The house sizes TextWorld's cooking challenge knows."""
 
-_making = threading.Lock()
-"""TextWorld's generator and compiler are not made for threads: one game at a time here."""
+_textworld = threading.Lock()
+"""TextWorld's generator, compiler and game loader are not made for threads: they share its
+module-level logic parser (``textworld.logic``), whose memo tables two threads corrupt (a
+seed then raises ``IndexError`` or ``TypeError`` from deep in the parser). So one of them runs
+at a time in this process, whichever environment instance asks: a lock of the instance would
+leave two instances racing on the one parser. Playing a started game (reset, step) needs no
+lock: each game has its own copy of the Z-machine interpreter."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +151,7 @@ def game_file(world: World) -> Path:
     path = cache_dir() / f"{world.key()}.z8"
     if path.is_file() and path.with_suffix(".json").is_file():
         return path
-    with _making:
+    with _textworld:
         if not path.is_file():
             _make(world, path)
     return path
@@ -190,7 +195,9 @@ def walkthrough(world: World) -> list[str]:
     """TextWorld's walkthrough of the game: the commands that win it."""
     import textworld
 
-    game = textworld.Game.load(str(game_file(world).with_suffix(".json")))
+    description = game_file(world).with_suffix(".json")
+    with _textworld:
+        game = textworld.Game.load(str(description))
     commands = game.walkthrough
     if not commands:
         raise InvalidTask(f"text_worlds: TextWorld gives no walkthrough for {world.row()}")
@@ -201,10 +208,12 @@ def start(world: World) -> Any:
     """A TextWorld environment playing ``world``, not yet reset."""
     import textworld
 
+    path = game_file(world)
     # Jericho warns that it cannot find the score of a game it does not know; TextWorld keeps
     # the score itself (from the game's description), so the warning says nothing here.
     warnings.filterwarnings("ignore", message=r"Game '.*' is not fully supported")
     infos = textworld.EnvInfos(
         admissible_commands=True, score=True, max_score=True, won=True, lost=True, moves=True
     )
-    return textworld.start(str(game_file(world)), request_infos=infos)
+    with _textworld:
+        return textworld.start(str(path), request_infos=infos)

@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import os
 import re
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -226,9 +227,13 @@ class LocalModel:
         return await loop.run_in_executor(self._executor, self._on_thread, call)
 
     def _on_thread(self, call: Callable[[LlamaEngine], _T]) -> _T:
-        if self._engine is None:
-            self._engine = LlamaEngine.load(self.settings)
-        return call(self._engine)
+        started = time.thread_time()
+        try:
+            if self._engine is None:
+                self._engine = LlamaEngine.load(self.settings)
+            return call(self._engine)
+        finally:
+            self.stats.cpu_seconds += time.thread_time() - started
 
     def _unload(self) -> None:
         if self._engine is not None:
