@@ -23,6 +23,7 @@ named with their module)::
     │   │       ├── ModelAuthError     401/403: the run stops at once
     │   │       └── ModelHung          timeout: timed out calls in a row, the run stops at once
     │   ├── ServiceUnreachable         a service every rollout needs is gone: the run stops
+    │   │   └── ModelOutage            another model (user's, judge) is gone: the run stops
     │   ├── EnvironmentFailure         env_error: the environment's seed/close/reset/step
     │   │   ├── EnvironmentUnreachable also a ServiceUnreachable: the run stops
     │   │   ├── EnvironmentTimeout     timeout
@@ -134,16 +135,31 @@ class ServiceUnreachable(RolloutFailure):
     """A service every rollout needs (the model, a served environment) cannot be reached.
 
     Raised after the retry budget; the collector stops the run (resumable) instead of failing
-    every remaining rollout one by one.
+    every remaining rollout one by one. Its failure record is classed ``transient``: the
+    rollout did nothing wrong, and a resume runs it again.
     """
+
+    service: str = "a service"
+    """What is gone, as the run's stop reason names it."""
+    at_once: bool = False
+    """The run stops at this one (the count of failures in a row is already made: a model's
+    timeouts, ``ModelHung``), not after ``UNREACHABLE_STOP`` rollouts met it in a row."""
+
+    def stop_reason(self) -> str:
+        """Why the run stopped, when this stopped it."""
+        return self.reason if self.at_once else f"{self.service} is unreachable: {self.reason}"
 
 
 class ModelUnreachable(ModelError, ServiceUnreachable):
     """The model endpoint cannot be connected to at all; nothing can go on without it."""
 
+    service = "the model"
+
 
 class ModelAuthError(ModelUnreachable):
     """The model endpoint rejected the credentials (401/403): the run stops at once."""
+
+    at_once = True
 
 
 class ModelHung(ModelUnreachable):
@@ -152,6 +168,37 @@ class ModelHung(ModelUnreachable):
     The collector stops the run at once (resumable), the count being already made."""
 
     kind = FailureKind.TIMEOUT
+    at_once = True
+
+
+class ModelOutage(ServiceUnreachable):
+    """A model other than the policy is gone: the simulated user's (``--user-model``), a
+    judge, or any model an environment opened. Its rollout fails as that part fails (``kind``:
+    ``user_model_error``, ``verifier_error``), classed ``transient``, and the run stops under
+    the same rule as for the policy's model: ``UNREACHABLE_STOP`` rollouts in a row that found
+    it unreachable, or at once when it timed out ``TIMEOUTS_TO_STOP`` calls in a row."""
+
+    def __init__(
+        self, reason: str, *, kind: FailureKind, service: str, at_once: bool = False
+    ) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.service = service
+        self.at_once = at_once
+
+    @classmethod
+    def of(cls, error: ModelError, service: str, kind: FailureKind) -> ModelOutage | None:
+        """``error`` of the model that serves as ``service`` (``"the user model"``) as the
+        outage that stops a run; None when it is one call's failure (an answer it could not
+        use, one timeout), which fails only its rollout."""
+        if not isinstance(error, ServiceUnreachable):
+            return None
+        gone = ":" if error.at_once else " is unreachable:"  # a hung model's reason says so
+        reason = f"{service}{gone} {error.reason}"
+        return cls(reason, kind=kind, service=service, at_once=error.at_once)
+
+    def stop_reason(self) -> str:
+        return self.reason  # it names the service already
 
 
 class ModelTimeout(ModelError):
@@ -168,6 +215,8 @@ class EnvironmentFailure(RolloutFailure):
 
 class EnvironmentUnreachable(EnvironmentFailure, ServiceUnreachable):
     """A served environment cannot be connected to after the retry budget."""
+
+    service = "the environment server"
 
 
 class SessionLost(EnvironmentFailure):

@@ -70,11 +70,14 @@ def _derived_producer(item: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """An explicit failure: the rollout has no reward. ``masked``: leave it out of training."""
+    """An explicit failure: the rollout has no reward. ``masked``: leave it out of training.
+    ``transient``: a service the rollout needed was gone (``ServiceUnreachable``), so the
+    rollout did nothing wrong and a resume runs it again (its record's class says so)."""
 
     kind: FailureKind
     reason: str
     masked: bool = True
+    transient: bool = False
 
     def to_json(self) -> JsonDict:
         return {"kind": str(self.kind), "reason": self.reason, "masked": self.masked}

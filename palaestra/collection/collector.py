@@ -7,10 +7,11 @@ output at a time (``lock``), and a resume must be the same run (``identity``).
 
 A rollout ends as a scored row (its verdict has a finite numeric reward) or as a failure
 record; nothing that happens to one rollout (a broken verdict, a row that is not JSON) ends the
-run. The run itself stops, resumable, when a service every rollout needs is gone (the model or
-a served environment unreachable ``UNREACHABLE_STOP`` times in a row, the model timing out
-that many calls in a row with no answer between (``ModelHung``), the API key rejected) or
-when its files cannot be written (disk full).
+run. The run itself stops, resumable, when a service every rollout needs is gone (the model, a
+model the environment uses (``ModelOutage``: the simulated user's, a judge) or a served
+environment unreachable ``UNREACHABLE_STOP`` times in a row, a model timing out that many
+calls in a row with no answer between (``ModelHung``), the API key rejected) or when its files
+cannot be written (disk full). A rollout that met such an outage is recorded ``transient``.
 """
 
 from __future__ import annotations
@@ -51,11 +52,8 @@ from palaestra.collection.records import dispatch_row, failure_row, input_error_
 from palaestra.collection.tasks import InputScan, TaskLine, check_input_file, read_tasks, scan_input
 from palaestra.errors import (
     ConfigError,
-    EnvironmentUnreachable,
     InputError,
     ModelAuthError,
-    ModelHung,
-    ModelUnreachable,
     RolloutFailure,
     RunStopped,
     ServiceUnreachable,
@@ -407,13 +405,11 @@ class _Run:
         except ServiceUnreachable as error:
             if not self._current(job, durability):
                 return _ENDED
-            failure = Failure(error.kind, error.reason)
+            failure = Failure(error.kind, error.reason, transient=True)
             self._record_failure(dispatched, failure, None, job, error.worker_reruns)
             self.unreachable_streak += 1
-            if isinstance(error, ModelHung):  # the model counted its timeouts in a row
-                self.stop(error.reason)
-            elif self.unreachable_streak >= UNREACHABLE_STOP:
-                self.stop(f"{_service(error)} is unreachable: {error.reason}")
+            if error.at_once or self.unreachable_streak >= UNREACHABLE_STOP:
+                self.stop(error.stop_reason())  # at once: a model counted its timeouts
             return _HALTED  # recorded, but the rollout did nothing wrong: keep its checkpoint
         except RolloutFailure as error:  # a runner that raises its failure, not returns it
             if not self._current(job, durability):
@@ -533,14 +529,6 @@ def _endpoint_stats(runner: RolloutRunner) -> list[JsonDict]:
     """A runner's per-endpoint model counts, when it has them (``BoundAgent`` over a pool)."""
     stats = getattr(runner, "endpoint_stats", None)
     return list(stats()) if callable(stats) else []
-
-
-def _service(error: ServiceUnreachable) -> str:
-    if isinstance(error, ModelUnreachable):
-        return "the model"
-    if isinstance(error, EnvironmentUnreachable):
-        return "the environment server"
-    return f"a service ({type(error).__name__})"
 
 
 def _without_line(error: InputError) -> str:

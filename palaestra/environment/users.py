@@ -14,7 +14,9 @@ interface, ``SimulatedUser``:
 
 A user's messages enter the trajectory as ``role: user`` messages produced by ``user``: they
 are never trained on. A user model that fails (an error, an empty answer) raises
-``UserModelFailure``: the rollout is a ``user_model_error`` failure, never a score.
+``UserModelFailure``: the rollout is a ``user_model_error`` failure, never a score. A user
+model that is gone (unreachable after its retries, or hung) raises ``ModelOutage``: the run
+stops under the policy's rule (``palaestra.collection.collector``), resumable.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from palaestra.errors import ModelError, UserModelFailure
+from palaestra.errors import ModelError, ModelOutage, RolloutFailure, UserModelFailure
 from palaestra.models.affinity import ROLLOUT_SCOPE
 from palaestra.models.base import Model
-from palaestra.types import JsonDict, message_text, output_text
+from palaestra.types import FailureKind, JsonDict, message_text, output_text
+
+USER_MODEL = "the user model"
+"""How failures and a run's stop name the simulated user's model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +108,7 @@ class ModelUser:
         try:
             response = await self.model.respond(params)
         except ModelError as error:
-            raise UserModelFailure(f"the user model failed: {error.reason}") from error
+            raise user_model_failed(error) from error
         finally:
             if token is not None:
                 ROLLOUT_SCOPE.reset(token)
@@ -111,6 +116,13 @@ class ModelUser:
         if not text:
             raise UserModelFailure("the user model answered nothing")
         return UserTurn(text, done=any(signal in text for signal in self.stop_signals))
+
+
+def user_model_failed(error: ModelError) -> RolloutFailure:
+    """What a failed call of the user model fails: the run, when the model is gone (a
+    ``ModelOutage``: the policy's stop rule), or only its rollout (``UserModelFailure``)."""
+    outage = ModelOutage.of(error, USER_MODEL, FailureKind.USER_MODEL_ERROR)
+    return outage or UserModelFailure(f"{USER_MODEL} failed: {error.reason}")
 
 
 def as_seen_by_user(conversation: Sequence[JsonDict]) -> list[JsonDict]:

@@ -525,9 +525,10 @@ class RolloutSampler:
             raise  # every rollout would fail alike
         except ServiceUnreachable as error:
             self._unreachable += 1
-            if self._unreachable >= UNREACHABLE_STOP:
+            if error.at_once or self._unreachable >= UNREACHABLE_STOP:
                 raise
-            return failed_rollout(Failure(error.kind, error.reason), None, **identity)
+            failure = Failure(error.kind, error.reason, transient=True)
+            return failed_rollout(failure, None, **identity)
         except RolloutFailure as error:
             return failed_rollout(Failure(error.kind, error.reason), None, **identity)
         except Exception as error:  # a bug in one rollout fails that rollout, explicitly

@@ -217,6 +217,8 @@ _NG_CLASS: dict[FailureKind, tuple[str, bool]] = {
 def failure_fields(failure: Failure) -> JsonDict:
     """The fields a failed rollout (a row, a verify or run answer) carries."""
     ng_class, terminal = _NG_CLASS.get(failure.kind, ("legitimate", False))
+    if failure.transient:  # an outage of a model or server, whatever part it served
+        ng_class, terminal = "transient", False
     fields: JsonDict = {FAILURE: failure.to_json(), NG_FAILURE_CLASS: ng_class}
     if terminal:
         fields[NG_FAILURE_TERMINAL] = True

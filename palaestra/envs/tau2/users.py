@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from palaestra import JsonDict, ModelError, function_calls, output_text
-from palaestra.environment.users import ModelUser, UserTurn, as_seen_by_user
+from palaestra.environment.users import ModelUser, UserTurn, as_seen_by_user, user_model_failed
 from palaestra.envs.tau2.suite import Action, Message, Tau2Environment, tau2_module
 from palaestra.errors import UserModelFailure
 
@@ -81,7 +81,7 @@ class DeviceUser(ModelUser):
         try:
             return await self.model.respond(params)
         except ModelError as error:
-            raise UserModelFailure(f"the user model failed: {error.reason}") from error
+            raise user_model_failed(error) from error
 
     def _view(self, conversation: Sequence[JsonDict]) -> list[JsonDict]:
         """The conversation from the user's side, its own tool items before each of its
