@@ -100,7 +100,7 @@ async def open_environment(
     served environment's user model is its server's (``serve env --user-model``).
     Otherwise the environment runs in a ``LocalEnvironmentClient`` with ``threads`` worker
     threads for its synchronous code (give it the rollouts in flight), lent ``user_model``
-    (the caller's to close).
+    (the caller's to close), and the models it opens are reached (``check_models``).
     """
     if spec.url is not None:
         from palaestra.remote.env import RemoteEnvironmentClient
@@ -111,6 +111,11 @@ async def open_environment(
         raise ConfigError("name an environment (a name, ./file.py or module:Class) or its url")
     environment = found.build()
     client = LocalEnvironmentClient(environment, threads=threads, user_model=user_model)
+    try:
+        await environment.check_models()  # a judge that is gone refuses the run now
+    except BaseException:
+        await client.aclose()
+        raise
     return client, environment.default_agent
 
 

@@ -116,6 +116,12 @@ class Environment:
     def close(self, session: Session) -> None:
         """Release what ``seed`` acquired. Called once per session, also on expiry."""
 
+    async def check_models(self) -> None:
+        """Reach the models this environment opens (its judge) once, before the first rollout,
+        as a run checks its own model and user model: one that is gone refuses the run
+        (``ModelOutage``) instead of failing each rollout after its policy ran. The default
+        has none to check; call it after ``setup``."""
+
     async def aclose(self) -> None:
         """Release what the environment itself holds (a judge model, ...) when its runner stops."""
 

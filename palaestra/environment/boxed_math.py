@@ -93,7 +93,9 @@ class BoxedMath(Environment):
     verify_timeout: ClassVar[float] = 300.0
 
     def __init__(self, judge: Model | None = None) -> None:
-        self.judges = JudgeModels(judge, self.judge_model, self.judge_model_name)
+        self.judges = JudgeModels(
+            judge, self.judge_model, self.judge_model_name, within=self.verify_timeout
+        )
 
     async def verify(self, session: Session, response: JsonDict) -> Verdict:
         task = session.task
@@ -136,6 +138,12 @@ class BoxedMath(Environment):
             return Verdict.failed(FailureKind.VERIFIER_ERROR, str(failure))
         metrics.update(judged=True, **judge_metrics(result))
         return Verdict(reward=float(result.equivalent), metrics=metrics)
+
+    async def check_models(self) -> None:
+        """Reach the judge when every task asks it (``use_judge``); a task that asks for it
+        itself meets it at its verify."""
+        if self.use_judge:
+            await self.judges.check(self.context)
 
     async def aclose(self) -> None:
         """Close the judge model this environment opened (a given one is the caller's)."""

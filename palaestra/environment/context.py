@@ -32,11 +32,25 @@ class EnvironmentContext:
     """The run's user model (``--user-model``), for environments with a simulated user
     (``palaestra.environment.users.ModelUser``); None when the run named none."""
 
-    def open_model(self, spec: str, model_name: str | None = None) -> Model:
+    def open_model(
+        self, spec: str, model_name: str | None = None, *, within: float | None = None
+    ) -> Model:
         """A model from a spec as ``--model`` takes it (``local``, a URL, a configured name).
 
-        The caller closes it (``aclose``) when the environment closes.
+        ``within``: the seconds one call may take in all, retries included (a call made
+        inside ``verify`` must end before ``verify_timeout`` does, or a model that hangs would
+        cost every rollout its whole time limit and never count as hung): the model retries at
+        most once, each attempt waiting at most a quarter of it (its own timeouts when
+        shorter). The caller closes the model (``aclose``) when the environment closes.
         """
-        from palaestra.models import open_model
+        from palaestra.models.backends import build_model
+        from palaestra.models.resolve import model_config
 
-        return open_model(spec, model_name=model_name, http=self.http)
+        config = model_config(spec, model_name=model_name)
+        if within is not None:
+            fitted = {
+                "max_retries": min(config.max_retries, 1),
+                "request_timeout": min(config.request_timeout, within / 4),
+            }
+            config = config.model_copy(update=fitted)
+        return build_model(config, http=self.http)

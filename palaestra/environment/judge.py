@@ -4,7 +4,9 @@ The judge sees the question and two answers and must reply with one line, ``VERD
 EQUIVALENT`` or ``VERDICT: DIFFERENT``. Asked in both orders (the reference first, then the
 candidate first), the answers count as equivalent only when both replies say so. A reply
 without a verdict label, or a judge model that fails, is a ``JudgeFailure``: the rollout cannot
-be scored, which is not the same as a wrong answer.
+be scored, which is not the same as a wrong answer. A judge that is gone (unreachable after its
+retries, or hung) is a ``ModelOutage``: the run stops as for the policy's model, and a run
+whose judge is gone at its start is refused (``JudgeModels.check``).
 
 A ``JudgeCache`` keeps the labels already given: the same question with the same two answers in
 the same order asks the model once (a group of rollouts often repeats an answer), and a second
@@ -23,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from palaestra.environment.context import EnvironmentContext
-from palaestra.errors import ModelError, VerifierFailure
+from palaestra.errors import ModelError, ModelOutage, VerifierFailure
 from palaestra.models.base import Model
-from palaestra.types import JsonDict, output_text
+from palaestra.types import FailureKind, JsonDict, output_text
 
 EQUIVALENT = "EQUIVALENT"
 DIFFERENT = "DIFFERENT"
@@ -40,6 +42,8 @@ JUDGE_PROMPT = "Question:\n{question}\n\nAnswer 1:\n{first}\n\nAnswer 2:\n{secon
 _LABEL = re.compile(rf"VERDICT\s*:\s*\**\s*({EQUIVALENT}|{DIFFERENT})\b", re.IGNORECASE)
 _BARE = re.compile(rf"^\W*({EQUIVALENT}|{DIFFERENT})\W*$", re.IGNORECASE)
 MAX_ANSWER_CHARS = 4000
+JUDGE = "the judge"
+"""How failures and a run's stop name the judge model."""
 
 
 class JudgeFailure(VerifierFailure):
@@ -175,10 +179,17 @@ def _asker(model: Model, prompt: str, max_output_tokens: int) -> Callable[[], Aw
         try:
             reply = await model.respond(params)
         except ModelError as error:
-            raise JudgeFailure(f"the judge model failed: {error}") from error
+            raise judge_failed(error) from error
         return parse_label(output_text(reply))
 
     return ask
+
+
+def judge_failed(error: ModelError) -> VerifierFailure | ModelOutage:
+    """What a failed judge call fails: the run, when the judge is gone (a ``ModelOutage``,
+    ``verifier_error``: the policy's stop rule), or only its rollout (``JudgeFailure``)."""
+    outage = ModelOutage.of(error, JUDGE, FailureKind.VERIFIER_ERROR)
+    return outage or JudgeFailure(f"the judge model failed: {error}")
 
 
 class JudgeModels:
@@ -193,8 +204,13 @@ class JudgeModels:
         model_name: str | None,
         *,
         cache: JudgeCache | None = None,
+        within: float | None = None,
     ) -> None:
         self.cache = cache if cache is not None else JudgeCache()
+        self.within = within
+        """The seconds one verify may wait on the judge (the environment's ``verify_timeout``):
+        a judge opened from the spec asks both orders within it, so one that hangs times out
+        (and counts toward the run's stop) before the verify does."""
         """The labels this judge gave (``judge(..., cache=judges.cache)``)."""
         self._given = model
         self._spec = spec
@@ -206,8 +222,16 @@ class JudgeModels:
         if self._given is not None:
             return self._given
         if self._opened is None:
-            self._opened = context.open_model(self._spec, self._model_name)
+            within = None if self.within is None else self.within / 2  # both orders
+            self._opened = context.open_model(self._spec, self._model_name, within=within)
         return self._opened
+
+    async def check(self, context: EnvironmentContext) -> None:
+        """Reach the judge (``Environment.check_models``): ``ModelOutage`` when it is gone."""
+        try:
+            await self.use(context).check()
+        except ModelError as error:
+            raise judge_failed(error) from None
 
     async def aclose(self) -> None:
         if self._opened is not None:

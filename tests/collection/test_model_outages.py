@@ -12,11 +12,18 @@ import threading
 from pathlib import Path
 
 import orjson
+import pytest
 
+import palaestra
 from palaestra.collection.collector import UNREACHABLE_STOP
+from palaestra.envs.equivalence_judge.environment import EquivalenceJudge
+from palaestra.errors import ServiceUnreachable
+from palaestra.models.openai.endpoint import TIMEOUTS_TO_STOP
 from palaestra.types import JsonDict
 from palaestra.wire.rows import ROLLOUT_INDEX, TASK_INDEX
 from tests.cli.test_collect_cli import rows, run_cli
+from tests.collection.test_model_timeouts import NEVER
+from tests.support.network import free_port
 from tests.support.scripted_model import ScriptedModelServer, text_response
 
 USER_ENV = str(Path(__file__).resolve().parents[1] / "support" / "user_envs.py") + ":ModelInterview"
@@ -93,3 +100,58 @@ def test_a_user_model_that_goes_down_stops_the_run_and_a_resume_finishes_it(
     assert code == 0, shown
     pairs = sorted((row[TASK_INDEX], row[ROLLOUT_INDEX]) for row in rows(tmp_path / "out.jsonl"))
     assert pairs == [(task, 0) for task in range(12)]
+
+
+def judge_at(url: str, seconds: float = 300.0) -> type[EquivalenceJudge]:
+    """``equivalence_judge`` with its judge named by ``url`` and verifies of ``seconds``."""
+    attributes = {"name": "judged", "judge_model": url, "verify_timeout": seconds}
+    return type("Judged", (EquivalenceJudge,), attributes)
+
+
+def question_tasks(path: Path, count: int) -> Path:
+    line = {"responses_create_params": {"input": "2+2?"}, "question": "2+2?"}
+    rows = [orjson.dumps({**line, "expected_answer": str(4 + n)}) for n in range(count)]
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    return path
+
+
+def test_a_judge_that_is_down_refuses_the_run_before_any_rollout(tmp_path: Path) -> None:
+    down = f"http://127.0.0.1:{free_port()}/v1"
+    tasks = question_tasks(tmp_path / "tasks.jsonl", 4)
+    output = tmp_path / "out.jsonl"
+    with ScriptedModelServer(lambda params: text_response("4")) as policy:
+        with pytest.raises(ServiceUnreachable) as refused:
+            palaestra.collect(env=judge_at(down), model=policy.url, input=tasks, output=output)
+        asked = policy.bodies("/v1/responses") + policy.bodies("/v1/chat/completions")
+    message = str(refused.value)
+    assert message.startswith("the judge is unreachable: ") and down in message
+    assert "\n" not in message
+    assert asked == []  # no rollout ran
+    assert not output.exists() or rows(output) == []
+
+
+def test_a_judge_that_hangs_stops_the_run_and_a_resume_finishes_it(tmp_path: Path) -> None:
+    tasks = question_tasks(tmp_path / "tasks.jsonl", 12)
+    output = tmp_path / "out.jsonl"
+    policy = ScriptedModelServer(lambda params: text_response("4"))
+    with policy, ScriptedModelServer(lambda params: NEVER) as hung:  # its /models answers
+        judged = judge_at(hung.url, seconds=4.0)  # its calls fit in the verify's 4 s
+        stopped = palaestra.collect(
+            env=judged, model=policy.url, input=tasks, output=output, concurrency=1
+        )
+        judge_port = hung.port
+    assert stopped.stopped_reason is not None
+    assert stopped.stopped_reason.startswith("the judge: model timed out 3 times in a row")
+    assert stopped.done == 0 and stopped.failures == {"verifier_error": TIMEOUTS_TO_STOP}
+    failures = rows(tmp_path / "out_failures.jsonl")
+    assert failures[-1]["_ng_failure_class"] == "transient"  # the one that found it hung
+
+    with (
+        ScriptedModelServer(lambda params: text_response("4"), port=policy.port) as back,
+        ScriptedModelServer(lambda p: text_response("VERDICT: EQUIVALENT"), port=judge_port),
+    ):
+        resumed = palaestra.collect(
+            env=judged, model=back.url, input=tasks, output=output, resume=True
+        )
+    assert resumed.stopped_reason is None and not resumed.failures
+    assert sorted(row[TASK_INDEX] for row in rows(output)) == list(range(12))

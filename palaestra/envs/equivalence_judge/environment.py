@@ -42,7 +42,9 @@ class EquivalenceJudge(Environment):
     verify_timeout: ClassVar[float] = 300.0
 
     def __init__(self, judge: Model | None = None) -> None:
-        self.judges = JudgeModels(judge, self.judge_model, self.judge_model_name)
+        self.judges = JudgeModels(
+            judge, self.judge_model, self.judge_model_name, within=self.verify_timeout
+        )
 
     async def verify(self, session: Session, response: JsonDict) -> Verdict:
         task = session.task
@@ -70,6 +72,9 @@ class EquivalenceJudge(Environment):
             reward=1.0 if result.equivalent else 0.0,
             metrics={"answer_found": True, **judge_metrics(result)},
         )
+
+    async def check_models(self) -> None:
+        await self.judges.check(self.context)
 
     async def aclose(self) -> None:
         """Close the judge model this environment opened (a given one is the caller's)."""
