@@ -81,13 +81,15 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # dependencies pull langchain and langgraph, which the modules used never import; but importing
 # its task suites imports its agent-pipeline package, which imports the OpenAI, Anthropic, Cohere
 # and Google SDKs (never called here). So: the package with --no-deps, then exactly what those
-# imports need, each with --no-deps (the `agentdojo` extra installs the same with dependencies).
+# imports need, each with --no-deps (the `agentdojo` extra installs the same with dependencies):
+# Cohere's client imports tokenizers (its Rust core only: huggingface-hub, which it declares for
+# downloading tokenizer files, is never loaded). `palaestra envs` imports these modules to say ok.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "agentdojo==0.1.35" "docstring-parser==0.18.0" "deepdiff==9.1.0" "orderly-set==5.5.0" \
   "cachebox==5.2.3" "email-validator==2.4.0" "dnspython==2.9.2" "tenacity==9.1.4" \
   "openai==3.57.0" "anthropic==2.14.0" "httpx==0.28.1" "httpcore==1.0.9" "distro==1.9.0" \
   "jiter==0.19.0" "opentelemetry-api==1.45.2" "cohere==7.3.1" "fastavro==1.13.1" \
-  "google-genai==3.6.1" "google-auth==2.63.0"
+  "google-genai==3.6.1" "google-auth==2.63.0" "tokenizers==0.23.3"
 # long_context reads RULER from NVIDIA's packaging of it (Apache-2.0): the essays, SQuAD and
 # HotpotQA, the task configurations, templates and scorers; wonderwords (MIT) has the word lists
 # of RULER's needles. search_qa reads HotpotQA's dev distractor set and SQuAD 2.0 (CC BY-SA 4.0)
