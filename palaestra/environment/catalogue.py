@@ -5,8 +5,10 @@ without importing them (``palaestra envs`` must stay quick and must not import a
 package just to list it). A third-party environment describes itself with class attributes of
 ``Environment`` (``category``, ``peer``, ``requires``, ``install``, ``baseline``); listing a
 plug-in loads its class, as ``palaestra envs`` always did. Whether what an environment needs
-is installed is read from the installed distributions' metadata and ``PATH``: nothing is
-imported.
+is installed is read from the installed distributions' metadata and ``PATH``, then, for a
+built-in whose distributions are all there, by importing the suite modules it loads at run
+time (its table's ``imports``) in fresh interpreters (``import_check``): this process imports
+none of them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from __future__ import annotations
 import importlib
 import shutil
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata, resources
 from typing import Any
 
 from palaestra.environment.base import Environment
+from palaestra.environment.import_check import import_failures
 from palaestra.environment.registry import builtin_names, environments
 from palaestra.errors import ConfigError
 
@@ -75,11 +78,14 @@ class CatalogueEntry:
     generator: bool = False
     requires: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    """The suite modules it imports at run time (checked by importing them)."""
     install: str = ""
     peer: str = ""
     baseline: Baseline | None = None
     missing: tuple[str, ...] = field(default=())
-    """What of ``requires`` and ``commands`` is not installed here."""
+    """What of ``requires`` and ``commands`` is not installed here, or what its ``imports``
+    miss (a module, or the module that does not import and why)."""
 
     @property
     def installed(self) -> bool:
@@ -134,6 +140,7 @@ def catalogue() -> tuple[list[CatalogueEntry], list[str]]:
             entries.append(CatalogueEntry(name, "", "", "built-in"))
         else:
             entries.append(entry_from_table(name, table))
+    entries = with_import_checks(entries)
     registry = environments()
     builtins = set(builtin_names())
     for name in registry.names():
@@ -146,6 +153,17 @@ def catalogue() -> tuple[list[CatalogueEntry], list[str]]:
             continue
         entries.append(entry_from_class(name, plugin.value, plugin.source))
     return sorted(entries, key=_order), problems
+
+
+def with_import_checks(entries: list[CatalogueEntry]) -> list[CatalogueEntry]:
+    """The entries, each whose distributions are installed but whose ``imports`` do not all
+    import here marked missing what they miss."""
+    checks = {e.name: e.imports for e in entries if e.imports and e.installed}
+    failures = import_failures(checks) if checks else {}
+    return [
+        replace(entry, missing=(failures[entry.name],)) if entry.name in failures else entry
+        for entry in entries
+    ]
 
 
 def _order(entry: CatalogueEntry) -> tuple[int, str, str]:
@@ -182,6 +200,7 @@ def entry_from_table(name: str, table: dict[str, Any]) -> CatalogueEntry:
         generator=bool(table.get("generator", False)),
         requires=requires,
         commands=commands,
+        imports=_strings(table.get("imports", []), f"{where} imports"),
         install=_text(table, "install", where),
         peer=_text(table, "peer", where),
         baseline=None if baseline is None else _baseline(baseline, f"{where} baseline"),

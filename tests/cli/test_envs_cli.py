@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from palaestra.cli.envs import catalogue_markdown
 from palaestra.environment.catalogue import catalogue
 
@@ -95,3 +97,47 @@ def test_details_of_an_unknown_environment_is_one_line() -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("error: unknown environment 'no_such_env'")
     assert "Traceback" not in done.stderr
+
+
+HIDE_TOKENIZERS = """\
+import sys
+
+
+class _Hidden:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "tokenizers":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Hidden())
+"""
+
+
+def test_a_suite_whose_imports_miss_a_module_is_not_ok_but_named_missing(
+    tmp_path: Path,
+) -> None:
+    """AgentDojo's task suites import Cohere's client, which imports ``tokenizers``: with it
+    hidden from every interpreter (a ``sitecustomize`` on the path, here only) the metadata
+    still says agentdojo is installed, and ``envs`` must not say ok."""
+    pytest.importorskip("agentdojo")
+    hider = tmp_path / "hider"
+    hider.mkdir()
+    (hider / "sitecustomize.py").write_text(HIDE_TOKENIZERS)
+    home = tmp_path / "home"
+    home.mkdir()
+    environ = {
+        **os.environ,
+        "PYTHONPATH": f"{hider}{os.pathsep}{ROOT}",
+        "HOME": str(home),
+        "COLUMNS": "200",
+    }
+    done = envs("--format", "json", environ=environ)
+    assert done.returncode == 0, done.stderr
+    entries = {entry["name"]: entry for entry in json.loads(done.stdout)}
+    assert entries["agentdojo"]["installed"] is False
+    assert entries["agentdojo"]["missing"] == ["tokenizers"]
+    table = envs(environ=environ)
+    assert "missing tokenizers" in next(
+        line for line in table.stdout.splitlines() if line.split()[:1] == ["agentdojo"]
+    )
