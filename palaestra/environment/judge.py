@@ -184,11 +184,15 @@ def _asker(model: Model, prompt: str, max_output_tokens: int) -> Callable[[], Aw
 class JudgeModels:
     """The judge model of an environment: given explicitly, or opened from a model spec once
     (through the environment's context, on first use) and kept until the environment closes.
+
+    ``model`` given as text (``--env-arg judge=URL``) is the spec, opened as ``--model`` and
+    ``--user-model`` open theirs (``local``, a URL, a configured name); it wins over ``spec``
+    (the environment's default).
     """
 
     def __init__(
         self,
-        model: Model | None,
+        model: Model | str | None,
         spec: str,
         model_name: str | None,
         *,
@@ -196,8 +200,8 @@ class JudgeModels:
     ) -> None:
         self.cache = cache if cache is not None else JudgeCache()
         """The labels this judge gave (``judge(..., cache=judges.cache)``)."""
-        self._given = model
-        self._spec = spec
+        self._given = None if isinstance(model, str) else model
+        self._spec = model if isinstance(model, str) else spec
         self._model_name = model_name
         self._opened: Model | None = None
 

@@ -32,6 +32,7 @@ from palaestra.envs.tau2.suite import (
     Task,
     Tau2Environment,
     load_domain,
+    split_names,
     stop_signals,
     tool_schemas,
     write_tools,
@@ -70,10 +71,15 @@ class Tau2(Environment):
                 f"tau2 user must be 'model' (the run's --user-model) or 'gold' (the scripted "
                 f"gold user, for oracle checks), not {user!r}"
             )
+        agent_tools, user_tools = tool_schemas(domain)
+        splits = split_names(domain)
+        if split not in splits:
+            raise ConfigError(
+                f"tau2: split {split!r} is not one of tau2 {domain}'s: {', '.join(splits)}"
+            )
         self.domain = domain
         self.split = split
         self.user = user
-        agent_tools, user_tools = tool_schemas(domain)
         self._tools = [_responses_tool(schema) for schema in agent_tools]
         self._user_tools = [_responses_tool(schema) for schema in user_tools]
         self._tool_names = {schema["name"] for schema in agent_tools}
