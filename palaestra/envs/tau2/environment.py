@@ -15,7 +15,7 @@ import random
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pydantic
 
@@ -62,6 +62,7 @@ class Tau2(Environment):
     name = "tau2"
     verify_timeout = 300.0
     seed_timeout = 120.0
+    scripted_user_args: ClassVar[dict[str, Any]] = {"user": "gold"}
 
     def __init__(self, domain: str = "airline", split: str = "base", user: str = "model") -> None:
         if domain not in DOMAINS:
