@@ -67,7 +67,9 @@ def check_environment(
     ``user_model`` plays an environment's simulated user (``EnvironmentContext.user_model``) in
     the oracle, null and smoke runs: ``local``, a base URL or configured name, a
     ``ModelConfig`` (opened, checked and closed here) or a ``Model`` (used as it is). Without
-    one, the oracle and null checks of a user that needs a model are skipped, saying so.
+    one, an environment whose user a script can play (``Environment.scripted_user_args``: tau2's
+    gold user) is built with it, and the oracle and null checks of any other user that needs a
+    model are skipped, saying so.
 
     An environment that cannot be found or built is a one-line ``ConfigError``.
     """
@@ -93,7 +95,7 @@ async def check_environment_async(
     cheat_sample: int = DEFAULT_SAMPLE,
 ) -> EnvironmentReport:
     """``check_environment`` for code already inside an event loop."""
-    cls, source, build, examples = _environment(env, dict(env_args or {}))
+    cls, source, build, examples = _environment(env, dict(env_args or {}), user_model is None)
     report = EnvironmentReport(cls.name, source)
     path = Path(tasks) if tasks is not None else examples
     parsed, rows = check_tasks_parse(path)
@@ -138,10 +140,11 @@ async def _opened(user_model: UserModel) -> AsyncIterator[Model | None]:
 
 
 def _environment(
-    env: str | type[Environment] | Environment, args: dict[str, Any]
+    env: str | type[Environment] | Environment, args: dict[str, Any], scripted: bool
 ) -> tuple[type[Environment], str, Callable[[], Environment], Path | None]:
     """The class, where it came from, a function building a fresh instance of it, and its
-    example tasks."""
+    example tasks; ``scripted`` (no user model): built with its ``scripted_user_args`` under
+    ``args``."""
     if isinstance(env, Environment):
         if args:
             raise ConfigError(f"environment '{env.name}' was given built: pass its class")
@@ -156,6 +159,8 @@ def _environment(
         examples = tasks_beside(cls)
     else:
         raise ConfigError(f"env must be a name, an Environment or its class, not {env!r}")
+    if scripted:
+        args = {**cls.scripted_user_args, **args}
     check_keywords(cls, args, f"environment '{cls.name}'")  # a wrong argument: one line, now
 
     def build() -> Environment:

@@ -66,7 +66,8 @@ env_arg_option = click.option(
     multiple=True,
     metavar="KEY=VALUE",
     help="A keyword argument of the environment's constructor (repeatable), e.g. --env-arg "
-    "difficulty=3; the value is a YAML scalar (a number, true/false, null, else text).",
+    "difficulty=3; the value becomes the parameter's type: a,b,c for a list, true/false, a "
+    "number, JSON for a mapping, else the text.",
 )
 
 

@@ -34,7 +34,8 @@ STYLES = {"pass": "green", "fail": "red", "skip": "yellow"}
 @click.option(
     "--user-model",
     help="The model playing an environment's simulated user in the oracle, null and smoke "
-    "runs (the forms --model takes). Without it, the oracle and null checks of a user that "
+    "runs (the forms --model takes). Without it, an environment's scripted user plays where it "
+    "has one (tau2: its gold user), and the oracle and null checks of any other user that "
     "needs a model are skipped.",
 )
 @click.option(

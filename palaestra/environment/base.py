@@ -81,6 +81,10 @@ class Environment:
     """The command that installs ``requires`` (shown by ``palaestra envs``)."""
     baseline: ClassVar[Baseline | None] = None
     """The embedded model's measured score on this environment, for the catalogue."""
+    scripted_user_args: ClassVar[dict[str, Any]] = {}
+    """Constructor arguments that put a scripted user where a model would play it (tau2:
+    ``{"user": "gold"}``): ``palaestra test`` given no user model builds the environment with
+    them (under the arguments it is given), so its checks run without one."""
     context: EnvironmentContext = EnvironmentContext()
     """What the runner lent this environment (``setup``); outside a runner, nothing."""
 

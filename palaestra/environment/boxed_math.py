@@ -92,7 +92,7 @@ class BoxedMath(Environment):
     judge_model_name: ClassVar[str | None] = None
     verify_timeout: ClassVar[float] = 300.0
 
-    def __init__(self, judge: Model | None = None) -> None:
+    def __init__(self, judge: Model | str | None = None) -> None:
         self.judges = JudgeModels(
             judge, self.judge_model, self.judge_model_name, within=self.verify_timeout
         )

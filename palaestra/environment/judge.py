@@ -195,11 +195,15 @@ def judge_failed(error: ModelError) -> VerifierFailure | ModelOutage:
 class JudgeModels:
     """The judge model of an environment: given explicitly, or opened from a model spec once
     (through the environment's context, on first use) and kept until the environment closes.
+
+    ``model`` given as text (``--env-arg judge=URL``) is the spec, opened as ``--model`` and
+    ``--user-model`` open theirs (``local``, a URL, a configured name); it wins over ``spec``
+    (the environment's default).
     """
 
     def __init__(
         self,
-        model: Model | None,
+        model: Model | str | None,
         spec: str,
         model_name: str | None,
         *,
@@ -207,13 +211,13 @@ class JudgeModels:
         within: float | None = None,
     ) -> None:
         self.cache = cache if cache is not None else JudgeCache()
+        """The labels this judge gave (``judge(..., cache=judges.cache)``)."""
         self.within = within
         """The seconds one verify may wait on the judge (the environment's ``verify_timeout``):
         a judge opened from the spec asks both orders within it, so one that hangs times out
         (and counts toward the run's stop) before the verify does."""
-        """The labels this judge gave (``judge(..., cache=judges.cache)``)."""
-        self._given = model
-        self._spec = spec
+        self._given = None if isinstance(model, str) else model
+        self._spec = model if isinstance(model, str) else spec
         self._model_name = model_name
         self._opened: Model | None = None
 

@@ -33,6 +33,8 @@ TASK_FIELDS = (
     "index",
 )
 _REGENERATION_FIELDS = ("dataset_seed", "dataset_size", "index")
+_RUN_FIELDS = ("seed", "size")
+"""A generator's config fields the run sets (``--seed``, the number of tasks)."""
 
 
 def dataset_names() -> list[str]:
@@ -49,6 +51,36 @@ def check_mixture(weights: Mapping[str, float]) -> None:
         raise ConfigError(f"unknown reasoning-gym datasets {unknown}; known: {sorted(known)}")
     if not weights or any(not (w > 0) for w in weights.values()):
         raise ConfigError("a reasoning-gym mixture needs datasets with positive weights")
+
+
+def check_configs(configs: Mapping[str, Any]) -> None:
+    """``ConfigError`` (one line) unless every entry of ``configs`` names a generator and
+    gives it an object of fields its config takes, with values it accepts (reasoning-gym's own
+    check, as ``create_dataset`` would make it)."""
+    from reasoning_gym.factory import DATASETS
+
+    known = dataset_names()
+    what = "reasoning_gym: dataset_configs"
+    for name, config in configs.items():
+        if name not in known:
+            raise ConfigError(f"{what}: {name!r} is not a reasoning-gym dataset; known: {known}")
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"{what}: {name!r} takes an object of config fields, not {config!r}")
+        config_cls = DATASETS[name][1]
+        fields = [f for f in sorted(config_cls.__dataclass_fields__) if f not in _RUN_FIELDS]
+        unknown = sorted(set(config) - set(fields))
+        if unknown:
+            raise ConfigError(
+                f"{what}: {name!r} takes no field {unknown[0]!r} (seed and size are "
+                f"the run's); its fields: {', '.join(fields)}"
+            )
+        try:
+            made = config_cls(**config)
+            if hasattr(made, "validate"):
+                made.validate()
+        except Exception as error:  # reasoning-gym's own refusal, whatever its type
+            detail = " ".join(str(error).split()) or type(error).__name__
+            raise ConfigError(f"{what}: {name!r} {dict(config)}: {detail}") from None
 
 
 def dataset_seed(seed: int, name: str) -> int:

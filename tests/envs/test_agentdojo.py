@@ -467,3 +467,36 @@ def test_the_example_tasks_are_found_by_name_and_replay_to_utility_1(env: AgentD
         assert verdict.reward == 1.0, row["user_task_id"]
         assert asyncio.run(play(client, row, [([], REFUSAL)])).reward == 0.0
     asyncio.run(client.aclose())
+
+
+def test_oracle_rows_palaestra_wrote_re_verify_to_the_same_reward(tmp_path: Path) -> None:
+    """``collect --agent oracle`` then ``verify``, the real commands: every row, with an
+    injection or without, keeps its reward (no injection is null in the row, as in the task)."""
+    from tests.cli.test_collect_cli import rows as read_rows
+    from tests.cli.test_collect_cli import run_cli
+
+    done = run_cli(
+        "collect", "--env", "agentdojo", "--agent", "oracle", "--limit", "6",
+        "--output", "oracle.jsonl", cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = read_rows(tmp_path / "oracle.jsonl")
+    assert {row["injection_task_id"] is None for row in written} == {True, False}
+    checked = run_cli(
+        "verify", "oracle.jsonl", "--env", "agentdojo", "--output", "again.jsonl",
+        cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    again = read_rows(tmp_path / "again.jsonl")
+    assert [row.get("reward") for row in again] == [row["reward"] for row in written]
+    assert all(row["reward"] == 1.0 for row in written)
+
+
+def test_a_row_whose_injection_task_id_is_empty_text_has_no_injection(
+    env: AgentDojo, rows: list[JsonDict]
+) -> None:
+    """Rows an earlier palaestra wrote say "" for no injection: read as the suite's None."""
+    plain = next(row for row in rows if row.get("injection_task_id") is None)
+    assert dojo.case_of({**plain, "injection_task_id": ""}, env.loaded, env.version) == (
+        dojo.case_of(plain, env.loaded, env.version)
+    )

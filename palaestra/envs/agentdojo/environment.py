@@ -100,7 +100,7 @@ class AgentDojo(Environment):
             metrics={
                 "suite": case.suite,
                 "user_task_id": case.user_task_id,
-                "injection_task_id": case.injection_task_id or "",
+                "injection_task_id": case.injection_task_id,  # null: no injection
                 "utility": checks.utility,
                 "hijacked": hijacked,
                 "calls": len(made),

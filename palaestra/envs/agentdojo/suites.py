@@ -242,7 +242,7 @@ def case_of(task: JsonDict, loaded: Mapping[str, Any], version: str) -> Case:
     user_id = task.get("user_task_id")
     if not isinstance(user_id, str) or user_id not in loaded[suite].user_tasks:
         raise ValueError(f"the task's 'user_task_id' {user_id!r} is not a {suite} user task")
-    injection_id = task.get("injection_task_id")
+    injection_id = task.get("injection_task_id") or None  # "": rows written with no injection
     if injection_id is not None and (
         not isinstance(injection_id, str) or injection_id not in loaded[suite].injection_tasks
     ):

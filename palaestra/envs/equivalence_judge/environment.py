@@ -41,7 +41,7 @@ class EquivalenceJudge(Environment):
     """Ask twice, swapping the answers; reward only when both replies say EQUIVALENT."""
     verify_timeout: ClassVar[float] = 300.0
 
-    def __init__(self, judge: Model | None = None) -> None:
+    def __init__(self, judge: Model | str | None = None) -> None:
         self.judges = JudgeModels(
             judge, self.judge_model, self.judge_model_name, within=self.verify_timeout
         )

@@ -30,6 +30,8 @@ CATEGORIES: tuple[str, ...] = (
 """Single-step categories with JSON-typed arguments. ``irrelevance``: no call is correct."""
 
 NO_CALL_CATEGORIES = frozenset({"irrelevance", "live_irrelevance"})
+ALLOWED_CATEGORIES: tuple[str, ...] = (*CATEGORIES, "live_irrelevance")
+"""Every category the environment reads (``categories``): the defaults and ``live_irrelevance``."""
 
 SYSTEM_PROMPT = (
     "You are a function-calling assistant. When the available functions can serve the "

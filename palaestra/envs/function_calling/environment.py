@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
 from palaestra.envs.function_calling.compare import check_calls, first_turn_calls, reference_calls
-from palaestra.envs.function_calling.data import CATEGORIES, load_tasks
+from palaestra.envs.function_calling.data import ALLOWED_CATEGORIES, CATEGORIES, load_tasks
 
 
 class FunctionCalling(Environment):
@@ -20,7 +20,17 @@ class FunctionCalling(Environment):
     name = "function_calling"
 
     def __init__(self, categories: tuple[str, ...] = CATEGORIES) -> None:
-        self.categories = categories
+        """``categories``: the BFCL categories ``generate_tasks`` draws from (on the command
+        line ``--env-arg categories=simple_python,multiple``)."""
+        for category in categories:
+            if category not in ALLOWED_CATEGORIES:
+                raise ConfigError(
+                    f"function_calling: categories: {category!r} is not one of "
+                    f"{', '.join(ALLOWED_CATEGORIES)}"
+                )
+        if not categories:
+            raise ConfigError("function_calling: categories: name at least one category")
+        self.categories = tuple(categories)
 
     def verify(self, session: Session, response: JsonDict) -> Verdict:
         task = session.task

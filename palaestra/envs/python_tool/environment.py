@@ -74,7 +74,7 @@ class PythonTool(BoxedMath):
     python: ClassVar[str] = DEBIAN_PYTHON
     tool_timeout: ClassVar[float] = 60.0
 
-    def __init__(self, judge: Model | None = None, sandbox: Sandbox | None = None) -> None:
+    def __init__(self, judge: Model | str | None = None, sandbox: Sandbox | None = None) -> None:
         super().__init__(judge)
         self.sandbox = sandbox or Sandbox(self.limits, python=self.python, isolation=self.isolation)
 

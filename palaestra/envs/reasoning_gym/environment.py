@@ -78,12 +78,14 @@ class ReasoningGym(Environment):
     ) -> None:
         """Draw from one generator (``datasets="gcd"``) or a weighted mixture (``{"gcd": 1,
         "lcm": 2}``, or as text ``"gcd:1,lcm:2"`` for ``--env-arg``), each configured by
-        ``dataset_configs``; by default the class's own."""
+        ``dataset_configs`` (``{"chain_sum": {"max_terms": 6}}``, JSON for ``--env-arg``); by
+        default the class's own. Both are checked here, before any task is made."""
         if datasets is not None:
             weights = _weights(datasets) if isinstance(datasets, str) else dict(datasets)
             scoring.check_mixture(weights)
             self.datasets = weights
         if dataset_configs is not None:
+            scoring.check_configs(dataset_configs)
             self.dataset_configs = {k: dict(v) for k, v in dataset_configs.items()}
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:

@@ -24,6 +24,7 @@ from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, t
 from palaestra.environment.answers import first_command
 from palaestra.envs.science_world.games import (
     MAX_GAMES,
+    SIMPLIFICATIONS,
     SPLITS,
     Games,
     game_of,
@@ -68,6 +69,12 @@ class ScienceWorld(StepEnvironment):
             raise ConfigError(
                 f"science_world: split must be one of {', '.join(SPLITS)}, not {split!r}"
             )
+        for simplification in filter(None, str(simplifications).split(",")):
+            if simplification not in SIMPLIFICATIONS:
+                raise ConfigError(
+                    f"science_world: simplifications: {simplification!r} is not one of "
+                    f"{', '.join(SIMPLIFICATIONS)} (comma-separated)"
+                )
         self.split = split
         self.simplifications = str(simplifications)
         self.games = Games(max_games)  # a bad max_games is one ConfigError line

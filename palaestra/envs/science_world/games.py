@@ -25,6 +25,15 @@ from palaestra.errors import ConfigError, EnvironmentTimeout, InvalidTask
 from palaestra.types import JsonDict
 
 SPLITS = ("train", "dev", "test")
+SIMPLIFICATIONS = (
+    "easy",
+    "teleportAction",
+    "selfWateringFlowerPots",
+    "openContainers",
+    "openDoors",
+    "noElectricalAction",
+)
+"""What the simulator takes as ``simplifications`` (comma-separated; ``easy`` is all of them)."""
 INSTALL_PACKAGE = "pip install --no-deps scienceworld==1.2.3 py4j==0.10.9.9"
 INSTALL_JAVA = "apt-get install default-jre-headless"
 MAX_GAMES = 4

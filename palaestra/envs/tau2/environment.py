@@ -15,7 +15,7 @@ import random
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pydantic
 
@@ -32,6 +32,7 @@ from palaestra.envs.tau2.suite import (
     Task,
     Tau2Environment,
     load_domain,
+    split_names,
     stop_signals,
     tool_schemas,
     write_tools,
@@ -61,6 +62,7 @@ class Tau2(Environment):
     name = "tau2"
     verify_timeout = 300.0
     seed_timeout = 120.0
+    scripted_user_args: ClassVar[dict[str, Any]] = {"user": "gold"}
 
     def __init__(self, domain: str = "airline", split: str = "base", user: str = "model") -> None:
         if domain not in DOMAINS:
@@ -70,10 +72,15 @@ class Tau2(Environment):
                 f"tau2 user must be 'model' (the run's --user-model) or 'gold' (the scripted "
                 f"gold user, for oracle checks), not {user!r}"
             )
+        agent_tools, user_tools = tool_schemas(domain)
+        splits = split_names(domain)
+        if split not in splits:
+            raise ConfigError(
+                f"tau2: split {split!r} is not one of tau2 {domain}'s: {', '.join(splits)}"
+            )
         self.domain = domain
         self.split = split
         self.user = user
-        agent_tools, user_tools = tool_schemas(domain)
         self._tools = [_responses_tool(schema) for schema in agent_tools]
         self._user_tools = [_responses_tool(schema) for schema in user_tools]
         self._tool_names = {schema["name"] for schema in agent_tools}

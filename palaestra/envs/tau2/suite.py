@@ -144,6 +144,12 @@ class Domain:
         )
 
 
+def split_names(name: str) -> list[str]:
+    """The names of domain ``name``'s task splits (read without loading its tasks)."""
+    splits = tau2_module(f"tau2.domains.{name}.environment").get_tasks_split() or {}
+    return [str(split) for split in splits]
+
+
 def load_domain(name: str) -> Domain:
     """Read ``name``'s tasks, splits, database and prompts from the τ² package."""
     if name not in DOMAINS:
