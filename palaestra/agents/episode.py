@@ -3,8 +3,16 @@
 Failures are caught here once, for every agent and every environment client: a
 ``RolloutFailure`` becomes the result's failure (with the trajectory so far kept),
 ``ServiceUnreachable`` (model or served environment) propagates so the collector can stop,
-and the session is closed whatever happened. A verdict whose reward, reward components or
-step rewards are not finite numbers is a ``verifier_error`` failure, never a score.
+and the session is closed whatever happened.
+
+One rule for every agent and environment when the prompt outgrows the model's context (the
+model's answer is then an empty incomplete Response with ``incomplete_details.code``
+``context_length_exceeded``: ``palaestra.models.base.Model``): the episode ends there, is
+marked ``truncated = "context_exceeded"`` and is verified as it stands, like an episode that
+ran out of ``max_steps``; the summary and the aggregate count it with the other truncations.
+
+A verdict whose reward, reward components or step rewards are not finite numbers is a
+``verifier_error`` failure, never a score.
 
 The trajectory's ``Response`` is completed here, once per rollout, for every agent and model
 backend (``whole_response``): it carries every field NeMo Gym's ``Response`` has, in its
@@ -14,6 +22,7 @@ NeMo Gym verifier accepts it and a row reads as NeMo Gym's own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -29,6 +38,7 @@ from palaestra.errors import (
     VerifierFailure,
 )
 from palaestra.models.base import Model
+from palaestra.models.chat_format import CONTEXT_LENGTH_EXCEEDED
 from palaestra.types import (
     AgentResult,
     Failure,
@@ -42,6 +52,23 @@ from palaestra.wire.rows import PARAMS
 
 Body = Callable[[str, AgentResult], Awaitable[None]]
 """The agent's own part: given the session id, fill ``result.response`` (and counters)."""
+
+CONTEXT_EXCEEDED = "context_exceeded"
+"""``AgentResult.truncated`` of an episode whose prompt outgrew the model's context."""
+
+
+class ContextExceeded(Exception):
+    """The model could not read the prompt: it no longer fits its context. Raised by
+    ``Conversation.ask`` so that no agent goes on with an empty answer; ``run_episode`` ends
+    the episode there and verifies it."""
+
+
+def context_exceeded(response: JsonDict | None) -> bool:
+    """Whether ``response`` is a model's answer to a prompt past its context."""
+    if response is None or response.get("status") != "incomplete":
+        return False
+    details = response.get("incomplete_details")
+    return isinstance(details, dict) and details.get("code") == CONTEXT_LENGTH_EXCEEDED
 
 
 async def run_episode(
@@ -60,7 +87,10 @@ async def run_episode(
         phase = time.perf_counter()
         session_id = await (env.seed(task) if start is None else start())
         result.add_time("seed", phase)
-        await body(session_id, result)
+        with contextlib.suppress(ContextExceeded):  # result.response says why, and holds
+            await body(session_id, result)  # the trajectory so far
+        if context_exceeded(result.response):
+            result.truncated = CONTEXT_EXCEEDED
         if result.response is None:
             raise RolloutFailure("the agent produced no response")
         result.response = whole_response(result.response, task)
@@ -229,4 +259,6 @@ class Conversation:
         self.producers.extend([_POLICY] * len(output))
         add_usage(self.usage, response.get("usage"))
         self.result.response = {**response, "output": self.outputs, "usage": self.usage}
+        if context_exceeded(response):
+            raise ContextExceeded
         return response

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections import Counter
 
 from rich.console import Console
 from rich.markup import escape
@@ -100,11 +101,17 @@ def summary_table(summary: RunSummary, elapsed: float, *, failures_as_zero: bool
         table.add_row(escape(name), escape(text))
     if note:
         table.add_row("", escape(note))
-    truncated = sum(
-        int(entry.get("key_metrics", {}).get("truncated", 0)) for entry in summary.aggregate
-    )
+    truncated: Counter[str] = Counter()
+    for entry in summary.aggregate:
+        for name, count in entry.get("key_metrics", {}).items():
+            if name.startswith("truncated/"):
+                truncated[name.removeprefix("truncated/")] += int(count)
     if truncated:
-        table.add_row("hit --max-steps", f"{truncated} scored rollouts (_palaestra.truncated)")
+        table.add_row(
+            "truncated",
+            f"{_scored_rollouts(truncated.total())} (_palaestra.truncated): "
+            + _truncations(truncated),
+        )
     if summary.skipped:
         table.add_row("already done (resumed)", str(summary.skipped))
     if summary.continued:
@@ -115,7 +122,7 @@ def summary_table(summary: RunSummary, elapsed: float, *, failures_as_zero: bool
         table.add_row("stale attempts refused", str(summary.fenced))
     this_run = f"{summary.done} scored, {summary.failed} failed"
     if summary.truncated:
-        this_run += f", {summary.truncated} hit --max-steps"
+        this_run += f", {summary.truncated} truncated ({_truncations(summary.truncated_by)})"
     table.add_row("this run", this_run)
     table.add_row("failures", _failures_text(summary, failures_as_zero))
     reasons = summary.reasons.most_common(SHOWN_REASONS)
@@ -238,3 +245,20 @@ def _failures_text(summary: RunSummary, failures_as_zero: bool = False) -> str:
     kinds = ", ".join(f"{kind} {count}" for kind, count in summary.failures.most_common())
     reading = "counted as reward 0" if failures_as_zero else "not counted as reward 0"
     return f"{total} ({kinds}) — {reading}"
+
+
+_TRUNCATIONS = {
+    "max_steps": "hit --max-steps",
+    "max_user_turns": "hit --max-user-turns",
+    "context_exceeded": "outgrew the model's context (give it a larger one)",
+}
+"""What each ``_palaestra.truncated`` cause means, in the summary's words."""
+
+
+def _truncations(counts: Counter[str]) -> str:
+    """``2 hit --max-steps, 1 outgrew the model's context ...``: truncations by cause."""
+    return ", ".join(f"{count} {_TRUNCATIONS.get(why, why)}" for why, count in counts.most_common())
+
+
+def _scored_rollouts(count: int) -> str:
+    return f"{count} scored rollout" + ("" if count == 1 else "s")

@@ -9,12 +9,14 @@ field the verifier returned (reward, ``reward_components/<name>``, verifier metr
 count as 0/1; a NaN, which the file holds as ``null``, is left out) and of the token usage
 (``mean/input_tokens``, ``mean/output_tokens``, ``mean/total_tokens``). ``key_metrics`` holds
 every ``mean/`` entry, as NeMo Gym's default does, and palaestra's counts: rollouts, tasks,
-failures, truncated (rollouts that ran out of ``max_steps``), ``pass@k`` (unbiased estimator, a
-rollout passes when its reward >= 1; k = 1 and k = the repeats of each task) and
-``majority@k``. palaestra's rows name the verifier's fields in ``_palaestra.verifier_fields``,
-so a task's own numeric fields (an ``id``) are not averaged; rows without it (NeMo Gym's)
-count every numeric top-level field, as NeMo Gym does. Failures are counted by kind, never
-averaged. Per task, ``group_level_metrics`` has ``num_rollouts`` and ``mean/reward``.
+failures, truncated (rollouts verified as they stood when they ran out of ``max_steps``, of
+``max_user_turns`` or of the model's context) and ``truncated/<why>`` per cause, ``pass@k``
+(unbiased estimator, a rollout passes when its reward >= 1; k = 1 and k = the repeats of each
+task) and ``majority@k``. palaestra's rows name the verifier's fields in
+``_palaestra.verifier_fields``, so a task's own numeric fields (an ``id``) are not averaged;
+rows without it (NeMo Gym's) count every numeric top-level field, as NeMo Gym does. Failures
+are counted by kind, never averaged. Per task, ``group_level_metrics`` has ``num_rollouts``
+and ``mean/reward``.
 
 Memory does not grow with the rollouts and barely with the tasks: per task, three counters in
 arrays (16 bytes), and the per-task group metrics are streamed into the file, never held. A
@@ -202,6 +204,7 @@ class AgentAggregate:
     )
 
     truncated: int = 0
+    truncated_by: Counter[str] = field(default_factory=Counter)
 
     def add(self, row: Mapping[str, Any]) -> None:
         reward = row.get(REWARD, 0.0)
@@ -217,8 +220,10 @@ class AgentAggregate:
             for key, value in row.items():
                 if not key.startswith("_"):
                     self._add_value(key, value)
-        if facts.get("truncated"):
+        why = facts.get("truncated")
+        if why:
             self.truncated += 1
+            self.truncated_by[str(why)] += 1
         usage = (row.get(RESPONSE) or {}).get("usage") or {}
         for key in USAGE_FIELDS:
             if isinstance(usage.get(key), int):
@@ -255,6 +260,8 @@ class AgentAggregate:
         key_metrics.update(rollouts=rollouts, tasks=tasks)
         if self.truncated:
             key_metrics["truncated"] = self.truncated
+            for why, count in sorted(self.truncated_by.items()):
+                key_metrics[f"truncated/{why}"] = count
         if smallest is not None:
             for k in sorted({1, smallest}):
                 passing = sum(task_pass_at_k(n, c, k) for _, n, c, _ in self.tasks)

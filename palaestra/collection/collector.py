@@ -106,6 +106,8 @@ class RunSummary:
     reasons: Counter[str] = field(default_factory=Counter)
     """Failures of this invocation by ``kind: reason`` (at most ``REASONS_KEPT`` reasons)."""
     truncated: int = 0
+    truncated_by: Counter[str] = field(default_factory=Counter)
+    """This invocation's truncated rollouts by why they stopped (``AgentResult.truncated``)."""
     continued: int = 0
     """Rollouts of this invocation continued from a checkpoint a stopped run left (a durable
     environment's: ``palaestra.agents.durable``) rather than started again."""
@@ -461,6 +463,7 @@ class _Run:
         self.summary.reward_sum += row["reward"]
         if result.truncated:
             self.summary.truncated += 1
+            self.summary.truncated_by[result.truncated] += 1
         if result.resumed is not None:
             self.summary.continued += 1
         if self.observer is not None:

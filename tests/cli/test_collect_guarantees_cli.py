@@ -17,7 +17,7 @@ import pytest
 
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import PALAESTRA, many_tasks, rows, run_cli, weather_script
-from tests.support.scripted_model import ScriptedModelServer, text_response
+from tests.support.scripted_model import ScriptedFault, ScriptedModelServer, text_response
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], code: int = 1) -> str:
@@ -229,3 +229,39 @@ def wait_for_rows(path: Path, count: int, timeout: float = 60) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"{path} did not reach {count} rows")
+
+
+def context_length_error(params: JsonDict) -> ScriptedFault:
+    """What an OpenAI-compatible server answers a prompt past the model's context."""
+    message = "This model's maximum context length is 4096 tokens; the prompt has 9000."
+    return ScriptedFault(status=400, body={"error": {"message": message, "code": None}})
+
+
+@pytest.mark.parametrize(
+    "env_args",
+    [
+        ("--env", "tau2", "--env-arg", "user=gold"),
+        ("--env", "long_context", "--env-arg", "family=niah", "--env-arg", "length=1024"),
+    ],
+    ids=["tau2", "long_context"],
+)
+def test_a_prompt_past_the_models_context_is_a_truncation_counted_in_the_summary(
+    tmp_path: Path, env_args: tuple[str, ...]
+) -> None:
+    with ScriptedModelServer(context_length_error) as server:
+        done = run_cli(
+            "collect",
+            *env_args,
+            *("--num-tasks", "2", "--output", "o.jsonl", "--model", server.url),
+            cwd=tmp_path,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    written = rows(tmp_path / "o.jsonl")
+    assert [row["_palaestra"].get("truncated") for row in written] == ["context_exceeded"] * 2
+    assert [row["reward"] for row in written] == [0.0, 0.0]  # scored as it stood: nothing
+    assert all(row["response"]["status"] == "incomplete" for row in written)
+    assert "2 truncated (2 outgrew the model's context" in done.stdout
+    metrics = orjson.loads((tmp_path / "o_aggregate_metrics.json").read_bytes())
+    assert metrics[0]["key_metrics"]["truncated"] == 2
+    assert metrics[0]["key_metrics"]["truncated/context_exceeded"] == 2

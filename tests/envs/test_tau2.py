@@ -378,7 +378,7 @@ def test_the_user_model_gets_tau2s_scenario_and_the_policy_gets_the_policy() -> 
     assert {t["name"] for t in policy.requests[0]["tools"]} >= {"book_reservation"}
 
 
-def test_a_conversation_that_overflows_the_policys_context_is_a_model_error() -> None:
+def test_a_conversation_that_overflows_the_policys_context_is_truncated_and_scored() -> None:
     env = env_of("airline")
 
     def overflow(params: JsonDict) -> JsonDict:
@@ -398,9 +398,9 @@ def test_a_conversation_that_overflows_the_policys_context_is_a_model_error() ->
             await client.aclose()
 
     result = asyncio.run(go())
-    assert result.verdict is not None and result.verdict.failure is not None
-    assert result.verdict.failure.kind == FailureKind.MODEL_ERROR
-    assert "n_ctx" in result.verdict.failure.reason
+    assert result.failure is None and result.truncated == "context_exceeded"
+    assert result.verdict is not None and result.verdict.failure is None
+    assert result.verdict.reward == 0.0  # τ²'s own score of a conversation cut short
 
 
 def test_unknown_domains_and_users_are_one_line_errors() -> None:

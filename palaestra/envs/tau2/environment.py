@@ -191,13 +191,6 @@ class Tau2(Environment):
         output = response.get("output")
         if not isinstance(output, list):
             return Verdict.failed(FailureKind.MODEL_ERROR, "the response has no output list")
-        overflow = _context_overflow(response)
-        if overflow:  # the model could not read the conversation: no score, a failure
-            return Verdict.failed(
-                FailureKind.MODEL_ERROR,
-                f"the policy model's context window is too small for τ²'s prompt ({overflow}); "
-                "give it room, e.g. --model-option n_ctx=8192 (telecom: 16384)",
-            )
         params = session.task.get("responses_create_params") or {}
         items = [*_input_items(params), *output]
         converted = tau2_messages(
@@ -299,16 +292,6 @@ def _responses_tool(schema: JsonDict) -> JsonDict:
         "parameters": schema.get("parameters") or {"type": "object", "properties": {}},
         "strict": False,
     }
-
-
-def _context_overflow(response: JsonDict) -> str:
-    """What the model said when the conversation did not fit its context window, else ""."""
-    details = response.get("incomplete_details")
-    if response.get("status") != "incomplete" or not isinstance(details, dict):
-        return ""
-    if details.get("code") == "context_length_exceeded":
-        return str(details.get("message") or "context_length_exceeded")
-    return ""
 
 
 def _input_items(params: JsonDict) -> list[JsonDict]:
