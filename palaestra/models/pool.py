@@ -16,7 +16,10 @@ a timeout, a 5xx or an answer that is no completion (not JSON, no choices, no ou
 replica that answers garbage fast would otherwise look the least loaded and take every
 rollout) is taken out; a background probe (``check``, i.e. ``GET /models``, with a backoff
 doubling up to ``max_retry_delay``) puts it back on probation when it answers: its next
-failure takes it out again, its next success makes it whole. The pool owns the
+failure takes it out again, its next success makes it whole. An answer that is a completion but
+an empty one (no text, no tool call, not cut short) counts towards the same streak, for the
+same reason, though it is returned as the model's answer (a model may say nothing; retrying it
+elsewhere would turn that into a failure): ``empty_answer``. The pool owns the
 retry budget (``max_retries``; the endpoint models are built with none of their own): a call
 that fails in a way that may heal is retried at once on the least-loaded other healthy
 endpoint, or after the usual backoff on the same one, and the rollout then sticks to where it
@@ -53,7 +56,7 @@ from palaestra.models.affinity import ROLLOUT_SCOPE, RolloutScope
 from palaestra.models.base import Model, ModelStats
 from palaestra.models.openai.retry import BAD_ANSWER, RetryPolicy
 from palaestra.transport import redacted_url
-from palaestra.types import JsonDict
+from palaestra.types import JsonDict, message_text
 
 if TYPE_CHECKING:
     from palaestra.spec import ModelConfig
@@ -80,6 +83,29 @@ def _health_failure(kind: str | None) -> bool:
     )
 
 
+def empty_answer(answer: JsonDict) -> bool:
+    """Whether ``answer`` is a completed Response that says nothing: no text (blank), no
+    function call, no reasoning. A replica answering only these fast would look the least
+    loaded and take nearly every rollout. An incomplete answer (cut short, or a prompt past
+    the context) is not empty: the endpoint did its work."""
+    if answer.get("status") == "incomplete":
+        return False
+    for item in answer.get("output") or []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "message" and message_text(item).strip():
+            return False
+        if kind == "reasoning" and any(
+            isinstance(part, dict) and str(part.get("text", "")).strip()
+            for part in [*(item.get("summary") or []), *(item.get("content") or [])]
+        ):
+            return False
+        if kind not in ("message", "reasoning"):  # a function call, or any other act
+            return False
+    return True
+
+
 @dataclass(eq=False, slots=True)
 class Endpoint:
     """One replica of the pool: its model and its counters."""
@@ -92,6 +118,8 @@ class Endpoint:
     in_flight_peak: int = 0
     calls: int = 0
     failures: int = 0
+    empty_answers: int = 0
+    """Answered calls whose answer was empty (``empty_answer``): not failures, but unhealthy."""
     retries: int = 0
     """Calls here that retried a failed call (here or on another endpoint)."""
     rollouts: int = 0
@@ -132,6 +160,7 @@ class Endpoint:
             "healthy": self.healthy,
             "calls": self.calls,
             "failures": self.failures,
+            "empty_answers": self.empty_answers,
             "retries": self.retries,
             # aborted generations its client resumed (``palaestra.models.openai.resume``)
             "resumptions": self.model.stats.resumptions,
@@ -299,6 +328,13 @@ class ModelPool:
         finally:
             endpoint.in_flight -= 1
         endpoint.record_latency(time.perf_counter() - started)
+        if empty_answer(answer):  # answered, but nothing: as unhealthy as a garbage answer
+            endpoint.empty_answers += 1
+            endpoint.last_failure = "an empty answer (no text, no tool call)"
+            endpoint.streak += 1
+            if endpoint.streak >= FAILURES_TO_REMOVE and endpoint.healthy:
+                self._take_out(endpoint)
+            return answer
         endpoint.streak = 0
         if not endpoint.healthy:  # every endpoint was out and this call found one back
             endpoint.healthy = True

@@ -248,3 +248,41 @@ async def test_an_endpoint_put_back_by_its_probe_is_taken_out_again_by_one_failu
             await pool.aclose()
         assert broken.removed == 2
         assert len(bad.bodies(RESPONSES)) == FAILURES_TO_REMOVE + 1
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+async def test_a_replica_answering_empty_answers_at_once_gets_few_of_the_rollouts(
+    api: str,
+) -> None:
+    def empty(params: JsonDict) -> JsonDict:
+        return text_response("")  # a valid completion: no text, no tool call, at once
+
+    def good(params: JsonDict) -> ScriptedFault:
+        return ScriptedFault(status=200, body=text_response("ok"), delay=0.05)
+
+    async def rollout() -> JsonDict:
+        with rollout_scope():
+            return await pool.respond(params())
+
+    with (
+        ScriptedModelServer(empty, api=api) as hollow,  # type: ignore[arg-type]
+        ScriptedModelServer(good, api=api) as sound,  # type: ignore[arg-type]
+    ):
+        pool = pool_of(hollow.url, sound.url, api=api)
+        try:
+            gate = asyncio.Semaphore(8)
+
+            async def limited() -> JsonDict:
+                async with gate:
+                    return await rollout()
+
+            answers = await asyncio.gather(*(limited() for _ in range(60)))
+        finally:
+            await pool.aclose()
+        route = RESPONSES if api == "responses" else "/v1/chat/completions"
+        to_hollow, to_sound = len(hollow.bodies(route)), len(sound.bodies(route))
+    assert to_hollow + to_sound == 60 == len(answers)  # an empty answer is still an answer
+    assert to_sound >= 45, (to_hollow, to_sound)
+    stats = {entry["url"]: entry for entry in pool.endpoint_stats()}
+    assert stats[hollow.url]["empty_answers"] == to_hollow and stats[hollow.url]["removed"] >= 1
+    assert stats[sound.url]["empty_answers"] == 0 and stats[sound.url]["failures"] == 0
