@@ -359,12 +359,12 @@ def load_config(path: Path = CONFIG) -> Config:
     return Config(base_tree=str(data["base_tree"]), node_ids=ids)
 
 
-def prepare(config: Config, root: Path, scratch: Path) -> int:
+def prepare(config: Config, root: Path, scratch: Path, rewards: Path = REWARD_DIR) -> int:
     """``/testbed`` as the base with the agent's changes to its tracked files (see above);
     0, or ``DAMAGED`` when the repository cannot give the base (reward 0 written)."""
     if root.is_symlink() or not root.is_dir():
         print(f"{root} is not a directory: nothing to test")
-        write_reward(0)
+        write_reward(0, rewards)
         return DAMAGED
     objects = Objects(root / ".git" / "objects", scratch)
     try:
@@ -376,7 +376,7 @@ def prepare(config: Config, root: Path, scratch: Path) -> int:
         # Root may remove and write anything here: what fails is what the agent left
         # (objects missing or forged, an immutable file, ...), its outcome, not ours.
         print(f"the repository cannot be put back to its base: {problem}")
-        write_reward(0)
+        write_reward(0, rewards)
         return DAMAGED
     finally:
         objects.close()
@@ -387,7 +387,7 @@ def prepare(config: Config, root: Path, scratch: Path) -> int:
     return 0
 
 
-def judge(config: Config, report: Path) -> int:
+def judge(config: Config, report: Path, rewards: Path = REWARD_DIR) -> int:
     """Write the reward from the report's outcome of each node id (see above); 0."""
     data = read_report(report)
     try:
@@ -405,7 +405,7 @@ def judge(config: Config, report: Path) -> int:
             wrong.append(f"{node}: {outcome}")
     for line in wrong[:20]:
         print(f"not passed: {line}")
-    write_reward(0 if wrong else 1)
+    write_reward(0 if wrong else 1, rewards)
     return 0
 
 
