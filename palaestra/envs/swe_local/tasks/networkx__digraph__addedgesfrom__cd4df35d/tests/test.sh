@@ -12,6 +12,11 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
 VERIFY=(python3 -I -S /tests/verify.py)
 TEST_UID=65534
 [ "$(id -u)" = 0 ] || { echo "tests/test.sh must run as root"; exit 1; }
+kill_test_uid() {  # every process of the test uid (kill -1 reaches all that uid may signal)
+    setpriv --reuid=$TEST_UID --regid=$TEST_UID --clear-groups --no-new-privs \
+        bash --norc --noprofile -c 'kill -KILL -1' 2>/dev/null
+}
+kill_test_uid  # nothing of that uid left from before touches what it will read or write
 
 # /logs/verifier is root's alone; the scratch directory (git's, then the tests') is inside it.
 mkdir -p /logs/verifier && chown root:root /logs/verifier && chmod 755 /logs/verifier
@@ -44,9 +49,7 @@ env -i PATH=/usr/bin:/bin HOME=/nonexistent LANG=C.UTF-8 TMPDIR="$out/tmp" \
     "${ids[@]}"
 echo "pytest exit status $? (not the reward)"
 
-# Nothing of the test uid outlives the tests (kill -1 reaches every process of that uid).
-setpriv --reuid=$TEST_UID --regid=$TEST_UID --clear-groups --no-new-privs \
-    bash --norc --noprofile -c 'kill -KILL -1' 2>/dev/null
+kill_test_uid  # nothing of the tests outlives them
 
 # Each test's own outcome; written beside, then moved, by root.
 "${VERIFY[@]}" judge "$out/junit.xml"
