@@ -21,6 +21,10 @@ from palaestra.envs.swe_local.generate import base_tree
 from palaestra.envs.swe_local.verifier import (
     DAMAGED,
     Config,
+    Deadline,
+    Entry,
+    Unusable,
+    clean,
     is_test_file,
     judge,
     junit_address,
@@ -162,6 +166,21 @@ def test_a_missing_tree_scores_0(world: Path) -> None:
     absent = object_id("tree", b"100644 x\0" + bytes(20))  # (git knows the empty tree)
     assert prepare(Config(absent, []), root, scratch, rewards=world) == DAMAGED
     assert (world / "reward.txt").read_text() == "0\n"
+
+
+def test_a_testbed_too_long_to_put_back_is_unusable(world: Path) -> None:
+    """Millions of files left behind end in a 0 (``prepare`` turns ``Unusable`` into one),
+    never in a verifier that runs out of time: removing checks the deadline at each file."""
+    root = world / "testbed"
+    make_repository(root)
+    (root / "litter").mkdir()
+    for number in range(100):
+        (root / "litter" / str(number)).write_text("")
+    deadline = Deadline()
+    deadline.end = 0.0
+    with pytest.raises(Unusable, match="takes more than"):
+        clean(root, {".gitignore": Entry("100644", "")}, deadline)
+    assert len(list((root / "litter").iterdir())) == 100
 
 
 TESTS = """\

@@ -42,7 +42,7 @@ mkdir -m 700 "$out" "$out/tmp" && chown "$TEST_UID:$TEST_UID" "$out" "$out/tmp" 
 cd /testbed || exit 1
 env -i PATH=/usr/bin:/bin HOME=/nonexistent LANG=C.UTF-8 TMPDIR="$out/tmp" \
     PYTHONPATH=/testbed PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \
-    timeout -k 5 240 \
+    timeout -k 5 200 \
     setpriv --reuid=$TEST_UID --regid=$TEST_UID --clear-groups --no-new-privs \
     python3 -I -B -m pytest -c /dev/null --rootdir=/testbed --confcutdir=/testbed \
     -o pythonpath=/testbed -p no:cacheprovider --junitxml="$out/junit.xml" -q -rfE \

@@ -33,6 +33,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,8 +46,10 @@ TEST_UID = 65534
 """Who runs what the agent can influence (git over its objects, the package's tests)."""
 DAMAGED = 3
 """``prepare``'s exit status when the agent left no usable repository (reward 0 written)."""
-READ_SECONDS = 120.0
-"""How long reading the base's objects may take before the repository counts as unusable."""
+PREPARE_SECONDS = 60.0
+"""How long putting ``/testbed`` back may take (a few seconds for sympy) before what the agent
+left counts as unusable (millions of files, a FIFO among the objects): a 0, never a verifier
+that runs out of time."""
 JUNIT_CAP = 64 << 20
 INFRASTRUCTURE = frozenset({"conftest.py", "pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml"})
 
@@ -122,7 +125,7 @@ class Objects:
             cwd=str(scratch),
         )
         # A FIFO or an endless alternate among the agent's objects must not hang the verifier.
-        self.timer = threading.Timer(READ_SECONDS, self.process.kill)
+        self.timer = threading.Timer(PREPARE_SECONDS, self.process.kill)
         self.timer.start()
 
     def read(self, oid: str, kind: str) -> bytes:
@@ -181,14 +184,38 @@ def base_files(objects: Objects, tree: str) -> dict[str, Entry]:
     return files
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
+class Deadline:
+    """The end of ``prepare``'s time (``PREPARE_SECONDS`` from now)."""
+
+    def __init__(self) -> None:
+        self.end = time.monotonic() + PREPARE_SECONDS
+
+    def check(self) -> None:
+        if time.monotonic() > self.end:
+            raise Unusable(f"/testbed takes more than {PREPARE_SECONDS:g} s to put back")
+
+
+def _remove(path: Path, deadline: Deadline | None = None) -> None:
+    """Remove ``path`` (a directory with all it holds), never following a symlink, checking
+    ``deadline`` at each file."""
+    if path.is_symlink() or not path.is_dir():
         path.unlink()
+        return
+    for here, directories, names in os.walk(path, topdown=False):
+        for name in names:
+            if deadline is not None:
+                deadline.check()
+            os.unlink(os.path.join(here, name))
+        for name in directories:
+            inner = os.path.join(here, name)
+            if os.path.islink(inner):
+                os.unlink(inner)
+            else:
+                os.rmdir(inner)
+    path.rmdir()
 
 
-def clean(root: Path, files: dict[str, Entry]) -> list[str]:
+def clean(root: Path, files: dict[str, Entry], deadline: Deadline | None = None) -> list[str]:
     """Remove from ``root`` every path the base did not track (``.git`` aside), and every
     tracked path that is no longer of its kind (a file made a directory, a symlink or a FIFO);
     the paths removed. Nothing is opened or followed."""
@@ -199,6 +226,8 @@ def clean(root: Path, files: dict[str, Entry]) -> list[str]:
     removed: list[str] = []
     pending = [""]
     while pending:
+        if deadline is not None:
+            deadline.check()
         here = pending.pop()
         for entry in sorted(os.scandir(root / here), key=lambda item: item.name):
             path = f"{here}{entry.name}"
@@ -213,7 +242,7 @@ def clean(root: Path, files: dict[str, Entry]) -> list[str]:
                 stat.S_ISLNK(mode) if tracked.mode == "120000" else stat.S_ISREG(mode)
             ):
                 continue
-            _remove(root / path)
+            _remove(root / path, deadline)
             removed.append(path)
     return removed
 
@@ -274,11 +303,13 @@ def _settle(path: str, info: os.stat_result) -> None:
         os.chmod(path, mode)
 
 
-def settle(root: Path) -> None:
+def settle(root: Path, deadline: Deadline | None = None) -> None:
     """Everything under ``root`` but ``.git`` owned by root, directories ``0755`` and files
     ``0644`` (``0755`` if executable; no setuid, setgid or sticky bits): the tests, run as the
     test uid, read the repository and change nothing in it."""
     for here, directories, names in os.walk(root):
+        if deadline is not None:
+            deadline.check()
         if Path(here) == root and ".git" in directories:
             directories.remove(".git")
         for name in [*directories, *names]:
@@ -366,12 +397,13 @@ def prepare(config: Config, root: Path, scratch: Path, rewards: Path = REWARD_DI
         print(f"{root} is not a directory: nothing to test")
         write_reward(0, rewards)
         return DAMAGED
+    deadline = Deadline()
     objects = Objects(root / ".git" / "objects", scratch)
     try:
         files = base_files(objects, config.base_tree)
-        removed = clean(root, files)
+        removed = clean(root, files, deadline)
         restored = restore(root, files, objects)
-        settle(root)
+        settle(root, deadline)
     except (Unusable, OSError) as problem:
         # Root may remove and write anything here: what fails is what the agent left
         # (objects missing or forged, an immutable file, ...), its outcome, not ours.
