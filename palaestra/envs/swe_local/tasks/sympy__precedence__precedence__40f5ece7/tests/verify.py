@@ -51,6 +51,7 @@ PREPARE_SECONDS = 60.0
 left counts as unusable (millions of files, a FIFO among the objects): a 0, never a verifier
 that runs out of time."""
 JUNIT_CAP = 64 << 20
+OBJECT_CAP = 64 << 20
 INFRASTRUCTURE = frozenset({"conftest.py", "pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml"})
 
 
@@ -139,8 +140,10 @@ class Objects:
             header = stdout.readline().split()
         except OSError:
             header = []
-        if len(header) != 3 or header[1].decode() != kind:
+        if len(header) != 3 or header[1].decode() != kind or not header[2].isdigit():
             raise Unusable(f"git object {oid} ({kind}) cannot be read from the repository")
+        if int(header[2]) > OBJECT_CAP:  # a forged giant must not exhaust the box's memory
+            raise Unusable(f"git object {oid} is larger than any file of the base")
         data = stdout.read(int(header[2]) + 1)[:-1]
         if object_id(kind, data) != oid:
             raise Unusable(f"git object {oid} does not hold what its id says")
@@ -259,6 +262,7 @@ def _same(path: Path, entry: Entry) -> bool:
     return (
         stat.S_ISREG(info.st_mode)
         and executable == (entry.mode == "100755")
+        and info.st_size <= OBJECT_CAP
         and object_id("blob", path.read_bytes()) == entry.blob
     )
 
