@@ -9,10 +9,13 @@ so an image builder reuses those layers; the per-task layer holds one blob, the 
 index. Git compares only mtimes and sizes (``core.checkStat minimal``): each container mounts the
 files on a new device, which would otherwise make every ``git status`` re-read the whole tree.
 
-``tests/test.sh`` first restores the test files (and the conftest.py files above them) from git's
-objects by their hash, so an edited test cannot pass, then runs FAIL_TO_PASS and PASS_TO_PASS:
-the reward is 1 when all pass, else 0, written beside and then moved (a crashed check leaves no
-reward: an error, not a 0).
+``tests/test.sh`` (with ``tests/verify.py``, the text of ``verifier.py``) verifies in a state the
+agent's extra files cannot steer: ``/testbed`` is put back to the base commit's tree (its id is
+in ``tests/config.json``; read from git's objects as an unprivileged uid with no configuration,
+every object checked against its id): untracked files removed, test files restored, the agent's
+changes to tracked files kept. FAIL_TO_PASS and PASS_TO_PASS then run as that uid, and each
+one's outcome is read from pytest's JUnit report: the reward is 1 when all pass, else 0, written
+by root beside and then moved (a crashed check leaves no reward: an error, not a 0).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -85,35 +89,65 @@ def git_blob(text: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(text) + text).hexdigest()
 
 
+VERIFIER = Path(__file__).with_name("verifier.py")
+"""The verifier's own steps (``verifier.py``), shipped in every task as ``tests/verify.py``."""
+
 TEST_SCRIPT = """\
 #!/bin/bash
-# The reward: the package's own tests. FAIL_TO_PASS must now pass and PASS_TO_PASS still pass.
-# The test files are first restored from git's objects by hash (an edited test cannot pass).
-# Written beside, then moved: a crashed check leaves no reward (an error, not 0).
+# The reward: the package's own tests. Every FAIL_TO_PASS must now pass and every PASS_TO_PASS
+# still pass, each read from pytest's JUnit report, never from an exit status.
+#
+# This runs as root once the agent's processes are gone. Nothing the agent left runs as root:
+# our own steps (/tests/verify.py) run with python3 -I -S (no site, sitecustomize, .pth, user
+# site or PYTHON* variables) and read the repository's objects through git as the test uid
+# with no configuration; the tests (the agent's code) run as the test uid, which cannot write
+# the reward. A verifier that crashes writes no reward: an error, not a 0.
 set -uo pipefail
-mkdir -p /logs/verifier
-cd /testbed
-reward=1
-while read -r blob path; do
-    if git cat-file blob "$blob" > "$path.restored" 2>/dev/null; then
-        mv -f "$path.restored" "$path"
-    else
-        rm -f "$path.restored"
-        echo "cannot restore $path from git object $blob: the repository was damaged"
-        reward=0
-    fi
-done < <(python3 -c 'import json; [print(b, p) for p, b in \
-json.load(open("/tests/config.json"))["test_files"].items()]')
-if [ "$reward" = 1 ]; then
-    python3 -c 'import json; c = json.load(open("/tests/config.json")); \
-[print(n) for n in c["FAIL_TO_PASS"] + c["PASS_TO_PASS"]]' > /tmp/node_ids
-    mapfile -t ids < /tmp/node_ids
-    python3 -m pytest -p no:cacheprovider --rootdir=/testbed -q -rfE "${ids[@]}"
-    status=$?
-    [ "$status" = 0 ] || reward=0
-fi
-echo "$reward" > /logs/verifier/reward.txt.partial
-mv /logs/verifier/reward.txt.partial /logs/verifier/reward.txt
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
+VERIFY=(python3 -I -S /tests/verify.py)
+TEST_UID=65534
+[ "$(id -u)" = 0 ] || { echo "tests/test.sh must run as root"; exit 1; }
+kill_test_uid() {  # every process of the test uid (kill -1 reaches all that uid may signal)
+    setpriv --reuid=$TEST_UID --regid=$TEST_UID --clear-groups --no-new-privs \\
+        bash --norc --noprofile -c 'kill -KILL -1' 2>/dev/null
+}
+kill_test_uid  # nothing of that uid left from before touches what it will read or write
+
+# /logs/verifier is root's alone; the scratch directory (git's, then the tests') is inside it.
+mkdir -p /logs/verifier && chown root:root /logs/verifier && chmod 755 /logs/verifier
+scratch=/logs/verifier/scratch
+rm -rf "$scratch" && mkdir -m 755 "$scratch" || exit 1
+trap 'rm -rf "$scratch"' EXIT
+
+# /testbed as the base commit left it, plus the agent's changes to the files it tracked:
+# untracked files removed, test files put back (verify.py says how).
+"${VERIFY[@]}" prepare "$scratch"
+case $? in
+    0) ;;
+    3) exit 0 ;;  # the agent left no usable repository: reward 0 written, with the reason
+    *) exit 1 ;;
+esac
+
+# The tests, as the test uid, in a clean environment; the report goes where only it writes.
+# -I: no user site, PYTHON* ignored, no cwd on sys.path (pytest's pythonpath puts /testbed
+# there); -c /dev/null and --confcutdir: no ini or conftest.py from outside /testbed is read.
+mapfile -t ids < <("${VERIFY[@]}" ids)
+out="$scratch/out"
+mkdir -m 700 "$out" "$out/tmp" && chown "$TEST_UID:$TEST_UID" "$out" "$out/tmp" || exit 1
+cd /testbed || exit 1
+env -i PATH=/usr/bin:/bin HOME=/nonexistent LANG=C.UTF-8 TMPDIR="$out/tmp" \\
+    PYTHONPATH=/testbed PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \\
+    timeout -k 5 200 \\
+    setpriv --reuid=$TEST_UID --regid=$TEST_UID --clear-groups --no-new-privs \\
+    python3 -I -B -m pytest -c /dev/null --rootdir=/testbed --confcutdir=/testbed \\
+    -o pythonpath=/testbed -p no:cacheprovider --junitxml="$out/junit.xml" -q -rfE \\
+    "${ids[@]}"
+echo "pytest exit status $? (not the reward)"
+
+kill_test_uid  # nothing of the tests outlives them
+
+# Each test's own outcome; written beside, then moved, by root.
+"${VERIFY[@]}" judge "$out/junit.xml"
 """
 
 
@@ -212,13 +246,35 @@ def task_folder(record: Mapping[str, Any]) -> TaskFolder:
         instruction=instruction(record),
         dockerfile=dockerfile(package, record["module"]),
         test_script=TEST_SCRIPT,
-        tests={"config.json": json.dumps(swebench_fields(record), indent=1) + "\n"},
+        tests=verifier_files(record),
         solve_script=solve_script(record["fix_patch"]),
     )
 
 
+def verifier_files(record: Mapping[str, Any]) -> dict[str, str]:
+    """The files of ``tests/`` beside ``test.sh``: ``config.json`` and ``verify.py``."""
+    return {
+        "config.json": json.dumps(swebench_fields(record), indent=1) + "\n",
+        "verify.py": VERIFIER.read_text(encoding="utf-8"),
+    }
+
+
+def rewrite_tests(folder: Path, record: Mapping[str, Any]) -> None:
+    """Replace the ``tests/`` of the task folder ``folder`` by the current verifier's for
+    ``record`` (the rest of the folder, the task itself, is left as it is)."""
+    tests = folder / "tests"
+    shutil.rmtree(tests)
+    tests.mkdir()
+    script = tests / "test.sh"
+    script.write_text(TEST_SCRIPT, encoding="utf-8")
+    script.chmod(0o755)
+    for name, text in verifier_files(record).items():
+        (tests / name).write_text(text, encoding="utf-8")
+
+
 def swebench_fields(record: Mapping[str, Any]) -> dict[str, Any]:
-    """``tests/config.json``: SWE-bench's field names, plus the test files' git objects."""
+    """``tests/config.json``: SWE-bench's field names, plus the test files' git objects and
+    the id of the base commit's tree (what the verifier puts ``/testbed`` back to)."""
     info = PACKAGES[record["package"]]
     return {
         "instance_id": record["instance_id"],
@@ -228,6 +284,7 @@ def swebench_fields(record: Mapping[str, Any]) -> dict[str, Any]:
         "FAIL_TO_PASS": record["FAIL_TO_PASS"],
         "PASS_TO_PASS": record["PASS_TO_PASS"],
         "test_files": record["test_files"],
+        "base_tree": record["base_tree"],
     }
 
 

@@ -25,18 +25,30 @@ import ast
 import difflib
 import hashlib
 import json
+import os
 import random
 import re
 import signal
+import stat
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from palaestra.envs.swe_local.folders import PACKAGES, git_blob, write_instance
+from palaestra.envs.swe_local.folders import (
+    BUG_PATCH,
+    PACKAGES,
+    git_blob,
+    rewrite_tests,
+    write_instance,
+)
 from palaestra.envs.swe_local.mutations import Mutation, apply, functions, mutations
-from palaestra.envs.swe_local.validate import Runner, RunResult, Verdict, judge
+from palaestra.envs.swe_local.validate import SITE, Runner, RunResult, Verdict, judge
+from palaestra.envs.swe_local.verifier import object_id
 from palaestra.wire.harbor import folder_digest, read_task
 
 MANIFEST = "MANIFEST.jsonl"
@@ -121,6 +133,54 @@ def guarded_files(site: Path, test_file: str) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+GITIGNORE = b"__pycache__/\n*.pyc\n"
+"""``/testbed/.gitignore`` as the Dockerfile writes it (``folders.dockerfile_prefix``)."""
+
+
+def _tree_object(entries: list[tuple[bytes, str, str]]) -> str:
+    """The id of a tree of (mode, name, id) entries, in git's order (a tree's name sorts as
+    if it ended in ``/``)."""
+    lines = sorted(
+        (
+            name.encode() + (b"/" if mode == b"40000" else b""),
+            b"%s %s\0" % (mode, name.encode()),
+            oid,
+        )
+        for mode, name, oid in entries
+    )
+    return object_id("tree", b"".join(line + bytes.fromhex(oid) for _, line, oid in lines))
+
+
+def _tree(directory: Path, relative: str, changed: Mapping[str, bytes]) -> str | None:
+    """The id of the tree ``git add -A`` makes of ``directory`` (None when it holds nothing
+    git tracks): ``__pycache__`` directories and ``*.pyc`` files ignored, ``changed`` (path
+    in the repository to content) in place of what is on disk."""
+    entries: list[tuple[bytes, str, str]] = []
+    for entry in os.scandir(directory):
+        name, path = entry.name, f"{relative}{entry.name}"
+        if entry.is_symlink():
+            entries.append((b"120000", name, object_id("blob", os.fsencode(os.readlink(entry)))))
+        elif entry.is_dir():
+            sub = None if name == "__pycache__" else _tree(Path(entry.path), f"{path}/", changed)
+            if sub is not None:
+                entries.append((b"40000", name, sub))
+        elif entry.is_file() and not name.endswith(".pyc"):
+            data = changed[path] if path in changed else Path(entry.path).read_bytes()
+            mode = b"100755" if entry.stat().st_mode & stat.S_IXUSR else b"100644"
+            entries.append((mode, name, object_id("blob", data)))
+    return _tree_object(entries) if entries else None
+
+
+def base_tree(site: Path, package: str, changed: Mapping[str, bytes]) -> str:
+    """The id of the base commit's tree in the task's machine: ``/testbed`` holding
+    ``.gitignore`` and ``site/package``, with ``changed`` (the bug) in place."""
+    inner = _tree(site / package, f"{package}/", changed)
+    if inner is None:
+        raise SystemExit(f"{site / package}: no files")
+    top = [(b"100644", ".gitignore", object_id("blob", GITIGNORE)), (b"40000", package, inner)]
+    return _tree_object(top)
+
+
 def difficulty(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """A proxy for how hard the bug is to find: the length of the function it is in."""
     length = (node.end_lineno or node.lineno) - node.lineno + 1
@@ -170,6 +230,7 @@ def record_for(
         "bug_patch": patch(module, original, changed),
         "fix_patch": patch(module, changed, original),
         "test_files": guarded_files(site, test_file),
+        "base_tree": base_tree(site, package, {module: changed.encode()}),
     }
 
 
@@ -259,6 +320,35 @@ def generate_file(
     return kept
 
 
+def retest(folder: Path, rootfs: Path | None) -> None:
+    """Give the task folder ``folder`` the current verifier (``tests/``), the rest unchanged:
+    the base tree is computed from the machine's release of the package (``rootfs``'s, else
+    this host's) with the folder's bug applied; refused if that is not the task's release."""
+    config = json.loads((folder / "tests" / "config.json").read_text(encoding="utf-8"))
+    package = next(name for name, info in PACKAGES.items() if info["deb"] == config["package"])
+    site = (rootfs / SITE.lstrip("/")) if rootfs is not None else Path(SITE)
+    version = package_version(rootfs, package)
+    if version != config["version"]:
+        raise SystemExit(f"{folder}: made from {package} {config['version']}, here {version}")
+    for path, blob in config["test_files"].items():
+        if git_blob((site / path).read_bytes()) != blob:
+            raise SystemExit(f"{folder}: {site / path} is not the task's test file")
+    bug = folder / "environment" / BUG_PATCH
+    module = bug.read_text(encoding="utf-8").splitlines()[0].removeprefix("--- a/")
+    with tempfile.TemporaryDirectory(prefix="swe-retest-") as scratch:
+        mutated = Path(scratch) / "mutated.py"
+        with bug.open("rb") as patch_file:
+            subprocess.run(
+                ["patch", "-s", "-o", str(mutated), str(site / module)],
+                stdin=patch_file,
+                check=True,
+                timeout=60,
+            )
+        changed = {module: mutated.read_bytes()}
+    record = {**config, "package": package, "base_tree": base_tree(site, package, changed)}
+    rewrite_tests(folder, record)
+
+
 def write_manifest(root: Path) -> int:
     """``root/MANIFEST.jsonl``: one line per task folder (id, package, kind, digest)."""
     lines = []
@@ -301,7 +391,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=Path, help="also append each record (JSON lines)")
     parser.add_argument("--from-records", type=Path, help="only write folders of these records")
     parser.add_argument("--index", type=Path, help="only write MANIFEST.jsonl of this folder")
+    parser.add_argument(
+        "--retest", type=Path, help="only give this folder's tasks the current tests/"
+    )
     args = parser.parse_args(argv)
+    if args.retest is not None:
+        folders = sorted(p for p in args.retest.iterdir() if p.is_dir())
+        for folder in folders:
+            retest(folder, args.rootfs)
+        print(f"{len(folders)} task folders given the current tests/ in {args.retest}")
+        return 0
     if args.from_records is not None:
         if args.out is None:
             parser.error("--from-records needs --out")

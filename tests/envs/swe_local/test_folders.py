@@ -10,6 +10,7 @@ import pytest
 
 from palaestra.envs.swe_local.folders import (
     BUG_PATCH,
+    VERIFIER,
     dockerfile,
     dockerfile_prefix,
     git_blob,
@@ -46,6 +47,7 @@ def record(**changes: Any) -> dict[str, Any]:
         "bug_patch": patch("mpmath/demo.py", BEFORE, AFTER),
         "fix_patch": patch("mpmath/demo.py", AFTER, BEFORE),
         "test_files": {"mpmath/tests/test_demo.py": git_blob(b"x\n")},
+        "base_tree": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
     }
     return base | changes
 
@@ -74,6 +76,8 @@ def test_folder_files(tmp_path: Path) -> None:
     assert config["FAIL_TO_PASS"] == ["mpmath/tests/test_demo.py::test_half"]
     assert config["repo"] == "mpmath/mpmath"
     assert set(config) >= {"instance_id", "package", "version", "PASS_TO_PASS", "test_files"}
+    assert config["base_tree"] == record()["base_tree"]
+    assert (folder / "tests" / "verify.py").read_text() == VERIFIER.read_text()
     solve = (folder / "solution" / "solve.sh").read_text()
     assert "+    return n // 2" in solve  # the fix: the reverse of the bug
     instruction = (folder / "instruction.md").read_text()

@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 import palaestra.envs.swe_local as swe_local
-from palaestra.envs.swe_local.folders import BUG_PATCH, PACKAGES, dockerfile_prefix
+from palaestra.envs.swe_local.folders import (
+    BUG_PATCH,
+    PACKAGES,
+    TEST_SCRIPT,
+    VERIFIER,
+    dockerfile_prefix,
+)
 from palaestra.envs.swe_local.generate import MANIFEST
 from palaestra.envs.swe_local.recheck import recheck
 from palaestra.envs.swe_local.validate import Runner
@@ -59,6 +65,18 @@ def test_every_folder_is_well_formed() -> None:
             code = line[1:].strip()
             if line.startswith("+") and not line.startswith("+++") and len(code) >= 12:
                 assert code not in task.instruction, f"{folder}: the issue quotes the bug"
+
+
+def test_every_folder_has_the_current_verifier() -> None:
+    """A change to the verifier reaches every shipped task (``generate --retest``)."""
+    verifier = VERIFIER.read_text(encoding="utf-8")
+    for folder in sorted(p for p in TASKS.iterdir() if p.is_dir()):
+        tests = folder / "tests"
+        assert sorted(p.name for p in tests.iterdir()) == ["config.json", "test.sh", "verify.py"]
+        assert (tests / "test.sh").read_text(encoding="utf-8") == TEST_SCRIPT, folder
+        assert (tests / "verify.py").read_text(encoding="utf-8") == verifier, folder
+        config = json.loads((tests / "config.json").read_text(encoding="utf-8"))
+        assert len(config["base_tree"]) == 40, folder
 
 
 def _sample() -> list[Path]:
