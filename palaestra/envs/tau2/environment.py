@@ -115,15 +115,20 @@ class Tau2(Environment):
 
     def seed(self, task: JsonDict) -> Rollout:
         tau2_task = self._task(task)
+        environment = self._initial(tau2_task)
+        log: list[list[Message]] = []
+        return Rollout(tau2_task, environment, self._user_for(tau2_task, environment, log), log)
+
+    def _initial(self, task: Task) -> Tau2Environment:
+        """A fresh τ² environment of the domain in ``task``'s initial state."""
         environment = self.suite.environment()
-        state = tau2_task.initial_state
+        state = task.initial_state
         environment.set_state(
             initialization_data=state.initialization_data if state else None,
             initialization_actions=state.initialization_actions if state else None,
             message_history=[],
         )
-        log: list[list[Message]] = []
-        return Rollout(tau2_task, environment, self._user_for(tau2_task, environment, log), log)
+        return environment
 
     def _user_for(
         self, task: Task, environment: Tau2Environment, log: list[list[Message]]
@@ -173,14 +178,32 @@ class Tau2(Environment):
         return [[{"name": a.name, "arguments": dict(a.arguments)} for a in turn] for turn in agent]
 
     def requires_action(self, task: JsonDict) -> bool | None:
-        """Whether doing nothing must fail ``task``: its gold actions write to the database.
-        A task whose gold actions only look things up (τ² has some where refusing is right)
-        is not held to 0 by ``palaestra test``'s null check."""
-        criteria = self._task(task).evaluation_criteria
+        """Whether doing nothing must fail ``task``: its gold actions write to the database,
+        and τ²'s own replay of them (its evaluator's) changes it. A task whose gold actions
+        only look things up (τ² has some where refusing is right), or whose gold writes fail
+        in that replay (the database stays as it was, so doing nothing matches it), is not
+        held to 0 by ``palaestra test``'s null check."""
+        tau2_task = self._task(task)
+        criteria = tau2_task.evaluation_criteria
         if criteria is None or criteria.actions is None:
             return None
         writes = write_tools(self.domain)
-        return any(a.requestor != "user" and a.name in writes for a in criteria.actions)
+        if not any(a.requestor != "user" and a.name in writes for a in criteria.actions):
+            return False
+        untouched = self._initial(tau2_task)
+        gold = self._initial(tau2_task)
+        for action in criteria.actions:
+            call = _tau2("tau2.data_model.message").ToolCall(
+                id="",
+                name=action.name,
+                arguments=dict(action.arguments),
+                requestor=action.requestor,
+            )
+            gold.get_response(call)  # a gold call that fails leaves the database as it was
+        return (gold.get_db_hash(), gold.get_user_db_hash()) != (
+            untouched.get_db_hash(),
+            untouched.get_user_db_hash(),
+        )
 
     async def verify(self, session: Session, response: JsonDict) -> Verdict:
         return await asyncio.to_thread(self._verify, session, response)
