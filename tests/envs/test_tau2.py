@@ -18,6 +18,7 @@ import json
 import sys
 import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ from palaestra.authoring.reference import NULL, reference_checks
 from palaestra.authoring.report import Check, Status
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.envs.tau2.environment import Tau2
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, InvalidTask
 from palaestra.models import ModelConfig, build_model
 from palaestra.training.tokens import check_contiguity, training_sequence
 from palaestra.types import AgentResult, FailureKind, JsonDict
@@ -492,3 +493,43 @@ def test_a_token_mode_conversation_is_contiguous_with_the_users_turns_masked() -
         end = len(output[before]["prompt_token_ids"]) + len(output[before]["generation_token_ids"])
         between = sequence.loss_mask[end : len(output[after]["prompt_token_ids"])]
         assert between and not any(between)  # tool outputs and user turns: never trained on
+
+
+def test_telecom_oracle_rows_re_verify_to_the_same_reward(tmp_path: Path) -> None:
+    """``collect --agent oracle`` with the gold user then ``verify``, the real commands: the
+    user's own device calls are kept in the row (``user_tool_calls``), so every telecom row
+    keeps its reward (without them τ²'s replay misses the user's fixes and scores 0)."""
+    from tests.cli.test_collect_cli import rows as rows_of
+    from tests.cli.test_collect_cli import run_cli
+
+    telecom = ("--env", "tau2", "--env-arg", "domain=telecom", "--env-arg", "user=gold")
+    done = run_cli(
+        "collect", *telecom, "--agent", "oracle", "--num-tasks", "4",
+        "--output", "oracle.jsonl", cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = rows_of(tmp_path / "oracle.jsonl")
+    assert len(written) == 4 and all(row["reward"] == 1.0 for row in written)
+    assert any(any(turn for turn in row["user_tool_calls"]) for row in written)
+    checked = run_cli(
+        "verify", "oracle.jsonl", *telecom, "--output", "again.jsonl", cwd=tmp_path, timeout=600
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    again = rows_of(tmp_path / "again.jsonl")
+    assert [row.get("reward") for row in again] == [row["reward"] for row in written]
+
+
+def test_a_row_whose_user_tool_calls_are_malformed_is_invalid_input() -> None:
+    env = env_of("telecom", "gold")
+    row = {**env.task_row(TELECOM_TASK), "user_tool_calls": [[{"name": "toggle_airplane_mode"}]]}
+
+    async def go() -> Any:
+        client = LocalEnvironmentClient(env)
+        try:
+            session = await client.seed(row)
+            return await client.verify(session, row, say("Done."))
+        finally:
+            await client.aclose()
+
+    with pytest.raises(InvalidTask, match="user_tool_calls must be a list"):
+        asyncio.run(go())

@@ -38,7 +38,14 @@ from palaestra.envs.tau2.suite import (
     write_tools,
 )
 from palaestra.envs.tau2.suite import tau2_module as _tau2
-from palaestra.envs.tau2.users import DeviceUser, GoldUser, gold_turns
+from palaestra.envs.tau2.users import (
+    USER_CALLS,
+    DeviceUser,
+    GoldUser,
+    gold_turns,
+    recorded_calls,
+    replayed_calls,
+)
 
 USERS = ("model", "gold")
 TASK_FIELD = "tau2"
@@ -223,9 +230,10 @@ class Tau2(Environment):
             )
         params = session.task.get("responses_create_params") or {}
         items = [*_input_items(params), *output]
-        converted = tau2_messages(
-            items, self._tool_names, rollout.user_tool_turns if rollout else [], self._stops
-        )
+        user_turns = rollout.user_tool_turns if rollout else []
+        if not user_turns:  # re-verification: the user's own calls are the row's
+            user_turns = replayed_calls(session.task.get(USER_CALLS))
+        converted = tau2_messages(items, self._tool_names, user_turns, self._stops)
         try:
             info = evaluate(self.suite, task, converted.messages, converted.termination)
         except ValueError as error:  # τ²'s replay of the trajectory disagrees with it
@@ -233,10 +241,12 @@ class Tau2(Environment):
                 FailureKind.VERIFIER_ERROR, f"tau2 could not replay the trajectory: {error}"
             )
         db = info.db_check
+        kept: JsonDict = {USER_CALLS: recorded_calls(user_turns)} if self._user_tools else {}
         return Verdict(
             reward=float(info.reward),
             reward_components=components(info),
             metrics={
+                **kept,
                 "domain": self.domain,
                 "task_id": task.id,
                 "termination": converted.termination,
