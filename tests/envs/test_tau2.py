@@ -261,6 +261,46 @@ def test_a_conversation_the_user_never_ends_scores_0_in_both(tau2_side: Any) -> 
     assert ours.verdict.metrics["termination"] == "max_steps"
 
 
+FAILING_CALLS: list[Step] = [
+    ("call", "get_user_details", {"user_id": f"nobody_{n}"}) for n in range(11)
+]
+"""Eleven calls that fail in τ² (no such user): one past τ²'s harness limit of 10 errors."""
+
+
+def test_eleven_failing_tool_calls_end_the_conversation_at_0_as_in_tau2(tau2_side: Any) -> None:
+    """Airline 1 is a refusal that silence solves (1 above); after 10 failed calls τ²'s
+    harness ends the conversation (``too_many_errors``) and scores it 0: so does palaestra."""
+    policy: list[Step] = [("say", GREETING, {}), *FAILING_CALLS, ("say", "Sorry, no.", {})]
+    user: list[Step] = [("say", "Please cancel it.", {}), ("say", "Fine. ###STOP###", {})]
+    assert assert_same_verdict(tau2_side, "airline", "1", policy, user) == 0.0
+    ours = run_palaestra("airline", "1", policy, user)
+    assert ours.verdict is not None and ours.verdict.metrics["termination"] == "too_many_errors"
+    assert ours.response is not None
+    items = ours.response["output"]
+    outputs = [i["output"] for i in items if i.get("type") == "function_call_output"]
+    assert outputs[-1].startswith("Error: not executed") and "max_tool_errors" in outputs[-1]
+
+
+def test_max_tool_errors_0_lifts_the_limit() -> None:
+    env = Tau2(domain="airline", max_tool_errors=0)
+    policy: list[Step] = [("say", GREETING, {}), *FAILING_CALLS, ("say", "Sorry, no.", {})]
+    user: list[Step] = [("say", "Please cancel it.", {}), ("say", "Fine. ###STOP###", {})]
+
+    async def go() -> AgentResult:
+        client = LocalEnvironmentClient(env, user_model=scripted(user))
+        try:
+            agent = ToolCallingAgent(max_steps=60, max_user_turns=20)
+            return await agent.run(env.task_row("1"), client, scripted(policy))
+        finally:
+            await client.aclose()
+
+    result = asyncio.run(go())
+    assert result.verdict is not None and result.verdict.reward == 1.0
+    assert result.verdict.metrics["termination"] == "user_stop"
+    with pytest.raises(ConfigError, match="max_tool_errors"):
+        Tau2(domain="airline", max_tool_errors=-1)
+
+
 def test_only_tasks_whose_gold_calls_write_require_an_action() -> None:
     """What palaestra test's null check holds to 0: airline 9 (a cancellation) requires an
     action; airline 1 (a refusal, gold calls that only read: silence scores 1 above) does not."""
