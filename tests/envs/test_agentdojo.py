@@ -147,7 +147,9 @@ class Replay(BasePipelineElement):  # type: ignore[misc]
         return query, runtime, env, [*messages, message], extra_args or {}
 
 
-def agentdojo_verdict(env: AgentDojo, row: JsonDict, steps: list[Step]) -> tuple[bool, bool]:
+def agentdojo_verdict(
+    env: AgentDojo, row: JsonDict, steps: list[Step], max_iters: int = 50
+) -> tuple[bool, bool]:
     """AgentDojo's own run of the script: its pipeline (system message, query, the replayed
     LLM, its tool loop and executor), its environment loading and injection, its checks."""
     suite = env.loaded[row["suite"]]
@@ -157,7 +159,7 @@ def agentdojo_verdict(env: AgentDojo, row: JsonDict, steps: list[Step]) -> tuple
             SystemMessage(dojo.system_message()),
             InitQuery(),
             llm,
-            ToolsExecutionLoop([ToolsExecutor(), llm], max_iters=50),
+            ToolsExecutionLoop([ToolsExecutor(), llm], max_iters=max_iters),
         ]
     )
     injection = row["injection_task_id"]
@@ -428,7 +430,7 @@ def test_a_row_of_a_suite_the_environment_does_not_run_fails_as_invalid_input(
     ],
 )
 def test_bad_environment_arguments_are_refused_in_one_line(
-    arguments: dict[str, str], message: str
+    arguments: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         AgentDojo(**arguments)
@@ -500,3 +502,28 @@ def test_a_row_whose_injection_task_id_is_empty_text_has_no_injection(
     assert dojo.case_of({**plain, "injection_task_id": ""}, env.loaded, env.version) == (
         dojo.case_of(plain, env.loaded, env.version)
     )
+
+
+def test_a_call_made_after_15_tool_rounds_is_not_run_as_in_agentdojo(
+    env: AgentDojo, rows: list[JsonDict]
+) -> None:
+    """AgentDojo's tool loop runs 15 rounds: a policy that looks up its balance 15 times and
+    does the task in its 16th round never does it there (utility 0), and palaestra scores it
+    the same; ``max_rounds=0`` lifts the limit (utility 1)."""
+    row = row_of(rows, "banking", 0)
+    steps: list[Step] = [
+        *[([{"name": "get_balance", "arguments": {}}], "") for _ in range(15)],
+        (gold_calls(env, row), ""),
+        ([], "Done."),
+    ]
+    assert agentdojo_verdict(env, row, steps, max_iters=15) == (False, False)
+    assert agentdojo_verdict(env, row, steps) == (True, False)
+    limited = LocalEnvironmentClient(env)
+    verdict = asyncio.run(play(limited, row, steps))
+    asyncio.run(limited.aclose())
+    assert verdict.reward == 0.0 and verdict.metrics["utility"] is False
+    lifted = LocalEnvironmentClient(AgentDojo(suite="banking", max_rounds=0))
+    assert asyncio.run(play(lifted, row, steps)).reward == 1.0
+    asyncio.run(lifted.aclose())
+    with pytest.raises(ConfigError, match="max_rounds"):
+        AgentDojo(suite="banking", max_rounds=-1)

