@@ -71,11 +71,9 @@ git -C /app/repo config core.fsmonitor /app/fsmonitor
 """
 
 
-async def test_a_git_fsmonitor_in_the_agents_repository_never_runs_as_root() -> None:
+async def test_a_git_fsmonitor_in_the_agents_repository_never_runs_as_root(sandbox: str) -> None:
     """The git check reads the agent's repository; its config names a program git runs."""
-    if os.geteuid() != 0:
-        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
-    verdict = await rollout("rootfs", "git-000-commits", FSMONITOR_WRITES_THE_REWARD)
+    verdict = await rollout(sandbox, "git-000-commits", FSMONITOR_WRITES_THE_REWARD)
     assert scored_zero(verdict), verdict
     assert verdict.metrics.get("reward_file") == "reward.json"
 
@@ -89,11 +87,9 @@ done
 """
 
 
-async def test_the_agents_login_files_never_run_in_the_agentbench_check() -> None:
+async def test_the_agents_login_files_never_run_in_the_agentbench_check(sandbox: str) -> None:
     """AgentBench's check runs its example in a shell as root, in the agent's home."""
-    if os.geteuid() != 0:
-        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
-    verdict = await rollout("rootfs", "agentbench-test-007", PROFILE_WRITES_THE_REWARD)
+    verdict = await rollout(sandbox, "agentbench-test-007", PROFILE_WRITES_THE_REWARD)
     assert scored_zero(verdict), verdict
 
 
@@ -132,10 +128,8 @@ chmod 755 /usr/local/bin/calc
 """
 
 
-async def test_an_account_named_like_nobodys_uid_does_not_make_the_checks_user_root() -> None:
+async def test_an_account_named_65534_does_not_make_the_checks_user_root(sandbox: str) -> None:
     """A root agent adds a ``65534`` account with uid 0 first in /etc/passwd; the check runs
     the agent's ``calc`` as uid 65534 by number, so the planted line gives it no root."""
-    if os.geteuid() != 0:
-        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
-    verdict = await rollout("rootfs", "agentbench-dev-003", PASSWD_MAKES_NOBODY_ROOT)
+    verdict = await rollout(sandbox, "agentbench-dev-003", PASSWD_MAKES_NOBODY_ROOT)
     assert scored_zero(verdict), verdict
