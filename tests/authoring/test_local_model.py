@@ -1,7 +1,8 @@
 """``palaestra test`` with the real embedded model: an ``init``-ed package and every built-in.
 
-The smoke runs are kept small (two tasks, short answers, few steps) so the whole file stays
-within a few minutes on two cores; the two rollouts run side by side, as every smoke run's do,
+The smoke runs are kept small (two tasks, short answers, one model turn each: the model's
+prompt is most of the cost, and two one-turn rollouts cost what one two-turn rollout did) so
+the whole file stays within its budget on two cores; the two rollouts run side by side, as every smoke run's do,
 so a built-in that is not safe under concurrent rollouts fails here. Workplace's 25 tool
 schemas make its prompt the longest (about 20 s of model CPU for one rollout).
 """
@@ -20,7 +21,7 @@ from tests.models.test_local import needs_local
 
 pytestmark = [pytest.mark.local_model, needs_local]
 
-SMALL = SmokeOptions(tasks=2, max_output_tokens=48, max_steps=2)
+SMALL = SmokeOptions(tasks=2, max_output_tokens=48, max_steps=1)
 ENV_ARGS = {"tau2": {"user": "gold"}}
 """Built-ins that need an argument to run here: tau2's user is a model (``--user-model``) unless
 it is told to replay the gold user, which makes its oracle and null checks deterministic."""
