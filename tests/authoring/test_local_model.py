@@ -2,9 +2,10 @@
 
 The smoke runs are kept small (two tasks, short answers, one model turn each: the model's
 prompt is most of the cost, and two one-turn rollouts cost what one two-turn rollout did) so
-the whole file stays within its budget on two cores; the two rollouts run side by side, as every smoke run's do,
-so a built-in that is not safe under concurrent rollouts fails here. Workplace's 25 tool
-schemas make its prompt the longest (about 20 s of model CPU for one rollout).
+the whole file stays within its budget on two cores; the two rollouts run side by side, as
+every smoke run's do, so a built-in that is not safe under concurrent rollouts fails here.
+Workplace's 25 tool schemas make its prompt the longest (about 20 s of model CPU for one
+rollout).
 """
 
 from __future__ import annotations
