@@ -41,7 +41,9 @@ named with their module)::
     │   ├── WorkerTimeout              timeout: a pool task overran each time
     │   ├── SandboxLimitExceeded       sandbox_limit: sandboxed code hit a resource limit
     │   └── SandboxFailure             sandbox_error: a machine could not be built, started
-    │                                  or reached (infrastructure, never the agent's doing)
+    │       │                          or reached (infrastructure, never the agent's doing)
+    │       └── BoxRefused             palaestra.environment.harbor: a command the box's state
+    │                                  made fail at verification (the agent's: scored 0)
     ├── ToolError                      raised by a tool: its message goes back to the model
     ├── ToolCallRejected               the model's call was wrong: told to the model
     ├── PoolClosed                     palaestra.sandbox: the worker pool was shut down
@@ -51,8 +53,10 @@ named with their module)::
     ├── Overran                        palaestra.environment.boundary: env code overran
     ├── RequestError                   palaestra.serve: a request a server refuses (an answer)
     ├── GoldenError                    palaestra.authoring: a golden answer of no known shape
-    ├── RewardProblem                  palaestra.environment.harbor: no reward to read (then
-    │                                  the rollout is a verifier_error)
+    ├── RewardProblem                  palaestra.environment.harbor: no reward to read (the
+    │                                  box is scored 0, the reason in ``unverified``)
+    ├── ContextExceeded                palaestra.agents.episode: the prompt outgrew the model's
+    │                                  context (the episode ends truncated and is verified)
     ├── BadQuery                       palaestra.viewer: a query parameter (a 400)
     ├── ChangedFile                    palaestra.viewer: a run rewritten after indexing
     └── BodyTooLarge                   palaestra.serve: a request body over the server's cap

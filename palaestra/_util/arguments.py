@@ -150,7 +150,10 @@ def _hints(target: Callable[..., Any]) -> dict[str, Any]:
     return hints
 
 
-class _Refused(Exception):
+class _Refused(PalaestraError):
+    """A text an annotation cannot take; ``wants`` says what it takes (made a ``ConfigError``
+    naming the argument by ``check_keywords``)."""
+
     def __init__(self, wants: str) -> None:
         super().__init__(wants)
         self.wants = wants

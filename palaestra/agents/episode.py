@@ -33,6 +33,7 @@ from palaestra.environment.verdicts import verdict_problem
 from palaestra.errors import (
     EnvironmentFailure,
     EnvironmentTimeout,
+    PalaestraError,
     RolloutFailure,
     ServiceUnreachable,
     VerifierFailure,
@@ -57,7 +58,7 @@ CONTEXT_EXCEEDED = "context_exceeded"
 """``AgentResult.truncated`` of an episode whose prompt outgrew the model's context."""
 
 
-class ContextExceeded(Exception):
+class ContextExceeded(PalaestraError):
     """The model could not read the prompt: it no longer fits its context. Raised by
     ``Conversation.ask`` so that no agent goes on with an empty answer; ``run_episode`` ends
     the episode there and verifies it."""
