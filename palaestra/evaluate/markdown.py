@@ -107,7 +107,7 @@ def run_section(run: RunReport, *, level: int) -> list[str]:
     else:
         lines += ["No rollout failed.", ""]
     if run.truncated:
-        lines += [f"{run.truncated} scored rollouts ran out of max_steps (truncated).", ""]
+        lines += [truncated_line(run.truncated), ""]
     lines += [f"{heading} Time per phase (seconds per rollout)", ""]
     lines += [*spreads_table("phase", run.timings, "{:.3f}"), ""]
     lines += [f"{heading} Token usage (per rollout)", ""]
@@ -251,3 +251,13 @@ def _text(text: str) -> str:
     """A table cell's text: one line, pipes escaped, no HTML."""
     flat = " ".join(text.split())
     return flat.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def truncated_line(count: int) -> str:
+    """What the scored rollouts that were cut short are, in one sentence (any cause: the
+    agent's step budget, the simulated user's turns, the model's context)."""
+    rollouts, were = ("rollout", "was") if count == 1 else ("rollouts", "were")
+    return (
+        f"{count} scored {rollouts} {were} cut short (truncated: --max-steps, the user's turns "
+        f"or the model's context) and scored as {'it' if count == 1 else 'they'} stood."
+    )

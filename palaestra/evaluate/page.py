@@ -12,7 +12,13 @@ from html import escape
 
 from palaestra.evaluate.charts import bar_chart, interval_chart
 from palaestra.evaluate.figures import Figure, RunFigures
-from palaestra.evaluate.markdown import ENDPOINT_KEYS, TEXT_COLUMNS, intro, overall_definition
+from palaestra.evaluate.markdown import (
+    ENDPOINT_KEYS,
+    TEXT_COLUMNS,
+    intro,
+    overall_definition,
+    truncated_line,
+)
 from palaestra.evaluate.report import OVERALL, Report, RunReport, Spread, headline_names
 
 TASKS_SHOWN = 500
@@ -133,7 +139,7 @@ def _run(run: RunReport, *, several: bool) -> str:
     else:
         parts.append("<p>No rollout failed.</p>")
     if run.truncated:
-        parts.append(f"<p>{run.truncated} scored rollouts ran out of max_steps (truncated).</p>")
+        parts.append(f"<p>{escape(truncated_line(run.truncated))}</p>")
     parts.append(f"<{sub}>Time per phase (seconds per rollout)</{sub}>")
     parts.append(_spreads("phase", run.timings, "{:.3f}"))
     parts.append(f"<{sub}>Token usage (per rollout)</{sub}>")

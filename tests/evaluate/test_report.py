@@ -171,3 +171,17 @@ def test_a_run_still_being_written_is_reported_with_a_note_on_its_torn_line(
     for path, line in ((out, 4), (failures, 2)):
         assert f"{path}:{line}: the last line is incomplete" in markdown
         assert f"{path}:{line}: the last line is incomplete" in written.html.read_text()
+
+
+def test_a_truncated_rollout_is_counted_whatever_cut_it_short(tmp_path: Path) -> None:
+    """One rollout cut short by the model's context (not --max-steps): one, in the singular,
+    and no claim that max_steps did it."""
+    run = write_run(tmp_path / "cut.jsonl", {0: [1.0, 0.0], 1: [1.0, 1.0]})
+    rows = [orjson.loads(line) for line in run.read_bytes().splitlines()]
+    rows[1]["_palaestra"]["truncated"] = "context_exceeded"
+    run.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    written = write_report(run)
+    markdown, html = written.markdown.read_text(), written.html.read_text()
+    line = "1 scored rollout was cut short (truncated: --max-steps, the user's turns"
+    assert line in markdown and "max_steps (truncated)" not in markdown
+    assert "1 scored rollout was cut short" in html
