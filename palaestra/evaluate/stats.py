@@ -153,7 +153,8 @@ def bootstrap_means(
 def analytic_mean(
     values: Sequence[float] | npt.NDArray[np.float64], *, confidence: float = CONFIDENCE
 ) -> Interval | None:
-    """Wilson's interval when every value is 0 or 1, else Student's t (None below two)."""
+    """Wilson's interval when every value is 0 or 1, else Student's t (None below two),
+    kept within [0, 1] when every value is: a mean of rewards in [0, 1] cannot leave it."""
     import numpy as np
 
     data = np.asarray(values, dtype=np.float64)
@@ -161,7 +162,13 @@ def analytic_mean(
         return None
     if np.all((data == 0.0) | (data == 1.0)):
         return wilson(int(data.sum()), int(data.size), confidence=confidence)
-    return student_t(data, confidence=confidence)
+    interval = student_t(data, confidence=confidence)
+    if interval is not None and np.all((data >= 0.0) & (data <= 1.0)):
+        low, high = max(0.0, interval.low), min(1.0, interval.high)
+        if (low, high) != (interval.low, interval.high):
+            detail = f"{interval.detail}, kept within [0, 1]"
+            return Interval(low, high, interval.method, interval.confidence, detail)
+    return interval
 
 
 def wilson(successes: int, n: int, *, confidence: float = CONFIDENCE) -> Interval | None:

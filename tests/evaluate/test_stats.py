@@ -24,7 +24,7 @@ from palaestra.evaluate import (
     student_t,
     wilson,
 )
-from palaestra.evaluate.stats import bootstrap_means
+from palaestra.evaluate.stats import analytic_mean, bootstrap_means
 
 SIMULATIONS = 400
 
@@ -181,3 +181,14 @@ def test_newcombe_stays_open_when_no_task_changed() -> None:
     assert interval.low == pytest.approx(-interval.high) and interval.low < -0.4
     flat = bootstrap_mean(same - same)
     assert flat is not None and (flat.low, flat.high) == (0.0, 0.0)  # what the bootstrap says
+
+
+def test_the_interval_of_rewards_in_0_1_stays_in_0_1() -> None:
+    """Per-task means near 0 (a t interval alone would reach below 0) and near 1."""
+    low = analytic_mean([0.0, 0.0, 0.0, 0.5])
+    high = analytic_mean([1.0, 1.0, 1.0, 0.5])
+    assert low is not None and high is not None
+    assert low.low == 0.0 and low.high > 0.125 and "kept within [0, 1]" in low.detail
+    assert high.high == 1.0 and high.low < 0.875
+    wide = analytic_mean([-1.0, 0.0, 0.5])  # rewards outside [0, 1]: taken as they are
+    assert wide is not None and wide.low < -1.0
