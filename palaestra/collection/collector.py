@@ -228,6 +228,11 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
 
 def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, JsonDict]:
     """Check the output is free (or the same run, resumable), scan the input; change nothing."""
+    if config.resume and config.overwrite:
+        raise ConfigError(
+            "--resume and --overwrite contradict each other: --resume continues the earlier "
+            "run, --overwrite deletes it; pass one"
+        )
     check_input_file(config.input)
     ours = [*files.all(), files.failure_history, files.identity, files.lock]
     if config.input.resolve() in {p.resolve() for p in ours}:
@@ -238,7 +243,7 @@ def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, Json
             f"{config.output} already exists: pass --resume to continue that run "
             f"or --overwrite to start over"
         )
-    starting_over = config.overwrite and not config.resume
+    starting_over = config.overwrite
     recorded = None if starting_over else read_identity(files.identity)
     known = (recorded or {}).get("input")
     if not isinstance(known, dict) or known.get("path") != str(config.input.resolve()):

@@ -189,6 +189,7 @@ class Shout(Environment):
         (["--env", "weather", "--input", "missing.jsonl"], "input file not found: missing.jsonl"),
         (["--env", "weather", "--model", "not-a-model"], "not-a-model"),
         (["--env", "weather", "--model", "http://127.0.0.1:9/v1"], "127.0.0.1:9"),
+        (["--env", "weather", "--resume", "--overwrite"], "--resume and --overwrite contradict"),
     ],
 )
 def test_user_errors_are_one_clear_line_not_a_traceback(
