@@ -61,6 +61,11 @@ def report_command(
     with exit_on_user_error(console):
         if len(runs) > 1 and (markdown is None or html is None):
             raise ConfigError("several runs make one report: give --markdown and --html")
+        for path in runs:
+            if path.is_file() and not _holds_a_row(path) and not _holds_a_row(failures_of(path)):
+                raise ConfigError(
+                    f"{path} holds no rollouts, nor does its failures file: nothing to report"
+                )
         written = write_report(
             list(runs) if len(runs) > 1 else runs[0],
             markdown=markdown,
@@ -73,6 +78,21 @@ def report_command(
         for warning in run.figures.run.warnings:
             console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     show_written(written.markdown, written.html, Console(), headline=written.report.headline())
+
+
+def failures_of(run: Path) -> Path:
+    """The run's failures file (``RunFiles.failures``)."""
+    from palaestra.collection.files import RunFiles
+
+    return RunFiles(run).failures
+
+
+def _holds_a_row(path: Path) -> bool:
+    """Whether ``path`` is a file with a line that is not blank (read up to the first)."""
+    if not path.is_file():
+        return False
+    with path.open("rb") as file:
+        return any(line.strip() for line in file)
 
 
 def show_written(

@@ -91,3 +91,14 @@ def test_report_skips_a_torn_last_line_with_a_warning_naming_the_file_and_line(
     broken = run_cli("report", "middle.jsonl", cwd=tmp_path)
     assert broken.returncode == 1
     assert broken.stderr.startswith("error: middle.jsonl:2: not JSON")
+
+
+def test_a_run_with_no_rollouts_is_one_line_and_writes_no_report(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_text("\n")
+    (tmp_path / "empty_failures.jsonl").write_text("")
+    done = run_cli("report", "empty.jsonl", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "error: empty.jsonl holds no rollouts, nor does its failures file: nothing to report"
+    )
+    assert not (tmp_path / "empty_report.md").exists()
