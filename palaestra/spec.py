@@ -112,11 +112,15 @@ class ModelConfig(pydantic.BaseModel):
     @pydantic.model_validator(mode="before")
     @classmethod
     def _one_url_or_a_pool(cls, fields: Any) -> Any:
-        """``urls`` with one entry is ``url``; with several, ``url`` is None (a pool)."""
+        """``urls`` with one entry is ``url``; with several, ``url`` is None (a pool). A URL
+        given twice (``U`` and ``U/`` too) is one endpoint, spelt as first given."""
         urls = fields.get("urls") if isinstance(fields, dict) else None
         if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
             return fields  # nothing to normalise, or wrong: the field's own check says so
-        unique = list(dict.fromkeys(urls))
+        spelt: dict[str, str] = {}
+        for given in urls:
+            spelt.setdefault(given.rstrip("/"), given)
+        unique = list(spelt.values())
         if fields.get("url") not in (None, *unique):
             return fields
         if len(unique) == 1:

@@ -286,3 +286,10 @@ async def test_a_replica_answering_empty_answers_at_once_gets_few_of_the_rollout
     stats = {entry["url"]: entry for entry in pool.endpoint_stats()}
     assert stats[hollow.url]["empty_answers"] == to_hollow and stats[hollow.url]["removed"] >= 1
     assert stats[sound.url]["empty_answers"] == 0 and stats[sound.url]["failures"] == 0
+
+
+def test_a_url_given_with_and_without_its_slash_is_one_endpoint() -> None:
+    one = ModelConfig(urls=["http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1/"])
+    assert (one.url, one.urls) == ("http://127.0.0.1:8000/v1", [])
+    two = ModelConfig(urls=["http://a:1/v1/", "http://b:1/v1", "http://a:1/v1"])
+    assert (two.url, two.urls) == (None, ["http://a:1/v1/", "http://b:1/v1"])
