@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 
 import pytest
 
@@ -245,3 +246,17 @@ async def test_a_rollout_waiting_on_a_cancelled_call_asks_the_judge_itself() -> 
     assert await waiter == (DIFFERENT, False)
     assert owner.cancelled() and asked == ["slow", "quick"]
     assert await cache.label(key, slow) == (DIFFERENT, True)
+
+
+async def test_the_rewards_page_example_makes_a_task_without_its_answer_invalid_input() -> None:
+    """docs/rewards.md promises ``invalid_input`` for a task without the field a part reads:
+    its own example must keep the promise (its ``exact`` part reads ``expected_answer``)."""
+    page = (Path(__file__).parents[2] / "docs" / "rewards.md").read_text()
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(code, "docs/rewards.md", "exec"), namespace)  # the page's own code
+    environment = namespace["ShortAnswers"]()  # type: ignore[operator]
+    session = Session("s", {"question": "Capital of Australia?"}, {})
+    verdict = await environment.verify(session, reply("Canberra"))
+    assert verdict.failure is not None and verdict.failure.kind is FailureKind.INVALID_INPUT
+    assert verdict.failure.reason == "rubric part 'exact': the task has no 'expected_answer'"
