@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from palaestra.environment.client import EnvironmentClient
+from palaestra.errors import EnvironmentFailure
 from palaestra.models.affinity import ROLLOUT_SCOPE
 from palaestra.types import AgentResult, JsonDict
 
@@ -113,7 +114,17 @@ async def checkpoint(
         return
     phase = time.perf_counter()
     state = await env.export_state(session_id)  # type: ignore[attr-defined]
-    if not durable.save(encoded_checkpoint(durable, result, state, extra)):
+    try:
+        encoded = encoded_checkpoint(durable, result, state, extra)
+    except TypeError:
+        try:  # only now, on the error path: which part JSON could not hold
+            orjson.dumps(state)
+        except TypeError as error:
+            raise EnvironmentFailure(
+                f"export_state returned a state JSON cannot hold ({error})"
+            ) from None
+        raise
+    if not durable.save(encoded):
         durable.fenced = True
     result.add_time("checkpoint", phase)
 

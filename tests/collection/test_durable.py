@@ -257,6 +257,19 @@ async def test_a_state_that_is_not_a_json_object_fails_its_rollout_as_env_error(
     assert any("export_state returned list, not a JSON object" in r for r in summary.reasons)
 
 
+class UnencodableExport(DurableLedger):
+    def export_state(self, session: Session) -> JsonDict:
+        return {"seen": {1, 2}}  # a set: a dict, but not JSON
+
+
+async def test_a_state_that_json_cannot_hold_fails_its_rollout_as_env_error(
+    tmp_path: Path,
+) -> None:
+    summary = await run(UnencodableExport(), FakeModel(ledger_script()), tmp_path, resume=False)
+    assert summary.failures == Counter({"env_error": TASKS})
+    assert any("export_state returned a state JSON cannot hold" in r for r in summary.reasons)
+
+
 class StepLedger(StepEnvironment):
     """A turn-based ledger: each step deposits its number; the episode ends after ``turns``."""
 
