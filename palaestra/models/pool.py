@@ -319,9 +319,7 @@ class ModelPool:
             endpoint.failures += 1
             endpoint.last_failure = error.reason
             if _health_failure(error.transient):
-                endpoint.streak += 1
-                if endpoint.streak >= FAILURES_TO_REMOVE and endpoint.healthy:
-                    self._take_out(endpoint)
+                self._unhealthy(endpoint)
             else:
                 endpoint.streak = 0  # it answered: alive, whatever it said
             raise
@@ -331,9 +329,7 @@ class ModelPool:
         if empty_answer(answer):  # answered, but nothing: as unhealthy as a garbage answer
             endpoint.empty_answers += 1
             endpoint.last_failure = "an empty answer (no text, no tool call)"
-            endpoint.streak += 1
-            if endpoint.streak >= FAILURES_TO_REMOVE and endpoint.healthy:
-                self._take_out(endpoint)
+            self._unhealthy(endpoint)
             return answer
         endpoint.streak = 0
         if not endpoint.healthy:  # every endpoint was out and this call found one back
@@ -356,6 +352,12 @@ class ModelPool:
         )
         final.transient = error.transient
         return final
+
+    def _unhealthy(self, endpoint: Endpoint) -> None:
+        """One more unhealthy answer in a row: the endpoint is taken out at the limit."""
+        endpoint.streak += 1
+        if endpoint.streak >= FAILURES_TO_REMOVE and endpoint.healthy:
+            self._take_out(endpoint)
 
     def _take_out(self, endpoint: Endpoint) -> None:
         endpoint.healthy = False
