@@ -27,6 +27,8 @@ class Limit(enum.StrEnum):
     OUTPUT = "output"
     NETWORK = "network"
     FILESYSTEM = "filesystem"
+    FILES_OUT = "files_out"
+    """More files matched ``collect`` than its ``max_files``: raised, never a cut result."""
 
 
 @dataclass(frozen=True, slots=True)

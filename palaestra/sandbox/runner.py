@@ -22,14 +22,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, SandboxLimitExceeded
 from palaestra.sandbox import isolation, seccomp
 from palaestra.sandbox.cgroup import MemoryCgroups, find_memory_cgroups
 from palaestra.sandbox.limits import Limit, Limits
 from palaestra.sandbox.process import SandboxProcess, supervise
 from palaestra.sandbox.result import SandboxResult
 from palaestra.sandbox.session import PythonSession
-from palaestra.sandbox.workdir import WorkDir, check_reachable, sweep_stale, tmpfs_problem
+from palaestra.sandbox.workdir import (
+    MAX_FILES_OUT,
+    WorkDir,
+    check_reachable,
+    sweep_stale,
+    tmpfs_problem,
+)
 
 Isolation = Literal["auto", "bubblewrap", "rlimits"]
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -115,13 +121,18 @@ class Sandbox:
         files: Mapping[str, str | bytes] | None = None,
         stdin: str | bytes | None = None,
         collect: Sequence[str] = (),
+        max_files: int = MAX_FILES_OUT,
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
     ) -> SandboxResult:
         """Run ``command`` in a fresh work dir holding ``files``; return how it ended.
 
         ``collect``: glob patterns (relative to the work dir) of files to return in
-        ``result.files``. ``env`` adds variables to the clean environment.
+        ``result.files`` (regular files only, each cut at ``limits.file_size_mb``). More
+        than ``max_files`` of them raises ``SandboxLimitExceeded`` (``Limit.FILES_OUT``,
+        a ``sandbox_limit`` failure in a rollout) naming the patterns, the count and the
+        limit: raise ``max_files`` to collect more. ``env`` adds variables to the clean
+        environment.
         """
         limits = limits or self.limits
         mode = self.isolation
@@ -139,7 +150,13 @@ class Sandbox:
             with _stdin_file(stdin) as stdin_file:
                 process = await self._launch(command, work, uid, limits, env, stdin_file)
             outcome = await supervise(process, limits)
-            gathered = work.collect(collect, limits.file_size_mb * _MB) if collect else {}
+            try:
+                gathered = (
+                    work.collect(collect, limits.file_size_mb * _MB, max_files) if collect else {}
+                )
+            except SandboxLimitExceeded:
+                self.counted(Limit.FILES_OUT)
+                raise
             disk_full = work.full()
             memory_full = process.oom_kills() > 0
         finally:
@@ -175,17 +192,25 @@ class Sandbox:
         files: Mapping[str, str | bytes] | None = None,
         stdin: str | bytes | None = None,
         collect: Sequence[str] = (),
+        max_files: int = MAX_FILES_OUT,
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
     ) -> SandboxResult:
-        """Run ``code`` as ``main.py`` in the work dir with the sandbox's interpreter."""
+        """Run ``code`` as ``main.py`` in the work dir with the sandbox's interpreter
+        (``collect`` and ``max_files`` as for ``run``)."""
         files = dict(files or {})
         if "main.py" in files:
             raise ValueError("files must not contain main.py: the code is written there")
         files["main.py"] = code
         command = [self.python, "-u", "-B", "-E", "-s", "main.py"]
         return await self.run(
-            command, files=files, stdin=stdin, collect=collect, limits=limits, env=env
+            command,
+            files=files,
+            stdin=stdin,
+            collect=collect,
+            max_files=max_files,
+            limits=limits,
+            env=env,
         )
 
     async def session(

@@ -21,10 +21,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from palaestra._util.processes import alive, pid_namespace, same_process, started
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, SandboxLimitExceeded
+from palaestra.sandbox.limits import Limit
 
 PREFIX = "palaestra-sandbox-"
 MAX_FILES_OUT = 1000
+"""Files ``collect`` returns from one run unless told more (``max_files``)."""
 INODES_PER_MB = 128
 """Files a bounded run may create per MB of ``disk_mb``: each costs about 1 KB of kernel
 memory that the size bound does not count (32,768 files, ~32 MB, at the default 256 MB)."""
@@ -71,24 +73,38 @@ class WorkDir:
             path.write_bytes(data)
             self._own(path)
 
-    def collect(self, patterns: Iterable[str], max_bytes: int) -> dict[str, bytes]:
+    def collect(
+        self, patterns: Iterable[str], max_bytes: int, max_files: int = MAX_FILES_OUT
+    ) -> dict[str, bytes]:
         """Regular files matching the glob ``patterns``, as relative path -> content.
 
         Run only once every process of the run is gone. Symlinks are never followed: a file
-        the code linked to ``/etc/shadow`` is skipped, not read with our privileges.
+        the code linked to ``/etc/shadow`` is skipped, not read with our privileges. More
+        than ``max_files`` matching files is ``SandboxLimitExceeded`` (``Limit.FILES_OUT``)
+        naming the patterns, how many matched and the limit: a caller never gets a silently
+        cut set of outputs.
         """
-        found: dict[str, bytes] = {}
         root = os.path.realpath(self.path)
+        matched: dict[str, Path] = {}
         for pattern in patterns:
             for match in sorted(self.path.glob(str(_relative(pattern)))):
                 name = match.relative_to(self.path).as_posix()
-                if name in found or len(found) >= MAX_FILES_OUT:
+                if name in matched or not _regular(match):
                     continue
-                if os.path.commonpath([root, os.path.realpath(match)]) != root:
-                    continue
-                data = _read_regular(match, max_bytes)
-                if data is not None:
-                    found[name] = data
+                if os.path.commonpath([root, os.path.realpath(match)]) == root:
+                    matched[name] = match
+        if len(matched) > max_files:
+            raise SandboxLimitExceeded(
+                f"collect {list(patterns)!r}: {len(matched):,} files match in the run's work "
+                f"dir, over the limit of {max_files:,}; give a larger max_files to collect "
+                "them all, or narrower patterns",
+                Limit.FILES_OUT,
+            )
+        found: dict[str, bytes] = {}
+        for name, match in matched.items():
+            data = _read_regular(match, max_bytes)
+            if data is not None:
+                found[name] = data
         return found
 
     def full(self) -> bool:
@@ -231,6 +247,14 @@ def _relative(name: str) -> PurePosixPath:
     if path.is_absolute() or not path.parts or ".." in path.parts:
         raise ValueError(f"sandbox file name must be a relative path inside the work dir: {name!r}")
     return path
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` itself (not what a link names) is a regular file."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _read_regular(path: Path, max_bytes: int) -> bytes | None:

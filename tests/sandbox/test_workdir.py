@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from palaestra._util.processes import pid_namespace, started
-from palaestra.sandbox import Sandbox
+from palaestra.errors import SandboxLimitExceeded
+from palaestra.sandbox import Limit, Sandbox
 from palaestra.sandbox.workdir import PREFIX, WorkDir, mount_tmpfs, sweep_stale
 
 
@@ -33,6 +36,20 @@ async def test_collecting_skips_directories_and_leaks_no_file_descriptor(
         assert result.ok, result.stderr
         assert result.files == {"out.txt": b"mine", "linked/kept.txt": b"inner"}
     assert open_fds() == before
+
+
+async def test_collecting_more_files_than_the_limit_is_an_error_naming_it(
+    sandbox: Sandbox,
+) -> None:
+    code = "import os\nos.mkdir('out')\nfor i in range(1200): open(f'out/{i}', 'w').write('x')\n"
+    with pytest.raises(SandboxLimitExceeded) as raised:  # before: 1,000 of them, silently
+        await sandbox.run_python(code, collect=["out/*"])
+    assert raised.value.limit == Limit.FILES_OUT
+    assert "['out/*']: 1,200 files match" in str(raised.value)
+    assert "limit of 1,000" in str(raised.value) and "max_files" in str(raised.value)
+    assert sandbox.limit_hits[Limit.FILES_OUT] == 1
+    result = await sandbox.run_python(code, collect=["out/*"], max_files=1200)
+    assert len(result.files) == 1200 and result.files["out/1199"] == b"x"
 
 
 def test_a_bounded_work_dir_left_by_a_dead_process_is_unmounted_and_removed(
