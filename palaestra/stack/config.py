@@ -36,6 +36,7 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
+from palaestra._util.yaml_files import load_yaml
 from palaestra.errors import ConfigError
 from palaestra.spec import AgentSpec, EnvSpec, ModelConfig, ServeSpec, validated
 
@@ -180,21 +181,28 @@ class StackConfig(pydantic.BaseModel):
 
 
 def load_stack(path: Path, overrides: Sequence[str] = ()) -> StackConfig:
-    """Read and check a stack file; a ``ConfigError`` names the file and the field.
+    """Read and check a stack file; a ``ConfigError`` names the file and the field (and the
+    line, for a key given twice or a stack with no server: one would run forever).
 
     ``overrides`` are ``dotted.key=value`` strings (the value read as YAML) applied on top,
     e.g. ``servers.agent.max_steps=4`` or ``host=0.0.0.0``.
     """
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        loaded = load_yaml(path.read_text(encoding="utf-8"), str(path))
     except OSError as error:
         raise ConfigError(f"cannot read stack file {path}: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    raw = loaded.value
     for override in overrides:
         raw = apply_override(raw, override)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a stack file is a mapping with 'servers'")
+    if "servers" in raw and not raw["servers"]:
+        line = f":{loaded.lines['servers']}" if "servers" in loaded.lines else ""
+        raise ConfigError(
+            f"{path}{line}: field 'servers': no server to run; a stack names at least one"
+        )
     _check_model_options(raw, path)
     config = validated(StackConfig, raw, str(path))
     _check_references(config, path)

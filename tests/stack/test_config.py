@@ -162,3 +162,40 @@ def test_run_refuses_a_server_named_like_a_path_before_writing_anything(tmp_path
     assert f"{stack}: key '../../evil' under 'servers'" in done.stderr
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.rglob("*evil*")) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field"),
+    [
+        (STACK + "  env: {kind: env, env: counter}\n", 5, "servers.env"),
+        (
+            "servers:\n  env: {kind: env,\n        env: weather, env: counter}\n",
+            3,
+            "servers.env.env",
+        ),
+        ("host: 127.0.0.1\nservers: {env: {kind: env, env: weather}}\nhost: 0.0.0.0\n", 3, "host"),
+    ],
+)
+def test_a_key_given_twice_is_refused_naming_the_file_line_and_key(
+    tmp_path: Path, text: str, line: int, field: str
+) -> None:
+    path = tmp_path / "stack.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as refused:  # before: the last one won, silently
+        load_stack(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}:{line}: field '{field}': given twice (first at line ")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("servers", ["servers: {}\n", "host: 127.0.0.1\nservers:\n"])
+def test_a_stack_with_no_server_is_refused_in_one_line_by_run(tmp_path: Path, servers: str) -> None:
+    from tests.cli.test_collect_cli import run_cli
+
+    (tmp_path / "stack.yaml").write_text(servers)
+    done = run_cli("run", "stack.yaml", cwd=tmp_path, timeout=60)  # before: ran forever
+    line = servers.count("\n")
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"error: stack.yaml:{line}: field 'servers': no server to run; a stack names at least one"
+    )
