@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 LOCAL_STATE = Path(".palaestra") / "stack.json"
-"""The stack's record beside where it was started, for scripts (status reads the per-user one)."""
+"""The record of the stack started last from this directory, for scripts (status reads the
+per-user ones, one per running stack)."""
 
 
 @click.command("run")
@@ -38,7 +39,8 @@ LOCAL_STATE = Path(".palaestra") / "stack.json"
 @click.option(
     "--log-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Where server logs go. Default: .palaestra/logs/<stack name>/.",
+    help="Where server logs go (no other running stack may use it). Default: "
+    ".palaestra/logs/<stack name>/, or <stack name>-2/, ... while another stack holds it.",
 )
 @click.option(
     "--set",
@@ -55,15 +57,21 @@ def run_command(stack_file: Path, log_dir: Path | None, overrides: tuple[str, ..
     `palaestra status` finds the stack from any directory.
     """
     from palaestra.stack.config import load_stack, load_token
+    from palaestra.stack.logs import LogDirectory
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
         config = load_stack(stack_file, overrides)
         token = load_token(stack_file, dict(os.environ))
-        logs = log_dir or Path(".palaestra") / "logs" / stack_file.stem
+        logs = LogDirectory.claim(
+            log_dir or Path(".palaestra") / "logs" / stack_file.stem, chosen=log_dir is not None
+        )
         from palaestra._util.loop import run_on_fast_loop
 
-        run_on_fast_loop(_run(config, stack_file, logs, token, console))
+        try:
+            run_on_fast_loop(_run(config, stack_file, logs.path, token, console))
+        finally:
+            logs.release()
 
 
 async def _run(
@@ -110,7 +118,8 @@ async def _run(
         states.append(LOCAL_STATE)
         console.print(_servers_table(supervisor.snapshot(), url))
         console.print(
-            f"[green]ready[/] in {time.perf_counter() - started:.1f} s — Ctrl-C stops everything",
+            f"[green]ready[/] in {time.perf_counter() - started:.1f} s, logs in "
+            f"{escape(str(logs))} — Ctrl-C stops everything",
             highlight=False,
         )
         while not stop.is_set():
@@ -123,8 +132,17 @@ async def _run(
             await asyncio.gather(head_task, return_exceptions=True)
         await supervisor.stop()
         for state in states:
-            state.unlink(missing_ok=True)
+            if state != LOCAL_STATE or _recorded_pid(state) == os.getpid():
+                state.unlink(missing_ok=True)  # a stack started here later holds LOCAL_STATE
         console.print("stack stopped", highlight=False)
+
+
+def _recorded_pid(state: Path) -> int | None:
+    """The pid a stack record names (``None`` if it cannot be read)."""
+    try:
+        return int(orjson.loads(state.read_bytes())["pid"])
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
 
 
 async def _interruptible(work: Coroutine[Any, Any, T], stop: asyncio.Event) -> T | None:

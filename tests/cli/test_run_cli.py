@@ -379,3 +379,49 @@ def test_an_env_server_run_as_a_command_is_reached_over_tcp_by_the_stacks_agent(
     finally:
         if stack.poll() is None:
             stack.kill()
+
+
+def test_two_stacks_started_from_one_directory_write_their_own_logs(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    stacks: list[subprocess.Popen[str]] = []
+    try:
+        for folder in ("one", "two"):  # two stack files of one name, run from tmp_path
+            (tmp_path / folder).mkdir()
+            (tmp_path / folder / "stack.yaml").write_text(
+                "servers:\n  weather_env: {kind: env, env: weather}\n"
+            )
+            stacks.append(
+                subprocess.Popen(
+                    [*PALAESTRA, "run", f"{folder}/stack.yaml"],
+                    cwd=tmp_path,
+                    text=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    env={**os.environ, "COLUMNS": "200"},
+                )
+            )
+            assert f"logs in {Path('.palaestra', 'logs', 'stack')}" in read_until(
+                stacks[-1], "ready in"
+            )
+        heads = {
+            orjson.loads((state_dir / f"{stack.pid}.json").read_bytes())["head"] for stack in stacks
+        }
+        servers = [head_servers(head)["weather_env"] for head in heads]
+        assert {str(server["log"]) for server in servers} == {  # before: both in stack/
+            str(Path(".palaestra", "logs", "stack", "weather_env.log")),
+            str(Path(".palaestra", "logs", "stack-2", "weather_env.log")),
+        }
+        for server in servers:
+            text = (tmp_path / server["log"]).read_text()
+            others = [s["url"] for s in servers if s["url"] != server["url"]]
+            assert server["url"] in text and not any(url in text for url in others)
+        stacks[0].send_signal(signal.SIGINT)  # the first stops; the second's record stays
+        assert stacks[0].wait(30) == 0
+        recorded = orjson.loads((tmp_path / ".palaestra" / "stack.json").read_bytes())
+        assert recorded["pid"] == stacks[1].pid
+    finally:
+        for stack in stacks:
+            if stack.poll() is None:
+                stack.send_signal(signal.SIGINT)
+                stack.wait(30)
