@@ -18,7 +18,10 @@ CLI). A call costs a client start (~50 ms), small beside a container's start.
   carries the labels ``palaestra.box=1`` and ``palaestra.lease=<pid>:<start time>:<pid
   namespace>`` (its owner), set by the daemon as it creates the container, so no box exists
   without its lease; ``reap`` removes the boxes of owners that are gone (also after
-  ``kill -9``).
+  ``kill -9``), never a container without these labels nor one whose owner lives. A box
+  never closed is removed when its object is collected or its process exits
+  (``weakref.finalize``; a forked child's exit leaves it), so only a process that could not
+  exit cleanly leaves a container for ``reap``.
 - ``Box.root`` is the container's merged overlay directory and commands' leftovers are found
   through the host's ``/proc``: the provider needs a *local* daemon (same kernel, same host
   filesystem), and root to read and write that directory.
@@ -50,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -57,6 +61,7 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -69,6 +74,8 @@ from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.layers import drop_from_upper
 from palaestra.sandbox.machines.provider import TOOLCHAIN, Box, BoxSpec, Image, Provider
 from palaestra.sandbox.process import SandboxProcess
+
+log = logging.getLogger("palaestra.sandbox.machines")
 
 BOX_LABEL = "palaestra.box"
 LEASE_LABEL = "palaestra.lease"
@@ -272,7 +279,11 @@ class DockerProvider(Provider):
             raise SandboxFailure(f"docker run of {image.ref} failed: {_last_line(errors)}")
         container = output.decode().strip()
         box = DockerBox(self, container, Path("/"), image, 0)
-        await box._locate(name)
+        try:
+            await box._locate(name)
+        except BaseException:
+            box._finalizer.detach()  # an abandoned start: ``start`` removes it
+            raise
         if not quota:
             box.watch(spec.storage_mb)
         return box
@@ -443,18 +454,28 @@ class DockerBox(Box):
         """Why the box's processes were killed at its storage bound (the watch), if they were."""
         self._watch: storage.LayerWatch | None = None
         self._closed = False
+        self._leftover = _Leftover(provider, container)
+        self._finalizer = weakref.finalize(self, self._leftover.remove)
+        """Removes the container if the box is dropped unclosed or this process exits first
+        (``weakref.finalize`` also runs at interpreter exit)."""
 
     def watch(self, storage_mb: int) -> None:
         """Hold ``storage_mb`` by watching the writable layer (``storage.LayerWatch``): over
         it, every process of the box but its init is killed, and ``full`` says so."""
         if self.upper is None or self._watch is not None:
             return
-        self._watch = storage.LayerWatch(
-            self.upper,
-            storage_mb << 20,
-            lambda held: self._on_full(held, storage_mb),
-            hidden=lambda: deleted_open_bytes(self.pid, [self.root, self.upper]),
-        )
+        box = weakref.ref(self)  # the watch's thread must not keep a dropped box alive
+
+        def on_full(held: int) -> None:
+            if (alive := box()) is not None:
+                alive._on_full(held, storage_mb)
+
+        def hidden() -> int:
+            alive = box()
+            return 0 if alive is None else deleted_open_bytes(alive.pid, [alive.root, alive.upper])
+
+        self._watch = storage.LayerWatch(self.upper, storage_mb << 20, on_full, hidden=hidden)
+        self._leftover.watch = self._watch
 
     def _on_full(self, held: int, storage_mb: int) -> None:
         self.full = (
@@ -581,11 +602,43 @@ class DockerBox(Box):
                 "rm", "--force", "--volumes", self.container
             )
         except asyncio.CancelledError:
-            self.provider._remove_sync(self.container)
+            if self.provider._remove_sync(self.container).returncode == 0:
+                self._finalizer.detach()
             raise
         if status != 0 and b"No such container" not in errors:
-            raise SandboxFailure(
+            raise SandboxFailure(  # the finalizer stays: it tries again when the box goes
                 f"docker rm of box {self.container[:12]} failed: {_last_line(errors)}"
+            )
+        self._finalizer.detach()
+
+
+class _Leftover:
+    """What removes a box's container when its ``DockerBox`` was never closed: dropped (the
+    object collected) or still open when the process exits. Holds no reference to the box,
+    so the box can be collected. Only the process that started the box removes it: a forked
+    child exiting runs the same finalizers, and must leave its parent's boxes alone."""
+
+    def __init__(self, provider: DockerProvider, container: str) -> None:
+        self.docker = provider.docker
+        self.env = provider._client_env()
+        self.container = container
+        self.owner = os.getpid()
+        self.watch: storage.LayerWatch | None = None
+
+    def remove(self) -> None:
+        if os.getpid() != self.owner:
+            return
+        if self.watch is not None:
+            self.watch.stop()
+        log.warning("docker box %s was not closed: removing it", self.container[:12])
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(
+                [self.docker, "rm", "--force", "--volumes", self.container],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env=self.env,
+                timeout=120,
+                check=False,
             )
 
 
