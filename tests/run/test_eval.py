@@ -96,6 +96,15 @@ def test_an_earlier_evaluation_is_refused_before_anything_runs(
         )
 
 
+def test_an_evaluation_that_left_only_unfinished_rollouts_is_refused_too(tmp_path: Path) -> None:
+    (tmp_path / "mcqa_checkpoints.jsonl").write_bytes(
+        b'{"task": 0, "rollout": 0, "epoch": 1, "checkpoint": {}}\n'
+    )
+    with pytest.raises(palaestra.ConfigError, match=r"mcqa_checkpoints.jsonl holds unfinished"):
+        palaestra.eval(["mcqa"], model="http://127.0.0.1:9/v1", output_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mcqa_checkpoints.jsonl"]
+
+
 def test_mistakes_are_caught_before_anything_runs(tmp_path: Path) -> None:
     with pytest.raises(palaestra.ConfigError, match="two environments are named 'mcqa'"):
         palaestra.eval(["mcqa", "mcqa"], output_dir=tmp_path)
