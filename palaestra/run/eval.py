@@ -37,6 +37,7 @@ and ``resume=True`` continues.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -311,7 +312,11 @@ def _per_environment(
     callback = progress
 
     def progress_for(name: str) -> Callable[[RunSummary], object]:
-        return lambda summary: callback(name, summary)
+        @functools.wraps(callback)  # an error in it names the caller's function, not this one
+        def one(summary: RunSummary) -> object:
+            return callback(name, summary)
+
+        return one
 
     return progress_for
 
