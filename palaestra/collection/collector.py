@@ -28,7 +28,7 @@ from palaestra.agents.base import RolloutRunner
 from palaestra.agents.durable import DURABILITY, Durability
 from palaestra.collection.aggregate import RunMetrics
 from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
-from palaestra.collection.digests import check_task_digests
+from palaestra.collection.digests import check_task_digests, tasks_digest
 from palaestra.collection.files import (
     JsonlAppender,
     OutputError,
@@ -254,9 +254,10 @@ def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, Json
         repeats=config.repeats,
         sampling=config.overrides,
         facts=config.run_facts or {AGENT_REF: config.agent_ref},
+        tasks_sha256=tasks_digest(config.input),
     )
     if recorded is not None:
-        check_task_digests(config.output)  # before the identity: it names the folder
+        check_task_digests(config.output, config.input)  # before the identity: names the folder
         check_same_run(files.identity, recorded, identity)
     return scan, identity
 
