@@ -19,6 +19,7 @@ from palaestra.environment.sessions import Session
 from palaestra.environment.step import StepEnvironment
 from palaestra.environment.tools import tool
 from palaestra.errors import (
+    CallbackError,
     ConfigError,
     InputError,
     InvalidTask,
@@ -88,6 +89,7 @@ __all__ = [
     "AgentResult",
     "AgentSpec",
     "AggregateFile",
+    "CallbackError",
     "CollectOptions",
     "ConfigError",
     "Criterion",

@@ -13,6 +13,7 @@ named with their module)::
     │   └── StackError                 palaestra.stack.supervisor: a stack cannot run
     ├── InputError                     a bad input row: names the file, line and field
     ├── RunStopped                     a runner cannot go on: the collector stops (resumable)
+    ├── CallbackError                  a caller's callback raised: the run stops (resumable)
     ├── RolloutFailure                 a rollout's failure, recorded with its kind
     │   ├── ModelError                 model_error: the model endpoint failed or answered junk
     │   │   ├── ModelHttpError         palaestra.models.openai.retry: HTTP error after retries
@@ -109,6 +110,12 @@ class RunStopped(PalaestraError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
+
+
+class CallbackError(PalaestraError):
+    """A function the caller handed palaestra (``collect``'s or ``eval``'s ``progress``)
+    raised: the run stops, its rows so far kept (resumable). The message names the function
+    and the line of the caller's code it raised at; the original is the ``__cause__``."""
 
 
 class RolloutFailure(PalaestraError):

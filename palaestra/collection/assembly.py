@@ -52,10 +52,15 @@ class FoundEnvironment:
         return self.instance
 
     def facts(self) -> JsonDict:
-        """What a run's rows depend on: the name and the constructor's arguments."""
+        """What a run's rows depend on: the name and the constructor's arguments (and which
+        of them only say where its tasks are: ``identity``'s ``env.located``)."""
         if self.given:
             return {"name": self.name}
-        return {"name": self.name, "args": effective_keywords(self.cls, self.args)}
+        facts: JsonDict = {"name": self.name, "args": effective_keywords(self.cls, self.args)}
+        located: tuple[str, ...] = getattr(self.cls, "location_args", ())
+        if located:
+            facts["located"] = list(located)
+        return facts
 
 
 def find(spec: EnvSpec) -> FoundEnvironment | None:

@@ -17,6 +17,7 @@ cannot be written (disk full). A rollout that met such an outage is recorded ``t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from palaestra.agents.base import RolloutRunner
 from palaestra.agents.durable import DURABILITY, Durability
 from palaestra.collection.aggregate import RunMetrics
 from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
-from palaestra.collection.digests import check_task_digests
+from palaestra.collection.digests import check_task_digests, tasks_digest
 from palaestra.collection.files import (
     JsonlAppender,
     OutputError,
@@ -237,14 +238,13 @@ def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, Json
     ours = [*files.all(), files.failure_history, files.identity, files.lock]
     if config.input.resolve() in {p.resolve() for p in ours}:
         raise ConfigError(f"--output {config.output} would overwrite the input file")
-    exists = config.output.exists() and config.output.stat().st_size > 0
-    if exists and not (config.resume or config.overwrite):
+    kept = work_to_keep(files)
+    if kept is not None and not (config.resume or config.overwrite):
+        what = "already exists" if kept == files.output else "holds rollouts a run left unfinished"
         raise ConfigError(
-            f"{config.output} already exists: pass --resume to continue that run "
-            f"or --overwrite to start over"
+            f"{kept} {what}: pass --resume to continue that run or --overwrite to start over"
         )
-    starting_over = config.overwrite
-    recorded = None if starting_over else read_identity(files.identity)
+    recorded = None if starts_over(files, config) else read_identity(files.identity)
     known = (recorded or {}).get("input")
     if not isinstance(known, dict) or known.get("path") != str(config.input.resolve()):
         known = None
@@ -254,11 +254,31 @@ def inspect_run(files: RunFiles, config: CollectConfig) -> tuple[InputScan, Json
         repeats=config.repeats,
         sampling=config.overrides,
         facts=config.run_facts or {AGENT_REF: config.agent_ref},
+        tasks_sha256=tasks_digest(config.input),
     )
     if recorded is not None:
-        check_task_digests(config.output)  # before the identity: it names the folder
+        check_task_digests(config.output, config.input)  # before the identity: names the folder
         check_same_run(files.identity, recorded, identity)
     return scan, identity
+
+
+def work_to_keep(files: RunFiles) -> Path | None:
+    """The file of an earlier run at this output that holds work a fresh start would lose:
+    its rows (any byte: a torn first row is resumed, not dropped), else the checkpoints of
+    rollouts it left unfinished; None when there is none (no run, or one that wrote no row)."""
+    for path in (files.output, checkpoints_path(files.output)):
+        with contextlib.suppress(OSError):
+            if path.stat().st_size > 0:
+                return path
+    return None
+
+
+def starts_over(files: RunFiles, config: CollectConfig) -> bool:
+    """Whether the run replaces every file an earlier one left here: with ``overwrite``, and
+    without ``resume`` when there is no work to keep (``work_to_keep``). The materialized
+    inputs, failures, identity and reports of a run that wrote no row (killed before its
+    first, or its output deleted) are replaced, whatever command made them."""
+    return config.overwrite or (not config.resume and work_to_keep(files) is None)
 
 
 def prepare_files(
@@ -269,7 +289,7 @@ def prepare_files(
 ) -> tuple[set[Pair], Counter[Pair]]:
     """Start over, or make an earlier run's files resumable; return what it finished (each of
     its rows also given to ``each_done``)."""
-    if config.overwrite and not config.resume:
+    if starts_over(files, config):
         for path in [*files.all(), files.failure_history, checkpoints_path(config.output)]:
             path.unlink(missing_ok=True)
         write_identity(files.identity, identity)

@@ -16,7 +16,13 @@ through the fields above it: the environment and its arguments, the agent and it
 model (backend, url, model, backend options), the input's content, repeats and sampling.
 
 The input is identified by its content (SHA-256), not its path, so a moved or copied input
-still resumes; see ``tasks.scan_input`` for what hashing costs and when it is skipped.
+still resumes; see ``tasks.scan_input`` for what hashing costs and when it is skipped. Rows
+that bind each task to its folder's content (``task_digest``: Harbor task folders) are
+compared without the folders' paths (``input.tasks_sha256``, ``digests.tasks_digest``), and
+then so are the environment's arguments that only say where those folders are (its class's
+``location_args``, recorded as ``env.located``): a project moved elsewhere resumes, while a
+changed folder is still refused (``digests.check_task_digests``). A run recorded before these
+fields compares as it did.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ NOT_COMPARED = frozenset(
         "input.mtime_ns",
         "input.tasks",
         "model.urls",
+        "input.tasks_sha256",
+        "env.located",
     }
 )
 """Recorded, never compared: a top-level field (all of it) or one dotted key. A model pool's
@@ -51,17 +59,28 @@ NOT_COMPARED = frozenset(
 ``url`` is null; a resume on a single URL instead of a pool is refused, naming ``model.url``)."""
 
 
-def run_identity(scan: InputScan, *, repeats: int, sampling: JsonDict, facts: JsonDict) -> JsonDict:
-    """The identity of a run: ``facts`` (env, agent, model, from the caller) + input + repeats."""
+def run_identity(
+    scan: InputScan,
+    *,
+    repeats: int,
+    sampling: JsonDict,
+    facts: JsonDict,
+    tasks_sha256: str | None = None,
+) -> JsonDict:
+    """The identity of a run: ``facts`` (env, agent, model, from the caller) + input + repeats;
+    ``tasks_sha256``: the input's digest without its task folders' paths, when it has them."""
+    given: JsonDict = {
+        "path": str(scan.path.resolve()),
+        "sha256": scan.sha256,
+        "size": scan.size,
+        "mtime_ns": scan.mtime_ns,
+    }
+    if tasks_sha256 is not None:
+        given["tasks_sha256"] = tasks_sha256
     return {
         "palaestra_version": _version(),
         **facts,
-        "input": {
-            "path": str(scan.path.resolve()),
-            "sha256": scan.sha256,
-            "size": scan.size,
-            "mtime_ns": scan.mtime_ns,
-        },
+        "input": given,
         "repeats": repeats,
         "sampling": dict(sampling),
     }
@@ -92,10 +111,21 @@ def differences(recorded: JsonDict, current: JsonDict) -> list[str]:
     now, not before).
     """
     found = []
+    skipped = set(NOT_COMPARED)
+    tasks = [_inner(identity, "input", "tasks_sha256") for identity in (recorded, current)]
+    if None not in tasks:  # both bind their tasks to folder contents: where they are is moot
+        skipped.add("input.sha256")
+        located = _inner(current, "env", "located")
+        skipped.update(f"env.args.{name}" for name in located or () if isinstance(name, str))
+        if tasks[0] != tasks[1]:
+            found.append(
+                f"input.tasks_sha256: the run has {_show(tasks[0])}, this command has "
+                f"{_show(tasks[1])}"
+            )
     for top in recorded.keys() & (current.keys() - NOT_COMPARED):
         before, now = dict(_flat(recorded[top], top)), dict(_flat(current[top], top))
         for key in sorted(before.keys() | now.keys()):
-            if key in NOT_COMPARED:
+            if key in skipped:
                 continue
             old, new = before.get(key, _ABSENT), now.get(key, _ABSENT)
             if old != new:
@@ -120,6 +150,12 @@ def write_identity(path: Path, identity: JsonDict) -> None:
     with writing(path):
         temporary.write_bytes(orjson.dumps(identity, option=orjson.OPT_INDENT_2) + b"\n")
         os.replace(temporary, path)
+
+
+def _inner(identity: JsonDict, top: str, key: str) -> Any:
+    """``identity[top][key]``, or None."""
+    inside = identity.get(top)
+    return inside.get(key) if isinstance(inside, dict) else None
 
 
 def _flat(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:

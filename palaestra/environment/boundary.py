@@ -100,13 +100,24 @@ class Boundary:
             raise self.timeout(f"{self.what} timed out ({describe(error)})") from None
         if self.rejects and isinstance(error, ToolError):
             raise ToolCallRejected(str(error)) from error
-        where = self.where(traceback_frames(error.__traceback__))
-        raise self.failure(f"{self.what} raised {describe(error)}{where}") from error
+        raise self.failure(raised(self.what, error, self.code)) from error
 
     def where(self, frames: list[Frame]) -> str:
         """`` (at file:line in function)`` of the innermost frame of the environment's code."""
-        frame = innermost_own_frame(frames, _code_directory(self.code))
-        return f" (at {frame[0]}:{frame[1]} in {frame[2]})" if frame else ""
+        return _at(innermost_own_frame(frames, _code_directory(self.code)))
+
+
+def raised(what: str, error: BaseException, code: Callable[..., Any] | None = None) -> str:
+    """``{what} raised Type: message (at file:line in function)``: what ``error`` was and the
+    innermost line of its traceback in the author's own code (``code``'s directory, else the
+    innermost frame that is not palaestra's or a library's). Any code palaestra calls for its
+    author (an environment's, a caller's callback) is named this way."""
+    frame = innermost_own_frame(traceback_frames(error.__traceback__), _code_directory(code))
+    return f"{what} raised {describe(error)}{_at(frame)}"
+
+
+def _at(frame: Frame | None) -> str:
+    return f" (at {frame[0]}:{frame[1]} in {frame[2]})" if frame else ""
 
 
 def describe(error: BaseException) -> str:

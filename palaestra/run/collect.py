@@ -17,6 +17,7 @@ lock on the output, the run identity checked on resume (the spec is saved in
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -37,7 +38,8 @@ from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.runtime import run_collector
 from palaestra.collection.tasks import check_input_file
 from palaestra.environment.base import Environment
-from palaestra.errors import ConfigError
+from palaestra.environment.boundary import raised
+from palaestra.errors import CallbackError, ConfigError
 from palaestra.run.metrics import run_metrics
 from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec, validated
 
@@ -389,18 +391,35 @@ class _Callback:
         self._callback = callback
 
     def start(self, summary: RunSummary) -> None:
-        if self._callback is not None:
-            self._callback(summary)
+        self.update(summary)
 
     def update(self, summary: RunSummary) -> None:
-        if self._callback is not None:
+        if self._callback is None:
+            return
+        try:
             self._callback(summary)
+        except Exception as error:  # the caller's code: named as theirs, and the run stops
+            raise _callback_error(self._callback, error, summary) from error
 
     def message(self, text: str) -> None:
         _log.warning("%s", text)
 
     def stop(self) -> None:
         pass
+
+
+def _callback_error(
+    callback: ProgressCallback, error: Exception, summary: RunSummary
+) -> CallbackError:
+    """One line: the caller's function, what it raised and where, and that the run stopped
+    with its rows kept (the collector writes a row before it reports it)."""
+    function = inspect.unwrap(callback)  # eval's per-environment wrapper names the caller's
+    name = getattr(function, "__qualname__", None) or repr(function)
+    kept = ""
+    if summary.files is not None:
+        kept = f"; the rows so far are kept in {summary.files.output} (resume=True continues)"
+    what = f"the progress callback {name}"
+    return CallbackError(f"{raised(what, error, function)}: the run stopped{kept}")
 
 
 def as_progress(progress: Progress | ProgressCallback | None) -> Progress:

@@ -37,13 +37,15 @@ and ``resume=True`` continues.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from palaestra.collection.collector import Progress, RunSummary
+from palaestra.collection.collector import Progress, RunSummary, work_to_keep
+from palaestra.collection.files import RunFiles
 from palaestra.collection.runtime import run_collector
 from palaestra.environment.base import Environment
 from palaestra.errors import ConfigError
@@ -200,10 +202,12 @@ def plan(
     resume, overwrite = fields.get("resume", False), fields.get("overwrite", False)
     if not (resume or overwrite):
         for name, spec in runs:
-            earlier = spec.collection.output
-            if earlier is not None and earlier.is_file() and earlier.stat().st_size:
+            path = spec.collection.output
+            earlier = None if path is None else work_to_keep(RunFiles(path))
+            if earlier is not None:
+                what = "already exists" if earlier == path else "holds unfinished rollouts"
                 raise ConfigError(
-                    f"{earlier} already exists (environment {name}): pass --resume to continue "
+                    f"{earlier} {what} (environment {name}): pass --resume to continue "
                     "the evaluation or --overwrite to start over"
                 )
     return Plan(runs, directory, bool(fields.get("failures_as_zero", False)))
@@ -308,7 +312,11 @@ def _per_environment(
     callback = progress
 
     def progress_for(name: str) -> Callable[[RunSummary], object]:
-        return lambda summary: callback(name, summary)
+        @functools.wraps(callback)  # an error in it names the caller's function, not this one
+        def one(summary: RunSummary) -> object:
+            return callback(name, summary)
+
+        return one
 
     return progress_for
 

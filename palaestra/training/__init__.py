@@ -14,7 +14,7 @@ from palaestra._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from palaestra.training.rollouts import Group, OnFailure, Rollout, RolloutFailed, RolloutStats
-    from palaestra.training.sampler import TaskSampler
+    from palaestra.training.sampler import TaskSampler, TasksSaturated
     from palaestra.training.stream import RolloutSampler
     from palaestra.training.sync import SyncRolloutSampler
     from palaestra.training.trl_async import AsyncGrpoRolloutWorker
@@ -28,6 +28,7 @@ _LAZY = {
     "RolloutFailed": "palaestra.training.rollouts",
     "RolloutStats": "palaestra.training.rollouts",
     "TaskSampler": "palaestra.training.sampler",
+    "TasksSaturated": "palaestra.training.sampler",
     "RolloutSampler": "palaestra.training.stream",
     "SyncRolloutSampler": "palaestra.training.sync",
     "TrlRolloutFunc": "palaestra.training.trl_rollout",
@@ -47,5 +48,6 @@ __all__ = [
     "RolloutStats",
     "SyncRolloutSampler",
     "TaskSampler",
+    "TasksSaturated",
     "TrlRolloutFunc",
 ]

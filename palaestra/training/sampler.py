@@ -23,12 +23,42 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, PalaestraError
 
-__all__ = ["TaskSampler", "TaskStatus"]
+__all__ = ["TaskSampler", "TaskStatus", "TasksSaturated"]
 
 TaskStatus = Literal["active", "solved", "unsolved"]
 """``active`` (run it), or saturated: ``solved`` (always passes), ``unsolved`` (never does)."""
+
+
+class TasksSaturated(PalaestraError):
+    """A batch the task sampler chose has no task: every one is saturated, none due back.
+
+    Raised by ``RolloutSampler.batch`` and ``stream`` instead of an empty batch, which a
+    training loop would take as a step with nothing to learn from, again and again. ``solved``
+    and ``unsolved`` count the tasks of each kind; a saturated task is due back after it was
+    skipped ``revisit_every`` times (never with 0), so with revisits a later batch runs some.
+    """
+
+    def __init__(self, sampler: TaskSampler) -> None:
+        counts = sampler.summary()
+        self.tasks = sampler.num_tasks
+        self.solved, self.unsolved = counts["solved"], counts["unsolved"]
+        kinds = " and ".join(
+            f"{count} {what}"
+            for count, what in ((self.solved, "always solved"), (self.unsolved, "never solved"))
+            if count
+        )
+        back = (
+            f"each runs again once skipped revisit_every={sampler.revisit_every} times"
+            if sampler.revisit_every
+            else "none is ever revisited (revisit_every=0)"
+        )
+        super().__init__(
+            f"no task to run: all {self.tasks} tasks are saturated ({kinds} over their last "
+            f"{sampler.attempts} scored rollouts) and {back}; to run them, pass task_sampler="
+            "{'skip_saturated': False} or widen solved_rate/unsolved_rate"
+        )
 
 
 @dataclass(slots=True)

@@ -76,7 +76,7 @@ from palaestra.training.rollouts import (
     failed_rollout,
     rollout_of,
 )
-from palaestra.training.sampler import TaskSampler
+from palaestra.training.sampler import TaskSampler, TasksSaturated
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
 from palaestra.wire.rows import PARAMS
 
@@ -432,6 +432,8 @@ class RolloutSampler:
     ) -> list[tuple[int, int]]:
         if tasks is None or isinstance(tasks, int):
             indices = self.task_sampler.select(tasks)
+            if not indices:  # (it takes at least one task unless every one was skipped)
+                raise TasksSaturated(self.task_sampler)
         else:
             indices = list(tasks)
             for index in indices:

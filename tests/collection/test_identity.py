@@ -46,6 +46,45 @@ def test_fields_a_later_version_adds_do_not_block_resuming_an_older_run() -> Non
     assert differences(RUN, {**RUN, "spec": {"anything": 1}}) == []
 
 
+HARBOR = {
+    **RUN,
+    "env": {"name": "harbor", "args": {"path": "/proj/tasks", "sandbox": "rootfs"}},
+    "input": {**RUN["input"], "sha256": "aa"},  # type: ignore[dict-item]
+}
+
+
+def place(path: str, sha256: str, tasks: str | None, located: bool = True) -> dict[str, object]:
+    """``HARBOR`` at ``path``: its rows' digest, and the one without their folders' paths."""
+    env = {"name": "harbor", "args": {"path": path, "sandbox": "rootfs"}}
+    if located:
+        env["located"] = ["path"]
+    given = {**HARBOR["input"], "sha256": sha256}  # type: ignore[dict-item]
+    if tasks is not None:
+        given["tasks_sha256"] = tasks
+    return {**HARBOR, "env": env, "input": given}
+
+
+def test_task_folders_moved_elsewhere_are_the_same_run_and_changed_ones_are_not() -> None:
+    here = place("/proj/tasks", "aa", "tt")
+    assert differences(here, place("/moved/tasks", "bb", "tt")) == []
+    assert differences(here, place("/moved/tasks", "bb", "uu")) == [
+        'input.tasks_sha256: the run has "tt", this command has "uu"'
+    ]
+    unlocated = place("/moved/tasks", "bb", "tt", located=False)
+    assert differences(here, unlocated) == [
+        'env.args.path: the run has "/proj/tasks", this command has "/moved/tasks"'
+    ]
+
+
+def test_a_run_recorded_before_task_digests_were_compared_compares_as_it_did() -> None:
+    older = place("/proj/tasks", "aa", None, located=False)
+    assert differences(older, place("/proj/tasks", "aa", "tt")) == []
+    assert differences(older, place("/moved/tasks", "bb", "tt")) == [
+        'env.args.path: the run has "/proj/tasks", this command has "/moved/tasks"',
+        'input.sha256: the run has "aa", this command has "bb"',
+    ]
+
+
 def test_a_damaged_identity_file_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "out_run.json"
     assert read_identity(path) is None

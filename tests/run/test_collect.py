@@ -14,7 +14,7 @@ import pytest
 
 import palaestra
 from palaestra import Environment, ModelConfig, RunSummary, Session, collect, collect_async, tool
-from palaestra.errors import ConfigError
+from palaestra.errors import CallbackError, ConfigError
 from palaestra.types import JsonDict, output_text
 from tests.cli.test_collect_cli import many_tasks, rows, weather_script
 from tests.support.scripted_model import ScriptedModelServer, text_response
@@ -176,6 +176,32 @@ async def test_collect_async_runs_inside_a_loop_and_reports_progress(tmp_path: P
             collect(env="weather", model=server.url, output=tmp_path / "p.jsonl")
     assert summary.scored == 3
     assert seen[0] == (3, 0) and seen[-1] == (3, 3) and len(seen) == 4
+
+
+def test_a_progress_callback_that_raises_stops_the_run_naming_it_and_keeps_the_rows(
+    tmp_path: Path,
+) -> None:
+    many_tasks(tmp_path / "tasks.jsonl", 6)
+    output = tmp_path / "o.jsonl"
+    common = {"env": "weather", "input": tmp_path / "tasks.jsonl", "output": output}
+
+    def impatient(summary: RunSummary) -> None:
+        if summary.done == 3:
+            raise ValueError("enough")
+
+    line = impatient.__code__.co_firstlineno + 2
+    with ScriptedModelServer(weather_script()) as server:
+        with pytest.raises(CallbackError) as stopped:
+            collect(**common, model=server.url, concurrency=1, progress=impatient)  # type: ignore[arg-type]
+        assert len(rows(output)) == 3
+        resumed = collect(**common, model=server.url, resume=True)  # type: ignore[arg-type]
+    assert str(stopped.value) == (
+        f"the progress callback {impatient.__qualname__} raised ValueError: enough (at "
+        f"{__file__}:{line} in impatient): the run stopped; the rows so far are kept in "
+        f"{output} (resume=True continues)"
+    )
+    assert isinstance(stopped.value.__cause__, ValueError)
+    assert (resumed.skipped, resumed.done) == (3, 3)
 
 
 async def test_a_served_agents_rows_carry_its_name(tmp_path: Path) -> None:

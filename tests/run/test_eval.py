@@ -96,6 +96,34 @@ def test_an_earlier_evaluation_is_refused_before_anything_runs(
         )
 
 
+def test_an_evaluation_that_left_only_unfinished_rollouts_is_refused_too(tmp_path: Path) -> None:
+    (tmp_path / "mcqa_checkpoints.jsonl").write_bytes(
+        b'{"task": 0, "rollout": 0, "epoch": 1, "checkpoint": {}}\n'
+    )
+    with pytest.raises(palaestra.ConfigError, match=r"mcqa_checkpoints.jsonl holds unfinished"):
+        palaestra.eval(["mcqa"], model="http://127.0.0.1:9/v1", output_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mcqa_checkpoints.jsonl"]
+
+
+def test_a_progress_callback_that_raises_stops_the_evaluation_naming_it(tmp_path: Path) -> None:
+    def shown(name: str, summary: palaestra.RunSummary) -> None:
+        if summary.done:
+            raise KeyError(name)
+
+    with (
+        ScriptedModelServer(TwoEnvironments()) as server,
+        pytest.raises(palaestra.CallbackError) as stopped,
+    ):
+        palaestra.eval(["weather", "mcqa"], model=server.url, output_dir=tmp_path, progress=shown)
+    message = str(stopped.value)
+    assert message.startswith(
+        f"the progress callback {shown.__qualname__} raised KeyError: 'weather' (at {__file__}:"
+    )
+    assert message.endswith(f"kept in {tmp_path / 'weather.jsonl'} (resume=True continues)")
+    assert len((tmp_path / "weather.jsonl").read_bytes().splitlines()) >= 1
+    assert not (tmp_path / "mcqa.jsonl").exists()
+
+
 def test_mistakes_are_caught_before_anything_runs(tmp_path: Path) -> None:
     with pytest.raises(palaestra.ConfigError, match="two environments are named 'mcqa'"):
         palaestra.eval(["mcqa", "mcqa"], output_dir=tmp_path)

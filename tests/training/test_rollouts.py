@@ -24,6 +24,7 @@ from palaestra.training import (
     RolloutSampler,
     SyncRolloutSampler,
     TaskSampler,
+    TasksSaturated,
 )
 from palaestra.training.tokens import check_contiguity
 from palaestra.types import FailureKind, JsonDict, Verdict, output_text
@@ -293,11 +294,37 @@ async def test_the_task_sampler_skips_a_task_saturated_over_earlier_batches(
 ) -> None:
     skipping = {"attempts": 2, "revisit_every": 2}
     async with sampler(server, group_size=2, task_sampler=skipping) as rollouts:
-        first = await rollouts.batch()
+        first = await rollouts.batch([0])  # explicit indices: run as asked
         second = await rollouts.batch()
-    assert sorted(g.task_index for g in first) == [0, 1, 2]
-    assert second == []  # 0 and 1 always solved, 2 never: all saturated after one batch
+    assert [g.task_index for g in first] == [0]
+    assert sorted(g.task_index for g in second) == [1, 2]  # 0 always solved: skipped
     assert rollouts.task_sampler.summary() == {"solved": 2, "unsolved": 1}
+
+
+async def test_a_batch_whose_every_task_is_saturated_raises_one_line_not_an_empty_batch(
+    server: ScriptedModelServer,
+) -> None:
+    skipping = {"attempts": 2, "revisit_every": 2}
+    async with sampler(server, group_size=2, task_sampler=skipping) as rollouts:
+        first = await rollouts.batch()
+        step = rollouts.step
+        with pytest.raises(TasksSaturated) as raised:
+            await rollouts.batch()
+        with pytest.raises(TasksSaturated):
+            async for _ in rollouts.stream():
+                pass
+        assert rollouts.step == step  # no step was spent on nothing
+        revisited = await rollouts.batch()  # skipped twice: due back
+    assert sorted(g.task_index for g in first) == [0, 1, 2]
+    assert sorted(g.task_index for g in revisited) == [0, 1, 2]
+    error = raised.value
+    assert (error.tasks, error.solved, error.unsolved) == (3, 2, 1)
+    assert str(error) == (
+        "no task to run: all 3 tasks are saturated (2 always solved and 1 never solved over "
+        "their last 2 scored rollouts) and each runs again once skipped revisit_every=2 times; "
+        "to run them, pass task_sampler={'skip_saturated': False} or widen "
+        "solved_rate/unsolved_rate"
+    )
 
 
 def test_the_sync_sampler_runs_batches_and_streams_from_plain_code(

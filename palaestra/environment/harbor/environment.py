@@ -116,6 +116,10 @@ class HarborEnvironment(MachineTools, Environment):
 
     name: ClassVar[str] = "harbor"
     machine_idle_ttl: ClassVar[float] = 3600.0
+    location_args: ClassVar[tuple[str, ...]] = ("path",)
+    """Arguments that say where the task folders are, not what they are (each row binds its
+    task to its folder's content, checked per rollout): a run's identity does not compare
+    them, so a project moved elsewhere resumes (``palaestra.collection.identity``)."""
     folder: ClassVar[Path | None] = None
     """The task folders a subclass ships (``swe_local``, ``terminal``): ``path`` defaults to
     it, and its rows are the environment's example tasks (``example_tasks_file``)."""

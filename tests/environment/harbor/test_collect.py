@@ -1,10 +1,11 @@
 """End to end on the rootfs provider: ``palaestra collect --env harbor:DIR`` with a scripted
-model, ``palaestra test harbor:DIR`` (oracle 1, null 0, one line per task), and a resume of a
-run whose task folder changed."""
+model, ``palaestra test harbor:DIR`` (oracle 1, null 0, one line per task), a resume of the
+run moved elsewhere, and one of a run whose task folder changed."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import orjson
@@ -86,6 +87,17 @@ def test_collect_runs_harbor_folders_and_a_resume_refuses_a_changed_one(
                 if item["type"] == "function_call_output"
             ]
             assert tool_outputs[0].startswith("agent\nls: cannot access '/tests'")
+        # The project moved elsewhere (folders and run together): the same run, resumed.
+        moved = tmp_path / "moved"
+        moved.mkdir()
+        shutil.copytree(folder, moved / "calc", symlinks=True)
+        shutil.copytree(output.parent, moved / "runs")
+        elsewhere = ["collect", "--env", f"harbor:{moved / 'calc'}", "--resume"]
+        elsewhere += ["--output", str(moved / "runs" / "calc.jsonl"), "--env-arg"]
+        elsewhere += [f"sandbox={sandbox}", "--model", server.url]
+        continued = CliRunner().invoke(cli, elsewhere)
+        assert continued.exit_code == 0, continued.output
+        assert len(rows(moved / "runs" / "calc.jsonl")) == 2  # nothing left to run
         (folder / "calculator-0001" / "tests" / "test.sh").write_text("#!/bin/bash\nexit 1\n")
         resumed = CliRunner().invoke(cli, [*command, "--model", server.url, "--resume"])
     assert resumed.exit_code != 0
