@@ -16,14 +16,7 @@ extras="local,math,envs"
 # non-root user under Debian's own python3 (pyenv's interpreters live in root's home, which
 # that user cannot enter). Install both when missing; without them the sandbox falls back to
 # rlimits only, which is NOT a security boundary, so say so loudly rather than fail.
-apt_install() {  # apt_install PACKAGE...: install with apt-get, updating the lists only if needed
-  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    return 1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
-  apt-get update -qq >/dev/null 2>&1 || true
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"  # apt_install
 sandbox_needs=()
 command -v bwrap >/dev/null 2>&1 || sandbox_needs+=(bubblewrap)
 [[ -x /usr/bin/python3 ]] || sandbox_needs+=(python3)

@@ -6,14 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_install() {  # apt_install PACKAGE...: install with apt-get, updating the lists only if needed
-  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    return 1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
-  apt-get update -qq >/dev/null 2>&1 || true
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"  # apt_install
 
 missing=()
 command -v docker >/dev/null 2>&1 && command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)

@@ -1,16 +1,47 @@
 #!/usr/bin/env bash
 # The whole check: install (with dev tools), lint, type-check, test.
+# What the tests use beyond the library is installed side by side with palaestra itself (each
+# once per machine, quick when cached): the peers' venvs and Chromium while llama.cpp compiles,
+# the training stack and the machines while the linters run. Each one's output is shown when it
+# is waited for, so the log reads in order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+started=$SECONDS
+declare -A jobs=()
+start() {  # start NAME COMMAND...: run COMMAND in the background, its output in NAME's log
+  local name=$1
+  shift
+  "$@" >"$logs/$name.log" 2>&1 &
+  jobs[$name]=$!
+}
+await() {  # await NAME: wait for NAME, show its output, stop the check if it failed
+  local status=0
+  wait "${jobs[$1]}" || status=$?
+  cat "$logs/$1.log"
+  if ((status)); then
+    echo "ERROR: $1 failed (exit $status)" >&2
+    exit "$status"
+  fi
+  echo "palaestra: $1 ready ($((SECONDS - started)) s)"
+}
+# Peer packages (NeMo Gym, NeMo Evaluator, OpenEnv, verifiers, Harbor) for tests/interop,
+# cached under ~/.cache/palaestra/peers: any Python >= 3.11 builds them.
+start peers python3 -m tests.support.peers
+start browser bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the rollout viewer's tests run in a real browser
 bash scripts/install.sh --dev
-bash scripts/install_training.sh  # PyTorch (CPU), transformers, TRL: the trainer adapters' tests run the real TRL
-bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the rollout viewer's tests run in a real browser
-bash scripts/install_machines.sh  # Docker daemon (no bridge) + the offline Debian base image: the machine providers' tests use them
+echo "palaestra: installed ($((SECONDS - started)) s)"
+start training bash scripts/install_training.sh  # PyTorch (CPU), transformers, TRL: the trainer adapters' tests run the real TRL
+start machines bash scripts/install_machines.sh  # Docker daemon (no bridge) + the offline Debian base image: the machine providers' tests use them
 .venv/bin/ruff check palaestra tests benchmarks
 .venv/bin/ruff format --check palaestra tests benchmarks
-.venv/bin/mypy
 .venv/bin/lint-imports --no-cache  # floors only point down; environments use only the kit (pyproject.toml)
+await training  # mypy reads the training stack's types
+.venv/bin/mypy
 .venv/bin/mkdocs build --strict --quiet  # the API reference (docs/ -> site/): a reference to a name that does not exist fails the check
 .venv/bin/python -c "from palaestra.models.local import default_model_path; default_model_path()"  # the local model must be installed: its tests must not silently skip
-.venv/bin/python -m tests.support.peers  # peer packages (NeMo Gym, NeMo Evaluator, OpenEnv, verifiers) for tests/interop, cached under ~/.cache/palaestra/peers
-.venv/bin/pytest -q --durations=20 "$@"  # the 20 slowest tests, printed at the end of every run
+await browser
+await machines
+await peers
+.venv/bin/pytest -q -n 2 --dist loadgroup --durations=20 "$@"  # two workers (tests/conftest.py); the 20 slowest tests, printed at the end of every run

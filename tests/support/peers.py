@@ -3,9 +3,9 @@
 Each peer is a name, a pip spec and a Python version; its venv is made with pyenv's Python of
 that version under ``~/.cache/palaestra/peers/<name>`` (``PALAESTRA_PEERS_DIR`` overrides) and
 reused while its ``spec.txt`` matches. ``python -m tests.support.peers`` builds every peer
-(``scripts/test.sh`` runs it before pytest, so CI, a fresh machine, has them); a test asks
-``peer_python(name)``, which fails in CI (``CI=true``) when the venv is missing and skips with
-the command to run elsewhere.
+with any Python ≥ 3.11 (``scripts/test.sh`` runs it while palaestra installs, so CI, a fresh
+machine, has them); a test asks ``peer_python(name)``, which fails in CI (``CI=true``) when the
+venv is missing and skips with the command to run elsewhere.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 
 @dataclass(frozen=True)
@@ -127,6 +126,8 @@ def peer_python(name: str) -> Path:
     peer = PEERS[name]
     if is_built(peer):
         return venv_of(peer) / "bin" / "python"
+    import pytest  # here, not above: the builder runs before the venv that has pytest exists
+
     message = f"peer venv {name!r} is not built: run `.venv/bin/python -m tests.support.peers`"
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(message)
@@ -134,11 +135,19 @@ def peer_python(name: str) -> Path:
 
 
 def main(names: list[str]) -> int:
-    for name in names or list(PEERS):
+    """Build the named peers (all by default), three at a time: a build mostly waits on the
+    package index and the disk, so on a fresh machine three side by side take about the time
+    of the slowest one."""
+
+    def one(name: str) -> str:
         peer = PEERS[name]
         cached = is_built(peer)
         python = build(peer)
-        print(f"peer {name}: {'cached' if cached else 'built'} at {python.parent.parent}")
+        return f"peer {name}: {'cached' if cached else 'built'} at {python.parent.parent}"
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for line in pool.map(one, names or list(PEERS)):
+            print(line)
     return 0
 
 
