@@ -158,11 +158,10 @@ def figures_rows(summary: RunSummary, failures_as_zero: bool) -> tuple[list[tupl
     """
     from palaestra.errors import ConfigError, InputError
 
-    reading = (
-        "failures read as reward 0"
-        if failures_as_zero
-        else "failures left out (--failures-as-zero: as 0)"
-    )
+    # Two short lines (an 80-column terminal's cell): what the bracket is, how failures read;
+    # the methods in full, the bootstrap and every other figure are the report's.
+    reading = "failures read as 0" if failures_as_zero else "failures left out"
+    reading += "; all figures: palaestra report"
     if summary.metrics is not None:
         from palaestra.evaluate.summary import running_figures
 
@@ -175,12 +174,7 @@ def figures_rows(summary: RunSummary, failures_as_zero: bool) -> tuple[list[tupl
             failures_as_zero=failures_as_zero,
         )
         rows = [(figure.name, figure.describe()) for figure in figures]
-        note = (
-            f"[95% interval] over tasks (Wilson for 0/1 per task, else Student's t of the "
-            f"per-task values); {reading}; every figure with its bootstrap, majority@k and the "
-            f"verifier metrics: palaestra report"
-        )
-        return rows, note
+        return rows, f"[95% interval] over tasks: Wilson (0/1) or Student's t\n{reading}"
     files = summary.files
     if files is None or not files.output.is_file():
         mean = summary.mean_reward
@@ -196,8 +190,7 @@ def figures_rows(summary: RunSummary, failures_as_zero: bool) -> tuple[list[tupl
         text = "-" if mean is None else f"{mean:.4f} over the file's scored rollouts"
         return [("mean reward", text)], f"no intervals: {error}"
     rows = [(figure.name, figure.describe()) for figure in read_back.figures]
-    note = f"[95% interval] over tasks (Wilson for 0/1 per task, else bootstrap); {reading}"
-    return rows, note
+    return rows, f"[95% interval] over tasks: Wilson (0/1) or bootstrap\n{reading}"
 
 
 ENDPOINT_COLUMNS = (
@@ -243,7 +236,11 @@ def _failures_text(summary: RunSummary, failures_as_zero: bool = False) -> str:
     if not total:
         return "0"
     kinds = ", ".join(f"{kind} {count}" for kind, count in summary.failures.most_common())
-    reading = "counted as reward 0" if failures_as_zero else "not counted as reward 0"
+    reading = (
+        "counted as reward 0"
+        if failures_as_zero
+        else "not counted as reward 0 (--failures-as-zero: as 0)"
+    )
     return f"{total} ({kinds}) — {reading}"
 
 

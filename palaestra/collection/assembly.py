@@ -18,11 +18,22 @@ from palaestra._util.arguments import call_with, effective_keywords
 from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
 from palaestra.agents.registry import agent_options, make_agent
 from palaestra.environment.base import Environment
-from palaestra.environment.client import DEFAULT_THREADS, EnvironmentClient, LocalEnvironmentClient
+from palaestra.environment.client import (
+    DEFAULT_THREADS,
+    EnvironmentClient,
+    LocalEnvironmentClient,
+    has_user,
+)
 from palaestra.environment.registry import find_environment, tasks_beside
-from palaestra.errors import ConfigError
+from palaestra.environment.users import (
+    LentUserModel,
+    naming,
+    user_model_failed,
+    user_model_named,
+)
+from palaestra.errors import ConfigError, ModelError, ModelOutage
 from palaestra.spec import AgentSpec, EnvSpec, ModelConfig, RunSpec
-from palaestra.transport import redacted_url
+from palaestra.transport import redacted_url, shown_url
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
@@ -143,23 +154,45 @@ async def opened_user_model(
     """The user model ``config`` describes, checked (reached, or its weights loaded) and
     closed on exit; None when there is none.
 
-    When it is the policy's own model (the same config but for sampling, which the collector
-    writes into each task: ``--model local --user-model local``), it is ``policy``'s model
-    object itself, so the embedded model is loaded once and one endpoint's connections serve
-    both. Its calls then count in that model's request statistics.
+    The model is lent as a ``LentUserModel``, so that its failures say "the user model" and
+    where it is (a run has two models). When it is the policy's own model (the same config
+    but for sampling, which the collector writes into each task: ``--model local --user-model
+    local``), it is ``policy``'s model object itself, so the embedded model is loaded once and
+    one endpoint's connections serve both. Its calls then count in that model's request
+    statistics.
     """
     if config is None:
         yield None
         return
+    urls = [shown_url(url) for url in (config.urls or ([config.url] if config.url else []))]
     if policy is not None and same_model(config, policy[0]):
-        yield policy[1]
+        yield LentUserModel(policy[1], urls, config.backend)
         return
-    model = build_model(config)
     try:
-        await model.check()
-        yield model
+        model = build_model(config)
+    except ConfigError as error:
+        raise ConfigError(f"{naming(urls, config.backend, str(error))}: {error}") from None
+    lent = LentUserModel(model, urls, config.backend)
+    try:
+        await checked_user_model(lent)
+        yield lent
     finally:
         await model.aclose()
+
+
+async def checked_user_model(lent: LentUserModel) -> None:
+    """Reach the user model (or load its weights) before any rollout. Every error names it
+    and where it is: one that is gone is a ``ModelOutage`` (``the user model is unreachable:
+    ...``), any other a one-line ``ConfigError``."""
+    try:
+        await lent.check()
+    except ModelError as error:
+        failed = user_model_failed(error, lent)
+        if isinstance(failed, ModelOutage):
+            raise failed from None
+        raise ConfigError(failed.reason) from None
+    except ConfigError as error:
+        raise ConfigError(f"{user_model_named(lent, str(error))}: {error}") from None
 
 
 def same_model(one: ModelConfig, other: ModelConfig) -> bool:
@@ -246,6 +279,14 @@ def bound_facts(spec: RunSpec, found: FoundEnvironment | None, agent: str) -> Js
     if spec.user_model is not None:  # only when named: a run without one reads as before
         facts["user_model"] = model_facts(spec.user_model)
     return facts
+
+
+def user_model_for(found: FoundEnvironment | None, user_model: ModelConfig | None) -> None:
+    """Refuse a user model named for an environment run here that has no simulated user
+    (``has_user``): nothing would ask it, yet it would be reached before the run, and one
+    that is down would stop a run that never needed it."""
+    if user_model is not None and found is not None and not has_user(found.cls):
+        raise ConfigError(f"--user-model: environment {found.name} has no simulated user")
 
 
 def user_model_here(spec: RunSpec) -> ModelConfig | None:

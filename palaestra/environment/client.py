@@ -419,9 +419,11 @@ class LocalEnvironmentClient:
             await self._run(self._close, (session,))
 
 
-def has_user(environment: Environment) -> bool:
-    """Whether ``environment`` overrides ``Environment.user_turn`` (has a simulated user)."""
-    return getattr(type(environment), "user_turn", None) is not Environment.user_turn
+def has_user(environment: Environment | type[Environment]) -> bool:
+    """Whether ``environment`` (or its class) overrides ``Environment.user_turn`` (has a
+    simulated user)."""
+    cls = environment if isinstance(environment, type) else type(environment)
+    return getattr(cls, "user_turn", None) is not Environment.user_turn
 
 
 async def within(seconds: float, awaitable: Awaitable[Any]) -> Any:

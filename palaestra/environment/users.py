@@ -31,7 +31,55 @@ from palaestra.models.base import Model
 from palaestra.types import FailureKind, JsonDict, message_text, output_text
 
 USER_MODEL = "the user model"
-"""How failures and a run's stop name the simulated user's model."""
+"""How failures and a run's stop name the simulated user's model (``user_model_named``)."""
+
+
+class LentUserModel:
+    """The run's user model as an environment is lent it (``EnvironmentContext.user_model``):
+    the model, and where it is, which its failures name (``user_model_named``). A run has two
+    models or more, and an error that says only "the model" does not tell which one failed.
+
+    It answers as the model does (its errors unchanged); the lender closes the model, so
+    ``aclose`` here does nothing.
+    """
+
+    def __init__(self, model: Model, urls: Sequence[str] = (), backend: str = "") -> None:
+        self.model = model
+        self.urls = tuple(urls)
+        """The model's URLs as messages show them; none for a model not reached over HTTP."""
+        self.backend = backend
+        self.name = model.name
+        self.stats = model.stats
+
+    async def respond(self, params: JsonDict) -> JsonDict:
+        try:
+            return await self.model.respond(params)
+        finally:
+            self.name = self.model.name  # a remote model learns its name from its answers
+
+    async def check(self) -> None:
+        await self.model.check()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def user_model_named(model: Model | None, reason: str = "") -> str:
+    """How a message saying ``reason`` names ``model``: ``the user model at <its URL>`` (or
+    ``the user model (<backend>)``) when it is lent (``LentUserModel``), the URL left out when
+    ``reason`` names it already."""
+    if not isinstance(model, LentUserModel):
+        return USER_MODEL
+    return naming(model.urls, model.backend, reason)
+
+
+def naming(urls: Sequence[str], backend: str, reason: str = "") -> str:
+    """``user_model_named`` of a user model at ``urls`` (of ``backend``), built or not."""
+    if not urls:
+        return f"{USER_MODEL} ({backend})" if backend else USER_MODEL
+    if any(url in reason for url in urls):
+        return USER_MODEL
+    return f"{USER_MODEL} at {', '.join(urls)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,21 +156,23 @@ class ModelUser:
         try:
             response = await self.model.respond(params)
         except ModelError as error:
-            raise user_model_failed(error) from error
+            raise user_model_failed(error, self.model) from error
         finally:
             if token is not None:
                 ROLLOUT_SCOPE.reset(token)
         text = output_text(response).strip()
         if not text:
-            raise UserModelFailure("the user model answered nothing")
+            raise UserModelFailure(f"{user_model_named(self.model)} answered nothing")
         return UserTurn(text, done=any(signal in text for signal in self.stop_signals))
 
 
-def user_model_failed(error: ModelError) -> RolloutFailure:
-    """What a failed call of the user model fails: the run, when the model is gone (a
-    ``ModelOutage``: the policy's stop rule), or only its rollout (``UserModelFailure``)."""
-    outage = ModelOutage.of(error, USER_MODEL, FailureKind.USER_MODEL_ERROR)
-    return outage or UserModelFailure(f"{USER_MODEL} failed: {error.reason}")
+def user_model_failed(error: ModelError, model: Model | None = None) -> RolloutFailure:
+    """What a failed call of the user model (``model``, which names it) fails: the run, when
+    the model is gone (a ``ModelOutage``: the policy's stop rule), or only its rollout
+    (``UserModelFailure``)."""
+    named = user_model_named(model, error.reason)
+    outage = ModelOutage.of(error, named, FailureKind.USER_MODEL_ERROR)
+    return outage or UserModelFailure(f"{named} failed: {error.reason}")
 
 
 def as_seen_by_user(conversation: Sequence[JsonDict]) -> list[JsonDict]:

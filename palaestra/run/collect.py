@@ -29,6 +29,7 @@ from palaestra.collection.assembly import (
     FoundEnvironment,
     find,
     open_runner,
+    user_model_for,
     user_model_here,
     without_credentials,
 )
@@ -173,6 +174,7 @@ async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> R
     found = find(spec.env)
     if found is None and spec.env.url is None and spec.agent.url is None:
         raise ConfigError("name an environment: env=NAME, env_url=URL or agent_url=URL")
+    user_model_for(found, spec.user_model)  # before it is reached: refused if nothing asks it
     options = spec.collection
     output = options.output or Path("runs") / f"{found.name if found else 'remote'}.jsonl"
     concurrency = options.concurrency or default_concurrency(spec)

@@ -48,6 +48,7 @@ from palaestra.collection.collector import Progress, RunSummary, work_to_keep
 from palaestra.collection.files import RunFiles
 from palaestra.collection.runtime import run_collector
 from palaestra.environment.base import Environment
+from palaestra.environment.client import has_user
 from palaestra.errors import ConfigError
 from palaestra.evaluate.figures import MEAN_REWARD, Figure, RunFigures
 from palaestra.evaluate.report import ReportFiles, write_report
@@ -183,6 +184,7 @@ def plan(
         raise ConfigError("input= names one environment's tasks: evaluate several without it")
     directory = Path(output_dir)
     runs: list[tuple[str, RunSpec]] = []
+    without_user: list[str] = []
     for key, (label, env) in zip(keys, named, strict=True):
         one: RunFields = {**fields, "env": env}
         if isinstance(key, str) and args.get(key):
@@ -197,8 +199,18 @@ def plan(
                 f"two environments are named {name!r}: pass a mapping {{name: env}} to name them"
             )
         output = directory / f"{name}.jsonl"
-        options = first.collection.model_copy(update={"output": output})
-        runs.append((name, first.model_copy(update={"collection": options})))
+        update: dict[str, Any] = {
+            "collection": first.collection.model_copy(update={"output": output})
+        }
+        if first.user_model is not None and found is not None and not has_user(found.cls):
+            without_user.append(name)  # its run goes without: nothing there would ask it
+            update["user_model"] = None
+        runs.append((name, first.model_copy(update=update)))
+    if without_user and len(without_user) == len(runs):
+        if len(runs) == 1:
+            raise ConfigError(f"--user-model: environment {runs[0][0]} has no simulated user")
+        listed = ", ".join(without_user)
+        raise ConfigError(f"--user-model: none of the environments ({listed}) has a simulated user")
     resume, overwrite = fields.get("resume", False), fields.get("overwrite", False)
     if not (resume or overwrite):
         for name, spec in runs:

@@ -17,6 +17,7 @@ from palaestra.collection.assembly import (
     find,
     open_environment,
     opened_user_model,
+    user_model_for,
 )
 from palaestra.errors import ConfigError, ModelError
 from palaestra.spec import ServeSpec
@@ -75,6 +76,7 @@ async def _serve_env(spec: ServeSpec) -> None:
     found = find(spec.env)
     if found is None:
         raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
+    user_model_for(found, spec.user_model)
     dataset = load_dataset(spec.tasks or found.example_tasks)
     async with opened_user_model(spec.user_model) as user_model:  # the server's own
         app = environment_app(
@@ -96,6 +98,7 @@ async def _serve_openenv(spec: ServeSpec) -> None:
     found = find(spec.env)
     if found is None or spec.env.url is not None or spec.env.cmd is not None:
         raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
+    user_model_for(found, spec.user_model)
     environment = found.build()
     async with opened_user_model(spec.user_model) as user_model:  # the server's own
         app = openenv_app(
@@ -146,6 +149,7 @@ async def _serve_agent(spec: ServeSpec) -> None:
         raise ConfigError(
             f"the environment is served at {spec.env.url}: its user model is its server's"
         )
+    user_model_for(found, spec.user_model)
     model = build_model(spec.model)
     async with contextlib.AsyncExitStack() as stack:
         app = None

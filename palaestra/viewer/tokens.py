@@ -118,12 +118,11 @@ class LocalVocabulary:
                 return
             self._loaded = True
             try:
-                import llama_cpp
-
+                from palaestra._util.llama_log import load_vocabulary
                 from palaestra.models.local.model import default_model_path, model_name
 
                 path = default_model_path()
-                self._llama = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+                self._llama = load_vocabulary(path)
                 self._name = model_name(path)
             except Exception:  # no llama.cpp or no model file: ids stay numbers
                 self._llama = None

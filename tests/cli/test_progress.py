@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import orjson
 import pytest
 from rich.console import Console
 
 from palaestra.cli.progress import RichProgress, summary_table
+from palaestra.collection.aggregate import RunMetrics
 from palaestra.collection.collector import RunSummary
 from palaestra.collection.files import RunFiles
 from palaestra.evaluate import run_figures
@@ -98,3 +100,25 @@ def test_a_summary_whose_output_cannot_be_read_says_so_instead_of_failing(tmp_pa
     text = summary_text(summary)
     assert "1.0000 over the file's scored rollouts" in text
     assert "no intervals:" in text and "r.jsonl:2" in text
+
+
+def test_the_interval_note_is_two_short_lines_on_an_80_column_terminal(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "r.jsonl", {t: [float(t % 2)] for t in range(10)})
+    counted = RunMetrics()  # the collector's own counts: its figures without a re-read
+    for line in out.read_bytes().splitlines():
+        counted.add_rollout(orjson.loads(line))
+    for summary in (RunSummary(done=10, files=RunFiles(out)), RunSummary(done=10)):
+        summary.metrics = None if summary.files else counted
+        console = Console(width=80, record=True, file=io.StringIO())
+        console.print(summary_table(summary, 1.0))
+        lines = console.export_text().splitlines()
+        start = next(n for n, line in enumerate(lines) if "95% interval" in line)
+        note = [start]
+        for n in range(start + 1, len(lines)):  # the row goes on while its first cell is empty
+            cells = lines[n].split("│")
+            if len(cells) < 3 or cells[1].strip():
+                break
+            note.append(n)
+        shown = " ".join(lines[n].split("│")[2].strip() for n in note)
+        assert len(note) <= 2, "\n".join(lines)
+        assert "over tasks" in shown and "failures left out" in shown, shown

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from palaestra._util.llama_log import load_vocabulary
 from palaestra.errors import ConfigError
 
 TokenCounter = Callable[[str], int]
@@ -64,11 +65,9 @@ def _embedded_vocabulary() -> Any:
     files = [f for location in locations for f in sorted(Path(location).glob("*.gguf"))]
     if not files:
         raise ConfigError(hint)
-    try:
-        llama_cpp = importlib.import_module("llama_cpp")
-    except ImportError:
-        raise ConfigError(hint) from None
-    vocabulary = llama_cpp.Llama(model_path=str(files[0]), vocab_only=True, verbose=False)
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ConfigError(hint)
+    vocabulary = load_vocabulary(str(files[0]))
     # Freed before the interpreter tears llama_cpp's module down: left to ``__del__`` at exit,
     # its C bindings are already gone and Python prints an ignored exception.
     atexit.register(vocabulary.close)

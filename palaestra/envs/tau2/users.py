@@ -20,7 +20,13 @@ from typing import Any
 import orjson
 
 from palaestra import JsonDict, ModelError, function_calls, output_text
-from palaestra.environment.users import ModelUser, UserTurn, as_seen_by_user, user_model_failed
+from palaestra.environment.users import (
+    ModelUser,
+    UserTurn,
+    as_seen_by_user,
+    user_model_failed,
+    user_model_named,
+)
 from palaestra.envs.tau2.suite import Action, Message, Tau2Environment, tau2_module
 from palaestra.errors import InvalidTask, UserModelFailure
 
@@ -64,7 +70,7 @@ class DeviceUser(ModelUser):
             if not calls:
                 text = output_text(response).strip()
                 if not text:
-                    raise UserModelFailure("the user model answered nothing")
+                    raise UserModelFailure(f"{user_model_named(self.model)} answered nothing")
                 return UserTurn(text, done=any(s in text for s in self.stop_signals))
             for call in calls:
                 items.append(call)
@@ -73,7 +79,8 @@ class DeviceUser(ModelUser):
                     {"type": "function_call_output", "call_id": call["call_id"], "output": output}
                 )
         raise UserModelFailure(
-            f"the user model called its tools {MAX_TOOL_ROUNDS} times without answering"
+            f"{user_model_named(self.model)} called its tools {MAX_TOOL_ROUNDS} times "
+            "without answering"
         )
 
     async def _ask(self, history: list[JsonDict]) -> JsonDict:
@@ -86,7 +93,7 @@ class DeviceUser(ModelUser):
         try:
             return await self.model.respond(params)
         except ModelError as error:
-            raise user_model_failed(error) from error
+            raise user_model_failed(error, self.model) from error
 
     def _view(self, conversation: Sequence[JsonDict]) -> list[JsonDict]:
         """The conversation from the user's side, its own tool items before each of its

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from palaestra._util.llama_log import route_llama_log
 from palaestra.errors import ConfigError, ModelError
 from palaestra.models.local.prompt import (
     CALL_PREFIX,
@@ -49,9 +50,11 @@ def import_llama_cpp() -> ModuleType:
     OpenMP runtime loads, so here."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        return importlib.import_module("llama_cpp")
+        llama_cpp = importlib.import_module("llama_cpp")
     except ImportError as exc:
         raise ConfigError(INSTALL_HINT) from exc
+    route_llama_log(llama_cpp)  # its errors shown, its info not (``palaestra._util.llama_log``)
+    return llama_cpp
 
 
 class ContextWindowExceeded(ModelError):

@@ -74,3 +74,19 @@ def test_the_embedded_model_is_scored_by_rulers_metric(tmp_path: Path) -> None:
         assert row["prompt_tokens"] < read <= row["prompt_tokens"] + 16
         assert read + row["responses_create_params"]["max_output_tokens"] <= 1024
     assert not (tmp_path / "out_failures.jsonl").read_bytes().strip()
+
+
+def test_a_long_context_command_prints_no_llama_cpp_warning_about_its_context(
+    tmp_path: Path,
+) -> None:
+    """The vocabulary that counts tokens is loaded with a context llama.cpp compares with a
+    training context the vocabulary does not hold (0): that warning is not the user's."""
+    from tests.support.scripted_model import ScriptedModelServer, text_response
+
+    with ScriptedModelServer(lambda params: text_response("no idea")) as model:
+        done = palaestra(
+            "collect", "--env", "long_context", "--model", model.url, "--limit", "1",
+            "--output", str(tmp_path / "out.jsonl"), cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "n_ctx_seq" not in done.stderr and "llama_context" not in done.stderr
