@@ -127,6 +127,33 @@ def test_reset_picks_a_served_task_by_index_and_says_so_when_there_is_none() -> 
         assert "no tasks" in refused["data"]["message"] and "--tasks" in refused["data"]["message"]
 
 
+def test_a_reset_index_past_the_served_tasks_is_refused_naming_it_and_the_count() -> None:
+    dataset = [TASK, {**TASK, "initial_value": 10}]
+    with served(dataset) as url, connect(ws_url(url)) as socket:
+        for index in (999, 2, -1):
+            refused = ask(socket, "reset", {"index": index})
+            assert refused["type"] == "error"  # before: task 999 % 2, silently
+            assert refused["data"]["code"] == "VALIDATION_ERROR"
+            message = refused["data"]["message"]
+            assert f"index {index}" in message and "2 tasks" in message
+        not_a_number = ask(socket, "reset", {"index": "1"})
+        assert "index" in not_a_number["data"]["message"]
+        ask(socket, "reset", {"seed": 999})  # a seed picks among the tasks: any number does
+        step = ask(socket, "step", {"type": "call_tool", "tool_name": "read_counter"})
+        assert step["data"]["observation"]["result"] == "10"  # 999 % 2
+        created = rpc(
+            url,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "openenv/session/create",
+                "params": {"index": 999},
+            },
+        )
+        assert "index 999" in created["error"]["message"]
+        assert "2 tasks" in created["error"]["message"]
+
+
 def rpc(url: str, body: object, token: str | None = None) -> Any:
     headers = {"Content-Type": "application/json"}
     if token:
