@@ -67,6 +67,8 @@ class RunFields(TypedDict, total=False):
     env_cmd: str
     """A command that starts the environment server, stopped after the run (listening at
     ``env_url`` if given, else on the free port put in ``{port}`` / ``$PORT``)."""
+    env_cmd_timeout: float
+    """Seconds to wait for the ``env_cmd`` server to become healthy (default 120)."""
     model: str | list[str] | ModelConfig
     """``"local"`` (default), an OpenAI-compatible base URL, a name in
     ``palaestra_models.yaml``, a model backend's name, or a ``ModelConfig``; or a list of the
@@ -260,7 +262,7 @@ def default_concurrency(spec: RunSpec) -> int:
 async def _managed(spec: RunSpec, progress: Progress | ProgressCallback | None) -> RunSummary:
     """Start the environment server ``spec.env.cmd``, run against it, and always stop it
     (``palaestra.remote.managed``); its output goes to ``<out>_env_server.log``."""
-    from palaestra.remote.managed import managed_server
+    from palaestra.remote.managed import READY_TIMEOUT, managed_server
 
     env = spec.env
     assert env.cmd is not None
@@ -269,7 +271,10 @@ async def _managed(spec: RunSpec, progress: Progress | ProgressCallback | None) 
     output = Path(spec.collection.output or Path("runs") / "remote.jsonl")
     output.parent.mkdir(parents=True, exist_ok=True)
     log = output.with_name(f"{output.stem}_env_server.log")
-    async with managed_server(env.cmd, url=env.url, log_path=log, token=env.token) as server:
+    wait = env.cmd_timeout if env.cmd_timeout is not None else READY_TIMEOUT
+    async with managed_server(
+        env.cmd, url=env.url, log_path=log, ready_timeout=wait, token=env.token
+    ) as server:
         served = spec.model_copy(update={"env": env.model_copy(update={"url": server.url})})
         summary = await _run(served, progress)
         died = await server.gone()
@@ -316,8 +321,10 @@ def _input_path(options: CollectOptions, found: FoundEnvironment | None, output:
 def _env_spec(given: dict[str, Any]) -> EnvSpec:
     env, token = given.get("env"), given.get("server_token")
     if isinstance(env, EnvSpec):
-        if given.get("env_args") or given.get("env_url") or given.get("env_cmd"):
-            raise TypeError("env is an EnvSpec: put env_args, env_url and env_cmd in it")
+        if any(given.get(f) for f in ("env_args", "env_url", "env_cmd", "env_cmd_timeout")):
+            raise TypeError(
+                "env is an EnvSpec: put env_args, env_url, env_cmd and env_cmd_timeout in it"
+            )
         return env
     fields: dict[str, Any] = {"args": dict(given.get("env_args") or {}), "token": token}
     if isinstance(env, str):
@@ -329,6 +336,8 @@ def _env_spec(given: dict[str, Any]) -> EnvSpec:
         fields["url"] = given["env_url"]
     if given.get("env_cmd"):
         fields["cmd"] = given["env_cmd"]
+    if given.get("env_cmd_timeout") is not None:
+        fields["cmd_timeout"] = given["env_cmd_timeout"]
     return validated(EnvSpec, fields, "env")
 
 
