@@ -38,7 +38,7 @@ from palaestra.collection.runtime import run_collector
 from palaestra.collection.tasks import check_input_file
 from palaestra.environment.base import Environment
 from palaestra.errors import ConfigError
-from palaestra.run.metrics import run_metrics
+from palaestra.run.metrics import MetricsServer, run_metrics
 from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec, validated
 
 if TYPE_CHECKING:
@@ -163,12 +163,15 @@ async def collect_async(
         raise TypeError("pass a RunSpec or keyword arguments, not both")
     spec = spec if spec is not None else run_spec(**fields)
     user_model_here(spec)  # before anything is reached: a served part has its own
-    if spec.env.cmd is not None:
-        return await _managed(spec, progress)
-    return await _run(spec, progress)
+    shown = as_progress(progress)
+    # The metrics port first: a busy one is refused before anything starts.
+    with run_metrics(spec.collection.metrics_port, lambda text: _note(shown, text)) as metrics:
+        if spec.env.cmd is not None:
+            return await _managed(spec, shown, metrics)
+        return await _run(spec, shown, metrics)
 
 
-async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> RunSummary:
+async def _run(spec: RunSpec, progress: Progress, metrics: MetricsServer | None) -> RunSummary:
     """The run of ``spec``; a ``cmd`` environment is already started, at ``spec.env.url``."""
     found = find(spec.env)
     if found is None and spec.env.url is None and spec.agent.url is None:
@@ -205,8 +208,9 @@ async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> R
             agent_ref={"type": AGENT_REF_TYPE, "name": parts.label},
             run_facts={**parts.facts, "spec": saved.to_json()},
         )
-        with run_metrics(options.metrics_port, parts.runner, config):
-            summary = await run_collection(parts.runner, config, as_progress(progress))
+        if metrics is not None:
+            metrics.observe(parts.runner, config)
+        summary = await run_collection(parts.runner, config, progress)
     if options.report and summary.files is not None and summary.files.output.is_file():
         from palaestra.evaluate.report import write_report  # the report: the run's files read back
 
@@ -259,7 +263,7 @@ def default_concurrency(spec: RunSpec) -> int:
     return (spec.collection.workers or 1) if local else 16
 
 
-async def _managed(spec: RunSpec, progress: Progress | ProgressCallback | None) -> RunSummary:
+async def _managed(spec: RunSpec, progress: Progress, metrics: MetricsServer | None) -> RunSummary:
     """Start the environment server ``spec.env.cmd``, run against it, and always stop it
     (``palaestra.remote.managed``); its output goes to ``<out>_env_server.log``."""
     from palaestra.remote.managed import READY_TIMEOUT, managed_server
@@ -276,7 +280,7 @@ async def _managed(spec: RunSpec, progress: Progress | ProgressCallback | None) 
         env.cmd, url=env.url, log_path=log, ready_timeout=wait, token=env.token
     ) as server:
         served = spec.model_copy(update={"env": env.model_copy(update={"url": server.url})})
-        summary = await _run(served, progress)
+        summary = await _run(served, progress, metrics)
         died = await server.gone()
         if died is not None:  # the run could not finish: resumable once the server runs
             summary.stopped_reason = "; ".join(filter(None, (summary.stopped_reason, died)))
@@ -410,6 +414,16 @@ class _Callback:
 
     def stop(self) -> None:
         pass
+
+
+def _note(progress: Progress, text: str) -> None:
+    """Say ``text``, which is not a warning (the metrics URL once bound): through the
+    progress's ``note`` when it has one (the command's shows it), else to the log."""
+    note = getattr(progress, "note", None)
+    if callable(note):
+        note(text)
+    else:
+        _log.info("%s", text)
 
 
 def as_progress(progress: Progress | ProgressCallback | None) -> Progress:
