@@ -53,6 +53,10 @@ class EnvSpec(pydantic.BaseModel):
     """A command that starts the environment server for the run and is stopped after it
     (``palaestra.remote.managed``): it listens at ``url`` if given, else on the free port the
     collector puts in ``{port}`` and ``$PORT``."""
+    cmd_timeout: float | None = pydantic.Field(default=None, gt=0, exclude=True)
+    """Seconds to wait for ``cmd``'s server to become healthy (None: the default of
+    ``palaestra.remote.managed``); a command that exits ends the wait at once. Not saved: how
+    long this invocation waits is no part of the run."""
     token: str | None = pydantic.Field(default=None, exclude=True, repr=False)
     """Bearer token of the served environment; never saved."""
     environment: Any = pydantic.Field(default=None, exclude=True, repr=False)

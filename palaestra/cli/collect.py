@@ -120,9 +120,7 @@ def collect_command(**options: Any) -> None:
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        spec = run_spec_of(options)
-        if spec.collection.metrics_port is not None:
-            console.print(f"metrics: http://127.0.0.1:{spec.collection.metrics_port}/metrics")
+        spec = run_spec_of(options)  # the metrics URL is shown once its port is bound
         summary, elapsed = run_collector(_timed(spec, console))
     reading = spec.collection.failures_as_zero
     Console().print(summary_table(summary, elapsed, failures_as_zero=reading))

@@ -34,7 +34,8 @@ from palaestra.cli.options import model_config as model_config_of
 from palaestra.errors import ConfigError
 
 if TYPE_CHECKING:
-    from palaestra.collection.collector import Progress, RunSummary
+    from palaestra.cli.progress import RichProgress
+    from palaestra.collection.collector import RunSummary
     from palaestra.evaluate.figures import RunFigures
     from palaestra.run.eval import Evaluation
 
@@ -157,8 +158,6 @@ def eval_command(**options: Any) -> None:
             env_args=env_args,
             **scale_fields(options),
         )
-        if options["metrics_port"] is not None:
-            console.print(f"metrics: http://127.0.0.1:{options['metrics_port']}/metrics")
 
         def progress_for(name: str) -> Headed:
             return Headed(name, RichProgress(console), console)
@@ -191,7 +190,7 @@ class Headed:
     run refused before it starts (another run's files, a Ray cluster out of reach) shows only
     its one error line."""
 
-    def __init__(self, name: str, progress: Progress, console: Console) -> None:
+    def __init__(self, name: str, progress: RichProgress, console: Console) -> None:
         self.name, self.progress, self.console = name, progress, console
 
     def start(self, summary: RunSummary) -> None:
@@ -203,6 +202,9 @@ class Headed:
 
     def message(self, text: str) -> None:
         self.progress.message(text)
+
+    def note(self, text: str) -> None:
+        self.progress.note(text)
 
     def stop(self) -> None:
         self.progress.stop()

@@ -94,6 +94,15 @@ def env_options(*, managed: bool = False) -> Callable[[F], F]:
                 "given. Its output goes to <output>_env_server.log.",
             )
         )
+        options.append(
+            click.option(
+                "--env-cmd-timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                metavar="SECONDS",
+                help="Seconds to wait for the --env-cmd server to become healthy (default "
+                "120); a command that exits ends the wait at once, with its last lines.",
+            )
+        )
     return _stacked(*options)
 
 
@@ -109,6 +118,7 @@ def env_spec(options: Mapping[str, Any], token: str | None = None) -> EnvSpec:
         args=args,
         url=options.get("env_url"),
         cmd=options.get("env_cmd"),
+        cmd_timeout=options.get("env_cmd_timeout"),
         token=token,
     )
 

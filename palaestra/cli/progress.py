@@ -72,6 +72,10 @@ class RichProgress:
     def message(self, text: str) -> None:
         self.console.print(f"[yellow]warning:[/] {escape(text)}", highlight=False, soft_wrap=True)
 
+    def note(self, text: str) -> None:
+        """Something the run says that is not a warning (the metrics URL, once bound)."""
+        self.console.print(escape(text), highlight=False, soft_wrap=True)
+
     def stop(self) -> None:
         if self._summary is not None:
             self._show(self._summary, time.perf_counter())  # the last updates were skipped

@@ -170,7 +170,10 @@ class RolloutObserver(Protocol):
 
 
 class Progress(Protocol):
-    """Where the collector reports progress; the CLI shows it, tests may record it."""
+    """Where the collector reports progress; the CLI shows it, tests may record it.
+
+    ``message`` is a warning. One may also have ``note(text)``, for what a run says that is
+    not (``palaestra.collect`` says the metrics URL with it once the port is bound)."""
 
     def start(self, summary: RunSummary) -> None: ...
     def update(self, summary: RunSummary) -> None: ...

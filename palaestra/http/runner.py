@@ -23,6 +23,8 @@ from palaestra._util.loop import run_on_fast_loop
 
 _T = TypeVar("_T")
 
+WS_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""The largest WebSocket message a server takes; a bigger one closes the socket with 1009."""
 LISTEN_BACKLOG = 8192
 """Connections waiting to be accepted (uvicorn's default: 2048; Linux caps it at
 ``net.core.somaxconn``, 4096 by default). Thousands of sessions starting at once each open a
@@ -44,7 +46,8 @@ def make_server(
     """A uvicorn server for ``app``; uvloop and httptools when installed, else asyncio and h11.
 
     ``ws``: uvicorn's WebSocket protocol; ``"none"`` (no WebSocket routes) unless the app has
-    some (the OpenEnv server: ``"auto"``), which keeps uvicorn's own HTTP protocol too.
+    some (the OpenEnv server: ``"auto"``, uvicorn's protocol on websockets with the clean close
+    of ``palaestra.http.websocket``), which keeps uvicorn's own HTTP protocol too.
     Forwarded headers are not trusted (``proxy_headers``): no palaestra route reads the
     client's address, and the rewrite costs every request.
     """
@@ -53,13 +56,19 @@ def make_server(
         from palaestra.http.protocol import HttpProtocol
 
         http = HttpProtocol
+    websocket: Any = ws
+    if ws == "auto" and importlib.util.find_spec("websockets") is not None:
+        from palaestra.http.websocket import WebSocketProtocol
+
+        websocket = WebSocketProtocol  # uvicorn's own, closing a failed connection cleanly
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         loop=_fastest("uvloop", "asyncio"),
         http=http,
-        ws=ws,
+        ws=websocket,
+        ws_max_size=WS_MAX_MESSAGE_BYTES,
         log_level=log_level,
         access_log=False,
         proxy_headers=False,

@@ -65,6 +65,7 @@ from palaestra.wire.protocol import (
     NO_ECHO_HEADER,
     RESENDABLE_ROUTES,
     RESET,
+    RESOURCES_SESSION_ID,
     SEED_HEADER,
     SEED_SESSION,
     SESSION_HEADER,
@@ -73,6 +74,7 @@ from palaestra.wire.protocol import (
     TOOLS,
     USER_TURN,
     VERIFY,
+    close_fields,
     error_of,
     failure_from_fields,
     has_user_turn,
@@ -81,6 +83,7 @@ from palaestra.wire.protocol import (
     step_from_answer,
     tool_route,
     tools_of,
+    typed_close_body,
     user_turn_of,
     verdict_from_answer,
 )
@@ -148,6 +151,9 @@ class RemoteEnvironmentClient:
         """Whether sessions are closed with ``/close_session``: learned by ``connect`` (a
         server that does not announce the route is sent none); a client made without it
         closes, as one of a palaestra server must."""
+        self._typed_close = False
+        """Whether the close body is the newest NeMo Gym's ``{resources_session_id,
+        episode_id}`` (its ``GET /openapi.json`` asks for them) rather than ``{}``."""
         self._unsent: dict[str, bytes] = {}
         """The task of each session not seeded yet, to go with its first call."""
         self._seeding: dict[str, asyncio.Event] = {}
@@ -201,12 +207,15 @@ class RemoteEnvironmentClient:
         asked ``GET /`` (``GET /health`` if it has no ``/``) and ``GET /tools``: a palaestra
         server answers both, and closes sessions.
         """
-        routes = await self._announced_routes()
+        document = await self._openapi()
+        paths = document.get("paths") if document is not None else None
+        routes = frozenset(paths) if isinstance(paths, dict) else None
         if routes is None:
             await self._check_alive()
         elif HEALTH in routes:
             await self._check_alive((HEALTH,))
         self._closes = routes is not None and CLOSE_SESSION in routes
+        self._typed_close = document is not None and RESOURCES_SESSION_ID in close_fields(document)
         if routes is not None and TOOLS not in routes:
             return
         listed = await self._get(TOOLS)
@@ -223,17 +232,17 @@ class RemoteEnvironmentClient:
         self._no_echo = palaestra
         self.has_user = has_user_turn(answer)
 
-    async def _announced_routes(self) -> frozenset[str] | None:
-        """The paths a server lists in ``GET /openapi.json`` (every FastAPI app serves it);
-        None when it serves no such list (a palaestra server)."""
+    async def _openapi(self) -> JsonDict | None:
+        """The ``GET /openapi.json`` document a server serves (every FastAPI app does: its
+        ``paths`` list its routes); None when it serves none (a palaestra server)."""
         answer = await self._get(OPENAPI)
         if answer.status != 200:
             return None
         try:
-            paths = orjson.loads(answer.body).get("paths")
-        except (orjson.JSONDecodeError, AttributeError):
+            document = orjson.loads(answer.body)
+        except orjson.JSONDecodeError:
             return None
-        return frozenset(paths) if isinstance(paths, dict) else None
+        return document if isinstance(document, dict) else None
 
     async def _check_alive(self, routes: tuple[str, ...] = LIVENESS_ROUTES) -> None:
         """A liveness route answers below 400: ``GET /`` (palaestra, NeMo Gym), else
@@ -368,8 +377,9 @@ class RemoteEnvironmentClient:
             # not a session of this client, or a server with no /close_session.
             self._forget(session_id)
             return
+        body = typed_close_body(session_id) if self._typed_close else {}
         try:
-            await self._post(CLOSE_SESSION, {}, session_id, _ENV)
+            await self._post(CLOSE_SESSION, body, session_id, _ENV)
         finally:
             self._forget(session_id)
 

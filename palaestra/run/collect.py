@@ -41,7 +41,7 @@ from palaestra.collection.tasks import check_input_file
 from palaestra.environment.base import Environment
 from palaestra.environment.boundary import raised
 from palaestra.errors import CallbackError, ConfigError
-from palaestra.run.metrics import run_metrics
+from palaestra.run.metrics import MetricsServer, run_metrics
 from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec, validated
 
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ class RunFields(TypedDict, total=False):
     env_cmd: str
     """A command that starts the environment server, stopped after the run (listening at
     ``env_url`` if given, else on the free port put in ``{port}`` / ``$PORT``)."""
+    env_cmd_timeout: float
+    """Seconds to wait for the ``env_cmd`` server to become healthy (default 120)."""
     model: str | list[str] | ModelConfig
     """``"local"`` (default), an OpenAI-compatible base URL, a name in
     ``palaestra_models.yaml``, a model backend's name, or a ``ModelConfig``; or a list of the
@@ -164,12 +166,15 @@ async def collect_async(
         raise TypeError("pass a RunSpec or keyword arguments, not both")
     spec = spec if spec is not None else run_spec(**fields)
     user_model_here(spec)  # before anything is reached: a served part has its own
-    if spec.env.cmd is not None:
-        return await _managed(spec, progress)
-    return await _run(spec, progress)
+    shown = as_progress(progress)
+    # The metrics port first: a busy one is refused before anything starts.
+    with run_metrics(spec.collection.metrics_port, lambda text: _note(shown, text)) as metrics:
+        if spec.env.cmd is not None:
+            return await _managed(spec, shown, metrics)
+        return await _run(spec, shown, metrics)
 
 
-async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> RunSummary:
+async def _run(spec: RunSpec, progress: Progress, metrics: MetricsServer | None) -> RunSummary:
     """The run of ``spec``; a ``cmd`` environment is already started, at ``spec.env.url``."""
     found = find(spec.env)
     if found is None and spec.env.url is None and spec.agent.url is None:
@@ -207,8 +212,9 @@ async def _run(spec: RunSpec, progress: Progress | ProgressCallback | None) -> R
             agent_ref={"type": AGENT_REF_TYPE, "name": parts.label},
             run_facts={**parts.facts, "spec": saved.to_json()},
         )
-        with run_metrics(options.metrics_port, parts.runner, config):
-            summary = await run_collection(parts.runner, config, as_progress(progress))
+        if metrics is not None:
+            metrics.observe(parts.runner, config)
+        summary = await run_collection(parts.runner, config, progress)
     if options.report and summary.files is not None and summary.files.output.is_file():
         from palaestra.evaluate.report import write_report  # the report: the run's files read back
 
@@ -261,10 +267,10 @@ def default_concurrency(spec: RunSpec) -> int:
     return (spec.collection.workers or 1) if local else 16
 
 
-async def _managed(spec: RunSpec, progress: Progress | ProgressCallback | None) -> RunSummary:
+async def _managed(spec: RunSpec, progress: Progress, metrics: MetricsServer | None) -> RunSummary:
     """Start the environment server ``spec.env.cmd``, run against it, and always stop it
     (``palaestra.remote.managed``); its output goes to ``<out>_env_server.log``."""
-    from palaestra.remote.managed import managed_server
+    from palaestra.remote.managed import READY_TIMEOUT, managed_server
 
     env = spec.env
     assert env.cmd is not None
@@ -273,9 +279,12 @@ async def _managed(spec: RunSpec, progress: Progress | ProgressCallback | None) 
     output = Path(spec.collection.output or Path("runs") / "remote.jsonl")
     output.parent.mkdir(parents=True, exist_ok=True)
     log = output.with_name(f"{output.stem}_env_server.log")
-    async with managed_server(env.cmd, url=env.url, log_path=log, token=env.token) as server:
+    wait = env.cmd_timeout if env.cmd_timeout is not None else READY_TIMEOUT
+    async with managed_server(
+        env.cmd, url=env.url, log_path=log, ready_timeout=wait, token=env.token
+    ) as server:
         served = spec.model_copy(update={"env": env.model_copy(update={"url": server.url})})
-        summary = await _run(served, progress)
+        summary = await _run(served, progress, metrics)
         died = await server.gone()
         if died is not None:  # the run could not finish: resumable once the server runs
             summary.stopped_reason = "; ".join(filter(None, (summary.stopped_reason, died)))
@@ -320,8 +329,10 @@ def _input_path(options: CollectOptions, found: FoundEnvironment | None, output:
 def _env_spec(given: dict[str, Any]) -> EnvSpec:
     env, token = given.get("env"), given.get("server_token")
     if isinstance(env, EnvSpec):
-        if given.get("env_args") or given.get("env_url") or given.get("env_cmd"):
-            raise TypeError("env is an EnvSpec: put env_args, env_url and env_cmd in it")
+        if any(given.get(f) for f in ("env_args", "env_url", "env_cmd", "env_cmd_timeout")):
+            raise TypeError(
+                "env is an EnvSpec: put env_args, env_url, env_cmd and env_cmd_timeout in it"
+            )
         return env
     fields: dict[str, Any] = {"args": dict(given.get("env_args") or {}), "token": token}
     if isinstance(env, str):
@@ -333,6 +344,8 @@ def _env_spec(given: dict[str, Any]) -> EnvSpec:
         fields["url"] = given["env_url"]
     if given.get("env_cmd"):
         fields["cmd"] = given["env_cmd"]
+    if given.get("env_cmd_timeout") is not None:
+        fields["cmd_timeout"] = given["env_cmd_timeout"]
     return validated(EnvSpec, fields, "env")
 
 
@@ -422,6 +435,16 @@ def _callback_error(
         kept = f"; the rows so far are kept in {summary.files.output} (resume=True continues)"
     what = f"the progress callback {name}"
     return CallbackError(f"{raised(what, error, function)}: the run stopped{kept}")
+
+
+def _note(progress: Progress, text: str) -> None:
+    """Say ``text``, which is not a warning (the metrics URL once bound): through the
+    progress's ``note`` when it has one (the command's shows it), else to the log."""
+    note = getattr(progress, "note", None)
+    if callable(note):
+        note(text)
+    else:
+        _log.info("%s", text)
 
 
 def as_progress(progress: Progress | ProgressCallback | None) -> Progress:

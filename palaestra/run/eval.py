@@ -64,9 +64,9 @@ EnvLike = str | EnvSpec | Environment | type[Environment]
 spec (``EnvSpec(url=...)`` for a served one)."""
 ProgressFor = Callable[[str], "Progress | Callable[[RunSummary], object] | None"]
 """Given an environment's name, what shows its run's progress."""
-NOT_PER_ENVIRONMENT = ("env", "env_url", "env_cmd", "output")
+NOT_PER_ENVIRONMENT = ("env", "env_url", "env_cmd", "env_cmd_timeout", "output")
 """``RunFields`` that name one run's environment or output: ``envs`` and ``output_dir`` say
-these for an evaluation (``EnvSpec`` carries url and cmd; ``env_args`` is keyed by
+these for an evaluation (``EnvSpec`` carries url, cmd and cmd_timeout; ``env_args`` is keyed by
 environment)."""
 REPORT_MARKDOWN = "report.md"
 REPORT_HTML = "report.html"
@@ -173,7 +173,7 @@ def plan(
     if given:
         raise TypeError(
             f"eval takes envs= and output_dir=, not {given[0]}= (an EnvSpec carries a served "
-            "environment's url or cmd)"
+            "environment's url, cmd and cmd_timeout)"
         )
     named = list(envs.items()) if isinstance(envs, Mapping) else [(None, env) for env in envs]
     if not named:

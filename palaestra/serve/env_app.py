@@ -86,11 +86,13 @@ from palaestra.wire.protocol import (
     CLOSE_SESSION,
     CLOSED_HEADER,
     DATASET_SIZE,
+    EPISODE_ID,
     FAILURES_HEADER,
     HEALTH,
     LIVENESS,
     NO_ECHO_HEADER,
     RESET,
+    RESOURCES_SESSION_ID,
     SEED_HEADER,
     SEED_SESSION,
     SERVER_BUSY,
@@ -582,16 +584,51 @@ def _user_turn(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler
 
 
 def _close(client: LocalEnvironmentClient, signer: SessionSigner) -> Handler:
+    """``POST /close_session``: the session the token (cookie or header) names is closed.
+
+    The body is ``{}`` (answered ``{}``; a session the server no longer knows is a 404
+    ``session_lost``), or the newest NeMo Gym's ``{resources_session_id, episode_id}``
+    (answered ``{resources_session_id}``; a close of a session already closed, or of none,
+    succeeds, as that protocol requires of a close the caller may repeat).
+    """
+
     async def close(request: Request) -> Response:
+        named = _closed_name(await json_object(request) if await request.body() else {})
         session_id = _token_session(request, signer)
         if session_id is not None:
-            client.sessions.get(session_id)  # a lost session: 404 session_lost
-            await client.close(session_id)
-        response = JSONResponse({})
+            try:
+                client.sessions.get(session_id)  # a lost session: 404 session_lost
+            except SessionLost:
+                if named is None:
+                    raise
+            else:
+                await client.close(session_id)
+        response = JSONResponse({} if named is None else {RESOURCES_SESSION_ID: named})
         response.raw_headers.append(_DELETE_COOKIE)
         return response
 
     return close
+
+
+def _closed_name(body: JsonDict) -> str | None:
+    """The ``resources_session_id`` of a close in the newest NeMo Gym's form (422 naming the
+    field when that form is wrong); None for any other body, as before it was read."""
+    if RESOURCES_SESSION_ID not in body and EPISODE_ID not in body:
+        return None
+    named = body.get(RESOURCES_SESSION_ID)
+    if not isinstance(named, str) or not named:
+        raise RequestError(
+            422, f"field '{RESOURCES_SESSION_ID}' must be a non-empty string",
+            param=RESOURCES_SESSION_ID,
+        )  # fmt: skip
+    episode = body.get(EPISODE_ID)
+    rollout = episode.get("rollout_id") if isinstance(episode, dict) else None
+    if not isinstance(rollout, str) or not rollout:
+        raise RequestError(
+            422, f"field '{EPISODE_ID}' must be an object with a non-empty 'rollout_id' string",
+            param=EPISODE_ID,
+        )  # fmt: skip
+    return named
 
 
 async def aggregate_endpoint(request: Request) -> Response:

@@ -39,7 +39,7 @@ import contextlib
 import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 from starlette.applications import Starlette
@@ -67,20 +67,35 @@ TaskSource = Callable[[JsonDict], JsonDict]
 
 
 def task_source(dataset: list[JsonDict], environment: Environment | None) -> TaskSource:
-    """Tasks for ``reset``: the given row, the served ``dataset``, or generated ones."""
+    """Tasks for ``reset``: the given row, the served ``dataset``, or generated ones.
+
+    An ``index`` addresses one served task and must be one of them: a client that asks for a
+    task the server does not hold learns so, rather than training on another one. A ``seed``
+    only chooses among them (any number picks one).
+    """
     cycle: Iterator[int] = itertools.count()
 
     def pick(data: JsonDict) -> JsonDict:
         if isinstance(data.get("task"), dict):
             return dict(data["task"])
-        index = data.get("index", data.get("seed"))
+        index, seed = data.get("index"), data.get("seed")
+        if index is not None and not _is_int(index):
+            raise InputError(f"reset index {index!r} is not an integer", field="index")
         if dataset:
-            position = index if isinstance(index, int) else next(cycle)
-            return dataset[position % len(dataset)]
+            count = len(dataset)
+            if index is None:
+                return dataset[(seed if _is_int(seed) else next(cycle)) % count]
+            if not 0 <= index < count:
+                raise InputError(
+                    f"reset index {index} is out of range: this server has {count} "
+                    f"task{'s' if count != 1 else ''} (index 0 to {count - 1})",
+                    field="index",
+                )
+            return dataset[index]
         if environment is not None:
             try:
-                seed = index if isinstance(index, int) else next(cycle)
-                return next(iter(environment.generate_tasks(1, seed)))
+                number = index if index is not None else seed if _is_int(seed) else next(cycle)
+                return next(iter(environment.generate_tasks(1, number)))
             except NotImplementedError:
                 pass
         raise InputError(
@@ -89,6 +104,10 @@ def task_source(dataset: list[JsonDict], environment: Environment | None) -> Tas
         )
 
     return pick
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def openenv_app(

@@ -99,6 +99,36 @@ def tool_route(name: str) -> str:
 
 # --- sessions ---------------------------------------------------------------------------------
 
+RESOURCES_SESSION_ID: Final = "resources_session_id"
+EPISODE_ID: Final = "episode_id"
+"""The fields of the newest NeMo Gym's ``/close_session`` body (``{resources_session_id: str,
+episode_id: {rollout_id: str, attempt?: int}}``, no others), whose answer is
+``{resources_session_id}``. A server that asks for them says so in its ``GET /openapi.json``;
+the session it closes is still the one its cookie names. Older servers take ``{}``."""
+
+
+def typed_close_body(session_id: str) -> JsonDict:
+    """A ``/close_session`` body of the newest NeMo Gym's form for the session ``session_id``
+    (letters, digits, ``.``, ``_``, ``-``: what an episode's ``rollout_id`` may hold)."""
+    return {RESOURCES_SESSION_ID: session_id, EPISODE_ID: {"rollout_id": session_id}}
+
+
+def close_fields(document: JsonDict) -> frozenset[str]:
+    """The fields of the JSON body an OpenAPI ``document`` says its ``POST /close_session``
+    takes (its schema, or the one its local ``$ref`` names); none when it says nothing."""
+    try:
+        content = document["paths"][CLOSE_SESSION]["post"]["requestBody"]["content"]
+        schema = content["application/json"]["schema"]
+        reference = schema.get("$ref")
+        if isinstance(reference, str) and reference.startswith("#/"):
+            schema = document
+            for part in reference[2:].split("/"):
+                schema = schema[part]
+        return frozenset(schema.get("properties") or ())
+    except (KeyError, TypeError, AttributeError):
+        return frozenset()
+
+
 SESSION_COOKIE: Final = "palaestra_session"
 """The signed session token, as a cookie (NeMo Gym's agents keep cookies)."""
 SESSION_HEADER: Final = "x-palaestra-session"

@@ -154,6 +154,48 @@ def test_a_server_that_dies_at_start_is_one_line_and_its_last_output(
     assert not (tmp_path / "out" / "r.jsonl").exists()  # nothing ran
 
 
+def run_env_cmd(tmp_path: Path, model_url: str, server: str, timeout: str) -> tuple[str, float]:
+    """``collect --env-cmd SERVER --env-cmd-timeout TIMEOUT``: its stderr and its seconds."""
+    started = time.monotonic()
+    ran = subprocess.run(
+        [
+            *PALAESTRA,
+            "collect",
+            "--env-cmd",
+            server,
+            "--env-cmd-timeout",
+            timeout,
+            "--model",
+            model_url,
+            "--input",
+            "tasks.jsonl",
+            "--output",
+            "out/r.jsonl",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert not (tmp_path / "out" / "r.jsonl").exists()  # nothing ran
+    return ran.stderr, time.monotonic() - started
+
+
+def test_the_health_wait_is_env_cmd_timeout_and_an_exit_ends_it_at_once(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    write_tasks(tmp_path)
+    err, took = run_env_cmd(tmp_path, model.url, command(tmp_path, "sleep 300"), "1.5")
+    assert "was not healthy at http://127.0.0.1:" in err and "after 1.5s" in err
+    assert took < 30  # before: "No such option: --env-cmd-timeout"
+    assert_all_gone(tmp_path)
+    dying = "echo 'boom: no such benchmark' >&2; exit 3"
+    err, took = run_env_cmd(tmp_path, model.url, dying, "600")
+    assert "exited with code 3 before it was healthy" in err and "boom" in err
+    assert took < 30  # not the 600 s given
+
+
 @pytest.mark.parametrize(
     ("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"]
 )

@@ -193,6 +193,28 @@ def test_a_metrics_port_in_use_is_one_line_before_anything_runs(tmp_path: Path) 
     assert not (tmp_path / "o.jsonl").exists()
 
 
+def test_a_busy_metrics_port_is_one_line_naming_it_before_the_url_or_anything_starts(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "env-server-started"
+    env_cmd = f"touch {marker}; exec sleep 300"  # an environment server slow to come up
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        refused = subprocess.run(
+            [
+                *PALAESTRA, "collect", "--env-cmd", env_cmd, "--env-cmd-timeout", "5",
+                "--model", "http://127.0.0.1:9/v1", "--output", "o.jsonl",
+                "--metrics-port", str(port),
+            ],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    [line] = refused.stderr.strip().splitlines()  # before: the URL printed first
+    assert line.startswith(f"error: cannot serve metrics on 127.0.0.1:{port} ")
+    assert "in use" in line
+    assert not marker.exists()  # bound first: before, the server started (and was waited for)
+
+
 def test_a_pool_of_endpoints_is_scraped_per_endpoint(tmp_path: Path) -> None:
     tasks = tasks_file(tmp_path / "tasks.jsonl", ["Paris", "Oslo", "Rome", "Lima"])
     port = free_port()

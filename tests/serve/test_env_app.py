@@ -155,6 +155,21 @@ async def test_a_server_that_does_not_say_it_closed_the_session_still_gets_a_clo
     assert len(closed) == 1
 
 
+async def test_a_server_whose_openapi_asks_for_the_newest_close_body_gets_it() -> None:
+    closed: list[str] = []
+    with BackgroundServer(cookie_resources_app(closed, typed_close=True)) as server:
+        remote = await RemoteEnvironmentClient.connect(server.url)
+        try:
+            task: JsonDict = {"responses_create_params": {"input": "x"}, "target_value": 3}
+            sessions = [await remote.seed(task) for _ in range(2)]
+            for session in sessions:
+                await remote.call_tool(session, "increment", {"amount": 3})
+                await remote.close(session)
+        finally:
+            await remote.aclose()
+    assert len(closed) == 2 and len(set(closed)) == 2  # before: {} refused (422), none closed
+
+
 class CounterWithBrokenClose(Counter):
     def close(self, session: Session) -> None:
         raise OSError("the close has a bug")
@@ -620,3 +635,42 @@ async def test_the_default_bound_refuses_seeds_past_the_tasks_bytes_with_retry_a
             async with http.post("/seed_session", data=big, headers=headers) as again:
                 assert again.status == 200  # closing a session gave its bytes back
     assert app.state.client.sessions.held_bytes == 0  # the shutdown closed every session
+
+
+async def test_a_close_in_the_newest_nemo_gym_form_closes_the_cookie_session_and_names_it() -> None:
+    app = environment_app(Counter())
+    sessions = app.state.client.sessions
+    typed = {"resources_session_id": "rs-1", "episode_id": {"rollout_id": "r1", "attempt": 0}}
+    jar = aiohttp.CookieJar(unsafe=True)
+    with BackgroundServer(app) as server:
+        await closes_in_the_newest_form(server.url, jar, sessions, typed)
+
+
+async def closes_in_the_newest_form(
+    url: str, jar: aiohttp.CookieJar, sessions: Any, typed: JsonDict
+) -> None:
+    async with aiohttp.ClientSession(base_url=url, cookie_jar=jar) as http:
+        async with http.post("/seed_session", json=COUNTER_TASK) as seeded:
+            assert seeded.status == 200
+        assert len(sessions) == 1
+        for _ in range(2):  # a repeated close succeeds, as that form requires
+            async with http.post("/close_session", json=typed) as closed:
+                assert closed.status == 200
+                assert await closed.json() == {"resources_session_id": "rs-1"}  # before: {}
+            assert len(sessions) == 0
+        for wrong, field in (
+            ({**typed, "resources_session_id": ""}, "resources_session_id"),
+            ({"resources_session_id": "rs-1"}, "episode_id"),
+            ({**typed, "episode_id": {"attempt": 1}}, "episode_id"),
+        ):
+            async with http.post("/close_session", json=wrong) as refused:
+                assert refused.status == 422
+                assert field in (await refused.json())["error"]["message"]
+    async with aiohttp.ClientSession(base_url=url) as http:  # no cookie
+        status, answer, _ = await _post(http, "/close_session", typed)
+        assert (status, answer) == (200, {"resources_session_id": "rs-1"})
+        _, _, seeded = await _post(http, "/seed_session", COUNTER_TASK)
+        token = seeded.headers["x-palaestra-session"]
+        assert (await _post(http, "/close_session", {}, token))[:2] == (200, {})
+        status, answer, _ = await _post(http, "/close_session", {}, token)
+        assert status == 404 and answer["error"]["type"] == "session_lost"  # as before

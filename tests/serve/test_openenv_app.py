@@ -11,14 +11,17 @@ from typing import Any
 
 import orjson
 import pytest
+from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidStatus
+from websockets.http11 import Response
 from websockets.sync.client import ClientConnection, connect
+from websockets.uri import parse_uri
 
 from palaestra import LocalEnvironmentClient
 from palaestra.environment.sessions import Session
 from palaestra.envs.counter.environment import Counter
 from palaestra.http.guard import Guard
-from palaestra.http.runner import BackgroundServer
+from palaestra.http.runner import WS_MAX_MESSAGE_BYTES, BackgroundServer
 from palaestra.serve.openenv_app import openenv_app, task_source
 from palaestra.types import FailureKind, JsonDict, Verdict
 
@@ -125,6 +128,33 @@ def test_reset_picks_a_served_task_by_index_and_says_so_when_there_is_none() -> 
         refused = ask(socket, "reset", {})
         assert refused["data"]["code"] == "VALIDATION_ERROR"
         assert "no tasks" in refused["data"]["message"] and "--tasks" in refused["data"]["message"]
+
+
+def test_a_reset_index_past_the_served_tasks_is_refused_naming_it_and_the_count() -> None:
+    dataset = [TASK, {**TASK, "initial_value": 10}]
+    with served(dataset) as url, connect(ws_url(url)) as socket:
+        for index in (999, 2, -1):
+            refused = ask(socket, "reset", {"index": index})
+            assert refused["type"] == "error"  # before: task 999 % 2, silently
+            assert refused["data"]["code"] == "VALIDATION_ERROR"
+            message = refused["data"]["message"]
+            assert f"index {index}" in message and "2 tasks" in message
+        not_a_number = ask(socket, "reset", {"index": "1"})
+        assert "index" in not_a_number["data"]["message"]
+        ask(socket, "reset", {"seed": 999})  # a seed picks among the tasks: any number does
+        step = ask(socket, "step", {"type": "call_tool", "tool_name": "read_counter"})
+        assert step["data"]["observation"]["result"] == "10"  # 999 % 2
+        created = rpc(
+            url,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "openenv/session/create",
+                "params": {"index": 999},
+            },
+        )
+        assert "index 999" in created["error"]["message"]
+        assert "2 tasks" in created["error"]["message"]
 
 
 def rpc(url: str, body: object, token: str | None = None) -> Any:
@@ -240,3 +270,26 @@ def test_a_websocket_with_a_token_that_is_not_ascii_is_refused_not_crashed() -> 
         auth = {"Authorization": "Bearer oe-secret"}
         with connect(ws_url(url), additional_headers=auth) as socket:
             assert ask(socket, "reset", {})["type"] == "observation"
+
+
+def test_a_message_past_the_size_cap_is_closed_with_1009_and_a_reason_not_dropped() -> None:
+    # websockets' own client protocol over a plain socket, driven as a client that writes its
+    # whole message before it reads: the order in which a server that closes its socket on
+    # unread input resets the connection and the close frame is lost.
+    with served([TASK]) as url:
+        client = ClientProtocol(parse_uri(ws_url(url)), max_size=None)
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=20) as conn:
+            client.send_request(client.connect())
+            conn.sendall(b"".join(client.data_to_send()))
+            while not any(isinstance(e, Response) for e in client.events_received()):
+                client.receive_data(conn.recv(65536))
+            client.send_text(b"x" * (40 * 1024 * 1024))
+            conn.sendall(b"".join(client.data_to_send()))  # before: reset mid-way
+            while (chunk := conn.recv(65536)) != b"":  # before: ConnectionResetError
+                client.receive_data(chunk)
+        assert client.close_rcvd is not None
+        assert client.close_rcvd.code == 1009  # message too big
+        assert f"exceeds limit of {WS_MAX_MESSAGE_BYTES} bytes" in client.close_rcvd.reason
+        with connect(ws_url(url)) as ws:  # and the server serves on
+            assert ask(ws, "reset", {})["type"] == "observation"
