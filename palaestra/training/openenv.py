@@ -210,7 +210,13 @@ class PalaestraSessionFactory(ResourceSessionFactory):  # type: ignore[misc, unu
                 field="task",
             )
         if isinstance(task, int) and not isinstance(task, bool) and self._tasks:
-            return self._tasks[task % len(self._tasks)]
+            if not 0 <= task < len(self._tasks):  # never wrapped: index 999 of 2 tasks is a bug
+                raise InputError(
+                    f"task index {task} is out of range: this factory has {len(self._tasks)} "
+                    f"tasks (index 0 to {len(self._tasks) - 1})",
+                    field="task",
+                )
+            return self._tasks[task]
         if task is None and self._tasks:
             return self._tasks[next(self._next_task) % len(self._tasks)]
         if task is None and self._environment is not None:

@@ -65,6 +65,9 @@ def check(out: Any) -> None:
     assert trl_async["prompt"] == [{"role": "user", "content": "Add 5."}]
     assert trl_async["initial"] == trl_async["prompt"] and trl_async["reward"] == 0.0
     assert "no task of this factory has this prompt" in trl_async["unknown"]
+    # a task index past the factory's tasks is refused naming both, never wrapped around
+    assert trl_async["past_end"].startswith("InputError: ")
+    assert "task index 999 is out of range: this factory has 3 tasks" in trl_async["past_end"]
 
 
 @pytest.mark.parametrize("peer", PEERS)

@@ -96,11 +96,17 @@ def main() -> None:
             unknown = None
         except Exception as exc:
             unknown = f"{type(exc).__name__}: {exc}"
+        try:
+            f.create(999, seed=0)
+            past_end = None
+        except Exception as exc:
+            past_end = f"{type(exc).__name__}: {exc}"
     trl_async = {
         "prompt": prompt,
         "initial": initial,
         "reward": verified.env_reward,
         "unknown": unknown,
+        "past_end": past_end,
     }
 
     print(
