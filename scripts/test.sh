@@ -6,6 +6,7 @@ bash scripts/install.sh --dev
 bash scripts/install_training.sh  # PyTorch (CPU), transformers, TRL: the trainer adapters' tests run the real TRL
 bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the rollout viewer's tests run in a real browser
 bash scripts/install_machines.sh  # Docker daemon (no bridge) + the offline Debian base image: the machine providers' tests use them
+bash scripts/install_harnesses.sh  # mini-swe-agent from PyPI in a venv of its own: the harness agents' tests run it
 .venv/bin/ruff check palaestra tests benchmarks
 .venv/bin/ruff format --check palaestra tests benchmarks
 .venv/bin/mypy
