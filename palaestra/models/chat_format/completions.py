@@ -196,6 +196,23 @@ def chat_to_response(completion: JsonDict, params: JsonDict) -> JsonDict:
     )
 
 
+def finish_reason(response: JsonDict, *, tool_calls: bool | None = None) -> str:
+    """A Response's ending as Chat Completions names it: ``length``, ``content_filter``,
+    ``tool_calls`` (its output calls a function) or ``stop``. ``tool_calls``: whether it
+    does, when the caller knows already (else its output is read)."""
+    details = response.get("incomplete_details") or {}
+    incomplete = details.get("reason") or details.get("code")
+    finish = _FINISH_REASONS.get(str(incomplete))
+    if finish is not None:
+        return finish
+    if tool_calls is None:
+        output = response.get("output")
+        tool_calls = isinstance(output, list) and any(
+            isinstance(item, dict) and item.get("type") == "function_call" for item in output
+        )
+    return "tool_calls" if tool_calls else "stop"
+
+
 def response_to_chat_completion(response: JsonDict) -> JsonDict:
     """An OpenAI ``Response`` dict -> a chat completion."""
     if not isinstance(response, dict) or not isinstance(response.get("output"), list):
@@ -230,9 +247,7 @@ def response_to_chat_completion(response: JsonDict) -> JsonDict:
         message["tool_calls"] = tool_calls
     if output:
         message.update(token_fields(output[-1]))
-    details = response.get("incomplete_details") or {}
-    incomplete = details.get("reason") or details.get("code")
-    finish = _FINISH_REASONS.get(str(incomplete)) or ("tool_calls" if tool_calls else "stop")
+    finish = finish_reason(response, tool_calls=bool(tool_calls))
     usage = response.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     created = response.get("created_at")
