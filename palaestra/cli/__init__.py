@@ -14,6 +14,7 @@ from palaestra.cli.report import report_command
 from palaestra.cli.review import test_env_command
 from palaestra.cli.run import run_command, status_command
 from palaestra.cli.serve import serve_group
+from palaestra.cli.serve.gateway import serve_gateway_command
 from palaestra.cli.serve.mcp import serve_mcp_command
 from palaestra.cli.serve.openenv import serve_openenv_command
 from palaestra.cli.serve.servers import (
@@ -44,6 +45,7 @@ serve_group.add_command(serve_agent_command)
 serve_group.add_command(serve_spec_command)
 serve_group.add_command(serve_openenv_command)
 serve_group.add_command(serve_mcp_command)
+serve_group.add_command(serve_gateway_command)
 cli.add_command(serve_group)
 cli.add_command(run_command)
 cli.add_command(status_command)

@@ -30,6 +30,7 @@ from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
     from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.gateway import GatewayCounts
     from palaestra.models.base import Model
     from palaestra.observe.metrics_counts import RolloutCounts
     from palaestra.sandbox.pool import WorkerPool
@@ -371,6 +372,46 @@ def served_families(served: dict[str, int]) -> Source:
         for route, count in sorted(dict(served).items()):
             family.add_metric([route], count)
         yield family
+
+    return families
+
+
+def gateway_families(counts: GatewayCounts) -> Source:
+    """A gateway's calls by API, failed and refused calls, pauses: the calls a pause held and
+    the seconds it waited for calls in flight to finish."""
+
+    def families() -> Iterator[Metric]:
+        calls = CounterMetricFamily(
+            f"{P}gateway_calls", "Harness calls the model answered, by API.", labels=["api"]
+        )
+        for api, count in sorted(dict(counts.calls).items()):
+            calls.add_metric([api], count)
+        yield calls
+        yield CounterMetricFamily(
+            f"{P}gateway_call_errors", "Harness calls the model failed.", value=counts.errors
+        )
+        yield CounterMetricFamily(
+            f"{P}gateway_calls_refused",
+            "Harness calls refused before the model (no secret, no rollout, malformed).",
+            value=counts.refused,
+        )
+        yield CounterMetricFamily(
+            f"{P}gateway_paused_calls",
+            "Harness calls that arrived during a pause and waited for the resume.",
+            value=counts.paused_calls,
+        )
+        yield CounterMetricFamily(f"{P}gateway_pauses", "Pauses asked.", value=counts.pauses)
+        yield CounterMetricFamily(
+            f"{P}gateway_drain_seconds",
+            "Seconds pauses waited for the calls in flight to finish.",
+            value=counts.drain_seconds,
+        )
+        yield CounterMetricFamily(
+            f"{P}gateway_rollouts_opened", "Rollouts opened.", value=counts.rollouts_opened
+        )
+        yield GaugeMetricFamily(
+            f"{P}gateway_calls_in_flight", "Harness calls at the model now.", value=counts.in_flight
+        )
 
     return families
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from palaestra.agents.base import Agent
     from palaestra.environment.client import EnvironmentClient
+    from palaestra.gateway import GatewayCounts
     from palaestra.models.base import Model
     from palaestra.observe.metrics import Source
     from palaestra.observe.metrics_counts import RolloutCounts
@@ -93,6 +94,26 @@ def model_metrics(model: Model, served: dict[str, int]) -> SourcesOf:
         return [metrics.served_families(served), metrics.model_families(model)]
 
     return sources
+
+
+def gateway_metrics(counts: GatewayCounts, model: Model) -> Callable[[], tuple[bytes, str]]:
+    """A served gateway's ``GET /metrics`` (``Gateway.metrics``): its counts and its model's
+    calls, as Prometheus text and its content type."""
+    registry: CollectorRegistry | None = None
+
+    def scrape() -> tuple[bytes, str]:
+        nonlocal registry
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        if registry is None:
+            from palaestra.observe import metrics
+
+            registry = metrics.registry_of(
+                [metrics.gateway_families(counts), metrics.model_families(model)]
+            )
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+
+    return scrape
 
 
 def stack_metrics(servers: Callable[[], list[JsonDict]]) -> SourcesOf:
