@@ -107,6 +107,7 @@ class MiniSweAgent(CommandAgent):
                 *("-c", self.config, "-c", str(settings)),
                 *("--agent-class", "default"),
                 *("-t", values["instruction"]),
+                *("-o", str(directory / "trajectory.json")),
             ]
         )
 

@@ -57,6 +57,7 @@ async def test_mini_swe_agent_runs_its_commands_in_the_tasks_box_through_the_gat
     marker = tmp_path / "only-on-the-host"
     marker.write_text("host")
     command = f"ls {marker}; echo $((6 * 7)) > /tmp/answer; cat /tmp/answer"
+    submit = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's way to finish
     seen: list[JsonDict] = []
 
     def script(params: JsonDict) -> JsonDict:
@@ -64,7 +65,7 @@ async def test_mini_swe_agent_runs_its_commands_in_the_tasks_box_through_the_gat
         if len(seen) == 1:
             return response(call("bash", json.dumps({"command": command})))
         if len(seen) == 2:
-            return response(call("bash", json.dumps({"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}), "call_2"))  # noqa: E501
+            return response(call("bash", json.dumps({"command": submit}), "call_2"))
         return say("done")
 
     agent = MiniSweAgent(path=str(mini), max_steps=4)
@@ -79,7 +80,7 @@ async def test_mini_swe_agent_runs_its_commands_in_the_tasks_box_through_the_gat
     assert message_text(first[0]).startswith(SYSTEM)  # mini-swe-agent's own prompt
     outputs = [i for i in seen[1]["input"] if i.get("type") == "function_call_output"]
     [observation] = outputs
-    text = observation["output"] if isinstance(observation["output"], str) else str(observation)
+    text = json.dumps(observation["output"])
     assert "42" in text  # it ran ...
     assert "No such file or directory" in text  # ... in the box, where the host's file is not
     output = result.response["output"]
