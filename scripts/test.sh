@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check: install (with dev tools), lint, type-check, test.
 # What the tests use beyond the library is installed side by side with palaestra itself (each
-# once per machine, quick when cached): the peers' venvs and Chromium while llama.cpp compiles,
+# once per machine, quick when cached): the peers' and harnesses' venvs and Chromium while
+# llama.cpp compiles,
 # the training stack and the machines while the linters run. Each one's output is shown when it
 # is waited for, so the log reads in order.
 set -euo pipefail
@@ -29,6 +30,7 @@ await() {  # await NAME: wait for NAME, show its output, stop the check if it fa
 # Peer packages (NeMo Gym, NeMo Evaluator, OpenEnv, verifiers, Harbor) for tests/interop,
 # cached under ~/.cache/palaestra/peers: any Python >= 3.11 builds them.
 start peers python3 -m tests.support.peers
+start harnesses bash scripts/install_harnesses.sh  # mini-swe-agent from PyPI in a venv of its own: the harness agents' tests run it
 start browser bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the rollout viewer's tests run in a real browser
 bash scripts/install.sh --dev
 echo "palaestra: installed ($((SECONDS - started)) s)"
@@ -44,4 +46,5 @@ await training  # mypy reads the training stack's types
 await browser
 await machines
 await peers
+await harnesses
 .venv/bin/pytest -q -n 2 --dist loadgroup --durations=20 "$@"  # two workers (tests/conftest.py); the 20 slowest tests, printed at the end of every run
