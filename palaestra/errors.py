@@ -55,6 +55,8 @@ named with their module)::
     ├── SessionClosed                  palaestra.sandbox: a sandbox session was closed
     ├── Overran                        palaestra.environment.boundary: env code overran
     ├── RequestError                   palaestra.serve: a request a server refuses (an answer)
+    ├── BadRequest                     palaestra.gateway: a harness's call the gateway refuses
+    ├── UnknownResponse                palaestra.gateway: a previous_response_id of no answer
     ├── GoldenError                    palaestra.authoring: a golden answer of no known shape
     ├── RewardProblem                  palaestra.environment.harbor: no reward to read (the
     │                                  box is scored 0, the reason in ``unverified``)

@@ -2,9 +2,8 @@
 # The whole check: install (with dev tools), lint, type-check, test.
 # What the tests use beyond the library is installed side by side with palaestra itself (each
 # once per machine, quick when cached): the peers' and harnesses' venvs and Chromium while
-# llama.cpp compiles,
-# the training stack and the machines while the linters run. Each one's output is shown when it
-# is waited for, so the log reads in order.
+# llama.cpp compiles, the training stack and the machines while the linters run. Each one's
+# output is shown when it is waited for, so the log reads in order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 logs="$(mktemp -d)"

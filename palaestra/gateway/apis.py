@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from palaestra.errors import ModelError
+from palaestra.errors import ModelError, PalaestraError
 from palaestra.gateway import events
 from palaestra.models.chat_format import (
     TOKEN_FIELDS,
@@ -45,7 +45,7 @@ _RESPONSES_DROPPED = (
 )
 
 
-class BadRequest(Exception):
+class BadRequest(PalaestraError):
     """A request the gateway refuses before the model sees it (a 400)."""
 
     def __init__(self, message: str, param: str | None = None) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from palaestra.errors import PalaestraError
 from palaestra.gateway.lineage import Key, Lineage, chain, item_key, keyed
 from palaestra.types import JsonDict, Producer, add_usage, empty_usage
 
@@ -28,7 +29,7 @@ _TOOL = Producer.TOOL.value
 _ENVIRONMENT = Producer.ENVIRONMENT.value
 
 
-class UnknownResponse(LookupError):
+class UnknownResponse(PalaestraError, LookupError):
     """A ``previous_response_id`` that names no answer of the rollout."""
 
 
