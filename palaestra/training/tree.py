@@ -18,13 +18,14 @@ like any other call, never spliced onto the claimed parent.
 ``training_sequences`` turns the tree into what a trainer consumes: one ``TrainingSequence``
 per leaf (the leaf's prompt and generation, a loss mask over the sampled tokens of the calls
 on its path, aligned log-probs). Every sampled token is trained exactly once: a call shared by
-several leaves (an ancestor of a retry or of a sub-agent's branch) is trained in the first of
-them, by call order, and is context (mask 0) in the others. Which one does not change the
-gradient: a causal model's log-prob of a token depends only on the tokens before it, and
-those are the same in every leaf through the call. The first leaf is chosen because it is the
-branch that already existed when the call was made, so the choice never depends on calls that
-came later. A rollout whose calls form a line has one leaf and gives exactly
-``training_sequence``'s sequence.
+several leaves (the ancestor of a retry, or the history before a sub-agent's branch) is
+trained in the last of them, by call order, and is context (mask 0) in the others. Which one
+does not change the gradient of the token itself: a causal model's log-prob of a token
+depends only on the tokens before it, and those are the same in every leaf through the call.
+The last leaf is chosen because it is the branch the harness ended on, whose final state the
+verdict scored: it trains its whole path, so a trainer that can take only one sequence per
+rollout (TRL's ``rollout_func``) takes that one whole. A rollout whose calls form a line has
+one leaf and gives exactly ``training_sequence``'s sequence.
 
 Pure functions on plain dicts, as ``palaestra.training.tokens``.
 """
@@ -181,16 +182,21 @@ def training_sequences(
         raise ContiguityError(
             f"{len(steps)} step rewards for {len(tree.calls)} model calls: they cannot be aligned"
         )
+    leaves = tree.leaves
+    # Each call is trained in the last leaf through it: walk the leaves from the last.
+    owned_by: dict[int, list[int]] = {}
     trained: set[int] = set()
+    for leaf in reversed(leaves):
+        owned_by[leaf] = [index for index in tree.path(leaf) if index not in trained]
+        trained.update(owned_by[leaf])
     sequences: list[TrainingSequence] = []
-    for leaf in tree.leaves:
+    for leaf in leaves:
         path = tree.path(leaf)
         last = tree.calls[leaf]
         token_ids = last.prompt_token_ids + last.generation_token_ids
         mask = [0] * len(token_ids)
         log_probs = [0.0] * len(token_ids)
-        owned = [index for index in path if index not in trained]
-        trained.update(owned)
+        owned = owned_by[leaf]
         turn_ends: list[int] = []
         for index in owned:
             call = tree.calls[index]
@@ -212,7 +218,7 @@ def training_sequences(
                 contiguity=Contiguity(True, len(path)),
                 calls=owned,
                 leaf=len(sequences),
-                leaves=len(tree.leaves),
+                leaves=len(leaves),
                 retokenized=len(tree.retokenized),
             )
         )

@@ -84,7 +84,7 @@ def test_a_compacted_history_starts_a_new_root_and_each_branch_trains_its_own_ca
     assert _trained([first, second]) == _sampled(response)
 
 
-def test_a_retried_call_is_a_sibling_and_the_shared_ancestor_is_trained_once() -> None:
+def test_a_retried_call_is_a_sibling_and_the_shared_ancestor_is_trained_in_the_last_leaf() -> None:
     # Call 1 and its retry (call 2) both continue call 0; call 3 continues the retry.
     response = _rollout(
         _call([1, 2], [10]),
@@ -97,12 +97,14 @@ def test_a_retried_call_is_a_sibling_and_the_shared_ancestor_is_trained_once() -
     assert tree.path(3) == [0, 2, 3]
     verdict = Verdict(reward=1.0, step_rewards=[0.0, 0.1, 0.2, 0.3])
     first, second = training_sequences(response, verdict)
-    # Call 0 is in both leaves' sequences; the first leaf trains it, the second reads it.
-    assert first.loss_mask == [0, 0, 1, 0, 1, 1] and first.calls == [0, 1]
+    # Call 0 is in both leaves' sequences; the last leaf (the branch the harness ended on)
+    # trains it, the abandoned attempt reads it as context.
+    assert first.token_ids == [1, 2, 10, 3, 11, 12]
+    assert first.loss_mask == [0, 0, 0, 0, 1, 1] and first.calls == [1]
     assert second.token_ids == [1, 2, 10, 3, 13, 4, 14]
-    assert second.loss_mask == [0, 0, 0, 0, 1, 0, 1] and second.calls == [2, 3]
-    assert (first.turn_ends, second.turn_ends) == ([2, 5], [4, 6])
-    assert (first.step_rewards, second.step_rewards) == ([0.0, 0.1], [0.2, 0.3])
+    assert second.loss_mask == [0, 0, 1, 0, 1, 0, 1] and second.calls == [0, 2, 3]
+    assert (first.turn_ends, second.turn_ends) == ([5], [2, 4, 6])
+    assert (first.step_rewards, second.step_rewards) == ([0.1], [0.0, 0.2, 0.3])
     assert _trained([first, second]) == _sampled(response)
 
 
