@@ -18,7 +18,9 @@ asynchronous RL; ``batch`` waits for all of them. Rollouts run at bounded concur
 fixed set of worker coroutines (the collector's way: no task, thread or process per rollout).
 
 The model captures tokens: token-in/token-out mode unless the ``ModelConfig`` says
-``return_tokens`` (message mode: a rollout the server re-tokenised fails as not contiguous).
+``return_tokens`` (message mode: a rollout the server re-tokenised is a tree of calls, one
+``Rollout`` per leaf, as is one whose harness compacted, retried or branched:
+``palaestra.training.tree``).
 Each rollout's request carries its own ``seed`` (from the sampler's ``seed``, the group and
 the sample), so the samples of a group differ on a seeded backend such as the local model
 (which would otherwise answer one sample per prompt), and a run is reproducible.

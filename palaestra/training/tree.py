@@ -46,7 +46,6 @@ from palaestra.training.tokens import (
     check_producers,
     model_calls,
     recorded_producers,
-    training_sequence,
 )
 from palaestra.types import JsonDict, Verdict
 
@@ -165,17 +164,16 @@ def training_sequences(
     docstring), with their log-probs. ``calls`` names those calls and ``turn_ends`` /
     ``step_rewards`` are aligned with them; ``reward`` and ``reward_components`` are the
     rollout's, the same in every sequence. A rollout whose calls form a line gives the one
-    sequence ``training_sequence`` gives. Raises ``ContiguityError`` when no call carries
-    token ids, when ``step_rewards`` do not match the number of calls, or when an item
-    carrying token ids was not produced by the policy.
+    sequence ``training_sequence`` gives (reading the calls once, where it reads them twice).
+    Raises ``ContiguityError`` when no call carries token ids, when ``step_rewards`` do not
+    match the number of calls, or when an item carrying token ids was not produced by the
+    policy.
     """
     tree = call_tree(response)
     if not tree.calls:
         raise ContiguityError(
             "the rollout has no model call with token ids (set return_tokens or token_mode)"
         )
-    if len(tree.leaves) == 1:
-        return [training_sequence(response, verdict, producers=producers)]
     check_producers(response, tree.calls, recorded_producers(verdict, producers))
     reward, components, steps = _rewards(verdict)
     if steps is not None and len(steps) != len(tree.calls):
