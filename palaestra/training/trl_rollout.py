@@ -31,7 +31,8 @@ and ``completion_ids`` everything after it up to the end of the last model call,
 reward, ``env_failure`` None or ``"kind: reason"``, ``env_producers`` who produced each item
 of the rollout's output (``policy``, ``tool``, ``user``, ``environment``: the row's
 ``producers``), so a reward function can tell a simulated user's turns from the policy's;
-``env_mask`` is 1 only inside the policy's items.
+``env_mask`` is 1 only inside the policy's items; ``env_policy_span`` how many policy updates
+the rollout straddled (None when no version was recorded).
 
 A rollout whose model calls form a tree (a harness that compacted its history, retried, ran a
 sub-agent: ``palaestra.training.tree``) cannot be one completion: its leaves start from
@@ -177,6 +178,7 @@ class TrlRolloutFunc:
                 "env_producers",
                 "env_branches",
                 "env_untrained_tokens",
+                "env_policy_span",
             )
         }
         for group in groups:
@@ -256,6 +258,7 @@ def _append(out: dict[str, list[Any]], rollout: Rollout, fallback: list[int], en
     items = output if isinstance(output, list) else []
     out["env_producers"].append(producers_of(items, rollout.producers))
     out["env_branches"].append(rollout.leaves)
+    out["env_policy_span"].append(rollout.version_span)
 
 
 def _group_prompt(group: Group) -> list[int] | None:

@@ -160,14 +160,20 @@ def test_trl_s_rollout_func_takes_the_last_branch_whole_and_counts_the_other(
 
     with (
         ScriptedModelServer(adder_script, api="chat", tokenizer=ToyTokenizer()) as server,
-        TrlRolloutFunc(Adder, tasks=TASKS[:1], policy=server.url, agent="compacting") as rollout,
+        TrlRolloutFunc(
+            Adder, tasks=TASKS[:1], policy=server.url, agent="compacting", policy_version=2
+        ) as rollout,
     ):
         prompt = prompt_messages(TASKS[0])
         out = rollout([prompt, prompt], trainer())
         (group,) = rollout.sampler.batch([0], group_size=1)
+        rollout.sampler.policy_version = 3  # a synchronous trainer says it updated
+        rollout.sampler.batch([0], group_size=1)
+        counts = rollout.sampler.staleness
     # One completion per prompt, as TRL's grouping needs: the branch after the summary.
     assert len(out["completion_ids"]) == 2 and out["env_branches"] == [2, 2]
-    assert out["env_reward"] == [1.0, 1.0]
+    assert out["env_reward"] == [1.0, 1.0] and out["env_policy_span"] == [0, 0]
+    assert sum(counts.span.counts) == 4 and counts.span.sum == 0 and counts.newest_age == 0
     first, last = group.rollouts
     for i in (0, 1):
         assert out["env_untrained_tokens"][i] == sum(first.loss_mask) > 0
