@@ -270,7 +270,10 @@ def evaluate(options: argparse.Namespace, tasks: list[Any], policy: Any) -> dict
         on_failure="raise",
     ) as sampler:
         groups = sampler.batch(list(range(len(tasks))), group_size=1)
-    rollouts = sorted((r for g in groups for r in g.rollouts), key=lambda r: r.task_index)
+    # One entry per rollout: a rollout whose calls branched has one per leaf, the same reward.
+    rollouts = sorted(
+        (r for g in groups for r in g.rollouts if r.leaf == 0), key=lambda r: r.task_index
+    )
     rewards = [float(r.reward or 0.0) for r in rollouts]
     texts = [_final_text(r.response or {}) for r in rollouts]
     interval = wilson(int(sum(rewards)), len(rewards))

@@ -13,6 +13,7 @@ from typing import cast
 
 from palaestra.environment.verdicts import verdict_problem
 from palaestra.errors import InputError, VerifierFailure
+from palaestra.models.versions import version_span
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict, Verdict
 from palaestra.wire.protocol import failure_fields
 from palaestra.wire.rows import (
@@ -127,6 +128,9 @@ def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
             facts["endpoint_moves"] = len(result.endpoints) - 1
     if result.policy_versions is not None:  # which policy served each model request
         facts["policy_versions"] = result.policy_versions
+        span = version_span(result.policy_versions)
+        if span is not None:  # policy updates the rollout straddled
+            facts["policy_version_span"] = span
     if result.resumed is not None:  # continued from a checkpoint (a durable rollout)
         facts["resumed"] = result.resumed
     if result.worker_reruns:

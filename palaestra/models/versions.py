@@ -75,3 +75,18 @@ def served_by(answer: JsonDict) -> int | None:
 def span(versions: list[int] | None) -> int:
     """How many versions a rollout's requests span (0: one version, or none recorded)."""
     return max(versions) - min(versions) if versions else 0
+
+
+def version_span(versions: list[int] | None) -> int | None:
+    """How many policy updates one rollout straddled: its newest serving version minus its
+    oldest (0: one policy served every call; None: no version known)."""
+    return span(versions) if versions else None
+
+
+def version_age(versions: list[int] | None, current: int | None) -> int | None:
+    """How many versions behind the trainer's ``current`` one the rollout's oldest serving
+    policy is, when the trainer gets it (the newest version served counts when it is ahead
+    of ``current``; None when either is unknown). A trainer's staleness bound compares this."""
+    if not versions or current is None:
+        return None
+    return max(current, max(versions)) - min(versions)

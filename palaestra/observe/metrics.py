@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from palaestra.environment.client import LocalEnvironmentClient
     from palaestra.gateway import GatewayCounts
     from palaestra.models.base import Model
-    from palaestra.observe.metrics_counts import RolloutCounts
+    from palaestra.observe.metrics_counts import RolloutCounts, StalenessCounts, VersionHistogram
     from palaestra.sandbox.pool import WorkerPool
 
 Source = Callable[[], Iterable[Metric]]
@@ -102,8 +102,50 @@ def rollout_families(counts: RolloutCounts) -> Source:
             "Mean reward of the scored rollouts so far (NaN before the first).",
             value=float("nan") if mean is None else mean,
         )
+        yield _versions(
+            "rollout_policy_span",
+            "Policy updates each scored rollout straddled (newest serving version - oldest).",
+            counts.policy_span,
+        )
 
     return families
+
+
+def staleness_families(counts: StalenessCounts) -> Source:
+    """The policy versions behind the rollouts a ``RolloutSampler`` handed a trainer: each
+    one's span and its age at the trainer, the last one's age, and how many were stale."""
+
+    def families() -> Iterator[Metric]:
+        yield _versions(
+            "trainer_rollout_policy_span",
+            "Policy updates each scored rollout straddled (newest serving version - oldest).",
+            counts.span,
+        )
+        yield _versions(
+            "trainer_rollout_policy_age",
+            "Versions each rollout's oldest serving policy was behind the trainer's at hand-over.",
+            counts.age,
+        )
+        newest = counts.newest_age
+        yield GaugeMetricFamily(
+            f"{P}trainer_rollout_policy_age_last",
+            "Age of the last rollout handed over, in policy versions (NaN before one).",
+            value=float("nan") if newest is None else float(newest),
+        )
+        yield CounterMetricFamily(
+            f"{P}trainer_rollouts_stale",
+            "Scored rollouts past the sampler's max_staleness (masked or excluded).",
+            value=counts.stale,
+        )
+
+    return families
+
+
+def _versions(name: str, documentation: str, histogram: VersionHistogram) -> Metric:
+    family = HistogramMetricFamily(f"{P}{name}", documentation)
+    buckets, total = histogram.cumulative()
+    family.add_metric([], buckets, total)
+    return family
 
 
 def model_families(model: Model) -> Source:

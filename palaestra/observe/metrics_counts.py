@@ -42,6 +42,56 @@ under a millisecond, a long agentic rollout many minutes."""
 
 _INVALID_INPUT = str(FailureKind.INVALID_INPUT)
 
+VERSION_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64)
+"""Upper bounds of the policy-version histograms (span, age): 0 is "one policy", on-policy;
+asynchronous trainers bound staleness at a few versions."""
+
+
+class VersionHistogram:
+    """Counts per bucket of a whole number of policy versions (``VERSION_BUCKETS``), and the
+    sum; ``cumulative`` gives a histogram family's input, as ``PhaseHistogram``'s does."""
+
+    __slots__ = ("counts", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(VERSION_BUCKETS) + 1)
+        self.sum = 0
+
+    def add(self, versions: int) -> None:
+        self.counts[bisect_left(VERSION_BUCKETS, versions)] += 1
+        self.sum += versions
+
+    def cumulative(self) -> tuple[list[tuple[str, int]], float]:
+        counts, total = list(self.counts), self.sum
+        running, buckets = 0, []
+        for bound, count in zip((*map(str, VERSION_BUCKETS), "+Inf"), counts, strict=True):
+            running += count
+            buckets.append((bound, running))
+        return buckets, float(total)
+
+
+class StalenessCounts:
+    """Which policies served the rollouts a trainer got: per scored rollout, its ``span``
+    (newest serving version minus oldest) and its ``age`` at the trainer (the trainer's
+    version when it got the rollout minus the oldest serving one), and how many were stale."""
+
+    __slots__ = ("age", "newest_age", "span", "stale")
+
+    def __init__(self) -> None:
+        self.span = VersionHistogram()
+        self.age = VersionHistogram()
+        self.newest_age: int | None = None
+        """The age of the last rollout handed over (None before one with versions)."""
+        self.stale = 0
+
+    def add(self, span: int | None, age: int | None, *, stale: bool = False) -> None:
+        if span is not None:
+            self.span.add(span)
+        if age is not None:
+            self.age.add(age)
+            self.newest_age = age
+        self.stale += stale
+
 
 class PhaseHistogram:
     """Counts per bucket (the last is above every bound) and the sum, of one phase."""
@@ -83,6 +133,9 @@ class RolloutCounts:
         self.failed: dict[str, int] = {}
         self.reward_sum = 0.0
         self.phases: dict[str, PhaseHistogram] = {phase: PhaseHistogram() for phase in PHASES}
+        self.policy_span = VersionHistogram()
+        """Policy updates each scored rollout straddled (newest serving version minus oldest),
+        of the rollouts that recorded versions."""
 
     @property
     def in_flight(self) -> int:
@@ -99,6 +152,9 @@ class RolloutCounts:
         self.finished += 1
         self.reward_sum += reward
         self._time(result.timings)
+        versions = result.policy_versions
+        if versions:
+            self.policy_span.add(max(versions) - min(versions))
 
     def rollout_failed(self, kind: str, result: AgentResult | None) -> None:
         self.failed[kind] = self.failed.get(kind, 0) + 1

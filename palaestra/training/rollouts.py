@@ -14,9 +14,16 @@ A failed rollout is never a reward of 0. It carries its ``failure`` (kind and re
   group keeps its shape (its tokens are its first model call's, or none);
 - ``"raise"``: the batch stops with ``RolloutFailed``.
 
-Either way it is in ``group.failures`` and counted. A rollout whose model calls do not fit
-together as one token sequence (``palaestra.training.tokens.check_contiguity``) is a failure
-of that rollout (``model_error``, the reason saying where it breaks, ``contiguity`` set).
+Either way it is in ``group.failures`` and counted. A rollout whose tokens cannot be trained
+on (none captured, malformed, or an item with token ids not the policy's) is a failure of that
+rollout (``model_error``, with the reason).
+
+A rollout whose model calls form a tree (a harness that compacts its history, retries, runs a
+sub-agent: ``palaestra.training.tree``) is one ``Rollout`` per leaf in ``group.rollouts``,
+next to each other: the same ``sample``, ``leaf`` 0.. ``leaves`` - 1, every sampled token in
+exactly one of them, and the rollout's reward on each. What is counted per rollout (its
+reward in ``mean_reward``, the task sampler's attempts, ``stats``) is counted once, so a
+rollout that branched does not weigh more in its group's baseline.
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from palaestra.errors import PalaestraError
-from palaestra.training.tokens import Contiguity, ContiguityError, model_calls, training_sequence
+from palaestra.models.versions import version_span
+from palaestra.training.tokens import Contiguity, ContiguityError, model_calls
+from palaestra.training.tree import training_sequences
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
 
-__all__ = ["Group", "OnFailure", "Rollout", "RolloutFailed", "RolloutStats", "rollout_of"]
+__all__ = ["Group", "OnFailure", "Rollout", "RolloutFailed", "RolloutStats", "rollouts_of"]
 
 OnFailure = Literal["exclude", "mask", "raise"]
 """What a group does with a failed rollout (see the module docstring)."""
@@ -48,7 +57,8 @@ REASONS_KEPT = 100
 class Rollout:
     """One rollout of a task, as a trainer consumes it.
 
-    ``token_ids`` is the whole rollout (the last model call's prompt and generation);
+    ``token_ids`` is the whole rollout (the last model call's prompt and generation), or of a
+    rollout whose calls form a tree, one leaf's path (``leaf`` of ``leaves``);
     ``loss_mask[i]`` is 1 where the policy generated token i and 0 for the prompt, tool
     outputs and template tokens; ``log_probs[i]`` the policy's log-prob of token i where the
     mask is 1 (0.0 elsewhere). ``turn_ends[k]`` is the index of the last token of model call
@@ -82,6 +92,21 @@ class Rollout:
     stale: bool = False
     """Its requests were served by policies more than the sampler's ``max_staleness``
     versions apart (or behind the current one): masked or excluded (``on_stale``)."""
+    leaf: int = 0
+    """Which sequence of its rollout this is, from 0 (``palaestra.training.tree``)."""
+    leaves: int = 1
+    """How many sequences its rollout gave (its call tree's leaves; 1 for a line)."""
+    calls: list[int] | None = None
+    """The model calls whose sampled tokens this sequence trains (``turn_ends`` is aligned
+    with them)."""
+    retokenized: int = 0
+    """Calls of the rollout whose ids do not extend the call they continue at the message
+    level: re-tokenised on the way, so branched rather than spliced."""
+    version_span: int | None = None
+    """Policy updates the rollout straddled: its newest serving version minus its oldest."""
+    age: int | None = None
+    """Versions its oldest serving policy is behind the trainer's when the sampler handed it
+    over (``palaestra.models.versions.version_age``): what a staleness limit compares."""
 
     @property
     def failed(self) -> bool:
@@ -128,12 +153,23 @@ class Group:
 
     @property
     def rewards(self) -> list[float | None]:
-        """One per rollout in ``rollouts`` (None for a masked failure)."""
+        """One per entry of ``rollouts`` (None for a masked failure): a rollout that branched
+        repeats its reward on each of its leaves."""
         return [rollout.reward for rollout in self.rollouts]
 
     @property
+    def sample_rewards(self) -> dict[int, float]:
+        """The reward of each scored rollout, once per rollout (by ``sample``)."""
+        return {
+            rollout.sample: rollout.reward
+            for rollout in self.scored
+            if rollout.reward is not None and rollout.leaf == 0
+        }
+
+    @property
     def mean_reward(self) -> float | None:
-        rewards = [rollout.reward for rollout in self.scored if rollout.reward is not None]
+        """The mean over the group's scored rollouts, each counted once however it branched."""
+        rewards = list(self.sample_rewards.values())
         return sum(rewards) / len(rewards) if rewards else None
 
 
@@ -160,6 +196,12 @@ class RolloutStats:
     scored: int = 0
     masked: int = 0
     excluded: int = 0
+    sequences: int = 0
+    """Training sequences of the scored rollouts: one per leaf of each one's call tree."""
+    branched: int = 0
+    """Scored rollouts whose calls formed a tree with more than one leaf."""
+    retokenized: int = 0
+    """Calls found re-tokenised (``Rollout.retokenized``), over every scored rollout."""
     stale: int = 0
     """Scored rollouts found stale (``max_staleness``), masked or excluded as ``on_stale``."""
     stale_excluded: int = 0
@@ -172,11 +214,18 @@ class RolloutStats:
         return sum(self.failures.values())
 
     def count(self, rollout: Rollout, on_failure: OnFailure) -> None:
-        self.rollouts += 1
+        """Count ``rollout`` (a leaf after the first adds a sequence, not a rollout)."""
         failure = rollout.failure
         if failure is None:
+            self.sequences += 1
+            if rollout.leaf:
+                return
+            self.rollouts += 1
             self.scored += 1
+            self.branched += rollout.leaves > 1
+            self.retokenized += rollout.retokenized
             return
+        self.rollouts += 1
         self.failures[str(failure.kind)] += 1
         key = f"{failure.kind}: {failure.reason}"[:160]
         if key not in self.reasons and len(self.reasons) >= REASONS_KEPT:
@@ -188,14 +237,14 @@ class RolloutStats:
             self.excluded += 1
 
 
-def rollout_of(
+def rollouts_of(
     result: AgentResult, *, group_id: int, task_index: int, sample: int, step: int
-) -> Rollout:
-    """The ``Rollout`` of an agent's result: its training sequence, or its failure.
+) -> list[Rollout]:
+    """The ``Rollout``s of an agent's result: one per leaf of its call tree, or its failure.
 
     A failure of the agent or the verdict is kept as it is; a rollout whose tokens cannot be
-    trained on (not contiguous, none captured) fails as ``model_error`` with the reason. A
-    failed rollout keeps its first model call's tokens, all masked.
+    trained on (none captured, malformed, not the policy's) fails as ``model_error`` with the
+    reason. A failed rollout keeps its first model call's tokens, all masked.
     """
     identity: dict[str, Any] = {
         "group_id": group_id,
@@ -213,32 +262,43 @@ def rollout_of(
     if failure is None:
         assert result.response is not None
         try:
-            sequence = training_sequence(result.response, verdict, producers=result.producers)
+            sequences = training_sequences(result.response, verdict, producers=result.producers)
         except ContiguityError as error:
             failure = Failure(
                 FailureKind.MODEL_ERROR, f"tokens cannot be trained on: {error.reason}"
             )
             contiguity = error.contiguity
         else:
-            return Rollout(
-                **identity,
-                token_ids=sequence.token_ids,
-                loss_mask=sequence.loss_mask,
-                log_probs=sequence.log_probs,
-                prompt_length=sequence.prompt_length,
-                turn_ends=sequence.turn_ends,
-                reward=sequence.reward,
-                reward_components=sequence.reward_components,
-                step_rewards=sequence.step_rewards,
-                truncated=result.truncated,
-                contiguity=sequence.contiguity,
-                response=result.response,
-                policy_versions=result.policy_versions,
-                producers=result.producers,
-            )
-    return failed_rollout(
-        failure, result.response, contiguity=contiguity, truncated=result.truncated, **identity
-    )
+            span = version_span(result.policy_versions)
+            return [
+                Rollout(
+                    **identity,
+                    token_ids=sequence.token_ids,
+                    loss_mask=sequence.loss_mask,
+                    log_probs=sequence.log_probs,
+                    prompt_length=sequence.prompt_length,
+                    turn_ends=sequence.turn_ends,
+                    reward=sequence.reward,
+                    reward_components=sequence.reward_components,
+                    step_rewards=sequence.step_rewards,
+                    truncated=result.truncated,
+                    contiguity=sequence.contiguity,
+                    response=result.response,
+                    policy_versions=result.policy_versions,
+                    producers=result.producers,
+                    leaf=sequence.leaf,
+                    leaves=sequence.leaves,
+                    calls=sequence.calls,
+                    retokenized=sequence.retokenized,
+                    version_span=span,
+                )
+                for sequence in sequences
+            ]
+    return [
+        failed_rollout(
+            failure, result.response, contiguity=contiguity, truncated=result.truncated, **identity
+        )
+    ]
 
 
 def failed_rollout(

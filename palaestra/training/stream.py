@@ -18,7 +18,9 @@ asynchronous RL; ``batch`` waits for all of them. Rollouts run at bounded concur
 fixed set of worker coroutines (the collector's way: no task, thread or process per rollout).
 
 The model captures tokens: token-in/token-out mode unless the ``ModelConfig`` says
-``return_tokens`` (message mode: a rollout the server re-tokenised fails as not contiguous).
+``return_tokens`` (message mode: a rollout the server re-tokenised is a tree of calls, one
+``Rollout`` per leaf, as is one whose harness compacted, retried or branched:
+``palaestra.training.tree``).
 Each rollout's request carries its own ``seed`` (from the sampler's ``seed``, the group and
 the sample), so the samples of a group differ on a seeded backend such as the local model
 (which would otherwise answer one sample per prompt), and a run is reproducible.
@@ -61,7 +63,8 @@ from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ConfigError, ModelAuthError, RolloutFailure, ServiceUnreachable
 from palaestra.models.base import Model
-from palaestra.models.versions import POLICY_CLOCK, PolicyClock
+from palaestra.models.versions import POLICY_CLOCK, PolicyClock, version_age
+from palaestra.observe.metrics_counts import StalenessCounts
 from palaestra.run.collect import default_concurrency, run_spec
 from palaestra.spec import EnvSpec, ModelConfig, RunSpec
 from palaestra.training.rollouts import (
@@ -74,7 +77,7 @@ from palaestra.training.rollouts import (
     RolloutFailed,
     RolloutStats,
     failed_rollout,
-    rollout_of,
+    rollouts_of,
 )
 from palaestra.training.sampler import TaskSampler, TasksSaturated
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
@@ -95,7 +98,8 @@ class _Pending:
     """A group whose rollouts are still running."""
 
     group: Group
-    results: list[Rollout | None]
+    results: list[list[Rollout] | None]
+    """Each sample's rollouts: one per leaf of its call tree, or its failure."""
     left: int
     attempts: list[int] | None = None
     """With ``checkpoints``: each sample's attempt, whose checkpoint ends with the group."""
@@ -203,6 +207,9 @@ class RolloutSampler:
         self.overrides: JsonDict = dict(self.spec.model.sampling)
         self.stats = RolloutStats()
         self.clock = PolicyClock(policy_version)
+        self.staleness = StalenessCounts()
+        """Span and age of every scored rollout handed over (``Rollout.version_span``,
+        ``Rollout.age``); ``palaestra.observe.metrics.staleness_families`` exports them."""
         self.max_staleness = max_staleness
         self.on_stale: OnStale = on_stale
         self.step = 0
@@ -464,18 +471,19 @@ class RolloutSampler:
     ) -> None:
         try:
             for item, sample in jobs:
-                rollout = await self._rollout(runner, item, sample)
+                rollouts = await self._rollout(runner, item, sample)
+                rollout = rollouts[0]
                 if rollout.failure is not None and self.on_failure == "raise":
                     self.stats.count(rollout, self.on_failure)
                     raise RolloutFailed(rollout)
-                item.results[sample] = rollout
+                item.results[sample] = rollouts
                 item.left -= 1
                 if item.left == 0:
                     finished.put_nowait(self._finish(item))
         except Exception as error:  # handed to the consumer, which raises it and stops the batch
             finished.put_nowait(error)
 
-    async def _rollout(self, runner: BoundAgent, item: _Pending, sample: int) -> Rollout:
+    async def _rollout(self, runner: BoundAgent, item: _Pending, sample: int) -> list[Rollout]:
         group = item.group
         dispatched = dispatch_row(
             group.task,
@@ -510,7 +518,7 @@ class RolloutSampler:
             try:
                 return self._outcome(result_of(resume), identity, version)
             except RolloutFailure as error:
-                return failed_rollout(Failure(error.kind, error.reason), None, **identity)
+                return [failed_rollout(Failure(error.kind, error.reason), None, **identity)]
         durability.save = lambda checkpoint: save(_tagged(checkpoint, task_index))
         token = DURABILITY.set(durability)
         try:
@@ -543,19 +551,20 @@ class RolloutSampler:
 
     def _outcome(
         self, result: AgentResult | Rollout, identity: dict[str, Any], version: int | None
-    ) -> Rollout:
+    ) -> list[Rollout]:
         if isinstance(result, Rollout):
-            return result
+            return [result]
         self._unreachable = 0
         if result.policy_versions is None and version is not None and result.model_calls:
             # A model that is not reached over HTTP (the embedded one) records no version per
             # request; its weights change only between batches (set_policy), so each call was
             # served by the version current when the rollout started.
             result.policy_versions = [version] * result.model_calls
-        rollout = rollout_of(result, **identity)
-        if self.max_staleness is not None and rollout.failure is None:
-            rollout = self._bound_staleness(rollout, self.max_staleness)
-        return rollout
+        rollouts = rollouts_of(result, **identity)
+        bound = self.max_staleness
+        if bound is not None and rollouts[0].failure is None:
+            rollouts = [self._bound_staleness(rollout, bound) for rollout in rollouts]
+        return rollouts
 
     def _bound_staleness(self, rollout: Rollout, bound: int) -> Rollout:
         """``rollout`` marked stale (and masked) when its requests were served by policies
@@ -577,21 +586,28 @@ class RolloutSampler:
         group = item.group
         if item.attempts is not None:  # ended when the trainer has the group (``_hand_over``)
             self._attempts[group.group_id] = item.attempts
-        for rollout in item.results:
-            assert rollout is not None
-            self.stats.count(rollout, self.on_failure)
-            if rollout.stale:
-                self.stats.stale += 1
-                if self.on_stale == "exclude":
-                    self.stats.stale_excluded += 1
-                    continue
-            if rollout.failure is not None:
-                group.failures.append(rollout)
-                if self.on_failure == "exclude":
-                    continue
-            group.rollouts.append(rollout)
-        rewards = [r.reward for r in group.scored if r.reward is not None]
-        self.task_sampler.record(group.task_index, rewards)
+        current = self.clock.version
+        for rollouts in item.results:
+            assert rollouts is not None
+            for rollout in rollouts:
+                first = rollout.leaf == 0  # what is counted per rollout is counted once
+                if rollout.failure is None and rollout.policy_versions:
+                    age = version_age(rollout.policy_versions, current)
+                    rollout = dataclasses.replace(rollout, age=age)
+                    if first:
+                        self.staleness.add(rollout.version_span, age, stale=rollout.stale)
+                self.stats.count(rollout, self.on_failure)
+                if rollout.stale:
+                    self.stats.stale += first
+                    if self.on_stale == "exclude":
+                        self.stats.stale_excluded += first
+                        continue
+                if rollout.failure is not None:
+                    group.failures.append(rollout)
+                    if self.on_failure == "exclude":
+                        continue
+                group.rollouts.append(rollout)
+        self.task_sampler.record(group.task_index, group.sample_rewards.values())
         self.stats.groups += 1
         return group
 

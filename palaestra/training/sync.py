@@ -23,6 +23,7 @@ from collections.abc import AsyncGenerator, Coroutine, Generator, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
+from palaestra.observe.metrics_counts import StalenessCounts
 from palaestra.training.rollouts import Group, RolloutStats
 from palaestra.training.sampler import TaskSampler
 from palaestra.training.stream import Policy, RolloutSampler
@@ -81,6 +82,21 @@ class SyncRolloutSampler:
     @property
     def stats(self) -> RolloutStats:
         return self.sampler.stats
+
+    @property
+    def staleness(self) -> StalenessCounts:
+        """``RolloutSampler.staleness``: span and age of the rollouts handed over."""
+        return self.sampler.staleness
+
+    @property
+    def policy_version(self) -> int | None:
+        """``RolloutSampler.policy_version``: the version the engines serve now, as the
+        trainer says (set it after each weight update)."""
+        return self.sampler.policy_version
+
+    @policy_version.setter
+    def policy_version(self, version: int | None) -> None:
+        self.sampler.policy_version = version
 
     @property
     def tasks(self) -> list[JsonDict]:

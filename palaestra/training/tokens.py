@@ -8,6 +8,8 @@ would optimise tokens the policy never produced (NeMo RL asserts this). ``check_
 says, per rollout, whether they do and where they break; ``training_sequence`` builds the one
 token sequence a trainer consumes (the last call's prompt and generation) with its loss mask
 and aligned log-probs, and refuses a rollout that is not contiguous rather than mask it wrong.
+A rollout whose calls branch (a harness that compacts, retries, runs sub-agents) is a tree:
+``palaestra.training.tree`` gives one sequence per leaf.
 
 Pure functions on plain dicts: no model, no I/O, microseconds per rollout.
 """
@@ -150,14 +152,16 @@ def _at(ids: Sequence[int], position: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TrainingSequence:
-    """One rollout as a trainer consumes it.
+    """One rollout, or one leaf of a rollout whose calls form a tree, as a trainer consumes it.
 
-    ``token_ids`` is the last call's prompt followed by its generation: the whole rollout.
+    ``token_ids`` is the last call's prompt followed by its generation: the whole rollout
+    (of a tree: the leaf's path, ``palaestra.training.tree``).
     ``loss_mask[i]`` is 1 where the policy generated token i (in any call) and 0 for prompt,
     tool output, user, and template tokens; ``log_probs[i]`` is the policy's log-prob of
     token i where the mask is 1, and 0.0 elsewhere. ``prompt_length`` is the length of the
     first call's prompt (the task). ``turn_ends[k]`` is the index of the last generated token
-    of call k (where a per-turn reward attaches; -1 for a call that generated nothing), and
+    of call ``calls[k]`` (where a per-turn reward attaches; -1 for a call that generated
+    nothing), and
     ``step_rewards`` are the verdict's, aligned to those turns. ``reward`` and
     ``reward_components`` are the verdict's as well.
     """
@@ -171,6 +175,16 @@ class TrainingSequence:
     reward_components: dict[str, float] | None = None
     step_rewards: list[float] | None = None
     contiguity: Contiguity = field(default_factory=lambda: Contiguity(True, 0))
+    calls: list[int] = field(default_factory=list)
+    """The model calls whose sampled tokens this sequence trains (``turn_ends`` and
+    ``step_rewards`` are aligned with them): every call for a rollout that is one line."""
+    leaf: int = 0
+    """Which of the rollout's sequences this is (``palaestra.training.tree``), from 0."""
+    leaves: int = 1
+    """How many sequences the rollout gives: one per leaf of its call tree."""
+    retokenized: int = 0
+    """Calls of the rollout whose ids do not extend the call they continue at the message
+    level (``palaestra.training.tree.CallTree.retokenized``)."""
 
     @property
     def generated_tokens(self) -> int:
@@ -193,10 +207,7 @@ def training_sequence(
     token ids was not produced by the policy (``producers``, aligned with the output): the
     mask covers the policy's tokens only, never a simulated user's or a tool's.
     """
-    if producers is None and isinstance(verdict, Mapping):
-        facts = verdict.get("_palaestra")
-        recorded = facts.get("producers") if isinstance(facts, Mapping) else None
-        producers = recorded if isinstance(recorded, list) else None
+    producers = recorded_producers(verdict, producers)
     contiguity = check_contiguity(response)
     if not contiguity.contiguous:
         raise ContiguityError(
@@ -209,17 +220,7 @@ def training_sequence(
         raise ContiguityError(
             "the rollout has no model call with token ids (set return_tokens or token_mode)"
         )
-    output = response.get("output")
-    if producers is not None and isinstance(output, list) and len(producers) == len(output):
-        for call in calls:
-            producer = producers[call.item_index]
-            if producer not in TRAINABLE_PRODUCERS:
-                raise ContiguityError(
-                    f"output item {call.item_index} carries model call {call.index}'s token "
-                    f"ids but was produced by '{producer}', not the policy: only the policy's "
-                    "tokens are trained",
-                    call=call.index,
-                )
+    check_producers(response, calls, producers)
     last = calls[-1]
     token_ids = last.prompt_token_ids + last.generation_token_ids
     mask = [0] * len(token_ids)
@@ -248,7 +249,38 @@ def training_sequence(
         reward_components=components,
         step_rewards=steps,
         contiguity=contiguity,
+        calls=[call.index for call in calls],
     )
+
+
+def recorded_producers(
+    verdict: Verdict | JsonDict | None, producers: Sequence[str] | None
+) -> Sequence[str] | None:
+    """``producers`` when given, else a rollout row's own (its ``_palaestra.producers``)."""
+    if producers is None and isinstance(verdict, Mapping):
+        facts = verdict.get("_palaestra")
+        recorded = facts.get("producers") if isinstance(facts, Mapping) else None
+        producers = recorded if isinstance(recorded, list) else None
+    return producers
+
+
+def check_producers(
+    response: Mapping[str, Any], calls: Sequence[ModelCall], producers: Sequence[str] | None
+) -> None:
+    """Raise ``ContiguityError`` when an item carrying a call's token ids was not produced by
+    the policy (``producers``, aligned with the output): only the policy's tokens train."""
+    output = response.get("output")
+    if producers is None or not isinstance(output, list) or len(producers) != len(output):
+        return
+    for call in calls:
+        producer = producers[call.item_index]
+        if producer not in TRAINABLE_PRODUCERS:
+            raise ContiguityError(
+                f"output item {call.item_index} carries model call {call.index}'s token "
+                f"ids but was produced by '{producer}', not the policy: only the policy's "
+                "tokens are trained",
+                call=call.index,
+            )
 
 
 def _rewards(

@@ -30,6 +30,15 @@ over the group's scored rollouts, as TRL's own worker computes it), ``group_id``
 records them, ``Rollout.policy_versions``; the worker sets the sampler's ``policy_version``
 to TRL's on every weight sync), so TRL's staleness bound sees the rollout's true age.
 
+A rollout whose model calls form a tree (a harness that compacted its history, retried, ran a
+sub-agent: ``palaestra.training.tree``) is one sample per leaf, every sampled token in exactly
+one of them. They share the rollout's ``group_id`` (TRL counts a group once however many rows
+it forks into) and its ``advantage``, computed over the group's rollouts with one reward each:
+a rollout that branched does not weigh more in its group's baseline, and its tokens, each
+trained once, weigh what a line's would. Each sample's metrics carry ``palaestra/branches``
+and, when versions were recorded, ``palaestra/policy_span`` (policy updates the rollout
+straddled), which TRL averages into its logs beside its own ``sample/staleness_*``.
+
 A failed rollout is never a sample with reward 0: it is left out and counted
 (``palaestra/failed_total`` in TRL's logs); so is a rollout with nothing to train on (every
 token masked: a masked failure, a stale one). With the sampler's ``on_failure="raise"`` the
@@ -68,10 +77,9 @@ HEARTBEAT_S = 1.0
 
 def group_advantages(group: Group) -> dict[int, float]:
     """Each scored rollout's advantage (by ``sample``): its reward against the group's scored
-    rewards, ``(r - mean) / (std + 1e-8)``, as TRL's asynchronous worker computes it."""
-    scored = {
-        r.sample: r.reward for r in group.rollouts if r.failure is None and r.reward is not None
-    }
+    rewards, ``(r - mean) / (std + 1e-8)``, as TRL's asynchronous worker computes it. One
+    reward per rollout: the leaves of a rollout that branched share its advantage."""
+    scored = group.sample_rewards
     if not scored:
         return {}
     mean = sum(scored.values()) / len(scored)
@@ -209,8 +217,7 @@ class AsyncGrpoRolloutWorker:
         """The group's trainable rollouts as TRL ``RolloutSample``s (``version``: the policy
         version when the batch started, for rollouts that recorded none)."""
         advantages = group_advantages(group)
-        rewards = [value for value in (r.reward for r in group.scored) if value is not None]
-        std = _std(rewards)
+        std = _std(list(group.sample_rewards.values()))
         prompt = prompt_messages(group.task)
         samples = []
         for rollout in group.rollouts:
@@ -226,6 +233,10 @@ class AsyncGrpoRolloutWorker:
 
         versions = [v for v in rollout.policy_versions or [] if isinstance(v, int)]
         response = rollout.response or {}
+        metrics = {"reward": _reward(rollout), "reward_std": std}
+        metrics["palaestra/branches"] = float(rollout.leaves)
+        if rollout.version_span is not None:
+            metrics["palaestra/policy_span"] = float(rollout.version_span)
         return self._sample_type(
             prompt=prompt,
             completion=[{"role": "assistant", "content": output_text(response)}],
@@ -235,7 +246,7 @@ class AsyncGrpoRolloutWorker:
             advantage=float(advantage),
             model_version=min(versions) if versions else version,
             group_id=rollout.group_id,
-            metrics={"reward": _reward(rollout), "reward_std": std},
+            metrics=metrics,
             enqueued_at=time.time(),
         )
 

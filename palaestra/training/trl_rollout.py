@@ -31,7 +31,19 @@ and ``completion_ids`` everything after it up to the end of the last model call,
 reward, ``env_failure`` None or ``"kind: reason"``, ``env_producers`` who produced each item
 of the rollout's output (``policy``, ``tool``, ``user``, ``environment``: the row's
 ``producers``), so a reward function can tell a simulated user's turns from the policy's;
-``env_mask`` is 1 only inside the policy's items.
+``env_mask`` is 1 only inside the policy's items; ``env_policy_span`` how many policy updates
+the rollout straddled (None when no version was recorded).
+
+A rollout whose model calls form a tree (a harness that compacted its history, retried, ran a
+sub-agent: ``palaestra.training.tree``) cannot be one completion: its leaves start from
+different contexts, and TRL takes exactly one completion per prompt (it normalises rewards
+over ``num_generations`` rows in a row). The completion is its last leaf, the branch the
+harness ended on and the verdict scored, with every call on that branch trained; the sampled
+tokens of its other leaves (an abandoned retry, the history before a compaction, a
+sub-agent's calls) are context of nothing and are not trained here. They are counted, never
+dropped silently: ``env_branches`` (the rollout's leaves) and ``env_untrained_tokens`` per
+completion, and ``palaestra/untrained_tokens`` in TRL's logs. TRL's asynchronous GRPO takes
+one sample per leaf (``palaestra.training.trl_async``): use it for harnesses that branch.
 
 A failed rollout is never scored 0. TRL needs one completion per prompt, so it is masked
 (``on_failure="mask"``, the default): reward None, which TRL leaves out of its group's mean
@@ -164,12 +176,22 @@ class TrlRolloutFunc:
                 "env_reward",
                 "env_failure",
                 "env_producers",
+                "env_branches",
+                "env_untrained_tokens",
+                "env_policy_span",
             )
         }
         for group in groups:
             fallback = _group_prompt(group) or [end]
-            for rollout in group.rollouts:
+            untrained: dict[int, int] = {}
+            for rollout in group.rollouts:  # each rollout's leaves are next to each other
+                if rollout.leaf < rollout.leaves - 1:
+                    untrained[rollout.sample] = untrained.get(rollout.sample, 0) + sum(
+                        rollout.loss_mask
+                    )
+                    continue
                 _append(out, rollout, fallback, end)
+                out["env_untrained_tokens"].append(untrained.pop(rollout.sample, 0))
         if len(out["prompt_ids"]) != len(prompts):  # a bug here must not misalign TRL's batch
             raise RuntimeError(f"{len(out['prompt_ids'])} rollouts for {len(prompts)} prompts")
         return out
@@ -181,6 +203,9 @@ class TrlRolloutFunc:
         log_metric = fields.get("log_metric")
         if callable(log_metric) and rewards:
             log_metric("palaestra/failed", sum(r is None for r in rewards) / len(rewards))
+            untrained = fields.get("env_untrained_tokens")
+            if isinstance(untrained, list):  # tokens of leaves TRL cannot take (the module)
+                log_metric("palaestra/untrained_tokens", float(sum(untrained)))
         return rewards
 
     def _task_of(self, prompt: Any) -> int:
@@ -232,6 +257,8 @@ def _append(out: dict[str, list[Any]], rollout: Rollout, fallback: list[int], en
     output = (rollout.response or {}).get("output")
     items = output if isinstance(output, list) else []
     out["env_producers"].append(producers_of(items, rollout.producers))
+    out["env_branches"].append(rollout.leaves)
+    out["env_policy_span"].append(rollout.version_span)
 
 
 def _group_prompt(group: Group) -> list[int] | None:

@@ -101,6 +101,10 @@ class RunFacts(TypedDict, total=False):
     """The policy version that served each model request, in order: the engine's reported
     version, else the trainer's (``RolloutSampler.policy_version``); a call resumed after an
     abort has one entry per segment. Absent when no version was known."""
+    policy_version_span: int
+    """Policy updates the rollout straddled: the newest version in ``policy_versions`` minus
+    the oldest (0: one policy served it all). Its age at a trainer is the trainer's to know:
+    ``Rollout.age`` (``palaestra.training``)."""
     resumed: dict[str, int]
     """A durable rollout continued from its checkpoint after its collection stopped:
     ``from_turn`` (the model calls it had made) and ``attempts`` (this one included). Absent:

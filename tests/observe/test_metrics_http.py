@@ -264,7 +264,7 @@ def test_the_worker_pool_reports_workers_limit_hits_cpu_and_memory() -> None:
 
 def test_every_family_a_server_can_serve_is_in_the_docs_page() -> None:
     from palaestra.observe import metrics
-    from palaestra.observe.metrics_counts import RolloutCounts
+    from palaestra.observe.metrics_counts import RolloutCounts, StalenessCounts
     from palaestra.sandbox import Sandbox
     from palaestra.sandbox.pool import WorkerPool
     from palaestra.serve.env_app import SessionCaps
@@ -272,6 +272,7 @@ def test_every_family_a_server_can_serve_is_in_the_docs_page() -> None:
     client = LocalEnvironmentClient(Pooled())
     sources = [
         metrics.rollout_families(RolloutCounts()),
+        metrics.staleness_families(StalenessCounts()),
         metrics.model_families(OpenAIResponsesModel("http://127.0.0.1:9/v1")),
         metrics.environment_families(client),
         metrics.session_cap_families(SessionCaps(4, None)),

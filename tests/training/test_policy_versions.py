@@ -58,6 +58,26 @@ async def test_rows_keep_the_versions_and_a_user_s_calls_are_not_the_policy_s() 
     result = AgentResult(response={"output": []}, verdict=Verdict(1.0), policy_versions=[5])
     row = rollout_row({"responses_create_params": {"input": "x"}}, result, attempt=1)
     assert row["_palaestra"]["policy_versions"] == [5]
+    assert row["_palaestra"]["policy_version_span"] == 0
+
+
+def test_a_row_and_the_collectors_metrics_keep_the_span_of_a_rollout_over_updates() -> None:
+    from palaestra.observe.metrics import rollout_families
+    from palaestra.observe.metrics_counts import RolloutCounts
+
+    result = AgentResult(response={"output": []}, verdict=Verdict(1.0), policy_versions=[5, 5, 7])
+    row = rollout_row({"responses_create_params": {"input": "x"}}, result, attempt=1)
+    assert row["_palaestra"]["policy_version_span"] == 2
+    unknown = AgentResult(response={"output": []}, verdict=Verdict(1.0))
+    bare = rollout_row({"responses_create_params": {"input": "x"}}, unknown, attempt=1)
+    assert "policy_version_span" not in bare["_palaestra"]
+    counts = RolloutCounts()
+    counts.rollout_finished(result, 1.0)
+    counts.rollout_finished(unknown, 1.0)  # no version known: not a span of 0
+    (family,) = [f for f in rollout_families(counts)() if f.name.endswith("policy_span")]
+    values = {s.name.rsplit("_", 1)[-1] + s.labels.get("le", ""): s.value for s in family.samples}
+    assert values["count"] == 1 and values["sum"] == 2 and values["bucket1"] == 0
+    assert values["bucket2"] == 1
 
 
 async def test_max_staleness_masks_or_excludes_rollouts_spanning_weight_updates() -> None:

@@ -26,7 +26,7 @@ from palaestra.training import (
     TaskSampler,
     TasksSaturated,
 )
-from palaestra.training.tokens import check_contiguity
+from palaestra.training.tokens import check_contiguity, model_calls
 from palaestra.types import FailureKind, JsonDict, Verdict, output_text
 from tests.support.scripted_model import (
     Reply,
@@ -217,7 +217,9 @@ async def test_a_failed_rollout_raises_when_asked(server: ScriptedModelServer) -
 
 
 @pytest.mark.parametrize("flavour", ["vllm", "sglang"])
-async def test_a_contiguity_break_fails_that_rollout_with_where_it_broke(flavour: Any) -> None:
+async def test_a_re_tokenising_server_gives_one_leaf_per_call_each_trained_on_its_own_sample(
+    flavour: Any,
+) -> None:
     with ScriptedModelServer(
         adder_script, api="chat", tokenizer=ToyTokenizer(), flavour=flavour
     ) as server:
@@ -225,13 +227,18 @@ async def test_a_contiguity_break_fails_that_rollout_with_where_it_broke(flavour
         config = config.model_copy(update={"api": "chat"})
         async with sampler(server, tasks=TASKS[:1], group_size=2, policy=config) as rollouts:
             (group,) = await rollouts.batch()
-    assert len(group.failures) == 2 and rollouts.stats.failures == {"model_error": 2}
-    rollout = group.failures[0]
-    assert rollout.failure is not None and rollout.failure.kind == FailureKind.MODEL_ERROR
-    assert "tokens cannot be trained on" in rollout.failure.reason
-    assert "differs from the prompt and generation of call 0" in rollout.failure.reason
-    assert rollout.contiguity is not None and rollout.contiguity.break_call == 1
-    assert rollout.reward is None and not any(rollout.loss_mask)
+    assert group.failures == [] and rollouts.stats.scored == 2
+    for sample in (0, 1):
+        leaves = [rollout for rollout in group.rollouts if rollout.sample == sample]
+        calls = model_calls(leaves[0].response or {})
+        # No prompt extends an earlier call's ids: each call is a root and its own leaf, never
+        # spliced onto the re-tokenised history.
+        assert len(calls) > 1 and [r.leaf for r in leaves] == list(range(len(calls)))
+        for rollout, call in zip(leaves, calls, strict=True):
+            trained = [t for t, m in zip(rollout.token_ids, rollout.loss_mask, strict=True) if m]
+            assert trained == call.generation_token_ids and rollout.calls == [call.index]
+    assert rollouts.stats.branched == 2 and rollouts.stats.sequences == len(group.rollouts)
+    assert len(group.sample_rewards) == 2
 
 
 class Tracked:

@@ -16,12 +16,14 @@ from palaestra.types import Failure, FailureKind
 from tests.training.test_rollouts_local import TASKS, Adder
 
 
-def rollout(sample: int, reward: float | None, *, failed: bool = False) -> Rollout:
+def rollout(
+    sample: int, reward: float | None, *, failed: bool = False, leaf: int = 0, leaves: int = 1
+) -> Rollout:
     failure = Failure(FailureKind.VERIFIER_ERROR, "cannot be checked") if failed else None
     return Rollout(
         group_id=0, task_index=0, sample=sample, step=0, token_ids=[1, 2, 3],
         loss_mask=[0, 1, 1], log_probs=[0.0, -0.5, -0.25], prompt_length=1,
-        reward=reward, failure=failure,
+        reward=reward, failure=failure, leaf=leaf, leaves=leaves,
     )  # fmt: skip
 
 
@@ -36,6 +38,23 @@ def test_advantages_center_the_scored_rewards_and_a_failure_gets_none() -> None:
     # one reward for the whole group: nothing to learn, every advantage 0
     group.rollouts = [rollout(0, 1.0), rollout(1, 1.0)]
     assert group_advantages(group) == {0: 0.0, 1: 0.0}
+
+
+def test_a_branched_rollout_is_a_sample_per_leaf_sharing_its_advantage_counted_once() -> None:
+    trl_worker = pytest.importorskip("trl.experimental.async_grpo.async_rollout_worker")
+    group = Group(0, 0, 0, TASKS[0], 2)
+    group.rollouts = [rollout(0, 1.0, leaf=0, leaves=2), rollout(0, 1.0, leaf=1, leaves=2)]
+    group.rollouts.append(rollout(1, 0.0))
+    # One reward per rollout in the baseline: the branched one does not weigh twice.
+    assert group.sample_rewards == {0: 1.0, 1: 0.0} and group.mean_reward == 0.5
+    worker = AsyncGrpoRolloutWorker(RolloutSampler(Adder(), tasks=TASKS, policy="http://x/v1"))
+    worker._sample_type = trl_worker.RolloutSample  # what start() loads
+    first, second, third = worker.samples_of(group, version=0)
+    assert first.advantage == second.advantage == pytest.approx(1.0, abs=1e-6)
+    assert third.advantage == pytest.approx(-1.0, abs=1e-6)
+    assert first.group_id == second.group_id == third.group_id == 0
+    assert first.metrics["reward_std"] == pytest.approx(0.5)
+    assert (first.metrics["palaestra/branches"], third.metrics["palaestra/branches"]) == (2, 1)
 
 
 def closed_port() -> int:

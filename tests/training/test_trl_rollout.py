@@ -59,8 +59,13 @@ def test_one_entry_per_prompt_in_order_with_the_rollout_split_at_its_prompt(
         "env_reward",
         "env_failure",
         "env_producers",
+        "env_branches",
+        "env_untrained_tokens",
+        "env_policy_span",
     }
     assert all(len(values) == 6 for values in out.values())
+    assert out["env_branches"] == [1] * 6 and out["env_untrained_tokens"] == [0] * 6
+    assert out["env_policy_span"] == [None] * 6  # no policy version was given
     # who produced each output item: the policy's call, the tool's output, the policy's answer
     for i in (0, 1, 4, 5):
         assert out["env_producers"][i] == ["policy", "tool", "policy"]
