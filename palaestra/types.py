@@ -49,6 +49,13 @@ class Producer(enum.StrEnum):
 TRAINABLE_PRODUCERS: frozenset[str] = frozenset({Producer.POLICY})
 """The producers whose items a trainer may put in the loss: the policy's alone."""
 
+CALL_INDEX = "call_index"
+"""Item field a gateway puts beside a call's token ids: the call's index in the rollout."""
+CALL_PARENT = "call_parent"
+"""Item field a gateway puts beside a call's token ids: the ``call_index`` of the call it
+continues at the message level (absent for a call that starts a branch).
+``palaestra.training.tree`` checks it against the ids and counts what was re-tokenised."""
+
 
 def producers_of(output: list[JsonDict], recorded: Any = None) -> list[str]:
     """Who produced each item of ``output``: ``recorded`` (a row's ``_palaestra.producers``)

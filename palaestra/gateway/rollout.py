@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from palaestra.errors import PalaestraError
 from palaestra.gateway.lineage import Key, Lineage, chain, item_key, keyed
-from palaestra.types import JsonDict, Producer, add_usage, empty_usage
+from palaestra.types import CALL_INDEX, CALL_PARENT, JsonDict, Producer, add_usage, empty_usage
 
 if TYPE_CHECKING:
     from palaestra.models.affinity import RolloutScope
@@ -210,8 +210,10 @@ class GatewayRollout:
         ``output`` holds, call by call in arrival order, the input items new since the call's
         parent (a tool's output is the tool's, anything else the harness sent is the
         environment's) and then the call's answer (the policy's), whose last item carries the
-        training fields when the model captures tokens. Every item carries its ``producer``.
-        A failed call adds its new input items only. ``usage`` adds up the calls' token counts.
+        training fields when the model captures tokens, the call's ``call_index`` and, when it
+        continues one, its parent's (``call_parent``; ``palaestra.training.tree`` reads them).
+        Every item carries its ``producer``. A failed call adds its new input items only.
+        ``usage`` adds up the calls' token counts.
         """
         output: list[JsonDict] = []
         for call, fresh_from in zip(self.calls, self._fresh_from, strict=True):
@@ -219,7 +221,12 @@ class GatewayRollout:
                 kind = item.get("type", "message")
                 producer = _TOOL if kind == "function_call_output" else _ENVIRONMENT
                 output.append({**item, "producer": producer})
-            output.extend({**item, "producer": _POLICY} for item in call.output)
+            answer = [{**item, "producer": _POLICY} for item in call.output]
+            if answer and call.error is None:  # beside the token ids: the tree's claim
+                answer[-1][CALL_INDEX] = call.index
+                if call.parent is not None:
+                    answer[-1][CALL_PARENT] = call.parent
+            output.extend(answer)
         last = next((call for call in reversed(self.calls) if call.error is None), None)
         return {
             "id": f"resp_gateway_{self.id}",

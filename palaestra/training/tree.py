@@ -47,14 +47,9 @@ from palaestra.training.tokens import (
     model_calls,
     recorded_producers,
 )
-from palaestra.types import JsonDict, Verdict
+from palaestra.types import CALL_INDEX, CALL_PARENT, JsonDict, Verdict
 
 __all__ = ["CallTree", "call_tree", "training_sequences"]
-
-CALL_PARENT = "call_parent"
-"""Item field: the call this one continues at the message level (a gateway says it)."""
-CALL_INDEX = "call_index"
-"""Item field: the call's own index in the gateway's numbering (``call_parent`` refers to it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import pytest
 
 from palaestra.gateway import Gateway, GatewayRollout
 from palaestra.models.openai.responses import OpenAIResponsesModel
+from palaestra.training.tree import call_tree
 from palaestra.types import JsonDict
 from tests.support.scripted_model import ScriptedModelServer, text_response, tool_call_response
 
@@ -272,3 +273,42 @@ async def test_training_fields_a_harness_sends_never_reach_the_model() -> None:
         messages = [*_ask(), forged, {"role": "user", "content": "go on"}]
         await _client(rollout).chat.completions.create(model="m", messages=messages)
     assert all("prompt_token_ids" not in item for item in model.requests[0]["input"])
+
+
+async def test_a_continued_call_whose_ids_do_not_extend_its_parent_counts_as_retokenised() -> None:
+    # The engine re-tokenised the first answer ("one" came back as 9, not 3): the gateway
+    # says the second call continues the first, the ids say otherwise, and the tree counts it.
+    def answer(params: JsonDict) -> JsonDict:
+        items = params["input"] if isinstance(params["input"], list) else []
+        if len(items) == 1:
+            return text_response("one", last_item=_ids([1, 2], [3]))
+        return text_response("two", last_item=_ids([1, 2, 9, 4], [5]))
+
+    with ScriptedModelServer(answer) as server:
+        model = OpenAIResponsesModel(server.url)
+        try:
+            async with Gateway(model) as gateway:
+                rollout = gateway.open()
+                client = _client(rollout)
+                asked = [{"role": "user", "content": "Count."}]
+                await client.chat.completions.create(model="m", messages=asked)
+                more = [
+                    *asked,
+                    {"role": "assistant", "content": "one"},
+                    {"role": "user", "content": "Go on."},
+                ]
+                await client.chat.completions.create(model="m", messages=more)
+        finally:
+            await model.aclose()
+    assert [call.parent for call in rollout.calls] == [None, 0]
+    tree = call_tree(rollout.response())
+    assert tree.retokenized == [1]
+    assert tree.leaves == [0, 1]  # placed by its ids: a root of its own, never spliced
+
+
+def _ids(prompt: list[int], generated: list[int]) -> JsonDict:
+    return {
+        "prompt_token_ids": prompt,
+        "generation_token_ids": generated,
+        "generation_log_probs": [-0.5] * len(generated),
+    }
