@@ -282,7 +282,9 @@ async def _attempts(
             status, raw = answer.status, answer.body
             if 200 <= status < 300:
                 return _parse_object(method, url, status, raw)
-            pause = pause_of(answer) if retry.pause_deadline > 0 else None
+            # A rejected key stays one, whatever else the answer says.
+            pausing = retry.pause_deadline > 0 and status not in AUTH_STATUSES
+            pause = pause_of(answer) if pausing else None
             if pause is not None:  # a wait, not a retry: no attempt spent
                 if paused is None:
                     paused = PausedCall(retry.pause_deadline)

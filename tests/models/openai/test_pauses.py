@@ -14,7 +14,7 @@ import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, Session, tool
 from palaestra.agents import ToolCallingAgent
-from palaestra.errors import ModelError
+from palaestra.errors import ModelAuthError, ModelError
 from palaestra.models import ModelConfig, build_model
 from palaestra.models.base import Model
 from palaestra.models.openai.pauses import PAUSED, retry_after
@@ -237,3 +237,16 @@ async def test_paused_calls_and_seconds_reach_the_endpoint_counts() -> None:
     [entry] = endpoint_stats(model)
     assert entry["paused_calls"] == 1 and entry["paused_seconds"] >= 0.5
     assert entry["retries"] == 0
+
+
+async def test_a_rejected_key_is_no_pause_whatever_its_headers_say() -> None:
+    fault = ScriptedFault(status=401, headers={"X-Agl-Paused": "true", "Retry-After": "1"})
+    with ScriptedModelServer(lambda _: fault) as server:
+        model = _model(server.url)
+        try:
+            started = time.monotonic()
+            with pytest.raises(ModelAuthError):
+                await model.respond(_task(1)["responses_create_params"])
+        finally:
+            await model.aclose()
+    assert time.monotonic() - started < 1.0 and model.stats.paused_calls == 0
