@@ -104,7 +104,12 @@ class ModelConfig(pydantic.BaseModel):
     max_retry_delay: float = pydantic.Field(default=8.0, ge=0)
     """The longest wait between retries, also the cap on a server's ``Retry-After``."""
     request_timeout: float = pydantic.Field(default=600.0, gt=0)
-    """Seconds to wait for an answer once the request is sent (a whole generation)."""
+    """Seconds to wait for an answer once the request is sent (a whole generation); a model
+    call waits this plus ``pause_deadline``, as a paused engine may hold a request."""
+    pause_deadline: float = pydantic.Field(default=600.0, ge=0)
+    """Seconds one call may wait on an endpoint paused for a weight update (429/503 with
+    ``Retry-After``, ``X-Agl-Paused: true``, a held request) without spending its retries;
+    past it the call fails naming the pause. 0: pauses are retried like other failures."""
     connect_timeout: float = pydantic.Field(default=10.0, gt=0)
     sampling: dict[str, Any] = pydantic.Field(default_factory=dict)
     """Overrides of ``temperature``, ``top_p``, ``max_output_tokens`` for every request (the

@@ -136,6 +136,12 @@ def summary_table(summary: RunSummary, elapsed: float, *, failures_as_zero: bool
             lines.append(f"... {len(summary.reasons) - SHOWN_REASONS} more reasons")
         table.add_row("why", "\n".join(lines))
     table.add_row("throughput", f"{finished / max(elapsed, 1e-9):.2f} rollouts/s ({elapsed:.1f} s)")
+    if summary.paused_calls:
+        table.add_row(
+            "model pauses",
+            f"{summary.paused_calls} requests met a weight-update pause, "
+            f"{summary.paused_seconds:.1f} s waited (no retries spent)",
+        )
     endpoints: list[JsonDict] = getattr(summary, "endpoints", None) or []
     if len(endpoints) > 1:
         table.add_row("model endpoints", endpoints_table(endpoints))

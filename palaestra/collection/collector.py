@@ -60,6 +60,7 @@ from palaestra.errors import (
     ServiceUnreachable,
     VerifierFailure,
 )
+from palaestra.observe.metrics_counts import runner_counts
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
 from palaestra.wire.rows import AGENT_REF, AggregateEntry, SourceRef, TaskRow
 
@@ -125,6 +126,10 @@ class RunSummary:
     endpoints: list[JsonDict] = field(default_factory=list)
     """Per model endpoint of a pool, this invocation's counts (``ModelPool.endpoint_stats``:
     url, healthy, calls, failures, retries, latency); empty for one endpoint."""
+    paused_calls: int = 0
+    paused_seconds: float = 0.0
+    """Model requests that met an endpoint paused for a weight update, and the seconds they
+    slept in the pause: waits, not retries (``palaestra.models.openai.pauses``)."""
     metrics: RunMetrics | None = None
     """The aggregate of the whole output file as the collector kept it (per task: rollouts,
     passes, reward sum, failures): the end-of-run figures come from it, not from a re-read."""
@@ -221,6 +226,7 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
             run.close()
             progress.stop()
             summary.endpoints = _endpoint_stats(runner)
+            summary.paused_calls, summary.paused_seconds = _pauses(runner)
             try:
                 summary.aggregate = metrics.write(
                     files.aggregate_metrics, endpoints=summary.endpoints
@@ -560,6 +566,16 @@ def _endpoint_stats(runner: RolloutRunner) -> list[JsonDict]:
     """A runner's per-endpoint model counts, when it has them (``BoundAgent`` over a pool)."""
     stats = getattr(runner, "endpoint_stats", None)
     return list(stats()) if callable(stats) else []
+
+
+def _pauses(runner: RolloutRunner) -> tuple[int, float]:
+    """The model requests a runner's model (or its workers' models) saw paused, and the
+    seconds they slept in pauses; none for a runner whose model runs elsewhere."""
+    workers = getattr(runner, "worker_counts", None)
+    counts = workers() if callable(workers) else runner_counts(runner)
+    entries = counts.get("endpoints") or []
+    calls = sum(int(entry.get("paused_calls") or 0) for entry in entries)
+    return calls, sum(float(entry.get("paused_seconds") or 0.0) for entry in entries)
 
 
 def _without_line(error: InputError) -> str:

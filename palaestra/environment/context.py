@@ -40,8 +40,9 @@ class EnvironmentContext:
         ``within``: the seconds one call may take in all, retries included (a call made
         inside ``verify`` must end before ``verify_timeout`` does, or a model that hangs would
         cost every rollout its whole time limit and never count as hung): the model retries at
-        most once, each attempt waiting at most a quarter of it (its own timeouts when
-        shorter). The caller closes the model (``aclose``) when the environment closes.
+        most once, each attempt waiting at most half of it: a quarter for the answer, a
+        quarter for a pause (its own timeouts when shorter). The caller closes the model
+        (``aclose``) when the environment closes.
         """
         from palaestra.models.backends import build_model
         from palaestra.models.resolve import model_config
@@ -51,6 +52,7 @@ class EnvironmentContext:
             fitted = {
                 "max_retries": min(config.max_retries, 1),
                 "request_timeout": min(config.request_timeout, within / 4),
+                "pause_deadline": min(config.pause_deadline, within / 4),
             }
             config = config.model_copy(update=fitted)
         return build_model(config, http=self.http)

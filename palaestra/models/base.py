@@ -15,12 +15,16 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class ModelStats:
     """Counters a model keeps for the run summary: requests sent, retries spent, failures,
-    and aborted generations resumed (``palaestra.models.openai.resume``)."""
+    aborted generations resumed (``palaestra.models.openai.resume``), and the calls that met
+    an endpoint paused for a weight update with the seconds they slept in such pauses
+    (``palaestra.models.openai.pauses``: waits, never retries)."""
 
     requests: int = 0
     retries: int = 0
     failures: int = 0
     resumptions: int = 0
+    paused_calls: int = 0
+    paused_seconds: float = 0.0
     cpu_seconds: float = 0.0
     """CPU time spent on threads of the model's own in this process (the embedded model's
     llama.cpp thread); 0 for a model whose work is done elsewhere. ``palaestra test`` takes

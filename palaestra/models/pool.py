@@ -164,6 +164,9 @@ class Endpoint:
             "retries": self.retries,
             # aborted generations its client resumed (``palaestra.models.openai.resume``)
             "resumptions": self.model.stats.resumptions,
+            # requests that met a weight-update pause, and the seconds they slept in it
+            "paused_calls": self.model.stats.paused_calls,
+            "paused_seconds": round(self.model.stats.paused_seconds, 3),
             "rollouts": self.rollouts,
             "moved_in": self.moved_in,
             "removed": self.removed,
@@ -406,9 +409,9 @@ class ModelPool:
             self._take_out(endpoint)
 
     def endpoint_stats(self) -> list[JsonDict]:
-        """Per endpoint: url, healthy, calls, failures, retries, resumptions, rollouts,
-        moved_in, removed, in_flight_peak and latency (count, mean, p50, p99 in seconds, of
-        the answered calls)."""
+        """Per endpoint: url, healthy, calls, failures, retries, resumptions, paused calls and
+        seconds, rollouts, moved_in, removed, in_flight_peak and latency (count, mean, p50,
+        p99 in seconds, of the answered calls)."""
         return [endpoint.stats() for endpoint in self.endpoints]
 
     async def aclose(self) -> None:

@@ -223,7 +223,11 @@ def open_model(
     )
     tuning: dict[str, float] = {}
     if retry is not None:
-        tuning.update(retry_delay=retry.base_delay, max_retry_delay=retry.max_delay)
+        tuning.update(
+            retry_delay=retry.base_delay,
+            max_retry_delay=retry.max_delay,
+            pause_deadline=retry.pause_deadline,
+        )
     if timeouts is not None:
         tuning.update(connect_timeout=timeouts.connect)
     return build_model(config.model_copy(update=tuning) if tuning else config, http=http)

@@ -158,8 +158,8 @@ def model_families(model: Model) -> Source:
 
 
 def endpoint_families(entries: Iterable[JsonDict]) -> Iterator[Metric]:
-    """The model families of ``endpoint_stats`` entries (url, calls, retries, failures[,
-    healthy]): one process's, or the workers' added up."""
+    """The model families of ``endpoint_stats`` entries (url, calls, retries, failures,
+    paused calls and seconds[, healthy]): one process's, or the workers' added up."""
     calls = CounterMetricFamily(
         f"{P}model_calls", "Requests sent to the model endpoint.", labels=["endpoint"]
     )
@@ -169,6 +169,16 @@ def endpoint_families(entries: Iterable[JsonDict]) -> Iterator[Metric]:
     errors = CounterMetricFamily(
         f"{P}model_errors",
         "Model requests that failed once their retries were spent.",
+        labels=["endpoint"],
+    )
+    paused = CounterMetricFamily(
+        f"{P}model_paused_calls",
+        "Model requests that met the endpoint paused for a weight update (waits, not retries).",
+        labels=["endpoint"],
+    )
+    paused_seconds = CounterMetricFamily(
+        f"{P}model_paused_seconds",
+        "Seconds model requests slept while the endpoint was paused.",
         labels=["endpoint"],
     )
     healthy = GaugeMetricFamily(
@@ -183,9 +193,11 @@ def endpoint_families(entries: Iterable[JsonDict]) -> Iterator[Metric]:
         calls.add_metric(label, _number(entry.get("calls")))
         retries.add_metric(label, _number(entry.get("retries")))
         errors.add_metric(label, _number(entry.get("failures")))
+        paused.add_metric(label, _number(entry.get("paused_calls")))
+        paused_seconds.add_metric(label, _number(entry.get("paused_seconds")))
         if entry.get("healthy") is not None:
             healthy.add_metric(label, 1.0 if entry["healthy"] else 0.0)
-    yield from (calls, retries, errors)
+    yield from (calls, retries, errors, paused, paused_seconds)
     if healthy.samples:
         yield healthy
 

@@ -201,7 +201,8 @@ class ObservedAgent:
 
 
 def endpoint_stats(model: Model) -> list[JsonDict]:
-    """One dict per endpoint (url, calls, retries, failures[, healthy]).
+    """One dict per endpoint (url, calls, retries, failures, paused_calls, paused_seconds[,
+    healthy]).
 
     A model with several endpoints (``palaestra.models.pool``) lists them itself
     (``endpoint_stats()``); any other model is one endpoint with its ``ModelStats``.
@@ -217,6 +218,8 @@ def endpoint_stats(model: Model) -> list[JsonDict]:
             "calls": stats.requests,
             "retries": stats.retries,
             "failures": stats.failures,
+            "paused_calls": stats.paused_calls,
+            "paused_seconds": round(stats.paused_seconds, 3),
         }
     ]
 

@@ -35,8 +35,9 @@ def city_tasks(path: Path, count: int) -> Path:
 
 
 def impatient(url: str) -> ModelConfig:
-    """A model config whose calls give up after 0.3 s, with one retry."""
-    return ModelConfig(url=url, request_timeout=0.3, max_retries=1, retry_delay=0)
+    """A model config whose calls give up after 0.3 s, with one retry (and no allowance for
+    a request held during a weight-update pause)."""
+    return ModelConfig(url=url, request_timeout=0.3, max_retries=1, retry_delay=0, pause_deadline=0)
 
 
 def test_a_model_that_never_answers_stops_the_run_and_a_resume_finishes_it(
@@ -84,7 +85,7 @@ def test_timeouts_between_answered_calls_never_stop_the_run(tmp_path: Path) -> N
     tasks = city_tasks(tmp_path / "tasks.jsonl", 20)
     output = tmp_path / "out.jsonl"
     with ScriptedModelServer(script) as server:
-        config = ModelConfig(url=server.url, request_timeout=0.3, max_retries=0)
+        config = ModelConfig(url=server.url, request_timeout=0.3, max_retries=0, pause_deadline=0)
         summary = palaestra.collect(
             env="weather", model=config, input=tasks, output=output, concurrency=1
         )

@@ -57,8 +57,8 @@ def test_an_endpoint_stopped_mid_run_loses_no_rollout_and_the_counts_add_up(
         killer = threading.Thread(target=stop_the_doomed_one)
         killer.start()
         # The held call is cut by the stop; if the server was stopped as it accepted the call
-        # (the socket accepted, never read), the request timeout moves it instead of 600 s.
-        model = ModelConfig(urls=[doomed.url, alive.url], request_timeout=20)
+        # (the socket accepted, never read), the request timeout moves it instead of 1200 s.
+        model = ModelConfig(urls=[doomed.url, alive.url], request_timeout=20, pause_deadline=0)
         summary = palaestra.collect(
             env="weather",
             model=model,

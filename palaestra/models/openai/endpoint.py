@@ -54,7 +54,8 @@ class RemoteEndpoint:
 
     Everything comes from one ``ModelConfig``: ``url``, ``model``, the key (``api_key`` or the
     variable ``api_key_env``, read here), ``max_retries`` with ``retry_delay`` and
-    ``max_retry_delay``, ``connect_timeout`` and ``request_timeout``. An ``http`` client passed
+    ``max_retry_delay``, ``pause_deadline``, ``connect_timeout`` and ``request_timeout``. An
+    ``http`` client passed
     in is borrowed and never closed here (several endpoints may share one); otherwise the
     endpoint owns one and closes it in ``aclose``.
     """
@@ -77,6 +78,7 @@ class RemoteEndpoint:
             max_retries=config.max_retries,
             base_delay=config.retry_delay,
             max_delay=config.max_retry_delay,
+            pause_deadline=config.pause_deadline,
         )
         self.stats = ModelStats()
         api_key = read_api_key(config)
@@ -130,8 +132,9 @@ class RemoteEndpoint:
             hung = ModelHung(
                 f"model timed out {self.timeouts_in_a_row} times in a row: "
                 f"{shown_url(self.base_url)} (each call after {self.retry.max_retries + 1} "
-                f"attempt(s) of {self.timeouts.read:g} s; raise request_timeout if its answers "
-                "are just slow)"
+                f"attempt(s) of {self.timeouts.read + self.retry.pause_deadline:g} s, "
+                "request_timeout plus pause_deadline; raise request_timeout if its answers are "
+                "just slow)"
             )
             hung.transient = error.transient  # a pool moves the call, as for any timeout
             raise hung from None

@@ -55,6 +55,7 @@ async def _asked_again(endpoint: RemoteEndpoint, body: JsonDict) -> JsonDict:
     Response "cancelled", its partial output kept): the Responses API cannot continue a
     message, so the call is asked again (``palaestra.models.openai.resume``), at most
     ``MAX_RESUMPTIONS`` times."""
+    endpoint.stats.paused_calls += 1
     for _ in range(MAX_RESUMPTIONS):
         endpoint.stats.resumptions += 1
         answer = await endpoint.post("responses", body)

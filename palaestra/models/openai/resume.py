@@ -26,7 +26,8 @@ engine is paused; a pool moves a call whose endpoint fails, from its start):
 
 Each resumption asks for the tokens still allowed (``max_tokens`` minus those decoded); a call
 resumed more than ``MAX_RESUMPTIONS`` times fails (``ModelError`` naming why). A resumption is
-not a retry: it spends none of the retry budget, and it is counted in ``ModelStats.resumptions``.
+not a retry: it spends none of the retry budget, and it is counted in ``ModelStats.resumptions``
+(the aborted request, met by a pause, in ``ModelStats.paused_calls``: ``pauses``).
 The check on the path where nothing aborts is one dictionary lookup per call.
 """
 
@@ -108,6 +109,7 @@ async def resume_completion(
     """
     if not aborted(answer):
         return answer
+    stats.paused_calls += 1
     prompt: list[int] = list(body["prompt"])
     ids: list[int] = []
     log_probs: list[float] = []
@@ -193,6 +195,7 @@ async def resume_chat(
     """
     if not aborted(answer):
         return answer
+    stats.paused_calls += 1
     text = ""
     ids: list[int] = []
     log_probs: list[float] = []

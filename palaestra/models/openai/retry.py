@@ -4,6 +4,8 @@ Every request has a finite timeout; transient failures (429, 5xx, dropped connec
 timeouts) are retried with exponential backoff and jitter, and every retry is counted. When the
 budget is spent the caller gets a ``ModelError`` that names the URL and what the server said.
 A rejected key (401/403) is never retried: it raises ``ModelAuthError``, which stops the run.
+An endpoint paused for a weight update is waited for without spending the budget, up to the
+call's pause deadline (``palaestra.models.openai.pauses``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -24,6 +27,8 @@ from palaestra.errors import (
     ModelUnreachable,
 )
 from palaestra.models.base import ModelStats
+from palaestra.models.openai.pauses import SHORTEST_WAIT, PausedCall, pause_of
+from palaestra.models.openai.pauses import retry_after as seconds_after
 from palaestra.transport import (
     AnswerTooLarge,
     ConnectFailed,
@@ -74,16 +79,23 @@ class RetryPolicy:
 
     The wait doubles from ``base_delay`` up to ``max_delay``; ``jitter`` is the fraction by
     which it is randomly stretched or shrunk, so that many clients do not retry in lockstep.
+    ``pause_deadline`` is the seconds a call may spend paused (``pauses``: such waits are
+    no retries), asking again every ``pause_poll`` seconds when the server gives no
+    ``Retry-After``; 0 retries pause answers as any other.
     """
 
     max_retries: int = 3
     base_delay: float = 0.5
     max_delay: float = 8.0
     jitter: float = 0.5
+    pause_deadline: float = 600.0
+    pause_poll: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.base_delay < 0 or self.max_delay < 0:
+        if min(self.max_retries, self.base_delay, self.max_delay, self.pause_deadline) < 0:
             raise ConfigError(f"retry policy values must not be negative: {self}")
+        if self.pause_poll < SHORTEST_WAIT:
+            raise ConfigError(f"pause_poll must be at least {SHORTEST_WAIT} s: {self}")
         if not 0 <= self.jitter <= 1:
             raise ConfigError(f"retry jitter must be between 0 and 1, not {self.jitter}")
 
@@ -99,10 +111,22 @@ class RetryPolicy:
         stretched = backoff * (1.0 + self.jitter * (2.0 * unit - 1.0))
         return min(self.max_delay, max(0.0, stretched))
 
+    def pause_wait(self, retry_after: float, *, unit: float = 0.5) -> float:
+        """Seconds a paused call sleeps: the server's ``Retry-After``, else (0) ``pause_poll``
+        stretched by the jitter; never less than ``SHORTEST_WAIT``."""
+        if retry_after <= 0:
+            retry_after = self.pause_poll * (1.0 + self.jitter * (2.0 * unit - 1.0))
+        return max(SHORTEST_WAIT, retry_after)
+
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
-    """Seconds allowed to connect, and to wait for the answer (a whole generation) once sent."""
+    """Seconds allowed to connect, and to wait for the answer (a whole generation) once sent.
+
+    A model call waits ``read`` plus what is left of its pause deadline
+    (``RetryPolicy.pause_deadline``): a request an engine holds while paused is an answer
+    slow to come (``pauses``).
+    """
 
     connect: float = 10.0
     read: float = 600.0
@@ -168,15 +192,6 @@ def auth_error(where: str, status: int, raw: bytes) -> ModelAuthError:
     return ModelAuthError(f"the endpoint rejected the API key ({status}){said} [{where}]")
 
 
-def _retry_after(value: str | None) -> float | None:
-    """A numeric ``Retry-After`` in seconds; the HTTP-date form is ignored (backoff applies)."""
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and seconds >= 0 else None
-
-
 def _status_error(where: str, status: int, raw: bytes) -> ModelError:
     if status in AUTH_STATUSES:
         return auth_error(where, status, raw)
@@ -232,8 +247,11 @@ async def _attempts(
     last_failure = ""
     last_error: type[ModelError] = ModelError
     last_kind = ""
-    for attempt in range(retry.max_retries + 1):
-        retry_after: float | None = None
+    paused: PausedCall | None = None
+    attempt = 0
+    while True:
+        wait_after: float | None = None
+        held = retry.pause_deadline if paused is None else max(0.0, paused.left())
         try:
             answer = await http.request(
                 method,
@@ -241,7 +259,7 @@ async def _attempts(
                 body=data,
                 headers=headers,
                 connect_timeout=timeouts.connect,
-                read_timeout=timeouts.read,
+                read_timeout=timeouts.read + held,
                 idempotent=True,  # a model call may run twice: resent once on a dead connection
             )
         except InvalidUrl as exc:
@@ -264,15 +282,32 @@ async def _attempts(
             status, raw = answer.status, answer.body
             if 200 <= status < 300:
                 return _parse_object(method, url, status, raw)
+            # A rejected key stays one, whatever else the answer says.
+            pausing = retry.pause_deadline > 0 and status not in AUTH_STATUSES
+            pause = pause_of(answer) if pausing else None
+            if pause is not None:  # a wait, not a retry: no attempt spent
+                if paused is None:
+                    paused = PausedCall(retry.pause_deadline)
+                    stats.paused_calls += 1
+                left = paused.left()
+                if left <= 0:
+                    raise paused.expired(_where(method, url), status)
+                slept = min(left, retry.pause_wait(pause, unit=random.random()))
+                started = time.monotonic()
+                await asyncio.sleep(slept)
+                stats.paused_seconds += time.monotonic() - started
+                continue
             if status not in _RETRYABLE_STATUSES:
                 raise _status_error(_where(method, url), status, raw)
-            retry_after = _retry_after(answer.headers.get("retry-after"))
+            wait_after = seconds_after(answer.header("retry-after"))
             unreachable_every_time = False
             last_failure, last_error = f"HTTP {status}: {_excerpt(raw)}", ModelError
             last_kind = f"http {status}"
-        if attempt < retry.max_retries:
-            stats.retries += 1
-            await asyncio.sleep(retry.delay(attempt, retry_after, unit=random.random()))
+        if attempt >= retry.max_retries:
+            break
+        stats.retries += 1
+        await asyncio.sleep(retry.delay(attempt, wait_after, unit=random.random()))
+        attempt += 1
     if last_error is ModelUnreachable and not unreachable_every_time:
         last_error = ModelError
     attempts = retry.max_retries + 1

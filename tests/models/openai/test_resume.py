@@ -315,10 +315,12 @@ async def test_a_cancelled_responses_answer_with_output_is_asked_again() -> None
     assert output_text(response) == "whole" and model.stats.resumptions == 2
 
 
-async def test_a_paused_engine_is_waited_for_unless_the_request_timeout_says_otherwise() -> None:
+async def test_a_paused_engine_is_waited_for_within_request_timeout_plus_pause_deadline() -> None:
     tokenizer = ToyTokenizer()
     # A generation takes ~0.3 s here, well inside either limit: only the pause can exceed one.
-    for timeout, fails in ((30.0, False), (1.0, True)):
+    # The engine holds the resumption 2.5 s: past a request timeout of 1 s alone, within it
+    # plus a pause deadline of 30 s, past it plus one of 0.5 s.
+    for timeout, deadline, fails in ((30.0, 0.0, False), (1.0, 30.0, False), (1.0, 0.5, True)):
         server = ScriptedModelServer(_script, api="chat", tokenizer=tokenizer, decode_time=0.006)
         with server:
             config = ModelConfig(
@@ -326,6 +328,7 @@ async def test_a_paused_engine_is_waited_for_unless_the_request_timeout_says_oth
                 model="scripted-model",
                 max_retries=0,
                 request_timeout=timeout,
+                pause_deadline=deadline,
                 options={"token_mode": True},
             )
             model = build_model(config)
@@ -333,7 +336,6 @@ async def test_a_paused_engine_is_waited_for_unless_the_request_timeout_says_oth
                 call = asyncio.ensure_future(model.respond(_task(2, 3)[PARAMS]))
                 while server.engine.in_flight == 0:  # decoding: the update will abort it
                     await asyncio.sleep(0.005)
-                # the update holds the resumption 2.5 s: longer than the short limit
                 await asyncio.to_thread(server.weight_update, 2.5)
                 if fails:
                     with pytest.raises(ModelTimeout):
@@ -341,6 +343,8 @@ async def test_a_paused_engine_is_waited_for_unless_the_request_timeout_says_oth
                 else:
                     response = await call
                     assert function_calls(response)[0]["name"] == "add"
+                    stats = model.stats  # the abort is a pause, not a retry
+                    assert (stats.resumptions, stats.paused_calls, stats.retries) == (1, 1, 0)
             finally:
                 await model.aclose()
         assert server.engine.aborted == 1

@@ -138,14 +138,18 @@ async def test_a_numeric_retry_after_is_honoured(session: HttpClient) -> None:
         assert time.monotonic() - started >= 0.3
 
 
-async def test_a_huge_retry_after_is_capped_by_max_delay(session: HttpClient) -> None:
+async def test_with_pauses_not_waited_a_huge_retry_after_is_capped_by_max_delay(
+    session: HttpClient,
+) -> None:
     script = Sequence(
         [ScriptedFault(status=429, headers={"Retry-After": "120"}), text_response("ok")]
     )
+    stats = ModelStats()
     with ScriptedModelServer(script) as server:
         started = time.monotonic()
-        await post(session, server.url, ModelStats())
+        await post(session, server.url, stats, retry=RetryPolicy(max_delay=0.05, pause_deadline=0))
         assert time.monotonic() - started < 5
+    assert (stats.retries, stats.paused_calls) == (1, 0)
 
 
 async def test_client_errors_are_not_retried(session: HttpClient) -> None:
@@ -253,7 +257,7 @@ async def test_read_timeouts_are_retried_then_raise_model_timeout(
                 session,
                 server.url,
                 stats,
-                retry=RetryPolicy(max_retries=1, base_delay=0.01),
+                retry=RetryPolicy(max_retries=1, base_delay=0.01, pause_deadline=0),
                 timeouts=Timeouts(connect=2, read=0.2),
             )
         assert len(server.bodies("/v1/responses")) == 2
