@@ -17,7 +17,7 @@ from palaestra.cli.errors import exit_on_user_error
 
 
 @click.command("report")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--markdown",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -50,34 +50,60 @@ def report_command(
     inline CSS and SVG, no network). Several RUNs make one report with each run's figures and
     the overall figures of their tasks pooled; they need --markdown and --html. A run still
     being written (or killed mid-write) is read as far as it goes: a torn last line is skipped
-    with a warning.
+    with a warning. A RUN may also be ATIF trajectories (a .json file of one, or a directory of
+    them): the report goes beside it the same way.
 
     Exit status: 0 done; 1 a user error (a missing or malformed run, an unwritable path).
     """
+    from palaestra.collection.files import RunFiles
     from palaestra.errors import ConfigError
     from palaestra.evaluate.report import write_report
+    from palaestra.run.atif import readable_runs
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
         if len(runs) > 1 and (markdown is None or html is None):
             raise ConfigError("several runs make one report: give --markdown and --html")
-        for path in runs:
-            if path.is_file() and not _holds_a_row(path) and not _holds_a_row(failures_of(path)):
-                raise ConfigError(
-                    f"{path} holds no rollouts, nor does its failures file: nothing to report"
-                )
-        written = write_report(
-            list(runs) if len(runs) > 1 else runs[0],
-            markdown=markdown,
-            html=html,
-            failures_as_zero=failures_as_zero,
-            seed=seed,
-            title=title,
-        )
+        if len(runs) == 1:  # beside the run as given, not beside its decoded copy
+            beside = RunFiles(runs[0])
+            markdown = beside.report_markdown if markdown is None else markdown
+            html = beside.report_html if html is None else html
+        with readable_runs(runs) as readable:
+            for path in readable:
+                if (
+                    path.is_file()
+                    and not _holds_a_row(path)
+                    and not _holds_a_row(failures_of(path))
+                ):
+                    raise ConfigError(
+                        f"{path} holds no rollouts, nor does its failures file: nothing to report"
+                    )
+            written = write_report(
+                _named(runs, readable),
+                markdown=markdown,
+                html=html,
+                failures_as_zero=failures_as_zero,
+                seed=seed,
+                title=title,
+            )
     for run in written.report.runs:
         for warning in run.figures.run.warnings:
             console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     show_written(written.markdown, written.html, Console(), headline=written.report.headline())
+
+
+def _named(given: Sequence[Path], readable: list[Path]) -> list[Path] | dict[str, Path]:
+    """The runs to report: as given, or named as given when an ATIF one was decoded."""
+    if list(given) == readable:
+        return readable
+    named: dict[str, Path] = {}
+    for path, run in zip(given, readable, strict=True):
+        name, copy = str(path), 1
+        while name in named:
+            copy += 1
+            name = f"{path} ({copy})"
+        named[name] = run
+    return named
 
 
 def failures_of(run: Path) -> Path:

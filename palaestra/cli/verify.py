@@ -21,7 +21,7 @@ SHOWN_CHANGES = 20
 
 
 @click.command("verify")
-@click.argument("rollouts", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("rollouts", type=click.Path(path_type=Path))
 @click.option("--env", "env_spec", required=True, help="The environment whose verifier to use.")
 @env_arg_option
 @click.option(
@@ -42,15 +42,21 @@ def verify_command(
     output: Path | None,
     replay_tools: bool,
 ) -> None:
-    """Re-verify a rollouts file with an environment's verifier; no model is called."""
+    """Re-verify a rollouts file with an environment's verifier; no model is called.
+
+    ROLLOUTS is a rollouts JSONL file, or ATIF trajectories (a .json file of one, or a
+    directory of them): their scored rollouts are verified.
+    """
+    from palaestra.run.atif import readable_runs
     from palaestra.run.reverify import reverify_file
     from palaestra.spec import EnvSpec
 
     console = Console(stderr=True)
     with exit_on_user_error(console):
         env = EnvSpec(name=env_spec, args=assignments(env_args, "--env-arg"))
-        work = reverify_file(env, rollouts, output=output, replay_tools=replay_tools)
-        summary = asyncio.run(work)
+        with readable_runs([rollouts]) as (run,):
+            work = reverify_file(env, run, output=output, replay_tools=replay_tools)
+            summary = asyncio.run(work)
     if summary.torn_line is not None:
         console.print(
             f"[yellow]warning:[/] {escape(str(rollouts))}:{summary.torn_line}: the last line is "

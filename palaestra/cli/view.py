@@ -35,17 +35,23 @@ def view_command(
     """Browse a rollouts file (or two, side by side) on a local web page.
 
     ROLLOUTS: runs/x.jsonl, and optionally runs/y.jsonl to compare them task by task. The
-    failures file beside each (runs/x_failures.jsonl) is read too. Stop with Ctrl-C.
+    failures file beside each (runs/x_failures.jsonl) is read too. ATIF trajectories are read
+    as well: a .json file of one, or a directory of them (`palaestra export --format atif`,
+    Harbor's trajectory.json). Stop with Ctrl-C.
     """
+    from palaestra.run.atif import readable_runs
     from palaestra.viewer import view
 
     console = Console(stderr=True)
 
+    given: dict[str, Path] = {}
+
     def ready(url: str, runs: list[Run]) -> None:
         for run in runs:
             summary = run.index.summary()
+            shown = given.get(str(run.path), run.path)  # an ATIF path, not its decoded copy
             console.print(
-                f"indexed {escape(str(run.path))}: {summary['rows']:,} rows "
+                f"indexed {escape(str(shown))}: {summary['rows']:,} rows "
                 f"({summary['scored']:,} scored, {summary['failed']:,} failed) "
                 f"in {run.seconds_to_index:.2f} s",
                 highlight=False,
@@ -62,10 +68,11 @@ def view_command(
                 )
         print(f"viewing on {url}  (Ctrl-C to stop)", flush=True)
 
-    with exit_on_user_error(console):
+    with exit_on_user_error(console), readable_runs(rollouts) as runs:
+        given.update({str(run): path for run, path in zip(runs, rollouts, strict=True)})
         try:
             view(
-                rollouts,
+                runs,
                 host=host,
                 port=port,
                 token=read_token(token, token_file),
