@@ -38,6 +38,8 @@ named with their module)::
     │   │   └── JudgeFailure           palaestra.environment.judge: the judge gave no verdict
     │   ├── InvalidTask                invalid_input: a task row the environment cannot use
     │   ├── AgentServerTimeout         timeout: a served agent did not answer in time
+    │   ├── AgentFailure               agent_error: an external harness crashed, hung or
+    │   │                              never called the model (palaestra.agents.command)
     │   ├── WorkerCrash                worker_crash: a pool task killed its worker each time
     │   ├── WorkerTimeout              timeout: a pool task overran each time
     │   ├── SandboxLimitExceeded       sandbox_limit: sandboxed code hit a resource limit
@@ -264,6 +266,13 @@ class AgentServerTimeout(RolloutFailure):
     """A served agent (``palaestra.remote.RemoteAgent``) did not answer within its timeout."""
 
     kind = FailureKind.TIMEOUT
+
+
+class AgentFailure(RolloutFailure):
+    """An external harness (``palaestra.agents.command``) exited with an error, ran past its
+    time limit or never called the model: the agent failed, so the rollout has no score."""
+
+    kind = FailureKind.AGENT_ERROR
 
 
 class ToolFailure(RolloutFailure):

@@ -30,6 +30,7 @@ class FailureKind(enum.StrEnum):
     INTERNAL_ERROR = "internal_error"
     USER_MODEL_ERROR = "user_model_error"
     SANDBOX_ERROR = "sandbox_error"
+    AGENT_ERROR = "agent_error"
 
 
 class Producer(enum.StrEnum):

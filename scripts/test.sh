@@ -34,6 +34,7 @@ bash scripts/install.sh --dev
 echo "palaestra: installed ($((SECONDS - started)) s)"
 start training bash scripts/install_training.sh  # PyTorch (CPU), transformers, TRL: the trainer adapters' tests run the real TRL
 start machines bash scripts/install_machines.sh  # Docker daemon (no bridge) + the offline Debian base image: the machine providers' tests use them
+start harnesses bash scripts/install_harnesses.sh  # third-party harnesses from PyPI, each in a venv of its own: the harness agents' tests run them
 .venv/bin/ruff check palaestra tests benchmarks
 .venv/bin/ruff format --check palaestra tests benchmarks
 .venv/bin/lint-imports --no-cache  # floors only point down; environments use only the kit (pyproject.toml)
@@ -44,4 +45,5 @@ await training  # mypy reads the training stack's types
 await browser
 await machines
 await peers
+await harnesses
 .venv/bin/pytest -q -n 2 --dist loadgroup --durations=20 "$@"  # two workers (tests/conftest.py); the 20 slowest tests, printed at the end of every run

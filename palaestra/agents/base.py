@@ -37,7 +37,9 @@ class Agent(Protocol):
         """Run the task to a verdict or a failure, which it returns rather than raises.
 
         An agent may also define ``async preflight(env, model)``: ``BoundAgent.check`` calls
-        it instead of ``model.check()`` (for an agent that needs no model, or more than one).
+        it instead of ``model.check()`` (for an agent that needs no model, or more than one),
+        and ``async aclose()``, which the run calls when it ends (an agent that serves
+        something, such as a harness agent's gateway).
 
         The one exception is ``ModelUnreachable``: when the model cannot be reached at all,
         the agent raises it so the collector can stop instead of failing every task.

@@ -37,6 +37,8 @@ AGENTS: Registry[AgentFactory] = Registry(
         "step": "palaestra.agents.step:StepAgent",
         "oracle": "palaestra.agents.oracle:OracleAgent",
         "null": "palaestra.agents.oracle:NullAgent",
+        "command": "palaestra.agents.command:CommandAgent",
+        "mini_swe_agent": "palaestra.agents.mini_swe_agent:MiniSweAgent",
     },
     callable_plugin("an agent (a class or factory taking its options as keyword arguments)"),
 )

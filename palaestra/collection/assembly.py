@@ -264,6 +264,9 @@ async def open_runner(
         )
         stack.push_async_callback(env.aclose)
         agent = build_agent(spec.agent, default)
+        close_agent = getattr(agent, "aclose", None)
+        if callable(close_agent):  # e.g. a harness agent's gateway, before the model closes
+            stack.push_async_callback(close_agent)
         facts = bound_facts(spec, found, spec.agent.name or default)
         yield Runner(BoundAgent(agent, env, model), f"{env.name}_{agent.name}", facts)
 
