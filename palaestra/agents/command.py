@@ -24,7 +24,7 @@ that exits with an error, runs past ``timeout`` seconds or never calls the model
 ``agent_error`` failure whose reason ends with the last lines of its stderr, never a score.
 
 One gateway serves every rollout of an agent: started on its first rollout over the model
-handed to ``run``, closed by ``aclose``.
+handed to ``run`` (another for another model), closed by ``aclose``.
 """
 
 from __future__ import annotations
@@ -89,8 +89,7 @@ class CommandAgent:
         self.timeout = timeout
         self.box_timeout = box_timeout
         self.stderr_lines = stderr_lines
-        self._gateway: Gateway | None = None
-        self._model: Model | None = None
+        self._gateways: list[tuple[Model, Gateway]] = []
         self._starting = asyncio.Lock()
 
     async def preflight(self, env: EnvironmentClient, model: Model) -> None:
@@ -106,20 +105,22 @@ class CommandAgent:
         return "{box_exec}" in self.cmd
 
     async def gateway(self, model: Model) -> Gateway:
-        """The agent's gateway, started over ``model`` on first use."""
+        """The agent's gateway over ``model``, started on first use. A trainer that swaps
+        its model gets a gateway over the new one; the old one serves its rollouts still
+        running until ``aclose``."""
         async with self._starting:
-            if self._gateway is None:
-                gateway = Gateway(model)
-                await gateway.start()
-                self._gateway, self._model = gateway, model
-            elif model is not self._model:
-                raise ConfigError("a command agent runs against one model: build one per model")
-            return self._gateway
+            for served, gateway in self._gateways:
+                if served is model:
+                    return gateway
+            gateway = Gateway(model)
+            await gateway.start()
+            self._gateways.append((model, gateway))
+            return gateway
 
     async def aclose(self) -> None:
-        """Close the gateway (rollouts still running get errors from it)."""
-        gateway, self._gateway = self._gateway, None
-        if gateway is not None:
+        """Close the gateways (rollouts still running get errors from them)."""
+        gateways, self._gateways = self._gateways, []
+        for _, gateway in gateways:
             await gateway.aclose()
 
     def command_line(self, values: Mapping[str, str], directory: Path) -> str:

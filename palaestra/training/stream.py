@@ -249,12 +249,16 @@ class RolloutSampler:
         return self
 
     async def aclose(self) -> None:
-        """Close the model (when the sampler built it) and the environment."""
+        """Close the agent (one that serves something: a harness agent's gateway), the model
+        (when the sampler built it) and the environment."""
         if self._checkpoints is not None:
             checkpoints, self._checkpoints = self._checkpoints, None
             checkpoints.close()
         env, self._env = self._env, None
+        close_agent = getattr(self._agent, "aclose", None)
         try:
+            if env is not None and callable(close_agent):
+                await close_agent()
             await self._drop_model()
         finally:
             try:

@@ -3,6 +3,7 @@ through the gateway, scored by the environment's own ``verify``."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -232,3 +233,21 @@ async def test_box_exec_on_an_environment_without_a_box_is_refused_before_any_ro
 def test_the_command_agent_needs_a_command() -> None:
     with pytest.raises(ConfigError, match="cmd"):
         make_agent("command")
+
+
+async def test_each_model_gets_a_gateway_of_its_own_and_aclose_closes_them_all() -> None:
+    agent = CommandAgent(cmd="true")
+    first, second = _model(), _model()
+    one, again, other = (
+        await agent.gateway(first),
+        await agent.gateway(first),
+        await agent.gateway(second),
+    )
+    assert one is again and one is not other  # a trainer's new model: a new gateway
+    urls = [one.url, other.url]
+    await agent.aclose()
+    for url in urls:
+        host, port = url.removeprefix("http://").split(":")
+        with pytest.raises(OSError):
+            _, writer = await asyncio.open_connection(host, int(port))
+            writer.close()
