@@ -29,7 +29,7 @@ await() {  # await NAME: wait for NAME, show its output, stop the check if it fa
 # Peer packages (NeMo Gym, NeMo Evaluator, OpenEnv, verifiers, Harbor) for tests/interop,
 # cached under ~/.cache/palaestra/peers: any Python >= 3.11 builds them.
 start peers python3 -m tests.support.peers
-start harnesses bash scripts/install_harnesses.sh  # mini-swe-agent from PyPI in a venv of its own: the harness agents' tests run it
+start harnesses bash scripts/install_harnesses.sh  # third-party harnesses from PyPI (mini-swe-agent, OpenHands' SDK), each in a venv of its own: the harness agents' tests run them
 start browser bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the rollout viewer's tests run in a real browser
 bash scripts/install.sh --dev
 echo "palaestra: installed ($((SECONDS - started)) s)"

@@ -39,6 +39,7 @@ AGENTS: Registry[AgentFactory] = Registry(
         "null": "palaestra.agents.oracle:NullAgent",
         "command": "palaestra.agents.command:CommandAgent",
         "mini_swe_agent": "palaestra.agents.mini_swe_agent:MiniSweAgent",
+        "openhands": "palaestra.agents.openhands:OpenHandsAgent",
     },
     callable_plugin("an agent (a class or factory taking its options as keyword arguments)"),
 )

