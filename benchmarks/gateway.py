@@ -1,28 +1,73 @@
-"""The gateway's own CPU per model call: its handler beside the model call it wraps.
+"""The gateway's own CPU per model call, beside a direct call, at any history length.
 
-Calls the gateway's request handler (``GatewayApp.answer``: parse, authenticate, convert,
-find the parent call, record, answer) in process against an instant model, and subtracts the
-model call alone. HTTP parsing by palaestra's protocol is not included (the same for any
-server). ``turns``: the conversation's length, since a harness sends its whole history on
-every call.
+Three figures, each for conversations of several lengths (``turns``: a harness sends its whole
+history on every call):
 
-    python benchmarks/gateway.py
+- the handler alone (default): the gateway's request handler (``GatewayApp.answer``: parse,
+  authenticate, convert, find the parent call, record, answer) in process against an instant
+  model, the model call alone subtracted, HTTP parsing not included. ``continued`` is the
+  call a harness makes at that length after the calls before it (what almost every call is);
+  ``first`` is a rollout's first call carrying that much history (nothing to reuse: a new
+  branch that shares nothing costs the same); ``repeat`` sends the same history again (a
+  retry);
+- ``--http``: the same, HTTP included: a real client (palaestra's HTTP client) -> the gateway
+  -> an instant Chat Completions server, against the same client -> the same server directly,
+  all on one event loop (uvloop, as ``palaestra serve gateway`` runs) in this process; the
+  difference of the process' CPU per call;
+- ``--instructions``: both as CPU instructions under valgrind (callgrind), which do not move
+  with the machine's load: the difference of two runs that differ by the measured calls,
+  with Python's garbage collector off in both (a collection lands in one run of the two and
+  not the other, and moves the difference by more than a call costs).
+
+    python benchmarks/gateway.py [--http] [--instructions]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import gc
+import os
+import re
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 import orjson
 
-from palaestra.gateway import Gateway
-from palaestra.gateway.app import GatewayApp
-from palaestra.models.base import ModelStats
-from palaestra.types import JsonDict, assistant_message
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import mock_model  # noqa: E402  (beside this file)
+
+from palaestra._util.loop import run_on_fast_loop  # noqa: E402
+from palaestra.gateway import Gateway  # noqa: E402
+from palaestra.gateway.app import GatewayApp  # noqa: E402
+from palaestra.models.base import ModelStats  # noqa: E402
+from palaestra.types import JsonDict, assistant_message  # noqa: E402
 
 REPLY = "It is sunny in Paris today."
-CALLS = 5000
+TURNS = (1, 5, 10, 25, 50, 100)
+KINDS = ("continued", "first", "repeat")
+CHAT_ANSWER = orjson.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "instant",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": REPLY},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 7, "total_tokens": 17},
+    }
+)
 
 
 class InstantModel:
@@ -42,7 +87,19 @@ class InstantModel:
         return None
 
 
-def _messages(turns: int) -> list[JsonDict]:
+class InstantChat(mock_model.MockHttp):
+    """The benchmarks' instant model server, answering Chat Completions with one sentence."""
+
+    def _handle(self, head: bytes, body: bytes, *, close: bool) -> None:
+        asks_models = head.startswith(b"GET ") and b"/models" in head.split(b"\r\n", 1)[0]
+        self._send(mock_model.MODELS_HTTP if asks_models else _CHAT_HTTP, close=close)
+
+
+_CHAT_HTTP = mock_model._http("200 OK", CHAT_ANSWER)
+
+
+def conversation(turns: int) -> list[JsonDict]:
+    """The messages a harness sends on its call at ``turns`` turns (the model's answers kept)."""
     messages: list[JsonDict] = [
         {"role": "system", "content": "You are a helpful agent. " * 5},
         {"role": "user", "content": "Do the task."},
@@ -53,34 +110,195 @@ def _messages(turns: int) -> list[JsonDict]:
     return messages
 
 
-async def measure(turns: int) -> float:
-    """Microseconds of gateway CPU per call for a conversation of ``turns`` turns."""
+def _bodies(turns: int) -> list[bytes]:
+    return [orjson.dumps({"model": "m", "messages": conversation(t)}) for t in range(1, turns + 1)]
+
+
+def _scope(gateway: Gateway) -> dict[str, Any]:
+    rollout = gateway.open()
+    return {
+        "path": f"/r/{rollout.id}/v1/chat/completions",
+        "method": "POST",
+        "headers": [(b"authorization", b"Bearer " + rollout.api_key.encode())],
+    }
+
+
+async def handler(kind: str, turns: int, rollouts: int, measured: bool = True) -> float:
+    """Microseconds of handler CPU for the ``kind`` call at ``turns`` turns (``measured``
+    False: only what leads up to it, for the instruction count's difference)."""
     model = InstantModel()
     gateway = Gateway(model)
     gateway.url = "http://127.0.0.1:0"  # the handler alone: nothing listens
     app = GatewayApp(gateway)
-    body = orjson.dumps({"model": "m", "messages": _messages(turns)})
+    bodies = _bodies(turns)
+    for _ in range(16):  # lazy imports done and the interpreter's specialising settled
+        warm = _scope(gateway)
+        for body in bodies[:3]:
+            assert (await app.answer(warm, body))[0] == 200
+        gateway.rollouts[warm["path"].split("/")[2]].close()
+    spent = 0.0
+    for _ in range(rollouts):
+        scope = _scope(gateway)
+        if kind == "continued":
+            before, body = bodies[:-1], bodies[-1]
+        elif kind == "repeat":
+            before, body = bodies[-1:], bodies[-1]
+        else:
+            before, body = [], bodies[-1]
+        for earlier in before:
+            assert (await app.answer(scope, earlier))[0] == 200
+        if not measured:
+            continue
+        started = time.process_time()
+        status, _, _ = await app.answer(scope, body)
+        spent += time.process_time() - started
+        assert status == 200
+        rollout = gateway.rollouts[scope["path"].split("/")[2]]
+        if kind == "continued":  # the fast path found the right parent
+            assert [c.parent for c in rollout.calls] == [None, *range(turns - 1)]
+        rollout.close()  # done with: a real gateway does not keep them (nor collect them)
     started = time.process_time()
-    for _ in range(CALLS):
+    for _ in range(rollouts if measured else 0):
         await model.respond({"input": []})
     direct = time.process_time() - started
-    started = time.process_time()
-    for index in range(CALLS):
-        if index % 500 == 0:  # a fresh rollout now and then: each call's lookup stays small
+    return 1e6 * (spent - direct) / max(rollouts, 1)
+
+
+async def http(via_gateway: bool, turns: int, rollouts: int) -> float:
+    """Microseconds of this process' CPU per call of ``rollouts`` conversations of ``turns``
+    calls each, through the gateway or straight to the instant server."""
+    from palaestra.models.openai.chat import OpenAIChatModel
+    from palaestra.transport import HttpClient
+
+    loop = asyncio.get_running_loop()
+    counters = mock_model.Counters()
+    server = await loop.create_server(lambda: InstantChat(counters, 0.0), "127.0.0.1", 0)
+    instant = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    client = HttpClient()
+    model = OpenAIChatModel(instant)
+    gateway = Gateway(model)
+    await gateway.start()
+    bodies = _bodies(turns)
+
+    async def conversation_once() -> None:
+        if via_gateway:
             rollout = gateway.open()
-            scope = {
-                "path": f"/r/{rollout.id}/v1/chat/completions",
-                "method": "POST",
-                "headers": [(b"authorization", b"Bearer " + rollout.api_key.encode())],
-            }
-        status, _, _ = await app.answer(scope, body)
-        assert status == 200
-    return 1e6 * (time.process_time() - started - direct) / CALLS
+            url = f"{rollout.base_url}/chat/completions"
+            headers = {"Authorization": f"Bearer {rollout.api_key}"}
+        else:
+            url, headers = f"{instant}/chat/completions", {"Authorization": "Bearer none"}
+        headers["Content-Type"] = "application/json"
+        for body in bodies:
+            answer = await client.request("POST", url, body=body, headers=headers)
+            assert answer.status == 200, answer.body[:200]
+            assert orjson.loads(answer.body)["choices"][0]["message"]["content"] == REPLY
+
+    try:
+        await conversation_once()  # warm-up: connections opened, code paths run once
+        started = time.process_time()
+        for _ in range(rollouts):
+            await conversation_once()
+        spent = time.process_time() - started
+    finally:
+        await gateway.aclose()
+        await model.aclose()
+        await client.aclose()
+        server.close()
+    return 1e6 * spent / (rollouts * turns)
+
+
+# --- instructions, under callgrind ------------------------------------------------------------
+
+
+def _instructions(*args: str) -> int:
+    """The instructions of this script's main thread run as ``--run *args`` under callgrind."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "cg.out"
+        command = [
+            *("valgrind", "--tool=callgrind", "--separate-threads=yes"),
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--run",
+            *args,
+        ]
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        found = re.search(
+            rb"^(?:totals|summary): (\d+)", Path(f"{out}-01").read_bytes(), re.MULTILINE
+        )
+        if done.returncode != 0 or found is None:
+            raise SystemExit(f"callgrind printed no count:\n{done.stderr[-1500:]}")
+        return int(found.group(1))
+
+
+def instructions(
+    turns: tuple[int, ...], rollouts: int, through_http: bool, kinds: list[str]
+) -> None:
+    if not through_http:
+        for kind in kinds:
+            for length in turns:
+                with_call = _instructions("handler", kind, str(length), str(rollouts), "1")
+                without = _instructions("handler", kind, str(length), str(rollouts), "0")
+                per_call = (with_call - without) / rollouts
+                print(f"{kind:>9} {length:>3} turns: {per_call:>9,.0f} instructions per call")
+        return
+    for length in turns:
+        small, large = rollouts, 3 * rollouts
+        counts = {}
+        for side in ("gateway", "direct"):
+            counts[side] = [
+                _instructions("http", side, str(length), str(n)) for n in (small, large)
+            ]
+        rates = {
+            side: (big - little) / ((large - small) * length)
+            for side, (little, big) in counts.items()
+        }
+        print(
+            f"HTTP {length:>3} turns: {rates['gateway'] - rates['direct']:>9,.0f} "
+            f"instructions per call more through the gateway "
+            f"({rates['gateway']:,.0f} vs {rates['direct']:,.0f})"
+        )
 
 
 def main() -> None:
-    for turns in (1, 5, 10, 25):
-        print(f"{turns:>3} turns: {asyncio.run(measure(turns)):6.1f} us of gateway CPU per call")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--http", action="store_true", help="through HTTP, beside a direct call")
+    parser.add_argument("--instructions", action="store_true", help="count instructions")
+    parser.add_argument("--turns", type=int, nargs="*", default=list(TURNS))
+    parser.add_argument("--rollouts", type=int, default=0, help="per figure (default: by size)")
+    parser.add_argument("--kinds", nargs="*", default=list(KINDS), choices=KINDS)
+    parser.add_argument("--run", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:  # one measured run, for callgrind
+        gc.disable()  # a collection lands in one of the two runs compared, not in the other
+        what, *rest = args.run
+        if what == "handler":
+            kind, length, count, measured = rest
+            asyncio.run(handler(kind, int(length), int(count), measured == "1"))
+        else:
+            side, length, count = rest
+            run_on_fast_loop(http(side == "gateway", int(length), int(count)))
+        return
+    turns = tuple(args.turns)
+    if args.instructions:
+        instructions(turns, args.rollouts or 20, args.http, args.kinds)
+        return
+    if args.http:
+        for length in turns:
+            rollouts = args.rollouts or max(2000 // length, 40)
+            through = run_on_fast_loop(http(True, length, rollouts))
+            direct = run_on_fast_loop(http(False, length, rollouts))
+            print(
+                f"HTTP {length:>3} turns: {through - direct:6.1f} us per call more through the "
+                f"gateway ({through:.1f} vs {direct:.1f} us of CPU per call)"
+            )
+        return
+    for kind in args.kinds:
+        for length in turns:
+            rollouts = args.rollouts or (max(20000 // length, 100) if kind == "continued" else 3000)
+            per_call = asyncio.run(handler(kind, length, rollouts))
+            print(f"{kind:>9} {length:>3} turns: {per_call:6.1f} us of gateway CPU per call")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ what a gateway must do on top:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from palaestra.errors import ModelError, PalaestraError
 from palaestra.gateway import events
 from palaestra.models.chat_format import (
     TOKEN_FIELDS,
+    chat_message_items,
     chat_request_to_responses_params,
     completion_request_to_responses_params,
     response_to_chat_completion,
@@ -56,42 +58,64 @@ class BadRequest(PalaestraError):
 
 @dataclass(slots=True)
 class Request:
-    """One API call as the gateway handles it."""
+    """One API call as the gateway handles it.
+
+    ``params`` are the Responses params without their input; ``raw`` is the request's history
+    as sent (chat messages, or Responses input items), each element of which ``convert`` turns
+    into clean input items (``GatewayRollout.prepare`` converts only what is new)."""
 
     api: str
     body: JsonDict
     params: JsonDict
+    raw: list[Any]
+    convert: Callable[[Any], list[JsonDict]]
     stream: bool
     previous_response_id: str | None = None
 
 
-def _clean(items: list[Any]) -> list[JsonDict]:
+def _clean(items: list[JsonDict]) -> list[JsonDict]:
+    """``items`` without the training fields a harness may have sent on them (in place)."""
     for item in items:
-        if not isinstance(item, dict):
-            raise BadRequest(f"an input item is not an object: {item!r:.80}", "input")
-        if len(_UNSENT.intersection(item)):
+        if not _UNSENT.isdisjoint(item):
             for field in _UNSENT:
                 item.pop(field, None)
     return items
 
 
+def _chat_items(message: Any) -> list[JsonDict]:
+    try:
+        return _clean(chat_message_items(message))
+    except ModelError as error:
+        raise BadRequest(error.reason, "messages") from None
+
+
+def _input_item(item: Any) -> list[JsonDict]:
+    if not isinstance(item, dict):
+        raise BadRequest(f"an input item is not an object: {item!r:.80}", "input")
+    return _clean([item])
+
+
 def parse(api: str, body: JsonDict) -> Request:
     """The Responses params of ``body``, a request to ``api``; ``BadRequest`` for one that
-    cannot be answered."""
+    cannot be answered. The history is converted later, by ``Request.convert``."""
     stream = body.get("stream") is True
     previous: str | None = None
+    convert: Callable[[Any], list[JsonDict]] = _input_item
     try:
         if api == "chat":
-            if not isinstance(body.get("messages"), list):
+            raw = body.get("messages")
+            if not isinstance(raw, list):
                 raise BadRequest("field 'messages' must be a list of chat messages", "messages")
             if body.get("n") not in (None, 1):
                 raise BadRequest("only one choice per request (n: 1) is supported", "n")
-            params = chat_request_to_responses_params(body)
+            params = chat_request_to_responses_params({**body, "messages": []})
             params.pop("model", None)
+            convert = _chat_items
         elif api == "completions":
             if body.get("n") not in (None, 1):
                 raise BadRequest("only one choice per request (n: 1) is supported", "n")
             params = completion_request_to_responses_params(body)
+            raw = params["input"]
         else:
             raw = body.get("input")
             if isinstance(raw, str):
@@ -99,7 +123,6 @@ def parse(api: str, body: JsonDict) -> Request:
             if not isinstance(raw, list):
                 raise BadRequest("field 'input' must be a string or a list of items", "input")
             params = {key: value for key, value in body.items() if key not in _RESPONSES_DROPPED}
-            params["input"] = raw
             previous = body.get("previous_response_id")
             if previous is not None and not isinstance(previous, str):
                 raise BadRequest(
@@ -107,8 +130,8 @@ def parse(api: str, body: JsonDict) -> Request:
                 )
     except ModelError as error:  # the conversions say what they cannot convert this way
         raise BadRequest(error.reason) from None
-    _clean(params["input"])
-    return Request(api, body, params, stream, previous if api == "responses" else None)
+    params["input"] = []
+    return Request(api, body, params, raw, convert, stream, previous)
 
 
 def _without_tokens(item: JsonDict) -> JsonDict:

@@ -161,7 +161,7 @@ class GatewayApp:
             return error(400, "request body must be a JSON object", param="body")
         try:
             request = apis.parse(api, parsed)
-            prepared = found.prepare(request.params, request.previous_response_id)
+            prepared = found.prepare(request)
         except apis.BadRequest as bad:
             self.gateway.counts.refused += 1
             return error(400, bad.message, param=bad.param)

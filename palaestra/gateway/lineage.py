@@ -12,8 +12,9 @@ back) are not part of a message's identity.
 
 Lookups cost one hash per message of the new call (``chain``), not one comparison per recorded
 call: every recorded call is indexed by the chained hash of its messages, and the new call's
-prefixes are looked up longest first (a hit is then compared in full, so a hash collision
-cannot make a wrong parent).
+prefixes of the lengths recorded calls have are looked up longest first (a hit is then
+compared in full, so a hash collision cannot make a wrong parent). The hashes of the messages
+a rollout's recent calls sent already are reused (``palaestra.gateway.memo``).
 """
 
 from __future__ import annotations
@@ -96,11 +97,14 @@ def chain(keys: list[Key], start: int = 0) -> list[int]:
 class Lineage:
     """The recorded calls of one rollout, indexed by the messages of their input and answer."""
 
-    __slots__ = ("_by_hash", "_keys")
+    __slots__ = ("_by_hash", "_keys", "_lengths")
 
     def __init__(self) -> None:
         self._by_hash: dict[int, int] = {}
         self._keys: dict[int, list[Key]] = {}
+        self._lengths: list[int] = []
+        """How many keys the recorded calls have, each length once, longest first: the only
+        prefix lengths of a new call worth looking up."""
 
     def add(self, index: int, keys: list[Key], hashes: list[int]) -> None:
         """Record call ``index`` whose input and answer have ``keys`` (chained: ``hashes``).
@@ -111,12 +115,18 @@ class Lineage:
             return
         self._by_hash[hashes[-1]] = index
         self._keys[index] = keys
+        lengths = self._lengths
+        if len(keys) not in lengths:
+            lengths.append(len(keys))
+            lengths.sort(reverse=True)
 
     def parent(self, keys: list[Key], hashes: list[int]) -> tuple[int, int] | None:
         """The call whose messages are the longest prefix of ``keys`` (``hashes`` chained),
         and how many of ``keys`` it covers; None when no recorded call is a prefix."""
         by_hash = self._by_hash
-        for length in range(len(hashes), 0, -1):
+        for length in self._lengths:
+            if length > len(hashes):
+                continue
             index = by_hash.get(hashes[length - 1])
             if index is not None and self._keys[index] == keys[:length]:
                 return index, length

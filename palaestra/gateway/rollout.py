@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 
 from palaestra.errors import PalaestraError
 from palaestra.gateway.lineage import Key, Lineage, chain, item_key, keyed
+from palaestra.gateway.memo import Memo
 from palaestra.types import CALL_INDEX, CALL_PARENT, JsonDict, Producer, add_usage, empty_usage
 
 if TYPE_CHECKING:
+    from palaestra.gateway.apis import Request
     from palaestra.models.affinity import RolloutScope
     from palaestra.models.versions import PolicyClock
 
@@ -100,6 +102,7 @@ class GatewayRollout:
         """The policy clock of whoever opened the rollout (a trainer's sampler), if any."""
         self._on_close = on_close
         self._lineage = Lineage()
+        self._memo = Memo()
         self.model = ""
         """The name of the model the gateway serves (the trajectory's ``model``)."""
         self._fresh_from: list[int] = []
@@ -112,26 +115,33 @@ class GatewayRollout:
     def close(self) -> None:
         """End the endpoint: later calls on ``base_url`` get 404 (the calls stay here)."""
         self.closed = True
+        self._memo.clear()
         if self._on_close is not None:
             self._on_close(self)
 
     # --- recording ----------------------------------------------------------------------
 
-    def prepare(self, params: JsonDict, previous_response_id: str | None = None) -> Prepared:
-        """``params`` with the history its parent call recorded, and that parent.
+    def prepare(self, request: Request) -> Prepared:
+        """``request``'s params with the history its parent call recorded, and that parent.
 
-        ``previous_response_id`` (Responses API): the input continues the call that answered
-        that response, whose input and answer come first."""
-        items: list[JsonDict] = params["input"]
-        if previous_response_id is not None:
-            earlier = self._responses.get(previous_response_id)
-            if earlier is None:
-                raise UnknownResponse(previous_response_id)
-            before = self.calls[earlier]
-            items = [*before.input, *before.output, *items]
+        Only the messages the rollout's recent calls did not send are converted and keyed
+        (``palaestra.gateway.memo``). ``previous_response_id`` (Responses API): the input
+        continues the call that answered that response, whose input and answer come first."""
+        params = request.params
         start = hash(("instructions", params.get("instructions")))
-        keys, positions = keyed(items)
-        hashes = chain(keys, start)
+        if request.previous_response_id is not None:
+            earlier = self._responses.get(request.previous_response_id)
+            if earlier is None:
+                raise UnknownResponse(request.previous_response_id)
+            before = self.calls[earlier]
+            items = [*before.input, *before.output]
+            for element in request.raw:
+                items.extend(request.convert(element))
+            keys, positions = keyed(items)
+            hashes = chain(keys, start)
+        else:
+            seen = self._memo.keyed(request.api, start, request.raw, request.convert)
+            items, keys, positions, hashes = seen.items, seen.keys, seen.positions, seen.hashes
         found = self._lineage.parent(keys, hashes)
         if found is None:
             params["input"] = items

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import resource
 import urllib.request
 from pathlib import Path
 
 import openai
 import orjson
+import pytest
 
 from tests.cli.test_collect_cli import run_cli
 from tests.cli.test_serve_cli import Served, assert_one_line
@@ -54,3 +56,24 @@ def test_serve_gateway_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> Non
         port = str(holder.getsockname()[1])
         done = run_cli("serve", "gateway", "--model", model.url, "--port", port, cwd=tmp_path)
     assert_one_line(done, f"cannot listen on 127.0.0.1:{port}: address already in use")
+
+
+def test_a_served_gateway_lifts_its_open_files_limit_for_a_thousand_calls_at_once() -> None:
+    """Each call in flight holds two sockets in the gateway: under a common soft limit of
+    1,024 open files, 1,024 concurrent rollouts lost half their calls
+    (``benchmarks/gateway_scale.py --nofile 1024``)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1024:
+        pytest.skip(f"the hard limit on open files is {hard}: nothing to lift to")
+    with ScriptedModelServer(lambda params: text_response("x")) as model:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+        try:  # the gateway starts with what this process has
+            served = Served("gateway", "--model", model.url, "--token", "admin-secret")
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        try:
+            limits = Path(f"/proc/{served.process.pid}/limits").read_text()
+        finally:
+            served.stop()
+    line = next(line for line in limits.splitlines() if line.startswith("Max open files"))
+    assert int(line.split()[3]) > 1024, line

@@ -41,6 +41,7 @@ def serve_gateway_command(**options: Any) -> None:
     POST /admin/resume lets them go on.
     """
     from palaestra._util.loop import run_on_fast_loop
+    from palaestra.collection.runtime import collector_gc, raise_open_files_limit
     from palaestra.serve.gateway import serve_gateway
 
     console = Console(stderr=True)
@@ -50,17 +51,21 @@ def serve_gateway_command(**options: Any) -> None:
         if token is None:
             token = secrets.token_urlsafe(24)
         socket: Path | None = options["unix_socket"]
+        # A server's process-wide choices (``palaestra.serve.server``): every call in flight
+        # holds two sockets here (the harness' and the model's), and rare young GCs.
+        raise_open_files_limit()
         try:
-            run_on_fast_loop(
-                serve_gateway(
-                    model_config(options),
-                    admin_token=token,
-                    host=options["host"],
-                    port=options["port"],
-                    unix_socket=socket.absolute() if socket is not None else None,
-                    model_id=options["model_id"],
-                    show_token=made,
+            with collector_gc():
+                run_on_fast_loop(
+                    serve_gateway(
+                        model_config(options),
+                        admin_token=token,
+                        host=options["host"],
+                        port=options["port"],
+                        unix_socket=socket.absolute() if socket is not None else None,
+                        model_id=options["model_id"],
+                        show_token=made,
+                    )
                 )
-            )
         except KeyboardInterrupt:
             console.print("stopped", highlight=False)

@@ -16,6 +16,7 @@ from palaestra.models.chat_format.completions import (
     response_to_chat_completion,
 )
 from palaestra.models.chat_format.requests import (
+    chat_message_items,
     chat_request_to_responses_params,
     responses_to_chat,
 )
@@ -28,6 +29,7 @@ from palaestra.models.chat_format.text import (
 __all__ = [
     "CONTEXT_LENGTH_EXCEEDED",
     "TOKEN_FIELDS",
+    "chat_message_items",
     "chat_request_to_responses_params",
     "chat_to_response",
     "completion_request_to_responses_params",

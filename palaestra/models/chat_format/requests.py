@@ -222,6 +222,40 @@ def _response_tool(tool: Any) -> JsonDict:
     }
 
 
+def chat_message_items(message: Any) -> list[JsonDict]:
+    """One Chat Completions message -> the Responses input items it stands for (an assistant
+    message with tool calls is several). Each message converts on its own, so a caller that
+    saw the start of a conversation before converts only the messages after it."""
+    if not isinstance(message, dict):
+        raise ModelError(f"chat message is not an object: {message!r:.80}")
+    role = message.get("role")
+    if role == "assistant":
+        return _assistant_items(message)
+    if role == "tool":
+        content = _response_content(message.get("content"), "tool")
+        output = (
+            content
+            if isinstance(content, str)
+            else "".join(str(part.get("text", "")) for part in content)
+        )
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": message.get("tool_call_id"),
+                "output": output,
+            }
+        ]
+    if role in ("system", "developer", "user"):
+        return [
+            {
+                "type": "message",
+                "role": role,
+                "content": _response_content(message.get("content"), role),
+            }
+        ]
+    raise ModelError(f"chat message has an unknown role: {role!r:.40}")
+
+
 def chat_request_to_responses_params(body: JsonDict) -> JsonDict:
     """A Chat Completions request body -> Responses create params."""
     messages = body.get("messages")
@@ -229,35 +263,7 @@ def chat_request_to_responses_params(body: JsonDict) -> JsonDict:
         raise ModelError("chat request has no 'messages' list")
     items: list[JsonDict] = []
     for message in messages:
-        if not isinstance(message, dict):
-            raise ModelError(f"chat message is not an object: {message!r:.80}")
-        role = message.get("role")
-        if role == "assistant":
-            items.extend(_assistant_items(message))
-        elif role == "tool":
-            content = _response_content(message.get("content"), "tool")
-            output = (
-                content
-                if isinstance(content, str)
-                else "".join(str(part.get("text", "")) for part in content)
-            )
-            items.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": message.get("tool_call_id"),
-                    "output": output,
-                }
-            )
-        elif role in ("system", "developer", "user"):
-            items.append(
-                {
-                    "type": "message",
-                    "role": role,
-                    "content": _response_content(message.get("content"), role),
-                }
-            )
-        else:
-            raise ModelError(f"chat message has an unknown role: {role!r:.40}")
+        items.extend(chat_message_items(message))
     params: JsonDict = {"input": items}
     for key in (*_SAMPLING_FIELDS, "metadata"):
         if body.get(key) is not None:
