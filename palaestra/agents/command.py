@@ -70,6 +70,10 @@ class CommandAgent:
     """
 
     name = "command"
+    records_tokens = True
+    """Its rollouts are trained from what the gateway recorded: a run with the embedded model
+    captures the sampled ids in token mode unless the model's options say otherwise
+    (``palaestra.collection.assembly.model_for``)."""
 
     def __init__(
         self,

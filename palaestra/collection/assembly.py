@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from palaestra._util.arguments import call_with, effective_keywords
 from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
-from palaestra.agents.registry import agent_options, make_agent
+from palaestra.agents.registry import AGENTS, agent_options, make_agent
 from palaestra.environment.base import Environment
 from palaestra.environment.client import (
     DEFAULT_THREADS,
@@ -140,6 +140,19 @@ def build_agent(spec: AgentSpec, default: str) -> Agent:
     return make_agent(spec.name or default, **spec.options)
 
 
+def model_for(config: ModelConfig, agent: str | None) -> ModelConfig:
+    """``config`` as agent ``agent`` runs it: an agent that records tokens (a harness behind
+    the gateway says ``records_tokens``) gets the embedded model in token mode, so its rows
+    carry the ids a trainer needs, unless the options already say how to capture them."""
+    if agent is None or config.backend != "local":
+        return config
+    if "token_mode" in config.options or "return_tokens" in config.options:
+        return config
+    if not getattr(AGENTS.load(agent).value, "records_tokens", False):
+        return config
+    return config.model_copy(update={"options": {**config.options, "token_mode": True}})
+
+
 def build_model(config: ModelConfig) -> Model:
     """The model ``config`` describes (``palaestra.models.build_model``)."""
     from palaestra.models.backends import build_model as build
@@ -254,7 +267,7 @@ async def open_runner(
             facts: JsonDict = {"env": _env_facts(spec.env, found), "agent": {"url": remote.url}}
             yield Runner(remote, remote_label(remote), facts)
             return
-        model = build_model(spec.model)
+        model = build_model(model_for(spec.model, spec.agent.name))
         stack.push_async_callback(model.aclose)
         user_model = await stack.enter_async_context(
             opened_user_model(user_model_here(spec), (spec.model, model))

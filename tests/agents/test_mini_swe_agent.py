@@ -17,6 +17,8 @@ from palaestra.agents.mini_swe_agent import MiniSweAgent, find_mini
 from palaestra.cli import cli
 from palaestra.envs.terminal.environment import Terminal
 from palaestra.errors import ConfigError
+from palaestra.training.tokens import model_calls
+from palaestra.training.tree import training_sequences
 from palaestra.types import FailureKind, JsonDict, message_text
 from tests.agents.test_box_exec import _task
 from tests.support.fake_model import FakeModel, call, response, say
@@ -111,3 +113,8 @@ def test_collect_with_mini_swe_agent_and_the_embedded_model_writes_a_verdict_or_
         output = row["response"]["output"]
         assert message_text(output[0]).startswith(SYSTEM)  # mini-swe-agent's conversation
         assert any(item["producer"] == "policy" for item in output)  # the model's answers
+        # the embedded model ran in token mode for the harness: every sampled token is trained
+        # exactly once, from the ids the gateway recorded
+        sequences = training_sequences(row["response"])
+        sampled = sum(len(call.generation_token_ids) for call in model_calls(row["response"]))
+        assert sampled > 0 and sum(sum(s.loss_mask) for s in sequences) == sampled
