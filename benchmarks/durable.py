@@ -21,8 +21,14 @@
    CPU of the collector's thread (``time.thread_time``: the server's thread is not counted),
    per rollout, alternating rounds, medians. Target: within 2%.
 
+3. **Instructions** (``--instructions``, valgrind's callgrind): the same six-turn rollout,
+   restorable, with the runner checkpointing it and with ``durable = False``, 100 and 500
+   rollouts each, differenced: instructions per rollout of the event loop's thread, which do
+   not move with the machine's load as CPU time does. Prints its table only.
+
 Run: ``python benchmarks/durable.py [--tasks 32] [--rounds 5] [--n 1000]``; writes
-``benchmarks/results/durable.md``.
+``benchmarks/results/durable.md``. ``PYTHONPATH=. python benchmarks/durable.py
+--instructions`` prints the third part.
 """
 
 from __future__ import annotations

@@ -3,16 +3,17 @@
 A rollout of an environment that exports and restores its state (``Environment.
 export_state``) is checkpointed by its agent after every completed turn
 (``palaestra.agents.durable``). The collector, the run's single writer, appends each
-checkpoint as one line and, when the rollout ends with a record, a line that ends it. The
+checkpoint as one line (the turn's items only, after the attempt's first: ``folded`` makes
+the whole of them) and, when the rollout ends with a record, a line that ends it. The
 lines of one event-loop turn go out in one ``write`` at the end of that turn (the
 materialized inputs' way: a third of a checkpoint's CPU was its own ``write``), so before the
 rollout's next model answer can arrive, let alone its next tool run; a ``kill -9`` in between
 loses that checkpoint, and the resume redoes the turn, as it does when the kill lands between
 a tool's effect and its checkpoint (``Environment.restore_state`` says what that asks of an
 effect outside the state). A torn last line is cut on resume.
-Only the latest line of a rollout matters, so the file is compacted (rewritten with the live
-lines only, then renamed over) when it has grown to several times what is live, on resume,
-and when the run stops; a run that finishes everything leaves no file.
+Only the lines of a rollout's newest attempt matter, so the file is compacted (rewritten with
+one whole line per live rollout, then renamed over) when it has grown to several times what
+is live, on resume, and when the run stops; a run that finishes everything leaves no file.
 
 Stale attempts are fenced: each attempt of a rollout has a number (epoch) one above the last
 the writer knew (the file's, on resume), and the writer takes a checkpoint, a result or a
