@@ -21,8 +21,14 @@
    CPU of the collector's thread (``time.thread_time``: the server's thread is not counted),
    per rollout, alternating rounds, medians. Target: within 2%.
 
+3. **Instructions** (``--instructions``, valgrind's callgrind): the same six-turn rollout,
+   restorable, with the runner checkpointing it and with ``durable = False``, 100 and 500
+   rollouts each, differenced: instructions per rollout of the event loop's thread, which do
+   not move with the machine's load as CPU time does. Prints its table only.
+
 Run: ``python benchmarks/durable.py [--tasks 32] [--rounds 5] [--n 1000]``; writes
-``benchmarks/results/durable.md``.
+``benchmarks/results/durable.md``. ``PYTHONPATH=. python benchmarks/durable.py
+--instructions`` prints the third part.
 """
 
 from __future__ import annotations
@@ -283,12 +289,12 @@ def micro() -> list[tuple[str, float]]:
             heavy.append({"type": "function_call_output", "call_id": f"c{call}", "output": "1"})
         tokens.response = {"id": "r", "output": heavy, "usage": {"input_tokens": 40000}}
         cached = Durability(save=lambda checkpoint: True)
-        encoded_checkpoint(cached, tokens, {}, None)
 
         def whole() -> None:
             encode(checkpoint_of(tokens, {}))
 
-        def once() -> None:
+        def once() -> None:  # the last turn's checkpoint: its two items, not the 38 before
+            cached.sent = len(heavy) - 2
             encoded_checkpoint(cached, tokens, {}, None)
 
         figures = [
@@ -299,11 +305,85 @@ def micro() -> list[tuple[str, float]]:
                 "a 20-call token trajectory (2,000 prompt ids a call), per turn: encoded whole",
                 best(whole, 500),
             ),
-            ("the same, as shipped: each item encoded once, then joined", best(once, 500)),
+            ("the same, as shipped: the turn's two items only", best(once, 500)),
         ]
         log.close()
         os.close(fd)
     return figures
+
+
+# --- 3. instructions: checkpointed vs durable=False, side by side ----------------------------
+
+COUNTED = (100, 500)
+"""The two sizes counted: their difference over the rollouts between them is the work per
+rollout, start-up, imports and the warm-up differenced out."""
+
+
+async def counted_run(on: bool, n: int) -> None:
+    """What is counted: 64 warm-up rollouts, then ``n``, of ``RestorableCounter6`` in process
+    over HTTP to the scripted server at concurrency 32, checkpointed (``on``) or with the
+    runner saying ``durable = False`` (the same environment, nothing checkpointed)."""
+    from palaestra.models import ModelConfig, build_model
+
+    with ScriptedModelServer(counter_script) as server, tempfile.TemporaryDirectory() as where:
+        tasks = Path(where) / "tasks.jsonl"
+        row = {"responses_create_params": {"input": "count"}}
+        tasks.write_bytes(b"".join(orjson.dumps(row) + b"\n" for _ in range(n + 64)))
+        client = LocalEnvironmentClient(RestorableCounter6())
+        model = build_model(ModelConfig(url=server.url, model="scripted-model"))
+        runner = BoundAgent(ToolCallingAgent(max_steps=20), client, model)
+        runner.durable = on
+        try:
+            for name, limit in (("warm", 64), ("out", n)):
+                out = Path(where) / f"{name}.jsonl"
+                config = CollectConfig(tasks, out, concurrency=32, limit=limit)
+                summary = await collect(runner, config, Quiet())
+                assert summary.done == limit and summary.failed == 0, summary.reasons
+                with out.open("rb") as written:  # one row: reading them all would be counted
+                    timings = orjson.loads(written.readline())["_palaestra"]["timings"]
+                assert ("checkpoint" in timings) == on
+        finally:
+            await model.aclose()
+            await client.aclose()
+
+
+def instructions() -> list[str]:
+    """Instructions per rollout in the main thread (the event loop, where the collector, the
+    agent and the environment run; the scripted server's threads are not counted), callgrind
+    (``apt-get install valgrind``), checkpointed and not, and the difference."""
+    import re
+
+    per_rollout: dict[bool, float] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for on in (False, True):
+            counts = []
+            for n in COUNTED:
+                out = Path(scratch) / f"cg-{on}-{n}.out"
+                command = ["valgrind", "--tool=callgrind", "--separate-threads=yes"]
+                command += [f"--callgrind-out-file={out}", sys.executable, __file__]
+                command += ["--count", "on" if on else "off", str(n)]
+                done = subprocess.run(command, capture_output=True, text=True)
+                main_thread = Path(f"{out}-01")
+                found = re.search(
+                    rb"^(?:totals|summary): (\d+)",
+                    main_thread.read_bytes() if main_thread.exists() else b"",
+                    re.MULTILINE,
+                )
+                if done.returncode != 0 or found is None:
+                    raise SystemExit(f"callgrind printed no count:\n{done.stderr[-1500:]}")
+                counts.append(int(found.group(1)))
+            per_rollout[on] = (counts[1] - counts[0]) / (COUNTED[1] - COUNTED[0])
+            print(f"durable={on}: {per_rollout[on]:,.0f} instructions per rollout", flush=True)
+    off, on_ = per_rollout[False], per_rollout[True]
+    return [
+        "| collector (RestorableCounter6, 6 turns) | instructions/rollout, main thread |",
+        "|---|---:|",
+        f"| `durable=False`: nothing checkpointed (the baseline) | {off:,.0f} |",
+        f"| checkpointed: 7 checkpoints (the seeded state, then each turn) | {on_:,.0f} |",
+        "",
+        f"Checkpointing costs {on_ - off:,.0f} instructions per rollout, "
+        f"{(on_ - off) / off * 100:.1f}% of the rollout (target: 2%).",
+    ]
 
 
 # --- the report -------------------------------------------------------------------------------
@@ -367,7 +447,19 @@ async def main() -> None:
     parser.add_argument("--delay", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="only count instructions per rollout, checkpointed vs durable=False (callgrind)",
+    )
+    parser.add_argument("--count", nargs=2, metavar=("on|off", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.count:
+        await counted_run(args.count[0] == "on", int(args.count[1]))
+        return
+    if args.instructions:
+        print("\n".join(instructions()))
+        return
     lines = [
         "# Durable multi-turn rollouts (benchmarks/durable.py)",
         "",

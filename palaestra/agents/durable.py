@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import orjson
 
@@ -42,11 +42,15 @@ __all__ = [
     "Durability",
     "checkpoint",
     "checkpoint_of",
+    "encoded_checkpoint",
+    "folded",
     "restore_result",
 ]
 
-FORMAT = 1
-"""The checkpoint's layout version (``"v"``): a resume ignores a checkpoint it cannot read."""
+FORMAT = 2
+"""The checkpoint's layout version (``"v"``): a resume ignores a checkpoint it cannot read.
+2: written a turn at a time (``encoded_checkpoint``); whole, a 1 reads the same."""
+READABLE = frozenset((1, FORMAT))
 
 
 @dataclass(slots=True)
@@ -62,8 +66,9 @@ class Durability:
     """This attempt's number (epoch): the writer accepts only the newest attempt's writes."""
     fenced: bool = False
     """Set when the writer refused a save: the attempt is stale."""
-    encoded: list[bytes] = field(default_factory=list)
-    """The trajectory's output items as JSON, each encoded once (``encoded_checkpoint``)."""
+    sent: int = 0
+    """How many of the trajectory's output items this attempt's checkpoints hold already
+    (``encoded_checkpoint`` writes only the ones after them)."""
     renew: Callable[[], None] | None = None
     """Supersede this attempt by a new one of the same rollout, resuming from its latest
     checkpoint (the dispatcher, when the worker running it died): ``save``, ``resume`` and
@@ -129,48 +134,96 @@ async def checkpoint(
     result.add_time("checkpoint", phase)
 
 
-SPLICED_MAX = 16 << 10
-"""Up to this many bytes of output items, a checkpoint is one ``dumps`` with the items spliced
-in (``orjson.Fragment``); past it, the pieces are joined instead (``encoded_checkpoint``)."""
-_FRAGMENT = getattr(orjson, "Fragment", None)
-"""orjson 3.10's ``Fragment``; with an older orjson every checkpoint is joined."""
+DELTA = "from"
+"""A checkpoint as written carries only what its attempt's previous ones did not: the output
+items from this index on (``items``, with their ``producers``), then the rest whole (counters,
+usage, state). 0: it is whole by itself. ``folded`` rebuilds the whole checkpoint."""
+_EMPTY: JsonDict = {}
+_NONE: list[JsonDict] = []
+_NO_PRODUCERS: list[str] = []
 
 
 def encoded_checkpoint(
     durable: Durability, result: AgentResult, env_state: JsonDict, extra: JsonDict | None
 ) -> bytes:
-    """``checkpoint_of`` as JSON, each output item encoded once per attempt: a trajectory
-    only grows by appended items (never changed once appended), so the items of earlier
-    turns (token ids and all) are reused from ``durable.encoded``, not encoded again at every
-    turn.
+    """``checkpoint_of`` as written: JSON of the output items this attempt has not saved yet
+    (``durable.sent`` on), their producers, the usage, the counters and ``env_state``.
 
-    A short trajectory is spliced into one ``dumps`` of the rest (about half the
-    instructions of encoding the response's other fields apart and joining the pieces);
-    a long one, token ids and all, is joined around them (a ``Fragment`` is copied once more
-    by ``dumps``, which costs more than it saves there): ``SPLICED_MAX``."""
-    response: JsonDict = result.response or {}
-    outputs = response.get("output") or []
-    cache = durable.encoded  # each item's JSON, every one but the first after a comma
-    if len(cache) > len(outputs):  # not the trajectory the cache was made for: start over
-        cache.clear()
-    for item in outputs[len(cache) :]:
-        cache.append(b"," + orjson.dumps(item) if cache else orjson.dumps(item))
-    checkpoint = checkpoint_of(result, env_state, with_response=False)
+    A trajectory only grows by appended items (never changed once appended), so a turn's
+    checkpoint is the size of the turn, not of the rollout: encoding the whole trajectory at
+    every turn was most of what a checkpoint cost. The latest answer's other fields (id,
+    model, status) are left out, as the next answer replaces them: a rollout resumed with its
+    step budget spent is verified with them filled in as for any trajectory
+    (``episode.whole_response``)."""
+    response: JsonDict = result.response or _EMPTY
+    outputs: list[JsonDict] = response.get("output") or _NONE
+    start = durable.sent
+    if start > len(outputs):  # not the trajectory this attempt saved: whole again
+        start = 0
+    checkpoint: JsonDict = {
+        "v": FORMAT,
+        DELTA: start,
+        "turn": result.model_calls,
+        "model_calls": result.model_calls,
+        "tool_calls": result.tool_calls,
+        "user_turns": result.user_turns,
+        "env_state": env_state,
+        "items": outputs[start:],
+        "producers": (result.producers or _NO_PRODUCERS)[start:],
+        "usage": response.get("usage"),
+    }
+    scope = ROLLOUT_SCOPE.get()
+    if scope is not None:
+        if scope.versions is not None:
+            checkpoint["policy_versions"] = scope.versions
+        if scope.urls is not None:
+            checkpoint["endpoints"] = scope.urls
     if extra:
         checkpoint.update(extra)
-    if _FRAGMENT is not None and sum(map(len, cache)) <= SPLICED_MAX:
-        spliced = _FRAGMENT(b"".join((b"[", *cache, b"]")))
-        checkpoint["response"] = {**response, "output": spliced}
-        return orjson.dumps(checkpoint)
-    head = orjson.dumps({key: value for key, value in response.items() if key != "output"})
-    opening = b'{"response":' + head[:-1] + (b',"output":[' if len(head) > 2 else b'"output":[')
-    # One join, so one allocation of the whole line (a large one costs its page faults).
-    return b"".join((opening, *cache, b"]},", orjson.dumps(checkpoint)[1:]))
+    encoded = orjson.dumps(checkpoint)
+    durable.sent = len(outputs)
+    return encoded
 
 
-def restore_result(result: AgentResult, checkpoint: JsonDict) -> None:
+_DELTA_ONLY = frozenset((DELTA, "items", "producers", "usage"))
+
+
+def folded(checkpoints: list[JsonDict]) -> JsonDict | None:
+    """The whole checkpoint of one attempt's checkpoints as written, oldest first (what
+    ``encoded_checkpoint`` wrote, or whole ones: the collector's copy of the checkpoint an
+    attempt resumed from, an earlier version's, a sampler's finished result). A part that
+    does not continue the items before it (one before it was never written) is skipped, and
+    so is every later one: the rollout resumes from the last checkpoint whole up to there."""
+    whole: JsonDict | None = None
+    for part in checkpoints:
+        start = part.get(DELTA)
+        if start is None:  # whole by itself
+            whole = part
+            continue
+        items, producers = part.get("items"), part.get("producers")
+        if not isinstance(start, int) or not isinstance(items, list):
+            break
+        if start == 0:
+            before: list[JsonDict] = []
+            before_producers: list[str] = []
+        else:
+            response = whole.get("response") if whole is not None else None
+            before = response.get("output") if isinstance(response, dict) else None  # type: ignore[assignment]
+            if whole is None or not isinstance(before, list) or len(before) != start:
+                break
+            before_producers = list(whole.get("producers") or [])
+        rest = {key: value for key, value in part.items() if key not in _DELTA_ONLY}
+        rest["producers"] = before_producers + list(producers or [])
+        rest["response"] = {"output": before + items, "usage": part.get("usage")}
+        whole = rest
+    return whole
+
+
+def restore_result(result: AgentResult, checkpoint: JsonDict, durable: Durability) -> None:
     """Put a checkpoint's counters back into ``result`` (and the rollout scope's versions and
-    endpoints), so the finished row counts the whole rollout, not only its last attempt."""
+    endpoints), so the finished row counts the whole rollout, not only its last attempt, and
+    say it resumed; ``durable`` goes on from the checkpoint's items (the collector wrote the
+    checkpoint again for this attempt, so its next ones carry only the items after them)."""
     result.model_calls = int(checkpoint["model_calls"])
     result.tool_calls = int(checkpoint["tool_calls"])
     result.user_turns = int(checkpoint["user_turns"])
@@ -181,13 +234,15 @@ def restore_result(result: AgentResult, checkpoint: JsonDict) -> None:
             scope.versions = list(versions)
         if isinstance(urls, list):
             scope.urls = list(urls)
+    durable.sent = len(checkpoint["response"].get("output") or [])
+    result.resumed = {"from_turn": result.model_calls, "attempts": durable.attempt}
 
 
 def readable(checkpoint: object) -> bool:
     """Whether ``checkpoint`` is one this version can resume from."""
     return (
         isinstance(checkpoint, dict)
-        and checkpoint.get("v") == FORMAT
+        and checkpoint.get("v") in READABLE
         and isinstance(checkpoint.get("response"), dict)
         and isinstance(checkpoint.get("env_state"), dict)
     )

@@ -83,9 +83,8 @@ class StepAgent:
         rewards: list[float] = []
         if resume is not None and durable is not None:  # restored: no reset, the steps taken
             conversation.restore(resume)
-            restore_result(result, resume)
+            restore_result(result, resume, durable)
             rewards = [float(reward) for reward in resume.get("step_rewards") or []]
-            result.resumed = {"from_turn": result.model_calls, "attempts": durable.attempt}
         else:
             conversation.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
             result.response = {"output": conversation.outputs, "usage": conversation.usage}

@@ -112,8 +112,7 @@ class ToolCallingAgent:
         conversation = Conversation(params, result)
         if resume is not None and durable is not None:
             conversation.restore(resume)
-            restore_result(result, resume)
-            result.resumed = {"from_turn": result.model_calls, "attempts": durable.attempt}
+            restore_result(result, resume, durable)
         elif durable is not None:  # the seeded state, before the first turn can act on it
             await checkpoint(durable, env, session_id, result)
         has_user = env.has_user

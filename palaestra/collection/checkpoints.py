@@ -3,16 +3,17 @@
 A rollout of an environment that exports and restores its state (``Environment.
 export_state``) is checkpointed by its agent after every completed turn
 (``palaestra.agents.durable``). The collector, the run's single writer, appends each
-checkpoint as one line and, when the rollout ends with a record, a line that ends it. The
+checkpoint as one line (the turn's items only, after the attempt's first: ``folded`` makes
+the whole of them) and, when the rollout ends with a record, a line that ends it. The
 lines of one event-loop turn go out in one ``write`` at the end of that turn (the
 materialized inputs' way: a third of a checkpoint's CPU was its own ``write``), so before the
 rollout's next model answer can arrive, let alone its next tool run; a ``kill -9`` in between
 loses that checkpoint, and the resume redoes the turn, as it does when the kill lands between
 a tool's effect and its checkpoint (``Environment.restore_state`` says what that asks of an
 effect outside the state). A torn last line is cut on resume.
-Only the latest line of a rollout matters, so the file is compacted (rewritten with the live
-lines only, then renamed over) when it has grown to several times what is live, on resume,
-and when the run stops; a run that finishes everything leaves no file.
+Only the lines of a rollout's newest attempt matter, so the file is compacted (rewritten with
+one whole line per live rollout, then renamed over) when it has grown to several times what
+is live, on resume, and when the run stops; a run that finishes everything leaves no file.
 
 Stale attempts are fenced: each attempt of a rollout has a number (epoch) one above the last
 the writer knew (the file's, on resume), and the writer takes a checkpoint, a result or a
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import orjson
 
-from palaestra.agents.durable import Durability
+from palaestra.agents.durable import Durability, folded
 from palaestra.collection.files import (
     JsonlAppender,
     OutputError,
@@ -61,7 +62,9 @@ class CheckpointLog:
         self._pending = pending or {}
         """Checkpoints a stopped run left, by pair: (epoch, line), until the pair starts."""
         self._epochs: dict[Pair, int] = {}
-        self._live: dict[Pair, bytes] = {}
+        self._live: dict[Pair, list[bytes]] = {}
+        """The lines of each started pair's newest attempt that make its latest checkpoint:
+        the whole one it started from (if any), then each turn's (``encoded_checkpoint``)."""
         self._live_bytes = sum(len(line) for _, line in self._pending.values())
         self._appender: JsonlAppender | None = None
         self._written = 0
@@ -75,8 +78,8 @@ class CheckpointLog:
     @classmethod
     def load(cls, path: Path, done: set[Pair]) -> CheckpointLog:
         """The log of a run being resumed: the latest checkpoint of every pair not ``done``
-        (nor ended), the file compacted to them."""
-        pending: dict[Pair, tuple[int, bytes]] = {}
+        (nor ended), whole (``folded``), the file compacted to them."""
+        chains: dict[Pair, tuple[int, list[JsonDict]]] = {}
         if path.exists():
             repair_torn_tail(path)
             for _, row in read_rows(path):
@@ -85,13 +88,20 @@ class CheckpointLog:
                     continue
                 epoch = int(row.get(EPOCH) or 0)
                 if row.get(END):
-                    pending.pop(pair, None)
+                    chains.pop(pair, None)
                 elif isinstance(row.get(CHECKPOINT), dict):
-                    known = pending.get(pair)
-                    if known is None or epoch >= known[0]:
-                        pending[pair] = (epoch, encode(row))
+                    known = chains.get(pair)
+                    if known is None or epoch > known[0]:
+                        chains[pair] = (epoch, [row[CHECKPOINT]])
+                    elif epoch == known[0]:  # the same attempt's next checkpoint
+                        known[1].append(row[CHECKPOINT])
             for pair in done:
-                pending.pop(pair, None)
+                chains.pop(pair, None)
+        pending: dict[Pair, tuple[int, bytes]] = {}
+        for pair, (epoch, parts) in chains.items():
+            whole = folded(parts)
+            if whole is not None:
+                pending[pair] = (epoch, _line(pair, epoch, whole))
         log = cls(path, pending)
         log.compact()
         return log
@@ -118,11 +128,11 @@ class CheckpointLog:
         epoch = self._epochs.get(pair, durability.attempt) + 1
         self._epochs[pair] = epoch
         durability.attempt, durability.fenced = epoch, False
-        durability.encoded.clear()
+        durability.sent = 0
         durability.save = partial(self.save, pair, epoch)
-        line = self._live.get(pair)
-        if line is not None:
-            durability.resume = orjson.loads(line)[CHECKPOINT]
+        lines = self._live.get(pair)
+        if lines is not None:
+            durability.resume = _whole(lines)
         if durability.resume is not None:
             self.save(pair, epoch, durability.resume)
 
@@ -135,25 +145,28 @@ class CheckpointLog:
 
     def save(self, pair: Pair, epoch: int, checkpoint: JsonDict | bytes) -> bool:
         """Append ``checkpoint`` as the latest of ``pair``; False (nothing written) when the
-        attempt ``epoch`` is stale. As bytes it is the JSON object a worker process encoded
-        (one line: orjson never writes a raw newline), written as it came."""
-        if not self.current(pair, epoch):
+        attempt ``epoch`` is stale. As bytes it is the JSON object an agent encoded
+        (``encoded_checkpoint``: what the attempt's earlier ones lack; one line, as orjson
+        never writes a raw newline), written as it came; as a dict it is whole and starts the
+        attempt's lines afresh."""
+        if self._epochs.get(pair) != epoch:
+            self.fenced += 1
             return False
         if isinstance(checkpoint, bytes):
-            head = b'{"%s":%d,"%s":%d,"%s":%d,"%s":' % (
-                TASK.encode(), pair[0], ROLLOUT.encode(), pair[1], EPOCH.encode(), epoch,
-                CHECKPOINT.encode(),
-            )  # fmt: skip
-            line = head + checkpoint + b"}\n"
+            line = _HEAD % (pair[0], pair[1], epoch, checkpoint)
+            lines = self._live.get(pair)
+            if lines is None:
+                lines = self._live[pair] = []
         else:
-            line = encode({TASK: pair[0], ROLLOUT: pair[1], EPOCH: epoch, CHECKPOINT: checkpoint})
+            line = _line(pair, epoch, checkpoint)
+            lines = self._live[pair] = self._drop(pair)
         try:
             self._append(line)
         except OutputError as error:  # the rollout goes on; the collector stops the run
             self.error = self.error or error
             return True
-        self._live_bytes += len(line) - len(self._live.get(pair, b""))
-        self._live[pair] = line
+        lines.append(line)
+        self._live_bytes += len(line)
         self.saved += 1
         if self._written > COMPACT_MIN_BYTES and self._written > COMPACT_FACTOR * self._live_bytes:
             try:
@@ -167,13 +180,19 @@ class CheckpointLog:
         if self._epochs.get(pair) != epoch:
             return
         del self._epochs[pair]
-        line = self._live.pop(pair, None)
-        if line is not None:
-            self._live_bytes -= len(line)
+        if pair in self._live:
+            self._drop(pair)
+            del self._live[pair]
             try:
-                self._append(encode({TASK: pair[0], ROLLOUT: pair[1], EPOCH: epoch, END: True}))
+                self._append(_END % (pair[0], pair[1], epoch))
             except OutputError as error:  # harmless (a resume skips done pairs) but said
                 self.error = self.error or error
+
+    def _drop(self, pair: Pair) -> list[bytes]:
+        """Forget the live lines of ``pair`` (no longer what a resume needs); an empty list."""
+        for line in self._live.get(pair, ()):
+            self._live_bytes -= len(line)
+        return []
 
     def release(self, pair: Pair, epoch: int) -> None:
         """The attempt stopped with no record (the run stopped under it): its checkpoint
@@ -182,9 +201,13 @@ class CheckpointLog:
             del self._epochs[pair]
 
     def compact(self) -> None:
-        """Rewrite the file with only the live lines (a temporary file renamed over it), or
-        remove it when nothing is live."""
-        lines = [line for _, line in self._pending.values()] + list(self._live.values())
+        """Rewrite the file with only the live checkpoints, one whole line each (``folded``;
+        a temporary file renamed over it), or remove it when nothing is live."""
+        for pair, chain in self._live.items():
+            if len(chain) > 1:
+                chain[:] = _compacted(pair, chain)
+        lines = [line for _, line in self._pending.values()]
+        lines += [line for chain in self._live.values() for line in chain]
         if self._appender is not None:
             self._appender.close()
             self._appender = None
@@ -210,6 +233,37 @@ class CheckpointLog:
             self._appender = JsonlAppender(self.path, flush_each=False)
         self._appender.write(line)
         self._written += len(line)
+
+
+_HEAD = b'{"%s":%%d,"%s":%%d,"%s":%%d,"%s":%%b}\n' % (
+    TASK.encode(),
+    ROLLOUT.encode(),
+    EPOCH.encode(),
+    CHECKPOINT.encode(),
+)
+_END = b'{"%s":%%d,"%s":%%d,"%s":%%d,"%s":true}\n' % (
+    TASK.encode(),
+    ROLLOUT.encode(),
+    EPOCH.encode(),
+    END.encode(),
+)
+
+
+def _line(pair: Pair, epoch: int, checkpoint: JsonDict) -> bytes:
+    return encode({TASK: pair[0], ROLLOUT: pair[1], EPOCH: epoch, CHECKPOINT: checkpoint})
+
+
+def _whole(lines: list[bytes]) -> JsonDict | None:
+    """The whole checkpoint a pair's live lines make (``folded``)."""
+    return folded([orjson.loads(line)[CHECKPOINT] for line in lines])
+
+
+def _compacted(pair: Pair, lines: list[bytes]) -> list[bytes]:
+    """A pair's live lines as one whole line, under the epoch of the newest."""
+    whole = _whole(lines)
+    if whole is None:  # nothing in them a resume could use
+        return []
+    return [_line(pair, int(orjson.loads(lines[-1])[EPOCH]), whole)]
 
 
 def _pair(row: JsonDict | BadLine) -> Pair | None:

@@ -21,6 +21,7 @@ from palaestra import (
     ToolCallingAgent,
 )
 from palaestra.agents import BoundAgent
+from palaestra.agents.durable import DURABILITY
 from palaestra.agents.step import StepAgent
 from palaestra.collection import collector as collector_module
 from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
@@ -328,22 +329,30 @@ async def test_a_turn_based_episode_stopped_before_its_first_step_is_not_reset_a
     assert_each_deposit_once(tmp_path)
 
 
-def test_an_encoded_checkpoint_is_the_checkpoint_with_each_item_encoded_once() -> None:
-    from palaestra.agents.durable import Durability, checkpoint_of, encoded_checkpoint
+async def test_a_turn_is_checkpointed_by_its_own_items_and_resumed_from_them_whole(
+    tmp_path: Path,
+) -> None:
+    """Each turn's line carries that turn's items, not the trajectory again (what made a
+    checkpoint cost in proportion to the rollout); a resume folds them into the whole."""
+    tasks = ledger_tasks(tmp_path / "tasks.jsonl", tmp_path / "ledger.jsonl", 1, TURNS)
+    task = {**rows(tasks)[0], "_ng_task_index": 0, "_ng_rollout_index": 0}
+    path = tmp_path / "c.jsonl"
+    log = CheckpointLog(path)
+    token = DURABILITY.set(log.begin((0, 0)))
+    try:
+        client = LocalEnvironmentClient(DurableLedger())
+        result = await ToolCallingAgent(max_steps=20).run(task, client, FakeModel(ledger_script()))
+        await client.aclose()
+    finally:
+        DURABILITY.reset(token)
+    await asyncio.sleep(0)  # the loop turn's lines are written
+    written = [line["checkpoint"] for line in rows(path)]
+    assert [len(part["items"]) for part in written] == [0] + [2] * TURNS
+    assert "response" not in written[-1]
 
-    durability = Durability(save=lambda checkpoint: True)
-    result = AgentResult(model_calls=1, tool_calls=1, producers=["policy", "tool"])
-    items: list[JsonDict] = [{"type": "function_call", "ids": [1, 2]}, {"type": "x"}]
-    result.response = {"id": "r", "output": items, "usage": {"input_tokens": 3}}
-    first = encoded_checkpoint(durability, result, {"n": 1}, {"step_rewards": [0.5]})
-    assert orjson.loads(first) == {**checkpoint_of(result, {"n": 1}), "step_rewards": [0.5]}
-    items.append({"type": "message", "text": "more"})
-    result.model_calls = 2
-    cached = list(durability.encoded)
-    second = orjson.loads(encoded_checkpoint(durability, result, {"n": 2}, None))
-    assert second == checkpoint_of(result, {"n": 2})
-    assert durability.encoded[:2] == cached and len(durability.encoded) == 3  # reused
-    result.response = {"output": []}  # another trajectory: nothing reused, none left over
-    assert orjson.loads(encoded_checkpoint(durability, result, {}, None))["response"] == {
-        "output": []
-    }
+    resumed = CheckpointLog.load(path, done=set()).begin((0, 0)).resume
+    assert resumed is not None and resumed["turn"] == TURNS
+    assert result.response is not None and result.producers is not None
+    assert resumed["response"]["output"] == result.response["output"][: 2 * TURNS]
+    assert resumed["producers"] == result.producers[: 2 * TURNS]
+    assert resumed["env_state"]["seq"] == TURNS
