@@ -6,7 +6,9 @@ longest such call is its parent. A call that extends none (the harness compacted
 edited a message, started a sub-agent, or this is its first call) is a root: a new branch.
 
 Messages are compared by what a harness keeps of them (``item_key``): role and text, a tool
-call's id, name and arguments, a tool output's id and text. Ids the gateway or the model made
+call's id, name and arguments (as the JSON value they hold: a harness that parses them and
+writes them back with other spacing or key order sends the same call), a tool output's id and
+text. Ids the gateway or the model made
 up, status fields, token ids and reasoning items (harnesses drop reasoning from what they send
 back) are not part of a message's identity.
 
@@ -56,6 +58,17 @@ def _text(content: Any) -> Any:
     return orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
 
 
+def _arguments(arguments: Any) -> Any:
+    """A tool call's arguments as the JSON value they hold (keys sorted, no spacing); text that
+    is no JSON as it is."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return orjson.dumps(orjson.loads(arguments), option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONDecodeError:
+        return arguments
+
+
 def item_key(item: JsonDict) -> Key | None:
     """What identifies ``item`` across a harness' calls; None for an item that does not count
     (reasoning)."""
@@ -63,7 +76,7 @@ def item_key(item: JsonDict) -> Key | None:
     if kind == "message":
         return ("m", item.get("role"), _text(item.get("content")))
     if kind == "function_call":
-        return ("f", item.get("call_id"), item.get("name"), item.get("arguments"))
+        return ("f", item.get("call_id"), item.get("name"), _arguments(item.get("arguments")))
     if kind == "function_call_output":
         return ("o", item.get("call_id"), _text(item.get("output")))
     if kind == "reasoning":

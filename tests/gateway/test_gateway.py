@@ -312,3 +312,24 @@ def _ids(prompt: list[int], generated: list[int]) -> JsonDict:
         "generation_token_ids": generated,
         "generation_log_probs": [-0.5] * len(generated),
     }
+
+
+async def test_a_tool_call_sent_back_with_other_spacing_still_continues_its_call(
+    gateway: Gateway, scripted: ScriptedModelServer
+) -> None:
+    # A harness that parses the model's arguments and writes them back (OpenHands' SDK does)
+    # sends '{"city":"Paris"}' for the model's '{"city": "Paris"}': the same call.
+    rollout = gateway.open()
+    client = _client(rollout)
+    messages = _ask()
+    first = await client.chat.completions.create(model="m", messages=messages, tools=[WEATHER_TOOL])
+    answer = first.choices[0].message.model_dump(exclude_none=True)
+    answer["tool_calls"][0]["function"]["arguments"] = '{"city":"Paris"}'
+    messages.append(answer)
+    messages.append({"role": "tool", "tool_call_id": "call_w1", "content": "sunny, 24C"})
+    await client.chat.completions.create(model="m", messages=messages, tools=[WEATHER_TOOL])
+    assert [c.parent for c in rollout.calls] == [None, 0]
+    # the model is given its own call back, as it wrote it
+    sent = scripted.bodies("/v1/responses")[-1]
+    calls = [i for i in sent["input"] if i.get("type") == "function_call"]
+    assert [c["arguments"] for c in calls] == ['{"city": "Paris"}']
