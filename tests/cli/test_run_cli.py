@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,9 +226,14 @@ def servers_of(status: subprocess.CompletedProcess[str], state_dir: Path) -> dic
 
 
 def test_kill_9_of_the_supervisor_takes_its_servers_with_it_and_status_works_from_anywhere(
-    tmp_path: Path, state_dir: Path
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """...and the next stack to start removes the socket directory the killed one left."""
+    # The stacks' socket directories go in a temporary directory of this test's own: any
+    # stack that starts sweeps its parent, so one another test starts meanwhile (pytest's other
+    # worker) would otherwise remove the killed stack's directory before this one does.
+    sockets_parent = Path(tempfile.mkdtemp(prefix="st-"))  # short: a socket path is <108 bytes
+    monkeypatch.setenv("TMPDIR", str(sockets_parent))
     here, elsewhere = tmp_path / "stack", tmp_path / "elsewhere"
     here.mkdir()
     elsewhere.mkdir()
@@ -255,6 +262,7 @@ def test_kill_9_of_the_supervisor_takes_its_servers_with_it_and_status_works_fro
             [*PALAESTRA, "run", "stack.yaml"], cwd=here, text=True, stderr=subprocess.PIPE
         )
         read_until(stack, "ready in")
+        assert sockets.parent == sockets_parent
         assert not sockets.exists()  # before: left in /tmp for good
         (record,) = [orjson.loads(p.read_bytes()) for p in state_dir.glob("*.json")]
         assert Path(head_servers(record["head"])["one"]["unix_socket"]).is_socket()
@@ -263,6 +271,7 @@ def test_kill_9_of_the_supervisor_takes_its_servers_with_it_and_status_works_fro
     finally:
         if stack.poll() is None:
             stack.kill()
+        shutil.rmtree(sockets_parent, ignore_errors=True)
 
 
 def test_with_a_token_every_server_of_the_stack_and_its_head_require_it(
