@@ -46,17 +46,22 @@ def harnesses_dir() -> Path:
     return Path(cache) / "palaestra" / "harnesses"
 
 
-def find_mini(path: str | None) -> Path:
-    """mini-swe-agent's ``mini`` command: ``path`` (the command, or a venv holding it), else
-    the installed venv's; a one-line ``ConfigError`` saying how to install it when missing."""
-    where = Path(path).expanduser() if path else harnesses_dir() / VENV
-    mini = where / "bin" / "mini" if where.is_dir() else where
-    if not (mini.is_file() and os.access(mini, os.X_OK)):
+def installed(agent: str, what: str, venv: str, program: str, path: str | None, given: str) -> Path:
+    """A harness' ``program`` in its venv: ``path`` (the program, or a venv holding it), else
+    the installed venv ``venv``'s; a one-line ``ConfigError`` saying how to install it."""
+    where = Path(path).expanduser() if path else harnesses_dir() / venv
+    found = where / "bin" / program if where.is_dir() else where
+    if not (found.is_file() and os.access(found, os.X_OK)):
         raise ConfigError(
-            f"agent 'mini_swe_agent': mini-swe-agent is not installed at {where}: run "
-            "`bash scripts/install_harnesses.sh`, or give --agent-arg path=<its venv or mini>"
+            f"agent '{agent}': {what} is not installed at {where}: run "
+            f"`bash scripts/install_harnesses.sh`, or give --agent-arg path=<{given}>"
         )
-    return mini
+    return found
+
+
+def find_mini(path: str | None) -> Path:
+    """mini-swe-agent's ``mini`` command (``installed``)."""
+    return installed("mini_swe_agent", "mini-swe-agent", VENV, "mini", path, "its venv or mini")
 
 
 class MiniSweAgent(CommandAgent):

@@ -28,13 +28,12 @@ scores the box it leaves; a run that crashes, hangs or never calls the model is 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
 from palaestra.agents.command import CommandAgent
-from palaestra.agents.mini_swe_agent import harnesses_dir
+from palaestra.agents.mini_swe_agent import installed
 from palaestra.errors import ConfigError
 
 VENV = "openhands"
@@ -43,16 +42,8 @@ _DRIVER = Path(__file__).with_name("openhands_driver.py")
 
 
 def find_python(path: str | None) -> Path:
-    """The Python of the venv holding the SDK: ``path`` (the venv, or its interpreter), else
-    the installed venv's; a one-line ``ConfigError`` saying how to install it when missing."""
-    where = Path(path).expanduser() if path else harnesses_dir() / VENV
-    python = where / "bin" / "python" if where.is_dir() else where
-    if not (python.is_file() and os.access(python, os.X_OK)):
-        raise ConfigError(
-            f"agent 'openhands': OpenHands' SDK is not installed at {where}: run "
-            "`bash scripts/install_harnesses.sh`, or give --agent-arg path=<its venv>"
-        )
-    return python
+    """The Python of the venv holding the SDK (``installed``)."""
+    return installed("openhands", "OpenHands' SDK", VENV, "python", path, "its venv")
 
 
 class OpenHandsAgent(CommandAgent):
