@@ -42,7 +42,7 @@ from palaestra.observe.metrics_counts import ObservedAgent
 from palaestra.observe.metrics_http import agent_metrics, metrics_route
 from palaestra.serve.env_app import aggregate_endpoint
 from palaestra.types import Failure, FailureKind, JsonDict
-from palaestra.wire.open_responses import conform, event_stream, take_stream
+from palaestra.wire.open_responses import conform, event_stream, refuse_unserved, take_stream
 from palaestra.wire.protocol import (
     AGGREGATE_METRICS,
     LIVENESS,
@@ -81,6 +81,7 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
         params = await json_object(request)
         try:
             stream = take_stream(params)
+            refuse_unserved(params)
         except InputError as error:
             raise RequestError(422, error.describe(), param=error.field) from None
         _check_task({PARAMS: params})

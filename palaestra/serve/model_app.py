@@ -45,7 +45,7 @@ from palaestra.models.chat_format import (
 from palaestra.models.pool import ModelPool
 from palaestra.observe.metrics_http import metrics_route, model_metrics
 from palaestra.types import JsonDict
-from palaestra.wire.open_responses import conform, event_stream, take_stream
+from palaestra.wire.open_responses import conform, event_stream, refuse_unserved, take_stream
 from palaestra.wire.protocol import ROLLOUT_COOKIE, ROLLOUT_HEADER, SESSION_ID_HEADER
 
 ChatMethod = Callable[[JsonDict], Awaitable[JsonDict]]
@@ -143,6 +143,7 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         body = await json_object(request)
         require(body, "input", (str, list), "a string or a list of input items")
         stream = take_stream(body)
+        refuse_unserved(body)
         return await in_rollout(request, _conformed(model.respond(body), body), stream=stream)
 
     async def chat_completions(request: Request) -> Response:

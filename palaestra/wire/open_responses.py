@@ -201,6 +201,25 @@ def _usage(usage: Any) -> Any:
     return fixed
 
 
+# --- requests -------------------------------------------------------------------------------
+
+_UNSERVED: Final = {
+    "previous_response_id": "palaestra stores no Response to continue: send the whole input",
+    "conversation": "palaestra keeps no conversation state: send the whole input",
+    "background": "palaestra answers in the foreground only",
+}
+"""Request fields the spec defines that palaestra's servers do not serve, and why."""
+
+
+def refuse_unserved(params: JsonDict) -> None:
+    """``InputError`` naming the first field ``params`` set that palaestra does not serve
+    (``_UNSERVED``): refused, never answered as if the field were not there. A null or false
+    value asks for nothing and passes."""
+    for field, why in _UNSERVED.items():
+        if params.get(field) not in (None, False):
+            raise InputError(why, field=field)
+
+
 # --- streamed events ------------------------------------------------------------------------
 
 

@@ -166,3 +166,24 @@ async def test_every_row_a_collection_writes_is_a_spec_response(
             "function_call_output",
             "message",
         ]
+
+
+@pytest.mark.parametrize("server", ["model_server", "agent_server"])
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("previous_response_id", "resp_1", "stores no Response"),
+        ("conversation", "conv_1", "no conversation state"),
+        ("background", True, "foreground only"),
+        ("stream", "yes", "must be a boolean"),
+    ],
+)
+async def test_a_request_palaestra_cannot_serve_is_refused_naming_the_field(
+    server: str, field: str, value: Any, words: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue(server)
+    status, _, body = await _post(url, {"model": "m", "input": "Say hello.", field: value})
+    error = orjson.loads(body)["error"]
+    assert status == 422 and error["param"] == field and words in error["message"]
+    status, _, body = await _post(url, {"model": "m", "input": "Say hello.", field: None})
+    assert status == 200 and response_problems(orjson.loads(body)) == []
