@@ -143,5 +143,6 @@ def test_the_ai_sdk_reads_a_served_agent_s_whole_trajectory(
     answer = ai_sdk(node_modules, weather_agent, mode, "Weather in Rome?")
     # The agent ran the tool itself: its call is in the trajectory beside the final text.
     assert answer["toolCalls"] == [{"name": "get_weather", "input": {"city": "Paris"}}]
+    assert answer["finishReason"] == "tool-calls"  # docs/peers.md: not to be run again
     assert answer["text"] == "It is cold, take a coat."
     assert answer["usage"]["totalTokens"] == 30
