@@ -33,7 +33,12 @@ from palaestra.serve.agent_app import agent_app
 from palaestra.types import JsonDict
 from tests.cli.test_collect_cli import weather_script
 from tests.collection.test_collector import Quiet, read_jsonl
-from tests.support.open_responses import response_problems, spec_path, stream_problems
+from tests.support.open_responses import (
+    error_problems,
+    response_problems,
+    spec_path,
+    stream_problems,
+)
 from tests.support.scripted_model import (
     ScriptedModelServer,
     text_response,
@@ -185,5 +190,6 @@ async def test_a_request_palaestra_cannot_serve_is_refused_naming_the_field(
     status, _, body = await _post(url, {"model": "m", "input": "Say hello.", field: value})
     error = orjson.loads(body)["error"]
     assert status == 422 and error["param"] == field and words in error["message"]
+    assert error_problems(error) == []
     status, _, body = await _post(url, {"model": "m", "input": "Say hello.", field: None})
     assert status == 200 and response_problems(orjson.loads(body)) == []

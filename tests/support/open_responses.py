@@ -93,6 +93,11 @@ def response_problems(response: Any, where: str = "response") -> list[str]:
     return _schema_problems(response, "ResponseResource", where)
 
 
+def error_problems(error: Any, where: str = "error") -> list[str]:
+    """Why an error answer's ``error`` object is not the spec's ``ErrorPayload``."""
+    return _schema_problems(error, "ErrorPayload", where)
+
+
 def parse_stream(raw: bytes) -> tuple[list[tuple[str | None, str]], list[str]]:
     """The (``event:`` name, ``data:``) blocks of a server-sent event stream, and problems."""
     blocks: list[tuple[str | None, str]] = []
