@@ -9,6 +9,7 @@ against the same answer read whole) and a scripted backend (a tool call the clie
 
 from __future__ import annotations
 
+import os
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -49,7 +50,7 @@ def ai_sdk(node_modules: str, url: str, mode: str, prompt: str, *tool: str) -> d
         capture_output=True,
         text=True,
         timeout=120,
-        env={"NODE_PATH": node_modules, "PATH": "/usr/local/bin:/usr/bin:/bin"},
+        env={**os.environ, "NODE_PATH": node_modules},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     answer: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
