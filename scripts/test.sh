@@ -31,6 +31,7 @@ await() {  # await NAME: wait for NAME, show its output, stop the check if it fa
 start peers python3 -m tests.support.peers
 start harnesses bash scripts/install_harnesses.sh  # third-party harnesses from PyPI (mini-swe-agent, OpenHands' SDK), each in a venv of its own: the harness agents' tests run them
 start browser bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the rollout viewer's tests run in a real browser
+start node_clients bash scripts/install_node_clients.sh  # the Vercel AI SDK's Open Responses provider (npm): a real client of the model and agent servers
 bash scripts/install.sh --dev
 echo "palaestra: installed ($((SECONDS - started)) s)"
 start training bash scripts/install_training.sh  # PyTorch (CPU), transformers, TRL: the trainer adapters' tests run the real TRL
@@ -46,4 +47,5 @@ await browser
 await machines
 await peers
 await harnesses
+await node_clients
 .venv/bin/pytest -q -n 2 --dist loadgroup --durations=20 "$@"  # two workers (tests/conftest.py); the 20 slowest tests, printed at the end of every run

@@ -4,7 +4,8 @@ Their shapes are ``palaestra.wire.rows``' ``TaskRow``, ``RolloutRow`` and ``Fail
 builders return them typed so, and build them as plain dicts (the hot path: ``cast`` costs
 nothing), with the field names from there. A failure row carries
 NeMo Gym's ``_ng_failure_class`` beside palaestra's ``failure``, so NeMo Gym's resume reads a
-palaestra failures file as its own.
+palaestra failures file as its own. A row's ``response`` is an Open Responses ``Response``
+(``palaestra.wire.open_responses.conform``), whichever agent made it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from palaestra.environment.verdicts import verdict_problem
 from palaestra.errors import InputError, VerifierFailure
 from palaestra.models.versions import version_span
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict, Verdict
+from palaestra.wire.open_responses import conform
 from palaestra.wire.protocol import failure_fields
 from palaestra.wire.rows import (
     AGENT_REF,
@@ -53,7 +55,7 @@ def rollout_row(dispatched: TaskRow, result: AgentResult, *, attempt: int) -> Ro
     assert result.verdict is not None
     fields = scored_fields(result.verdict)
     row: JsonDict = dict(dispatched)
-    row[RESPONSE] = result.response
+    row[RESPONSE] = _trajectory(result, dispatched)
     row.update(fields)
     facts = _run_facts(result, attempt)
     facts["verifier_fields"] = list(fields)
@@ -89,13 +91,20 @@ def failure_row(
     row: JsonDict = dict(dispatched)
     row.update(failure_fields(failure))
     if result is not None:
-        row[RESPONSE] = result.response
+        row[RESPONSE] = _trajectory(result, dispatched)
         row[FACTS] = _run_facts(result, attempt)
     else:
         row[FACTS] = {"attempt": attempt}
         if worker_reruns:
             row[FACTS]["worker_reruns"] = worker_reruns
     return cast(FailureRow, row)
+
+
+def _trajectory(result: AgentResult, dispatched: TaskRow) -> JsonDict | None:
+    """The rollout's Response as the spec has it (None when the agent made none)."""
+    if result.response is None:
+        return None
+    return conform(result.response, dispatched.get(PARAMS))
 
 
 def input_error_row(error: InputError, *, task_index: int) -> FailureRow:

@@ -7,7 +7,9 @@ NeMo Gym 0.4's ``_ng_failure_class`` (and ``_ng_failure_terminal``): the form Ne
 agents give a failed rollout. NeMo Gym's collector files it under failures (a non-2xx would
 stop its whole run), and palaestra's ``RemoteAgent`` records the failure.
 ``POST /v1/responses`` runs the tool loop on create params and answers the whole trajectory as
-one Response (the agent seen as a model). ``POST /aggregate_metrics`` aggregates verify answers.
+one Open Responses ``Response`` (the agent seen as a model), or with ``"stream": true`` the same
+Response as the spec's server-sent events once the rollout has ended
+(``palaestra.wire.open_responses``). ``POST /aggregate_metrics`` aggregates verify answers.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from starlette.routing import Route
 from palaestra.agents.base import Agent
 from palaestra.collection.tasks import task_problem
 from palaestra.environment.client import EnvironmentClient
-from palaestra.errors import ServiceUnreachable
+from palaestra.errors import InputError, ServiceUnreachable
 from palaestra.http.guard import BodyTooLarge
 from palaestra.http.json import (
     HotRoutedApp,
@@ -40,6 +42,7 @@ from palaestra.observe.metrics_counts import ObservedAgent
 from palaestra.observe.metrics_http import agent_metrics, metrics_route
 from palaestra.serve.env_app import aggregate_endpoint
 from palaestra.types import Failure, FailureKind, JsonDict
+from palaestra.wire.open_responses import conform, event_stream, refuse_unserved, take_stream
 from palaestra.wire.protocol import (
     AGGREGATE_METRICS,
     LIVENESS,
@@ -76,13 +79,21 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
 
     async def responses(request: Request) -> Response:
         params = await json_object(request)
+        try:
+            stream = take_stream(params)
+            refuse_unserved(params)
+        except InputError as error:
+            raise RequestError(422, error.describe(), param=error.field) from None
         _check_task({PARAMS: params})
         with rollout_scope():
             result = await agent.run({PARAMS: params}, env, model)
         if result.response is None:
             failure = result.failure or Failure(FailureKind.INTERNAL_ERROR, "no response")
             return error_response(502, failure.reason, kind=str(failure.kind))
-        return JSONResponse(result.response)
+        response = conform(result.response, params)
+        if stream:
+            return Response(event_stream(response), media_type="text/event-stream")
+        return JSONResponse(response)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

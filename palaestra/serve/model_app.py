@@ -3,6 +3,8 @@
 Routes: ``GET /`` (liveness), ``GET /v1/models``, ``POST /v1/responses`` and
 ``POST /v1/chat/completions``. A model with a native ``chat`` method (the local model) answers
 chat requests directly; any other model answers them through the Responses conversion.
+``/v1/responses`` answers an Open Responses ``Response`` (``palaestra.wire.open_responses``),
+or with ``"stream": true`` the same Response as the spec's server-sent events.
 
 Over a pool of endpoints the server keeps each rollout's calls on one endpoint when the client
 names the rollout: palaestra's clients send ``ROLLOUT_HEADER`` and ``SESSION_ID_HEADER``
@@ -43,6 +45,7 @@ from palaestra.models.chat_format import (
 from palaestra.models.pool import ModelPool
 from palaestra.observe.metrics_http import metrics_route, model_metrics
 from palaestra.types import JsonDict
+from palaestra.wire.open_responses import conform, event_stream, refuse_unserved, take_stream
 from palaestra.wire.protocol import ROLLOUT_COOKIE, ROLLOUT_HEADER, SESSION_ID_HEADER
 
 ChatMethod = Callable[[JsonDict], Awaitable[JsonDict]]
@@ -78,6 +81,16 @@ async def _as_chat(response: Awaitable[JsonDict]) -> JsonDict:
     return response_to_chat_completion(await response)
 
 
+async def _conformed(response: Awaitable[JsonDict], params: JsonDict) -> JsonDict:
+    return conform(await response, params)
+
+
+def _answer(body: JsonDict, stream: bool) -> Response:
+    if stream:
+        return Response(event_stream(body), media_type="text/event-stream")
+    return JSONResponse(body)
+
+
 _ROLLOUT_HEADER = ROLLOUT_HEADER.encode()
 _SESSION_ID_HEADER = SESSION_ID_HEADER.encode()
 
@@ -92,10 +105,12 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
     # its CPU per call, for nothing unless the backend were itself a pool behind palaestra.
     pooled = KeyedScopes() if isinstance(model, ModelPool) else None
 
-    async def in_rollout(request: Request, call: Awaitable[JsonDict]) -> Response:
+    async def in_rollout(
+        request: Request, call: Awaitable[JsonDict], *, stream: bool = False
+    ) -> Response:
         """``call``'s answer, made in the scope of the rollout the request names (if any)."""
         if pooled is None:
-            return JSONResponse(await call)
+            return _answer(await call, stream)
         key = valid_key(header_of(request, _ROLLOUT_HEADER)) or valid_key(
             header_of(request, _SESSION_ID_HEADER)
         )
@@ -107,7 +122,7 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         # scope object keeps only one token.
         token = ROLLOUT_SCOPE.set(pooled.scope(key))
         try:
-            answer = JSONResponse(await call)
+            answer = _answer(await call, stream)
         finally:
             ROLLOUT_SCOPE.reset(token)
         if cookie is not None:  # on every answer: NeMo Gym's agent keeps only the last ones
@@ -127,8 +142,9 @@ def model_app(model: Model, *, model_id: str) -> Starlette:
         served["responses"] = served.get("responses", 0) + 1
         body = await json_object(request)
         require(body, "input", (str, list), "a string or a list of input items")
-        _refuse_stream(body)
-        return await in_rollout(request, model.respond(body))
+        stream = take_stream(body)
+        refuse_unserved(body)
+        return await in_rollout(request, _conformed(model.respond(body), body), stream=stream)
 
     async def chat_completions(request: Request) -> Response:
         served["chat_completions"] = served.get("chat_completions", 0) + 1

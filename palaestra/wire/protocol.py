@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict, StepResult, Verdict
+from palaestra.wire.open_responses import conform
 from palaestra.wire.rows import (
     AGENT_REF,
     FACTS,
@@ -350,9 +351,11 @@ def run_answer(task: JsonDict, result: AgentResult) -> JsonDict:
     """An agent server's ``/run`` answer: the verify answer of the rollout, or its failure.
 
     A failed rollout is a row with no ``reward`` carrying the failure fields: the form NeMo
-    Gym's own agents give a failed rollout, which its collector files under failures.
+    Gym's own agents give a failed rollout, which its collector files under failures. The
+    ``response`` is an Open Responses ``Response``, as in palaestra's own rows.
     """
     failure = result.failure or (result.verdict.failure if result.verdict else None)
+    response = None if result.response is None else conform(result.response, task.get(PARAMS))
     facts = {
         "model_calls": result.model_calls,
         "tool_calls": result.tool_calls,
@@ -371,9 +374,9 @@ def run_answer(task: JsonDict, result: AgentResult) -> JsonDict:
     if result.policy_versions is not None:  # which policy served each model request
         facts["policy_versions"] = result.policy_versions
     if failure is None and result.verdict is not None:
-        return {**task, RESPONSE: result.response, **result.verdict.to_fields(), FACTS: facts}
+        return {**task, RESPONSE: response, **result.verdict.to_fields(), FACTS: facts}
     failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
-    return {**task, RESPONSE: result.response, **failure_fields(failure), FACTS: facts}
+    return {**task, RESPONSE: response, **failure_fields(failure), FACTS: facts}
 
 
 def run_result(status: int, body: JsonDict, task: JsonDict) -> AgentResult:

@@ -109,7 +109,8 @@ async def test_chat_route_converts_through_responses(
         ("/v1/responses", {"model": "x"}, 422, "input", "'input' is required"),
         ("/v1/responses", {"input": 3}, 422, "input", "'input' must be"),
         ("/v1/chat/completions", {"input": "hi"}, 422, "messages", "'messages' is required"),
-        ("/v1/responses", {"input": "hi", "stream": True}, 422, "stream", "streaming"),
+        ("/v1/responses", {"input": "hi", "stream": "yes"}, 422, "stream", "must be a boolean"),
+        ("/v1/chat/completions", {"messages": [], "stream": True}, 422, "stream", "streaming"),
         ("/v1/responses", {"input": "fail"}, 502, None, "backend is down"),
     ],
 )
