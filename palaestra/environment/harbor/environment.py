@@ -70,7 +70,12 @@ from palaestra.environment.harbor.phases import (
     sources,
     take_files,
 )
-from palaestra.environment.harbor.rewards import REWARD_KEY, RewardProblem, read_reward
+from palaestra.environment.harbor.rewards import (
+    REWARD_KEY,
+    RewardProblem,
+    network_attempt,
+    read_reward,
+)
 from palaestra.environment.harbor.steps import (
     below_minimum,
     combined,
@@ -117,6 +122,9 @@ TEST_OUTPUT = f"{VERIFIER_DIR}/test-stdout.txt"
 UNVERIFIED = "unverified"
 """The row's field saying why a box was scored 0 without its tests' word (absent when they
 gave one): what the agent left in its box kept them from producing a reward."""
+TESTS_NETWORK = "tests_network"
+"""The row's field quoting the tests' output line showing they tried to reach the network
+(which no machine here has): ``palaestra test`` fails a check scored that way."""
 VERIFIER_ENV: dict[str, str] = {"PYTHONNOUSERSITE": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 """Added to the tests' environment (the task's ``env`` may still set them): Python ignores the
 verifier user's own site-packages and git its ``~/.gitconfig``, both in the agent's reach."""
@@ -132,6 +140,7 @@ RESERVED_METRICS = frozenset(
         "failure",
         "harbor_task",
         UNVERIFIED,
+        TESTS_NETWORK,
     }
 )
 """Component names not copied flat into the row (they would shadow a row field)."""
@@ -507,6 +516,9 @@ class HarborEnvironment(MachineTools, Environment):
             env=verifier_env(box, machine_config.env, {**config.verifier.env, **verifier.env}),
         )
         metrics["verifier_seconds"] = round(asyncio.get_running_loop().time() - started, 3)
+        tried = network_attempt(read_in_box(box.root, TEST_OUTPUT))
+        if tried is not None:  # on the row whatever the reward: a 0 it caused is no verdict
+            metrics[TESTS_NETWORK] = tried
         if ran.status is None:
             return _unverified(
                 f"{state.name}: tests/test.sh ran past verifier.timeout_sec ({timeout:g} s)",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 STEPS_FIELD = "harbor_steps"
 UNVERIFIED = "unverified"
+TESTS_NETWORK = "tests_network"
 
 
 def current_step(state: HarborState) -> HarborStep | None:
@@ -44,8 +45,9 @@ def step_result(state: HarborState, verdict: Verdict) -> JsonDict:
         "reward": float(verdict.reward),
         "components": components,
     }
-    if UNVERIFIED in verdict.metrics:
-        result[UNVERIFIED] = verdict.metrics[UNVERIFIED]
+    for said in (UNVERIFIED, TESTS_NETWORK):
+        if said in verdict.metrics:
+            result[said] = verdict.metrics[said]
     result["metrics"] = dict(verdict.metrics)
     return result
 
@@ -85,4 +87,7 @@ def combined(state: HarborState) -> Verdict:
     metrics["steps_total"] = len(state.task.steps)
     if state.stopped:
         metrics["stopped_at_step"] = last["name"]
+    tried = [f"{r['name']}: {r[TESTS_NETWORK]}" for r in results if TESTS_NETWORK in r]
+    if tried:  # any step's: the total holds its 0
+        metrics[TESTS_NETWORK] = "; ".join(tried)
     return Verdict(float(reward), reward_components=components, metrics=metrics)
