@@ -271,9 +271,12 @@ class HarborEnvironment(MachineTools, Environment):
         assert state.task is not None and state.box is not None
         task, step = state.task, current_step(state)
         # Harbor's directories for what the agent publishes, writable by any user (as there).
+        # After a step judged in this machine, its tests and reward go: the next step's agent
+        # sees neither (a /tests of the image's own is left on the first).
+        leftovers = f"rm -rf /tests {VERIFIER_DIR} && " if state.step > 0 else ""
         made = await run(
             state.box,
-            f"mkdir -p {PUBLISHED} && chmod 0777 {PUBLISHED}",
+            f"{leftovers}mkdir -p {PUBLISHED} && chmod 0777 {PUBLISHED}",
             timeout=STAGE_TIMEOUT,
             user="root",
             cwd="/",
@@ -436,7 +439,7 @@ class HarborEnvironment(MachineTools, Environment):
             metrics["artifacts_problem"] = str(refused)
         tests = step.tests if step is not None else task.path / "tests"
         if not task.config.separate_verifier(step.config if step is not None else None):
-            return await self._run_tests(state, box, tests, metrics, bundled=False)
+            return await self._run_tests(state, box, tests, metrics, bundled=False, kept=artifacts)
         if artifacts is None:
             return _unverified(
                 f"{state.name}: {metrics['artifacts_problem']} (the separate verifier's "
@@ -485,10 +488,19 @@ class HarborEnvironment(MachineTools, Environment):
         return box, bundled
 
     async def _run_tests(
-        self, state: HarborState, box: Box, tests: Path, metrics: JsonDict, *, bundled: bool
+        self,
+        state: HarborState,
+        box: Box,
+        tests: Path,
+        metrics: JsonDict,
+        *,
+        bundled: bool,
+        kept: TakenFiles | None = None,
     ) -> Verdict:
         """``tests/test.sh`` run in ``box`` (``tests`` staged at ``/tests`` unless the image
-        holds them), its reward read as Harbor reads it."""
+        holds them), its reward read as Harbor reads it. In the agent's own box ``/logs`` is
+        made anew, and ``/logs/artifacts`` put back from ``kept`` (the copy taken out, links
+        leaving it dropped), as Harbor's shared verifier still sees it."""
         assert state.task is not None
         config = state.task.config
         step = current_step(state)
@@ -503,6 +515,8 @@ class HarborEnvironment(MachineTools, Environment):
                 await stage(box, tests, "/tests")
             if not separate:
                 await make_own(box, LOGS_DIR, VERIFIER_DIR, user)
+                if kept is not None:
+                    await put_files(box, kept, only=ARTIFACTS_DIR)
         except BoxRefused as refused:
             return _unverified(f"{state.name}: {refused}", metrics)
         timeout = verifier.timeout_sec if step is not None else config.verifier.timeout_sec

@@ -190,16 +190,21 @@ def _listing(root: Path) -> list[JsonDict]:
     return files
 
 
-async def put_files(box: Box, taken: TakenFiles) -> None:
-    """Put the files of ``taken`` into ``box`` at the paths they had (as root, over what is
-    there); ``BoxRefused`` when the box will not take them."""
-    children = sorted(taken.directory.iterdir())
+async def put_files(box: Box, taken: TakenFiles, only: str | None = None) -> None:
+    """Put the files of ``taken`` (or only those under the machine path ``only``) into
+    ``box`` at the paths they had (as root, over what is there); ``BoxRefused`` when the box
+    will not take them."""
+    if only is not None:
+        below = taken.directory / only.strip("/")
+        children = [below] if below.is_dir() and not below.is_symlink() else []
+    else:
+        children = sorted(taken.directory.iterdir())
     if not children:
         return
     with tempfile.TemporaryFile() as archive:
         with tarfile.open(fileobj=archive, mode="w") as tar:
             for child in children:
-                tar.add(child, arcname=child.name)
+                tar.add(child, arcname=child.relative_to(taken.directory).as_posix())
         archive.flush()
         archive.seek(0)
         ran = await run(

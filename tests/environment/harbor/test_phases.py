@@ -193,3 +193,24 @@ async def test_a_step_under_its_min_reward_ends_the_rollout_there(
     assert verdict.reward == 0.0
     assert verdict.metrics["stopped_at_step"] == "write"
     assert (verdict.metrics["steps_run"], verdict.metrics["steps_total"]) == (1, 2)
+
+
+async def test_in_a_shared_multi_step_task_the_next_step_sees_no_earlier_tests_or_reward(
+    tasks: Make, tmp_path: Path
+) -> None:
+    copy = tmp_path / "src" / "notes"
+    shutil.copytree(EXAMPLE, copy)
+    config = copy / "task.toml"
+    config.write_text(config.read_text().replace('environment_mode = "separate"\n', ""))
+    rollouts = await tasks(copy=copy)
+    session = await rollouts.seed("notes")
+    await bash(rollouts, session, "echo hello > /app/notes.txt")
+    turn = await rollouts.environment.user_turn(session, [])
+    assert turn is not None and not turn.done
+    seen = await bash(rollouts, session, "ls /tests /logs/verifier 2>&1; echo world >> notes.txt")
+    assert "No such file or directory" in seen and "test.sh" not in seen, seen
+    assert await rollouts.environment.user_turn(session, []) is None
+    verdict = await rollouts.verify(session)
+    # The collect hook's listing in /logs/artifacts outlives /logs made anew for the tests.
+    assert verdict.reward == 1.0, verdict
+    assert verdict.metrics["harbor_steps"][1]["components"]["listed"] == 1.0
