@@ -109,6 +109,7 @@ from palaestra.wire.harbor import (
     HarborStep,
     HarborTask,
     HealthcheckConfig,
+    StepConfig,
     TaskConfig,
 )
 from palaestra.wire.rows import TASK_DIGEST
@@ -448,8 +449,17 @@ class HarborEnvironment(MachineTools, Environment):
             )
         own, bundled = await self._verifier_box(state)
         try:
+            said = verifier_user(task, step)
+            if said is not None:
+                try:
+                    resolve_user(own.root, said)
+                except SandboxFailure as error:
+                    raise InvalidTask(
+                        f"{task.path / CONFIG}: verifier.user = {said!r}: the separate "
+                        f"verifier's image cannot run as it ({error})"
+                    ) from None
             try:
-                user = verifier_user(task, step) or own.image.user
+                user = said or own.image.user
                 await make_own(own, LOGS_DIR, VERIFIER_DIR, user)
                 await put_files(own, artifacts)
             except BoxRefused as refused:
@@ -641,8 +651,14 @@ def _harbor(session: Session) -> HarborState:
 
 def missing_user(task: HarborTask, root: Path) -> str | None:
     """Why the image whose box's root is ``root`` cannot run ``task`` as its ``[agent]`` or
-    ``[verifier] user`` (one line naming the task.toml and the user), or None."""
-    for phase, user in (("agent", task.config.agent.user), ("verifier", task.config.verifier.user)):
+    ``[verifier] user`` (one line naming the task.toml and the user), or None. The verifier's
+    user is looked for here only when some tests run in this machine (``shared``); a separate
+    verifier's machine is checked when it starts."""
+    config = task.config
+    passes: list[StepConfig | None] = [step.config for step in task.steps] or [None]
+    shared = any(not config.separate_verifier(step) for step in passes)
+    checked = [("agent", config.agent.user), ("verifier", config.verifier.user if shared else None)]
+    for phase, user in checked:
         if user is None:
             continue
         try:

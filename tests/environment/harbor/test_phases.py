@@ -214,3 +214,22 @@ async def test_in_a_shared_multi_step_task_the_next_step_sees_no_earlier_tests_o
     # The collect hook's listing in /logs/artifacts outlives /logs made anew for the tests.
     assert verdict.reward == 1.0, verdict
     assert verdict.metrics["harbor_steps"][1]["components"]["listed"] == 1.0
+
+
+async def test_a_verifier_image_from_tests_dockerfile_holds_the_tests_and_its_own_user(
+    tasks: Make, tmp_path: Path
+) -> None:
+    toml = SEPARATE.replace("[verifier]\n", '[verifier]\nuser = "judge"\n')
+    test_sh = (
+        "#!/bin/bash\n"
+        'if [ "$(id -un)" = judge ] && [ "$(cat /app/out.txt)" = ok ]; then r=1; else r=0; fi\n'
+        "echo $r > /logs/verifier/reward.txt\n"
+    )
+    rollouts = await tasks(a={"toml": toml, "test_sh": test_sh})
+    dockerfile = "FROM debian:bookworm-slim\nRUN useradd judge && mkdir -p /app\nCOPY . /tests/\n"
+    (tmp_path / "tasks" / "a" / "tests" / "Dockerfile").write_text(dockerfile)
+    rollouts = await tasks()  # read again: the folder changed
+    session = await rollouts.seed("a")  # the agent's image has no user judge: not its concern
+    await bash(rollouts, session, "echo ok > /app/out.txt")
+    verdict = await rollouts.verify(session)
+    assert verdict.reward == 1.0, verdict
