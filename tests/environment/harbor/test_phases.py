@@ -233,3 +233,19 @@ async def test_a_verifier_image_from_tests_dockerfile_holds_the_tests_and_its_ow
     await bash(rollouts, session, "echo ok > /app/out.txt")
     verdict = await rollouts.verify(session)
     assert verdict.reward == 1.0, verdict
+
+
+async def test_a_prebuilt_image_the_provider_has_is_used_by_name(
+    tasks: Make, tmp_path: Path
+) -> None:
+    toml = TASK_TOML.replace('user = "agent"\n', "").replace(
+        'network_mode = "no-network"',
+        'network_mode = "no-network"\ndocker_image = "debian:bookworm-slim"',
+    )
+    components_task(tmp_path / "tasks" / "a", toml=toml)
+    (tmp_path / "tasks" / "a" / "environment" / "Dockerfile").unlink()
+    rollouts = await tasks()
+    session = await rollouts.seed("a")
+    assert "bookworm" in await bash(rollouts, session, "cat /etc/debian_version /etc/os-release")
+    await bash(rollouts, session, "mkdir -p /app && echo ok > /app/out.txt")
+    assert (await rollouts.verify(session)).reward == 1.0
