@@ -38,7 +38,7 @@ from palaestra.agents.oracle import (
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.base import Environment
 from palaestra.environment.client import LocalEnvironmentClient
-from palaestra.environment.harbor.environment import UNVERIFIED
+from palaestra.environment.harbor.environment import TESTS_NETWORK, UNVERIFIED
 from palaestra.environment.harbor.tasks import TASK_FIELD
 from palaestra.errors import RolloutFailure
 from palaestra.types import AgentResult, FailureKind, JsonDict
@@ -211,11 +211,13 @@ def scored(result: AgentResult, wanted: float) -> bool:
     """Whether the rollout was scored ``wanted``: a verdict that is a failure (verify's
     ``Verdict.failed``: the collector records it as a failure) is no score, and neither is a
     Harbor box scored 0 because its tests gave no reward (``unverified``): the agent's 0 in
-    a run, but here no agent acted against them, so the task's tests are at fault."""
+    a run, but here no agent acted against them, so the task's tests are at fault; nor is a
+    Harbor score whose tests tried to reach the network (``tests_network``): its 0 may be the
+    missing network's, not the task's."""
     verdict = result.verdict
     if result.failure is not None or verdict is None or verdict.failure is not None:
         return False
-    if verdict.metrics.get(UNVERIFIED):
+    if verdict.metrics.get(UNVERIFIED) or verdict.metrics.get(TESTS_NETWORK):
         return False
     return float(verdict.reward) == wanted
 
@@ -229,6 +231,11 @@ def _outcome(result: AgentResult, what: str, wanted: int) -> str:
         return f"{what} was not scored ({why})"
     if verdict.metrics.get(UNVERIFIED):
         return f"{what} was not verified ({UNVERIFIED}: {verdict.metrics[UNVERIFIED]})"
+    if verdict.metrics.get(TESTS_NETWORK):
+        return (
+            f"{what} scored {float(verdict.reward):g}, but the tests tried to reach the network, "
+            f"which machines here do not have: {verdict.metrics[TESTS_NETWORK]}"
+        )
     shown = _metrics(verdict.metrics.items())
     return f"{what} scored {float(verdict.reward):g}, not {wanted}" + (
         f" ({shown})" if shown else ""

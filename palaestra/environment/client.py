@@ -421,7 +421,12 @@ class LocalEnvironmentClient:
 
 def has_user(environment: Environment | type[Environment]) -> bool:
     """Whether ``environment`` (or its class) overrides ``Environment.user_turn`` (has a
-    simulated user)."""
+    simulated user). An instance may say so itself (``user_turns``, a bool): one class can
+    serve tasks with a next user turn and tasks without (Harbor's multi-step tasks)."""
+    if not isinstance(environment, type):
+        declared = getattr(environment, "user_turns", None)
+        if isinstance(declared, bool):
+            return declared
     cls = environment if isinstance(environment, type) else type(environment)
     return getattr(cls, "user_turn", None) is not Environment.user_turn
 

@@ -10,13 +10,18 @@ assert the two agree). Each folder then holds:
 - ``instruction.md``: the task's last user message, and where to leave the final answer
   (``/app/answer.txt``);
 - ``task.toml``: palaestra's budgets, one CPU, no network (Harbor's default is public); the
-  tests run in the agent's machine (Harbor's ``shared`` verifier: they read its files);
+  tests run in a machine of their own (Harbor's ``separate`` verifier, what ``harbor init``
+  writes and ``harbor lint`` asks for), given the answer file as the task's one artifact;
 - ``environment/Dockerfile``: a Debian base with python3 and a non-root user ``agent``, who
   owns ``/app`` (see ``DOCKERFILE``);
 - ``tests/``: ``test.sh``, the environment's ``check.py`` and the task row (``task.json``,
   which holds the expected answer: the agent never sees ``tests/``);
 - ``solution/solve.sh``: writes the final message of the environment's gold actions, when
   it has them.
+
+An environment that runs Harbor task folders already (``terminal``, ``swe_local``, any
+``HarborEnvironment`` with its folders) is written as copies of its folders: they are Harbor
+tasks as they are (the first ``num_tasks`` by name when given).
 
 Any other environment is refused with one line saying why (its verify reads the trajectory).
 """
@@ -34,6 +39,7 @@ import orjson
 
 from palaestra.collection.assembly import FoundEnvironment
 from palaestra.environment.base import Environment
+from palaestra.environment.harbor import HarborEnvironment
 from palaestra.errors import ConfigError
 from palaestra.run.export import found_environment, task_rows, task_source
 from palaestra.types import JsonDict, message_text
@@ -69,7 +75,8 @@ AGENT_USER = "agent"
 TEST_SCRIPT = f"""\
 #!/bin/bash
 # The reward: the environment's own check of the final answer the agent left in
-# {ANSWER_FILE}. Written beside, then moved: a crashed check leaves no reward (an error, not 0).
+# {ANSWER_FILE} (handed to this machine as the task's artifact). Written beside, then moved:
+# a crashed check leaves no reward (an error, not 0).
 set -euo pipefail
 mkdir -p /logs/verifier
 python3 /tests/check.py {ANSWER_FILE} /tests/task.json > /logs/verifier/reward.txt.partial
@@ -93,7 +100,8 @@ def export_harbor(
     or an unknown one, is a one-line ``ConfigError``.
     """
     found = found_environment(env, env_args)
-    check = check_script(found)
+    harbor = issubclass(found.cls, HarborEnvironment)
+    check = None if harbor else check_script(found)
     path = Path(output)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise ConfigError(
@@ -104,13 +112,19 @@ def export_harbor(
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         environment = found.build()
-        source = task_source(found, num_tasks, seed, generated)
         temporary.mkdir()
         written = 0
-        for idx, row in enumerate(task_rows(source)):
-            folder = task_folder(found.name, environment, row, check)
-            write_task(folder, temporary / f"{found.name}-{idx:04d}")
-            written += 1
+        if isinstance(environment, HarborEnvironment):
+            for name, task in sorted(environment.tasks.items())[:num_tasks]:
+                shutil.copytree(task.path, temporary / name, symlinks=True)
+                written += 1
+        else:
+            assert check is not None
+            source = task_source(found, num_tasks, seed, generated)
+            for idx, row in enumerate(task_rows(source)):
+                folder = task_folder(found.name, environment, row, check)
+                write_task(folder, temporary / f"{found.name}-{idx:04d}")
+                written += 1
         if path.exists():
             path.rmdir()
         os.replace(temporary, path)
@@ -149,7 +163,7 @@ def task_folder(env_name: str, environment: Environment, row: JsonDict, check: s
             "tags": [env_name, *([str(row["kind"])] if isinstance(row.get("kind"), str) else [])],
         },
         source=f"palaestra:{env_name}",
-        verifier=VerifierConfig(timeout_sec=60.0),
+        verifier=VerifierConfig(timeout_sec=60.0, environment_mode="separate"),
         agent=AgentConfig(timeout_sec=600.0, user=AGENT_USER),
         environment=EnvironmentConfig(
             build_timeout_sec=600.0,
@@ -158,6 +172,7 @@ def task_folder(env_name: str, environment: Environment, row: JsonDict, check: s
             storage_mb=2048,
             network_mode="no-network",
         ),
+        artifacts=[ANSWER_FILE],
     )
     task = {key: value for key, value in row.items() if key != PARAMS}
     return TaskFolder(

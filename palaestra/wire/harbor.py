@@ -50,6 +50,13 @@ TEST_SCRIPT = "tests/test.sh"
 SOLVE_SCRIPT = "solution/solve.sh"
 REWARD_TXT = "/logs/verifier/reward.txt"
 REWARD_JSON = "/logs/verifier/reward.json"
+STEPS = "steps"
+MAIN_SERVICE = "main"
+"""Harbor's name for the agent's machine among a task's services."""
+ARTIFACTS_DIR = "/logs/artifacts"
+"""Where the agent (or a collect hook) publishes files that go to the verifier and the row."""
+AGENT_LOGS_DIR = "/logs/agent"
+VERIFIER_LOGS = "/logs/verifier"
 
 NetworkMode = Literal["no-network", "public", "allowlist"]
 
@@ -75,6 +82,53 @@ class _Network(pydantic.BaseModel):
         return self
 
 
+class HealthcheckConfig(pydantic.BaseModel):
+    """``[environment.healthcheck]`` (or a step's): a command run after the machine starts,
+    before the agent, until it passes (Docker's HEALTHCHECK options)."""
+
+    model_config = _STRICT
+
+    command: str
+    interval_sec: Seconds = 5.0
+    timeout_sec: Seconds = 30.0
+    start_period_sec: float = pydantic.Field(default=0.0, ge=0, allow_inf_nan=False)
+    start_interval_sec: Seconds = 5.0
+    retries: int = pydantic.Field(default=3, ge=1)
+
+
+class CollectConfig(pydantic.BaseModel):
+    """``[[verifier.collect]]``: a command run in a service after the agent's phase, before
+    the artifacts are taken (it snapshots state into files a separate verifier reads)."""
+
+    model_config = _STRICT
+
+    command: str
+    service: str = MAIN_SERVICE
+    timeout_sec: Seconds = 60.0
+    user: str | int | None = None
+
+
+class ArtifactConfig(pydantic.BaseModel):
+    """An ``artifacts`` entry as a table: a path in the machine kept after the trial."""
+
+    model_config = _STRICT
+
+    source: str
+    destination: str | None = None
+    exclude: list[str] = pydantic.Field(default_factory=list)
+    service: str | None = None
+
+    @pydantic.field_validator("source")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        if any(part == ".." for part in value.split("/")):
+            raise ValueError(f"an artifact's source must not contain '..': {value!r}")
+        return value
+
+
+Artifact = str | ArtifactConfig
+
+
 class EnvironmentConfig(pydantic.BaseModel):
     """``[environment]``: the machine: its image, build budget, resources and network."""
 
@@ -94,7 +148,7 @@ class EnvironmentConfig(pydantic.BaseModel):
     mcp_servers: list[dict[str, Any]] = pydantic.Field(default_factory=list)
     env: dict[str, str] = pydantic.Field(default_factory=dict)
     skills_dir: str | None = None
-    healthcheck: dict[str, Any] | None = None
+    healthcheck: HealthcheckConfig | None = None
     workdir: str | None = None
     network_mode: NetworkMode = "public"
     """Harbor's default is ``public``: a task that says nothing may use the network."""
@@ -141,7 +195,24 @@ class VerifierConfig(_Network):
     environment_mode: Literal["shared", "separate"] | None = None
     """``shared`` (the default without ``environment``): the tests run in the agent's machine."""
     environment: EnvironmentConfig | None = None
-    collect: list[dict[str, Any]] = pydantic.Field(default_factory=list)
+    """The separate verifier machine's ``[environment]`` (its presence implies ``separate``)."""
+    collect: list[CollectConfig] = pydantic.Field(default_factory=list)
+
+    @pydantic.model_validator(mode="after")
+    def _mode_fits_environment(self) -> VerifierConfig:
+        if self.environment_mode == "shared" and self.environment is not None:
+            raise ValueError(
+                "environment_mode = 'shared' conflicts with [verifier.environment] "
+                "(omit it, or say 'separate')"
+            )
+        return self
+
+    @property
+    def separate(self) -> bool | None:
+        """Whether this verifier runs in a machine of its own; None: not said here."""
+        if self.environment_mode is not None:
+            return self.environment_mode == "separate"
+        return True if self.environment is not None else None
 
 
 class AgentConfig(_Network):
@@ -157,6 +228,21 @@ class SolutionConfig(pydantic.BaseModel):
     model_config = _STRICT
 
     env: dict[str, str] = pydantic.Field(default_factory=dict)
+
+
+class StepConfig(pydantic.BaseModel):
+    """A ``[[steps]]`` entry: its folder ``steps/<name>/`` holds its ``instruction.md``, and
+    its ``tests/`` and ``solution/`` when it has its own."""
+
+    model_config = _STRICT
+
+    name: str = pydantic.Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+    agent: AgentConfig = pydantic.Field(default_factory=AgentConfig)
+    verifier: VerifierConfig = pydantic.Field(default_factory=VerifierConfig)
+    min_reward: float | dict[str, float] | None = None
+    """Below it (on ``reward``, or on each named key), the steps after this one are not run."""
+    healthcheck: HealthcheckConfig | None = None
+    artifacts: list[Artifact] = pydantic.Field(default_factory=list)
 
 
 class Author(pydantic.BaseModel):
@@ -193,8 +279,26 @@ class TaskConfig(pydantic.BaseModel):
     solution: SolutionConfig = pydantic.Field(default_factory=SolutionConfig)
     source: str | None = None
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
-    steps: list[dict[str, Any]] | None = None
-    artifacts: list[str | dict[str, Any]] = pydantic.Field(default_factory=list)
+    steps: list[StepConfig] | None = None
+    artifacts: list[Artifact] = pydantic.Field(default_factory=list)
+
+    @pydantic.field_validator("steps")
+    @classmethod
+    def _unique_steps(cls, steps: list[StepConfig] | None) -> list[StepConfig] | None:
+        seen: set[str] = set()
+        for step in steps or []:
+            if step.name.casefold() in seen:
+                raise ValueError(f"two steps are named {step.name!r}")
+            seen.add(step.name.casefold())
+        return steps
+
+    def separate_verifier(self, step: StepConfig | None = None) -> bool:
+        """Whether the tests (of ``step``, or of the task) run in a machine of their own:
+        the step's word, else the task's, else shared (Harbor's rule)."""
+        said = step.verifier.separate if step is not None else None
+        if said is None:
+            said = self.verifier.separate
+        return bool(said)
 
     @pydantic.model_validator(mode="before")
     @classmethod
@@ -239,15 +343,33 @@ def _describe(error: pydantic.ValidationError) -> str:
 
 
 @dataclass(frozen=True)
+class HarborStep:
+    """One step of a multi-step task: its config and instruction, and the folders its tests
+    and oracle come from (its own under ``steps/<name>/``, else the task's)."""
+
+    config: StepConfig
+    instruction: str
+    tests: Path
+    solution: Path | None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+
+@dataclass(frozen=True)
 class HarborTask:
     """One task folder, read and checked."""
 
     path: Path
     config: TaskConfig
     instruction: str
+    """What the agent is told first (a multi-step task's first step's)."""
     digest: str
     """``folder_digest(path)`` when read."""
     has_solution: bool
+    steps: tuple[HarborStep, ...] = ()
+    """A multi-step task's steps, in order; empty for a single-step task."""
 
     @property
     def name(self) -> str:
@@ -265,30 +387,71 @@ def read_task(folder: str | os.PathLike[str]) -> HarborTask:
     if not config_path.is_file():
         raise ConfigError(f"{path}: not a Harbor task folder: no {CONFIG}")
     config = parse_config(config_path.read_text(encoding="utf-8"), str(config_path))
-    if config.steps:
-        raise ConfigError(f"{config_path}: steps: multi-step tasks are not supported")
-    instruction_path = path / INSTRUCTION
-    if not instruction_path.is_file():
-        raise ConfigError(f"{path}: missing {INSTRUCTION} (what the agent is told)")
-    instruction = instruction_path.read_text(encoding="utf-8")
-    if not instruction.strip():
-        raise ConfigError(f"{instruction_path}: empty: describe the agent's task")
     if config.environment.docker_image is None and not (path / DOCKERFILE).is_file():
         raise ConfigError(f"{path}: missing {DOCKERFILE} (or environment.docker_image in {CONFIG})")
-    if not (path / TEST_SCRIPT).is_file():
-        raise ConfigError(f"{path}: missing {TEST_SCRIPT} (the verifier, which writes the reward)")
+    steps = tuple(_read_step(path, step) for step in config.steps or [])
+    if steps:
+        instruction = steps[0].instruction
+    else:
+        instruction = _instruction(path / INSTRUCTION)
+        if not (path / TEST_SCRIPT).is_file():
+            raise ConfigError(
+                f"{path}: missing {TEST_SCRIPT} (the verifier, which writes the reward)"
+            )
+    has_solution = (
+        all(step.solution is not None for step in steps)
+        if steps
+        else (path / SOLVE_SCRIPT).is_file()
+    )
     return HarborTask(
         path=path,
         config=config,
         instruction=instruction,
         digest=folder_digest(path),
-        has_solution=(path / SOLVE_SCRIPT).is_file(),
+        has_solution=has_solution,
+        steps=steps,
+    )
+
+
+def _instruction(path: Path) -> str:
+    if not path.is_file():
+        raise ConfigError(f"{path.parent}: missing {path.name} (what the agent is told)")
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        raise ConfigError(f"{path}: empty: describe the agent's task")
+    return text
+
+
+def _read_step(path: Path, step: StepConfig) -> HarborStep:
+    """Step ``step`` of the task at ``path``: ``steps/<name>/instruction.md``, its tests
+    (``steps/<name>/tests/``, else the task's ``tests/``) and oracle (likewise)."""
+    folder = path / STEPS / step.name
+    if not folder.is_dir():
+        raise ConfigError(f"{path / CONFIG}: steps: no folder {STEPS}/{step.name}/ for its step")
+    tests = next(
+        (place for place in (folder / "tests", path / "tests") if (place / "test.sh").is_file()),
+        None,
+    )
+    if tests is None:
+        raise ConfigError(
+            f"{folder}: missing tests/test.sh (and the task has no {TEST_SCRIPT} to fall back on)"
+        )
+    solution = next(
+        (
+            place
+            for place in (folder / "solution", path / "solution")
+            if (place / "solve.sh").is_file()
+        ),
+        None,
+    )
+    return HarborStep(
+        config=step, instruction=_instruction(folder / INSTRUCTION), tests=tests, solution=solution
     )
 
 
 def read_tasks(root: str | os.PathLike[str]) -> list[HarborTask]:
     """One task folder, or every task folder in ``root`` (sorted by name; hidden folders
-    skipped); a one-line ``ConfigError`` at the first bad one."""
+    skipped); a ``ConfigError`` with one line per bad folder, every one of them named."""
     path = Path(root)
     if (path / CONFIG).is_file():
         return [read_task(path)]
@@ -299,7 +462,26 @@ def read_tasks(root: str | os.PathLike[str]) -> list[HarborTask]:
     )
     if not folders:
         raise ConfigError(f"{path}: neither a Harbor task folder ({CONFIG}) nor a folder of them")
-    return [read_task(folder) for folder in folders]
+    tasks: list[HarborTask] = []
+    problems: list[str] = []
+    for folder in folders:
+        try:
+            tasks.append(read_task(folder))
+        except ConfigError as error:
+            problems.append(str(error))
+    if problems:
+        raise ConfigError(bad_tasks(problems, len(folders)))
+    return tasks
+
+
+def bad_tasks(problems: list[str], total: int) -> str:
+    """One error for every bad task of a folder of ``total``: the first line says how many,
+    then one line each (a single bad task is its own line)."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} of {total} task folders are refused:\n" + "\n".join(
+        f"  {problem}" for problem in problems
+    )
 
 
 @dataclass(frozen=True)

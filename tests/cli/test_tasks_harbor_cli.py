@@ -27,3 +27,16 @@ def test_tasks_writes_harbor_folders_and_refuses_what_it_cannot(tmp_path: Path) 
 
     jsonl = run_cli("tasks", "calculator", "--output", "out", cwd=tmp_path)
     assert jsonl.returncode == 2 and "is a directory" in jsonl.stderr
+
+
+def test_tasks_writes_the_folders_of_an_environment_made_of_harbor_tasks(tmp_path: Path) -> None:
+    args = ("tasks", "terminal", "--format", "harbor", "--num-tasks", "2", "--output", "t")
+    done = run_cli(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = read_tasks(tmp_path / "t")
+    assert len(written) == 2
+    shipped = Path(__file__).parents[2] / "palaestra" / "envs" / "terminal" / "tasks"
+    for task in written:
+        original = shipped / task.path.name
+        assert task.instruction == (original / "instruction.md").read_text()
+        assert (task.path / "task.toml").read_bytes() == (original / "task.toml").read_bytes()

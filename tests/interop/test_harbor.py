@@ -2,18 +2,21 @@
 
 Harbor 0.26 (its peer venv, Python 3.12) loads each calculator folder with its ``Task`` class
 (TaskConfig validation, layout and verifier-script checks, ``Task.is_valid_dir``) and lints it
-with its default rules. The one finding allowed is ``shared-verifier``: the tests read the
-answer file the agent leaves in its machine, so they run in that machine (Harbor's default
-mode, and what the issue's runner does).
+with its default rules, and its ``harbor lint`` command runs on them: no finding (the tests run
+in a separate verifier machine given the answer file as the task's artifact, as ``harbor
+init`` writes tasks).
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 from palaestra.run.harbor_export import export_harbor
 from palaestra.wire.harbor import parse_config, read_tasks
 from tests.interop.peer_run import run_peer
+from tests.support.peers import peer_python
 
 
 def test_harbor_loads_and_lints_the_folders_palaestra_writes(tmp_path: Path) -> None:
@@ -38,7 +41,16 @@ def test_harbor_loads_and_lints_the_folders_palaestra_writes(tmp_path: Path) -> 
         assert task["agent_user"] == mine.config.agent.user == "agent"
         assert task["verifier_timeout_sec"] == mine.config.verifier.timeout_sec
         assert task["metadata"] == mine.config.metadata
-        assert [f["rule"] for f in task["findings"]] == ["shared-verifier"], task["findings"]
+        assert task["findings"] == [], task["findings"]
+        assert mine.config.verifier.environment_mode == "separate"
+    folders = sorted((tmp_path / "out").iterdir())
+    lint = subprocess.run(
+        [str(peer_python("harbor").with_name("harbor")), "lint", "--json", *map(str, folders)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (lint.returncode, json.loads(lint.stdout)) == (0, []), lint.stdout + lint.stderr
 
     # Harbor writing a task.toml with every section it has: palaestra reads each key.
     config = parse_config(theirs["harbor_written"], "harbor's task.toml")

@@ -75,7 +75,8 @@ def test_every_example_task_is_a_harbor_folder_with_its_prompt_and_hidden_answer
         assert hidden["expected_answer"] == row["expected_answer"]
         config = task.config
         assert config.environment.network_mode == "no-network"
-        assert config.agent.user == "agent" and config.verifier.environment_mode is None
+        assert config.agent.user == "agent" and config.verifier.environment_mode == "separate"
+        assert config.artifacts == ["/app/answer.txt"]
         assert task.has_solution
         dockerfile = (task.path / "environment" / "Dockerfile").read_text()
         assert dockerfile.startswith("#") and "COPY" not in dockerfile and "python3" in dockerfile

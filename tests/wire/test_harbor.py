@@ -136,14 +136,52 @@ def test_a_prebuilt_image_needs_no_dockerfile_and_the_oracle_is_optional(tmp_pat
     assert not task.has_solution
 
 
-def test_an_empty_instruction_and_multi_step_tasks_are_refused(tmp_path: Path) -> None:
+def test_an_empty_instruction_is_refused(tmp_path: Path) -> None:
     folder = make_task(tmp_path / "empty")
     (folder / "instruction.md").write_text(" \n")
     with pytest.raises(ConfigError, match=r"instruction\.md: empty"):
         read_task(folder)
-    stepped = make_task(tmp_path / "steps", toml='[[steps]]\nname = "one"\n')
-    with pytest.raises(ConfigError, match="multi-step"):
+
+
+def test_a_multi_step_task_reads_each_steps_instruction_tests_and_oracle(tmp_path: Path) -> None:
+    toml = '[[steps]]\nname = "one"\n\n[[steps]]\nname = "two"\nmin_reward = 0.5\n'
+    stepped = make_task(tmp_path / "steps", toml=toml)
+    with pytest.raises(ConfigError, match=r"steps: no folder steps/one/"):
         read_task(stepped)
+    for name in ("one", "two"):
+        (stepped / "steps" / name).mkdir(parents=True)
+        (stepped / "steps" / name / "instruction.md").write_text(f"do {name}\n")
+    (stepped / "steps" / "two" / "tests").mkdir()
+    (stepped / "steps" / "two" / "tests" / "test.sh").write_text(
+        "echo 1 > /logs/verifier/reward.txt\n"
+    )
+    task = read_task(stepped)
+    assert [step.name for step in task.steps] == ["one", "two"]
+    assert task.instruction == "do one\n"
+    assert task.steps[0].tests == stepped / "tests"  # the task's, as Harbor falls back
+    assert task.steps[1].tests == stepped / "steps" / "two" / "tests"
+    assert task.steps[1].solution == stepped / "solution"
+    assert task.steps[1].config.min_reward == 0.5
+    (stepped / "tests" / "test.sh").unlink()
+    with pytest.raises(ConfigError, match=r"steps/one: missing tests/test.sh"):
+        read_task(stepped)
+    twice = make_task(tmp_path / "twice", toml='[[steps]]\nname = "a"\n[[steps]]\nname = "A"\n')
+    with pytest.raises(ConfigError, match="two steps are named 'A'"):
+        read_task(twice)
+
+
+def test_a_folder_of_tasks_names_every_bad_task_one_line_each(tmp_path: Path) -> None:
+    for name in ("a", "b", "c", "d"):
+        make_task(tmp_path / "set" / name)
+    (tmp_path / "set" / "b" / "instruction.md").unlink()
+    (tmp_path / "set" / "d" / "task.toml").write_text("[agent]\ntimeout = 3\n")
+    with pytest.raises(ConfigError) as raised:
+        read_tasks(tmp_path / "set")
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "2 of 4 task folders are refused:"
+    assert "set/b: missing instruction.md" in lines[1]
+    assert "set/d/task.toml: unknown key 'agent.timeout'" in lines[2]
+    assert len(lines) == 3
 
 
 def test_a_folder_of_task_folders_is_read_in_name_order_and_a_bad_one_is_named(

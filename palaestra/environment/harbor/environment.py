@@ -26,6 +26,13 @@ sealed, or the provider gone (``sandbox_error``). ``close`` closes the box on ev
 its time is up) and each command's own timeout is cut to what is left; the verdict records
 ``agent_timed_out``. Harbor, too, verifies a trial whose agent ran out of time.
 
+Around the agent's phase (``phases``): health checks before it; after it, the box sealed,
+``[[verifier.collect]]`` hooks run, and ``/logs/agent`` and the artifacts taken out and kept
+with the row. A ``separate`` verifier runs in a fresh machine (``_verifier_box``) given the
+artifacts at their paths, never the agent's box. A multi-step task (``steps``) carries its box
+from step to step: each step's tests score it in ``user_turn``, the next step's instruction
+being the next user message, the last step's in ``verify``.
+
 The oracle (``palaestra test``): ``gold_actions`` is one ``bash`` call that runs ``bash
 /solution/solve.sh`` as the agent user, with ``[solution] env``; ``solution/`` is copied into
 the box (as root) only for a call that carries this process's random oracle key in its first
@@ -39,7 +46,7 @@ import contextlib
 import secrets
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -54,10 +61,32 @@ from palaestra.environment.harbor.boxes import (
     run,
     stage,
 )
-from palaestra.environment.harbor.rewards import REWARD_KEY, RewardProblem, read_reward
+from palaestra.environment.harbor.phases import (
+    TAKE_TIMEOUT,
+    TakenFiles,
+    health_check,
+    put_files,
+    run_collect,
+    sources,
+    take_files,
+)
+from palaestra.environment.harbor.rewards import (
+    REWARD_KEY,
+    RewardProblem,
+    network_attempt,
+    read_reward,
+)
+from palaestra.environment.harbor.steps import (
+    below_minimum,
+    combined,
+    current_step,
+    step_result,
+)
 from palaestra.environment.harbor.tasks import (
     TASK_FIELD,
+    agent_context,
     box_spec,
+    image_context,
     load_tasks,
     rows_directory,
     write_rows,
@@ -66,12 +95,23 @@ from palaestra.environment.machine import MachineState, MachineTools
 from palaestra.environment.machine.machine import Machine
 from palaestra.environment.sessions import Session
 from palaestra.environment.tools import tool
+from palaestra.environment.users import UserTurn
 from palaestra.errors import ConfigError, InvalidTask, SandboxFailure, ToolError
 from palaestra.sandbox.machines.inside import resolve_user
 from palaestra.sandbox.machines.provider import Box, Provider, verifier_path
 from palaestra.sandbox.machines.registry import PROVIDERS, make_provider
 from palaestra.types import JsonDict, Verdict
-from palaestra.wire.harbor import CONFIG, HarborTask
+from palaestra.wire.harbor import (
+    AGENT_LOGS_DIR,
+    ARTIFACTS_DIR,
+    CONFIG,
+    STEPS,
+    HarborStep,
+    HarborTask,
+    HealthcheckConfig,
+    StepConfig,
+    TaskConfig,
+)
 from palaestra.wire.rows import TASK_DIGEST
 
 DEFAULT_SANDBOX = "rootfs"
@@ -83,9 +123,15 @@ TEST_OUTPUT = f"{VERIFIER_DIR}/test-stdout.txt"
 UNVERIFIED = "unverified"
 """The row's field saying why a box was scored 0 without its tests' word (absent when they
 gave one): what the agent left in its box kept them from producing a reward."""
+TESTS_NETWORK = "tests_network"
+"""The row's field quoting the tests' output line showing they tried to reach the network
+(which no machine here has): ``palaestra test`` fails a check scored that way."""
 VERIFIER_ENV: dict[str, str] = {"PYTHONNOUSERSITE": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 """Added to the tests' environment (the task's ``env`` may still set them): Python ignores the
 verifier user's own site-packages and git its ``~/.gitconfig``, both in the agent's reach."""
+PUBLISHED = f"{AGENT_LOGS_DIR} {ARTIFACTS_DIR}"
+"""Made before each agent phase, writable by every user: Harbor's places for the agent's logs
+and the files it publishes (kept with the row, handed to a separate verifier)."""
 RESERVED_METRICS = frozenset(
     {
         REWARD_KEY,
@@ -95,6 +141,7 @@ RESERVED_METRICS = frozenset(
         "failure",
         "harbor_task",
         UNVERIFIED,
+        TESTS_NETWORK,
     }
 )
 """Component names not copied flat into the row (they would shadow a row field)."""
@@ -109,6 +156,12 @@ class HarborState(MachineState):
     box: Box | None = None
     deadline: float | None = None
     timed_out: bool = False
+    step: int = 0
+    """The index of the step the agent is on (a multi-step task's; 0 otherwise)."""
+    step_results: list[JsonDict] = field(default_factory=list)
+    """Per step judged so far: its name, reward, components and why it was unverified."""
+    stopped: bool = False
+    """A step scored under its ``min_reward``: the steps after it are not run."""
 
 
 class HarborEnvironment(MachineTools, Environment):
@@ -144,11 +197,19 @@ class HarborEnvironment(MachineTools, Environment):
         configs = [task.config for task in self.tasks.values()]
         # The limits of an environment are its class's; a Harbor environment's come from its
         # tasks' task.toml, so this instance's shadow them (the client reads them per instance).
+        seed_timeout = max(c.environment.build_timeout_sec for c in configs) + 180.0
         vars(self).update(
-            seed_timeout=max(c.environment.build_timeout_sec for c in configs) + 180.0,
-            verify_timeout=max(c.verifier.timeout_sec for c in configs) + 3 * STAGE_TIMEOUT,
+            seed_timeout=seed_timeout + _health_budget(configs),
+            verify_timeout=max(map(_verify_budget, configs))
+            + 3 * STAGE_TIMEOUT
+            + 2 * TAKE_TIMEOUT
+            + (seed_timeout if any(map(_any_separate, configs)) else 0.0),
             close_timeout=120.0,
         )
+        self.user_turns = any(task.steps for task in self.tasks.values())
+        """A next user turn (the next step's instruction) only for multi-step tasks."""
+        # A step's tests run in a user turn, and the next step's health checks.
+        vars(self)["user_turn_timeout"] = self.verify_timeout + self.seed_timeout
 
     @classmethod
     def example_tasks_file(cls) -> Path | None:
@@ -189,7 +250,7 @@ class HarborEnvironment(MachineTools, Environment):
         config = task.config
         provider = self.provider()
         image = await provider.build(
-            task.path / "environment", timeout=config.environment.build_timeout_sec
+            agent_context(task), timeout=config.environment.build_timeout_sec
         )
         box = await provider.start(image, box_spec(task))
         self._boxes.add(box)
@@ -202,9 +263,39 @@ class HarborEnvironment(MachineTools, Environment):
             state.box = None
             await box.close()
             raise InvalidTask(problem)
-        if config.agent.timeout_sec is not None:
-            state.deadline = asyncio.get_running_loop().time() + config.agent.timeout_sec
+        await self._start_step(state)
         return state
+
+    async def _start_step(self, state: HarborState) -> None:
+        """Before the agent's phase (of the task, or of its current step): the health checks
+        (the task's, then the step's), then the agent's clock starts."""
+        assert state.task is not None and state.box is not None
+        task, step = state.task, current_step(state)
+        # Harbor's directories for what the agent publishes, writable by any user (as there).
+        # After a step judged in this machine, its tests and reward go: the next step's agent
+        # sees neither (a /tests of the image's own is left on the first).
+        leftovers = f"rm -rf /tests {VERIFIER_DIR} && " if state.step > 0 else ""
+        made = await run(
+            state.box,
+            f"{leftovers}mkdir -p {PUBLISHED} && chmod 0777 {PUBLISHED}",
+            timeout=STAGE_TIMEOUT,
+            user="root",
+            cwd="/",
+        )
+        if made.status != 0:
+            raise SandboxFailure(f"cannot make {PUBLISHED} in the machine: {_tail(made.output)}")
+        checks = [task.config.environment.healthcheck]
+        if step is not None:
+            checks.append(step.config.healthcheck)
+        for check in checks:
+            if check is not None:
+                await health_check(state.box, check, user=state.box.image.user)
+        budget = step.config.agent.timeout_sec if step is not None else None
+        budget = budget or task.config.agent.timeout_sec
+        state.timed_out = False
+        state.deadline = None
+        if budget is not None:
+            state.deadline = asyncio.get_running_loop().time() + budget
 
     def task_of(self, row: JsonDict) -> tuple[str, HarborTask]:
         """The task folder a row names, checked to be the one the row was made from."""
@@ -243,9 +334,11 @@ class HarborEnvironment(MachineTools, Environment):
         ``close`` stops the agent's shell and leaves the box to the tests)."""
         assert state.box is not None and state.task is not None
         environment = state.task.config.environment
+        step = current_step(state)
+        user = step.config.agent.user if step is not None else None
         view = AgentView(
             state.box,
-            user=_user(state.task.config.agent.user),
+            user=_user(user if user is not None else state.task.config.agent.user),
             workdir=environment.workdir,
             env=environment.env,
         )
@@ -274,13 +367,50 @@ class HarborEnvironment(MachineTools, Environment):
 
     async def _stage_solution(self, state: HarborState) -> None:
         assert state.box is not None and state.task is not None
-        await stage(state.box, state.task.path / "solution", "/solution")
+        step = current_step(state)
+        solution = step.solution if step is not None else state.task.path / "solution"
+        if solution is not None:
+            await stage(state.box, solution, "/solution")
 
     async def verify(self, session: Session, response: JsonDict) -> Verdict:
         state = _harbor(session)
+        assert state.task is not None
+        if not state.task.steps:
+            return await self._judge(state)
+        if not state.stopped:
+            state.step_results.append(step_result(state, await self._judge(state)))
+        return combined(state)
+
+    async def user_turn(self, session: Session, conversation: list[JsonDict]) -> UserTurn | None:
+        """A multi-step task's next step: when the agent ends a step (answers without a
+        tool), that step's tests score it, and the next step's instruction is its next
+        message, in the same machine. None for a single-step task and after the last step
+        (the rollout ends and ``verify`` scores the last step); a step under its
+        ``min_reward`` ends the rollout early."""
+        state = _harbor(session)
+        task = state.task
+        assert task is not None
+        if not task.steps or state.stopped or state.step + 1 >= len(task.steps):
+            return None
+        judged = step_result(state, await self._judge(state))
+        state.step_results.append(judged)
+        if below_minimum(task.steps[state.step].config, judged):
+            state.stopped = True
+            return UserTurn("", done=True)
+        state.step += 1
+        state.closed = False
+        state.submitted = False
+        await self._start_step(state)
+        return UserTurn(task.steps[state.step].instruction)
+
+    async def _judge(self, state: HarborState) -> Verdict:
+        """The tests' verdict on the agent's phase just ended (the task's, or its current
+        step's): the agent's shell stopped and the box sealed, the collect hooks run, the
+        artifacts and ``/logs/agent`` taken out, then the tests run in the agent's machine or
+        in a fresh one of their own (``separate``)."""
         assert state.task is not None and state.box is not None
         task, box = state.task, state.box
-        config = task.config
+        step = current_step(state)
         machine, state.machine = state.machine, None
         if machine is not None:  # the agent's shell and what it started stop first
             with contextlib.suppress(Exception):
@@ -288,27 +418,134 @@ class HarborEnvironment(MachineTools, Environment):
         state.closed = True
         await box.seal()  # SandboxFailure: the box is not fit to verify in (infrastructure)
         metrics: JsonDict = {"harbor_task": state.name, "agent_timed_out": state.timed_out}
-        # From here, what stops the tests is what the agent left in its box: its outcome.
-        user = _user(config.verifier.user) or box.image.user
+        if step is not None:
+            metrics["harbor_step"] = step.name
+        verifier = step.config.verifier if step is not None else task.config.verifier
+        hooks = [*task.config.verifier.collect, *(verifier.collect if step is not None else [])]
+        failed = await run_collect(box, hooks, user=box.image.user)
+        if failed:
+            metrics["collect_failed"] = failed
+        store = rows_directory() / "artifacts"
+        artifacts: TakenFiles | None = None
         try:
-            await stage(box, task.path / "tests", "/tests")
-            await make_own(box, LOGS_DIR, VERIFIER_DIR, user)
+            logs = await take_files(box, [AGENT_LOGS_DIR], store)
+            if logs.files:
+                metrics["agent_logs"] = logs.row()
+            artifacts = await take_files(
+                box, sources(task.config.artifacts, step.config.artifacts if step else []), store
+            )
+            if artifacts.files:
+                metrics["artifacts"] = artifacts.row()
+        except BoxRefused as refused:
+            metrics["artifacts_problem"] = str(refused)
+        tests = step.tests if step is not None else task.path / "tests"
+        if not task.config.separate_verifier(step.config if step is not None else None):
+            return await self._run_tests(state, box, tests, metrics, bundled=False, kept=artifacts)
+        if artifacts is None:
+            return _unverified(
+                f"{state.name}: {metrics['artifacts_problem']} (the separate verifier's "
+                f"machine cannot be given the agent's files)",
+                metrics,
+            )
+        own, bundled = await self._verifier_box(state)
+        try:
+            said = verifier_user(task, step)
+            if said is not None:
+                try:
+                    resolve_user(own.root, said)
+                except SandboxFailure as error:
+                    raise InvalidTask(
+                        f"{task.path / CONFIG}: verifier.user = {said!r}: the separate "
+                        f"verifier's image cannot run as it ({error})"
+                    ) from None
+            try:
+                user = said or own.image.user
+                await make_own(own, LOGS_DIR, VERIFIER_DIR, user)
+                await put_files(own, artifacts)
+            except BoxRefused as refused:
+                return _unverified(f"{state.name}: {refused}", metrics)
+            return await self._run_tests(state, own, tests, metrics, bundled=bundled)
+        finally:
+            self._boxes.discard(own)
+            await own.close()
+
+    async def _verifier_box(self, state: HarborState) -> tuple[Box, bool]:
+        """A fresh machine for a separate verifier, and whether its image holds the tests.
+        As Harbor resolves it: the step's, then the task's verifier level, the first with a
+        ``docker_image`` or a ``tests/Dockerfile`` gives the image (the tests in it); else
+        the agent's image, the tests copied in. Bounded by ``[verifier.environment]`` (else
+        ``[environment]``). A build or start that fails is a ``SandboxFailure``."""
+        assert state.task is not None
+        task, step = state.task, current_step(state)
+        levels = [(task.config.verifier.environment, task.path / "tests")]
+        if step is not None:
+            own_tests = task.path / STEPS / step.name / "tests"
+            levels.insert(0, (step.config.verifier.environment, own_tests))
+        context, bundled = agent_context(task), False
+        for environment, tests in levels:
+            if environment is not None and environment.docker_image is not None:
+                context, bundled = image_context(environment.docker_image), True
+                break
+            if (tests / "Dockerfile").is_file():
+                context, bundled = tests, True
+                break
+        environment = next((level for level, _ in levels if level is not None), None)
+        budget = (environment or task.config.environment).build_timeout_sec
+        provider = self.provider()
+        image = await provider.build(context, timeout=budget)
+        box = await provider.start(image, box_spec(task, environment))
+        self._boxes.add(box)
+        return box, bundled
+
+    async def _run_tests(
+        self,
+        state: HarborState,
+        box: Box,
+        tests: Path,
+        metrics: JsonDict,
+        *,
+        bundled: bool,
+        kept: TakenFiles | None = None,
+    ) -> Verdict:
+        """``tests/test.sh`` run in ``box`` (``tests`` staged at ``/tests`` unless the image
+        holds them), its reward read as Harbor reads it. In the agent's own box ``/logs`` is
+        made anew, and ``/logs/artifacts`` put back from ``kept`` (the copy taken out, links
+        leaving it dropped), as Harbor's shared verifier still sees it."""
+        assert state.task is not None
+        config = state.task.config
+        step = current_step(state)
+        verifier = step.config.verifier if step is not None else config.verifier
+        separate = box is not state.box
+        machine_config = (verifier.environment or config.verifier.environment) if separate else None
+        machine_config = machine_config or config.environment
+        user = verifier_user(state.task, step) or box.image.user
+        # From here, what stops the tests is what the agent left in its box: its outcome.
+        try:
+            if not bundled:
+                await stage(box, tests, "/tests")
+            if not separate:
+                await make_own(box, LOGS_DIR, VERIFIER_DIR, user)
+                if kept is not None:
+                    await put_files(box, kept, only=ARTIFACTS_DIR)
         except BoxRefused as refused:
             return _unverified(f"{state.name}: {refused}", metrics)
+        timeout = verifier.timeout_sec if step is not None else config.verifier.timeout_sec
         started = asyncio.get_running_loop().time()
         ran = await run(
             box,
             f"bash /tests/test.sh > {TEST_OUTPUT} 2>&1",
-            timeout=config.verifier.timeout_sec,
+            timeout=timeout,
             user=user,
-            cwd=config.environment.workdir,
-            env=verifier_env(box, config.environment.env, config.verifier.env),
+            cwd=machine_config.workdir,
+            env=verifier_env(box, machine_config.env, {**config.verifier.env, **verifier.env}),
         )
         metrics["verifier_seconds"] = round(asyncio.get_running_loop().time() - started, 3)
+        tried = network_attempt(read_in_box(box.root, TEST_OUTPUT))
+        if tried is not None:  # on the row whatever the reward: a 0 it caused is no verdict
+            metrics[TESTS_NETWORK] = tried
         if ran.status is None:
             return _unverified(
-                f"{state.name}: tests/test.sh ran past verifier.timeout_sec "
-                f"({config.verifier.timeout_sec:g} s)",
+                f"{state.name}: tests/test.sh ran past verifier.timeout_sec ({timeout:g} s)",
                 metrics,
             )
         try:
@@ -350,6 +587,7 @@ class HarborEnvironment(MachineTools, Environment):
         if not folder.has_solution:
             return None
         config = folder.config
+        turns = max(len(folder.steps), 1)
         assignments = " ".join(
             f"{key}={shlex.quote(value)}" for key, value in sorted(config.solution.env.items())
         )
@@ -358,11 +596,38 @@ class HarborEnvironment(MachineTools, Environment):
             f"{ORACLE_MARK} {self._oracle_key}\n"
             f"{'env ' + assignments + ' ' if assignments else ''}bash /solution/solve.sh"
         )
-        return [[{"name": "bash", "arguments": {"command": command, "timeout": budget}}]]
+        return [[{"name": "bash", "arguments": {"command": command, "timeout": budget}}]] * turns
 
     def requires_action(self, task: JsonDict) -> bool | None:
         """Every Harbor task does: its untouched machine must score 0."""
         return True
+
+
+def _verify_budget(config: TaskConfig) -> float:
+    """The longest a task's tests and collect hooks may take, over its steps."""
+    verifiers = [config.verifier, *(step.verifier for step in config.steps or [])]
+    hooks = sum(hook.timeout_sec for hook in config.verifier.collect)
+    return max(v.timeout_sec + hooks + sum(h.timeout_sec for h in v.collect) for v in verifiers)
+
+
+def _any_separate(config: TaskConfig) -> bool:
+    return any(config.separate_verifier(step) for step in [None, *(config.steps or [])])
+
+
+def _health_budget(configs: list[TaskConfig]) -> float:
+    """The longest the health checks of a machine's start may take (every retry), over the
+    tasks and their steps."""
+
+    def most(check: HealthcheckConfig | None) -> float:
+        if check is None:
+            return 0.0
+        grace = check.start_period_sec * (1 + check.timeout_sec / check.start_interval_sec)
+        return grace + check.retries * (check.timeout_sec + check.interval_sec)
+
+    return max(
+        most(c.environment.healthcheck) + max([most(s.healthcheck) for s in c.steps or []] or [0.0])
+        for c in configs
+    )
 
 
 def verifier_env(
@@ -386,8 +651,14 @@ def _harbor(session: Session) -> HarborState:
 
 def missing_user(task: HarborTask, root: Path) -> str | None:
     """Why the image whose box's root is ``root`` cannot run ``task`` as its ``[agent]`` or
-    ``[verifier] user`` (one line naming the task.toml and the user), or None."""
-    for phase, user in (("agent", task.config.agent.user), ("verifier", task.config.verifier.user)):
+    ``[verifier] user`` (one line naming the task.toml and the user), or None. The verifier's
+    user is looked for here only when some tests run in this machine (``shared``); a separate
+    verifier's machine is checked when it starts."""
+    config = task.config
+    passes: list[StepConfig | None] = [step.config for step in task.steps] or [None]
+    shared = any(not config.separate_verifier(step) for step in passes)
+    checked = [("agent", config.agent.user), ("verifier", config.verifier.user if shared else None)]
+    for phase, user in checked:
         if user is None:
             continue
         try:
@@ -398,6 +669,13 @@ def missing_user(task: HarborTask, root: Path) -> str | None:
                 f"environment/ cannot run as it ({error})"
             )
     return None
+
+
+def verifier_user(task: HarborTask, step: HarborStep | None) -> str | None:
+    """The user the tests run as: the step's ``[verifier] user``, else the task's; None:
+    the image's."""
+    said = step.config.verifier.user if step is not None else None
+    return _user(said if said is not None else task.config.verifier.user)
 
 
 def _user(user: str | int | None) -> str | None:

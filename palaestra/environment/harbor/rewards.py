@@ -113,3 +113,32 @@ def _finite(value: float, where: str) -> float:
 def _shown(text: str) -> str:
     text = text.strip()
     return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+NETWORK_SIGNS = (
+    "could not resolve host",
+    "temporary failure in name resolution",
+    "temporary failure resolving",
+    "name or service not known",
+    "no address associated with hostname",
+    "network is unreachable",
+    "failed to establish a new connection",
+    "unable to resolve host address",
+    "nameresolutionerror",
+    "failed to lookup address information",
+    "could not connect to server",
+)
+"""What a program says when it cannot reach the network (curl, wget, apt, git, pip, uv,
+Python's sockets): a box here has none, so tests that try write a 0 that says nothing about
+the agent's work (Harbor's template test.sh installs its runner from the network)."""
+
+
+def network_attempt(output: bytes | None) -> str | None:
+    """The first line of the tests' ``output`` showing they tried to reach the network (cut
+    to 200 characters), or None."""
+    for line in (output or b"").decode(errors="replace").splitlines():
+        lowered = line.lower()
+        if any(sign in lowered for sign in NETWORK_SIGNS):
+            text = " ".join(line.split())
+            return text if len(text) <= 200 else text[:197] + "..."
+    return None

@@ -6,17 +6,21 @@ the environment is built, so a task that cannot be run as written is one line na
 and field before any rollout starts:
 
 - honoured: ``[environment]`` ``cpus``, ``memory_mb``, ``storage_mb`` (the box's bounds),
-  ``build_timeout_sec`` (the image build), ``env`` and ``workdir`` (every command in the box);
-  ``[agent]`` ``timeout_sec`` (the agent's phase) and ``user``; ``[verifier]`` ``timeout_sec``,
-  ``user`` and ``env``; ``[solution]`` ``env`` (the oracle's run);
+  ``build_timeout_sec`` (the image build), ``env`` and ``workdir`` (every command in the box),
+  ``healthcheck`` (before the agent), ``docker_image`` (built ``FROM`` it: found when the
+  provider has it, refused at load or first build when not); ``[agent]`` ``timeout_sec`` and
+  ``user``; ``[verifier]`` ``timeout_sec``, ``user``, ``env``, ``environment_mode`` and
+  ``[verifier.environment]`` (a separate verifier machine), ``[[verifier.collect]]`` on the
+  agent's machine; ``artifacts`` (kept with the row, handed to a separate verifier);
+  ``[[steps]]`` (multi-step tasks); ``[solution]`` ``env`` (the oracle's run);
 - refused: any network (``network_mode`` ``public``, Harbor's default when unset, or
-  ``allowlist``, for the machine or a phase): boxes here have none and nothing may reach a
-  private-range address; Windows; GPUs and TPUs; a pre-built ``docker_image`` (nothing can be
-  pulled here); a separate verifier machine; MCP servers, health checks, skills and
-  ``verifier.collect`` (not run here, and a task that relies on them would be judged wrongly);
-  multi-step tasks (``palaestra.wire.harbor``).
-- recorded, not acted on: ``metadata``, ``source``, ``artifacts`` (files Harbor copies out
-  after a trial).
+  ``allowlist``, for a machine or a phase): boxes here have none and nothing may reach a
+  private-range address; Windows; GPUs and TPUs; MCP servers and skills (not run here, and a
+  task that relies on them would be judged wrongly); a collect hook or artifact of another
+  service than the agent's machine (no compose services here); artifacts overlapping the
+  runner's ``/logs/verifier`` or ``/logs/agent``; artifact ``exclude`` patterns; a step's
+  ``workdir/`` setup files.
+- recorded, not acted on: ``metadata``, ``source``.
 
 A task's row names its folder and carries its digest (``TASK_DIGEST``): a row is bound to the
 folder's content, and a resumed run refuses a folder that changed (``palaestra.collection``).
@@ -27,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import orjson
 
@@ -35,7 +39,21 @@ from palaestra.errors import ConfigError
 from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.sandbox.machines.registry import PROVIDERS
 from palaestra.types import JsonDict
-from palaestra.wire.harbor import CONFIG, ENVIRONMENT, HarborTask, read_tasks
+from palaestra.wire.harbor import (
+    AGENT_LOGS_DIR,
+    CONFIG,
+    ENVIRONMENT,
+    MAIN_SERVICE,
+    STEPS,
+    VERIFIER_LOGS,
+    AgentConfig,
+    ArtifactConfig,
+    EnvironmentConfig,
+    HarborTask,
+    VerifierConfig,
+    bad_tasks,
+    read_tasks,
+)
 from palaestra.wire.rows import PARAMS, TASK_DIGEST
 
 TASK_FIELD = "harbor_task"
@@ -46,67 +64,152 @@ DEFAULT_AGENT_USER_NOTE = "the image's default user (its Dockerfile's USER, else
 def load_tasks(root: str | os.PathLike[str], sandbox: str | None = None) -> dict[str, HarborTask]:
     """The task folders at ``root`` (one, or a folder of them) by folder name, each checked
     runnable here, and buildable by the provider ``sandbox`` when one is named
-    (``Provider.refusal`` of its ``environment/``); a one-line ``ConfigError`` at the first
-    that is not."""
+    (``Provider.refusal`` of each folder it builds); a ``ConfigError`` with one line per bad
+    task, every one named."""
     tasks = read_tasks(root)
     provider = PROVIDERS.load(sandbox).value if sandbox is not None else None
     found: dict[str, HarborTask] = {}
+    problems: list[str] = []
     for task in tasks:
         problem = refusal(task)
         if problem is not None:
-            raise ConfigError(f"{task.path / CONFIG}: {problem}")
+            problems.append(f"{task.path / CONFIG}: {problem}")
+            continue
         if provider is not None:
-            unbuildable = provider.refusal(task.path / ENVIRONMENT)
+            unbuildable = next(
+                (why for why in map(provider.refusal, build_contexts(task)) if why is not None),
+                None,
+            )
             if unbuildable is not None:
-                raise ConfigError(
-                    f"{task.path}: sandbox '{sandbox}' cannot build it: {unbuildable}"
-                )
+                problems.append(f"{task.path}: sandbox '{sandbox}' cannot build it: {unbuildable}")
+                continue
         found[task.path.name] = task
+    if problems:
+        raise ConfigError(bad_tasks(problems, len(tasks)))
     return found
+
+
+def build_contexts(task: HarborTask) -> list[Path]:
+    """The Dockerfile folders ``task`` builds: ``environment/`` (or the one naming its
+    ``docker_image``), a separate verifier's ``docker_image``, and each ``tests/`` that has a
+    Dockerfile (a separate verifier's machine)."""
+    contexts = [agent_context(task)]
+    verifiers = [task.config.verifier, *(step.verifier for step in task.config.steps or [])]
+    for verifier in verifiers:
+        if verifier.environment is not None and verifier.environment.docker_image is not None:
+            contexts.append(image_context(verifier.environment.docker_image))
+    for tests in {step.tests for step in task.steps} or {task.path / "tests"}:
+        if (tests / "Dockerfile").is_file():
+            contexts.append(tests)
+    return contexts
+
+
+def agent_context(task: HarborTask) -> Path:
+    """The Dockerfile folder of the agent's machine: ``environment/``, or one that starts
+    ``FROM`` the task's ``docker_image``."""
+    image = task.config.environment.docker_image
+    return image_context(image) if image is not None else task.path / ENVIRONMENT
+
+
+def image_context(image: str) -> Path:
+    """A Dockerfile folder holding only ``FROM image``: a pre-built image by name is built
+    (found) by the provider like any other, and refused as any ``FROM`` it cannot have."""
+    if any(char.isspace() for char in image) or not image:
+        raise ConfigError(f"docker_image = {image!r}: not an image name")
+    folder = rows_directory() / "images" / hashlib.sha256(image.encode()).hexdigest()[:20]
+    dockerfile = folder / "Dockerfile"
+    text = f"FROM {image}\n"
+    if not (dockerfile.is_file() and dockerfile.read_text(encoding="utf-8") == text):
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".Dockerfile.{os.getpid()}"
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, dockerfile)
+    return folder
 
 
 def refusal(task: HarborTask) -> str | None:
     """Why ``task`` cannot be run here as its ``task.toml`` says (one clause naming the field),
     or None."""
     config = task.config
-    environment = config.environment
-    if environment.network_mode != "no-network":
-        unset = "" if "network_mode" in environment.model_fields_set else " (Harbor's default)"
-        return (
-            f"environment.network_mode = '{environment.network_mode}'{unset}: machines here have "
-            f'no network; a task that needs none says network_mode = "no-network"'
-        )
-    for phase, policy in (("agent", config.agent), ("verifier", config.verifier)):
+    problem = _machine_refusal("environment", config.environment)
+    if problem is not None:
+        return problem
+    phases: list[tuple[str, AgentConfig | VerifierConfig]] = [
+        ("agent", config.agent),
+        ("verifier", config.verifier),
+    ]
+    for index, step in enumerate(config.steps or []):
+        phases += [
+            (f"steps[{index}].agent", step.agent),
+            (f"steps[{index}].verifier", step.verifier),
+        ]
+    for phase, policy in phases:
         if policy.network_mode not in (None, "no-network"):
             return f"{phase}.network_mode = '{policy.network_mode}': machines here have no network"
-    if environment.os != "linux":
-        return f"environment.os = '{environment.os}': only Linux machines run here"
-    if environment.gpus or environment.gpu_types or environment.tpu:
-        return "environment.gpus/gpu_types/tpu: machines here have no accelerators"
-    if environment.docker_image is not None:
-        return (
-            f"environment.docker_image = '{environment.docker_image}': a pre-built image cannot "
-            f"be pulled here; remove it to build environment/Dockerfile"
-        )
-    verifier = config.verifier
-    if verifier.environment_mode == "separate" or verifier.environment is not None:
-        return "verifier.environment: a separate verifier machine is not supported (use shared)"
-    unsupported = {
-        "environment.mcp_servers": environment.mcp_servers,
-        "environment.healthcheck": environment.healthcheck,
-        "environment.skills_dir": environment.skills_dir,
-        "verifier.collect": verifier.collect,
-    }
-    for name, value in unsupported.items():
-        if value:
-            return f"{name}: not supported here (the task would run without it)"
+        if isinstance(policy, VerifierConfig):
+            if policy.environment is not None:
+                problem = _machine_refusal(f"{phase}.environment", policy.environment)
+                if problem is not None:
+                    return problem
+            for hook in policy.collect:
+                if hook.service != MAIN_SERVICE:
+                    return (
+                        f"{phase}.collect: service = '{hook.service}': only the agent's machine "
+                        f"('{MAIN_SERVICE}') runs here, no other service"
+                    )
+    artifacts = [*config.artifacts, *(a for step in config.steps or [] for a in step.artifacts)]
+    for artifact in artifacts:
+        if isinstance(artifact, ArtifactConfig):
+            if artifact.service not in (None, MAIN_SERVICE):
+                return (
+                    f"artifacts: service = '{artifact.service}': only the agent's machine "
+                    f"('{MAIN_SERVICE}') runs here"
+                )
+            if artifact.exclude:
+                return "artifacts: exclude: not supported here (list the paths to keep)"
+            source = artifact.source
+        else:
+            source = artifact
+        if not source.startswith("/"):
+            return f"artifacts: {source!r}: name an absolute path in the machine"
+        pure = PurePosixPath(source.rstrip("/") or "/")
+        for kept in (PurePosixPath(VERIFIER_LOGS), PurePosixPath(AGENT_LOGS_DIR)):
+            if pure == kept or kept in pure.parents or pure in kept.parents:
+                return f"artifacts: {source!r} overlaps {kept}, which the runner writes"
+    for name in (step.name for step in task.steps):
+        if (task.path / STEPS / name / "workdir").exists():
+            return f"steps: {STEPS}/{name}/workdir: per-step setup files are not supported here"
     return None
 
 
-def box_spec(task: HarborTask) -> BoxSpec:
-    """The box ``task`` runs in: its ``[environment]`` resources (Harbor's defaults where unset,
-    which are ``BoxSpec``'s), no network, and its build budget as the start's."""
-    environment = task.config.environment
+def _machine_refusal(field: str, environment: EnvironmentConfig) -> str | None:
+    """Why the machine ``environment`` (``[environment]``, or a separate verifier's) cannot
+    be had here, naming ``field``; None when it can."""
+    if environment.network_mode != "no-network":
+        unset = "" if "network_mode" in environment.model_fields_set else " (Harbor's default)"
+        return (
+            f"{field}.network_mode = '{environment.network_mode}'{unset}: machines here have "
+            f'no network; a task that needs none says network_mode = "no-network"'
+        )
+    if environment.os != "linux":
+        return f"{field}.os = '{environment.os}': only Linux machines run here"
+    if environment.gpus or environment.gpu_types or environment.tpu:
+        return f"{field}.gpus/gpu_types/tpu: machines here have no accelerators"
+    if environment.mcp_servers:
+        return (
+            f"{field}.mcp_servers: MCP servers are not run here (the task would run without them)"
+        )
+    if environment.skills_dir:
+        return (
+            f"{field}.skills_dir: skills are not installed here (the task would run without them)"
+        )
+    return None
+
+
+def box_spec(task: HarborTask, environment: EnvironmentConfig | None = None) -> BoxSpec:
+    """The box ``task`` runs in (or its separate verifier's, ``environment``): its resources
+    (Harbor's defaults where unset, which are ``BoxSpec``'s) and no network."""
+    environment = environment or task.config.environment
     default = BoxSpec()
     return BoxSpec(
         cpus=float(environment.cpus) if environment.cpus is not None else default.cpus,

@@ -69,16 +69,20 @@ def test_resources_become_the_box_spec(tmp_path: Path, calculator: Path) -> None
             '[environment]\nnetwork_mode = "no-network"\n[agent]\nnetwork_mode = "public"\n',
             "agent.network_mode = 'public'",
         ),
-        (
-            '[environment]\nnetwork_mode = "no-network"\ndocker_image = "ubuntu:24.04"\n',
-            "environment.docker_image = 'ubuntu:24.04'",
-        ),
         ('[environment]\nnetwork_mode = "no-network"\ngpus = 1\n', "environment.gpus"),
         ('[environment]\nnetwork_mode = "no-network"\nos = "windows"\n', "environment.os"),
         (
+            '[environment]\nnetwork_mode = "no-network"\n[verifier.environment]\ncpus = 1\n',
+            "verifier.environment.network_mode = 'public' (Harbor's default)",
+        ),
+        (
             '[environment]\nnetwork_mode = "no-network"\n'
-            '[verifier]\nenvironment_mode = "separate"\n',
-            "verifier.environment",
+            '[[verifier.collect]]\ncommand = "true"\nservice = "db"\n',
+            "verifier.collect: service = 'db'",
+        ),
+        (
+            'artifacts = ["/logs/verifier/x"]\n[environment]\nnetwork_mode = "no-network"\n',
+            "artifacts: '/logs/verifier/x' overlaps /logs/verifier",
         ),
         (
             '[environment]\nnetwork_mode = "no-network"\nmcp_servers = [{name = "x"}]\n',
@@ -96,6 +100,37 @@ def test_what_cannot_run_here_is_one_line_naming_the_task_and_field(
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith(f"{tmp_path / 'tasks' / 'b' / 'task.toml'}: {field}")
+
+
+def test_every_refused_task_of_a_folder_is_named_one_line_each(tmp_path: Path) -> None:
+    components_task(tmp_path / "tasks" / "a", toml=TASK_TOML)
+    components_task(tmp_path / "tasks" / "b", toml="")
+    components_task(tmp_path / "tasks" / "c", toml=TASK_TOML.replace("cpus = 1", "gpus = 1"))
+    with pytest.raises(ConfigError) as raised:
+        load_tasks(tmp_path / "tasks")
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "2 of 3 task folders are refused:"
+    assert lines[1].strip().startswith(f"{tmp_path / 'tasks' / 'b' / 'task.toml'}: environment.")
+    assert (
+        lines[2].strip().startswith(f"{tmp_path / 'tasks' / 'c' / 'task.toml'}: environment.gpus")
+    )
+    assert len(lines) == 3
+
+
+def test_a_prebuilt_image_the_provider_cannot_have_is_refused_at_load_naming_it(
+    tmp_path: Path,
+) -> None:
+    toml = TASK_TOML.replace(
+        'network_mode = "no-network"', 'network_mode = "no-network"\ndocker_image = "ubuntu:24.04"'
+    )
+    components_task(tmp_path / "tasks" / "b", toml=toml)
+    assert load_tasks(tmp_path / "tasks")["b"].config.environment.docker_image == "ubuntu:24.04"
+    with pytest.raises(ConfigError) as raised:
+        load_tasks(tmp_path / "tasks", "rootfs")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"{tmp_path / 'tasks' / 'b'}: sandbox 'rootfs' cannot build it")
+    assert "FROM ubuntu:24.04" in message
 
 
 def test_rows_file_is_named_by_content(tmp_path: Path) -> None:
