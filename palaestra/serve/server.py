@@ -54,6 +54,8 @@ async def serve_async(spec: ServeSpec) -> None:
         await _serve_model(spec)
     elif spec.kind == "openenv":
         await _serve_openenv(spec)
+    elif spec.kind == "ors":
+        await _serve_ors(spec)
     else:
         await _serve_agent(spec)
 
@@ -110,6 +112,28 @@ async def _serve_openenv(spec: ServeSpec) -> None:
         )
         label = f"environment {found.name} (OpenEnv)"
         await serve_guarded(app, spec, label=label, ws="auto")
+
+
+async def _serve_ors(spec: ServeSpec) -> None:
+    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.environment.step import StepEnvironment
+    from palaestra.serve.ors_app import ors_app, served_splits
+
+    found = find(spec.env)
+    if found is None or spec.env.url is not None or spec.env.cmd is not None:
+        raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
+    user_model_for(found, spec.user_model)
+    environment = found.build()
+    splits = served_splits(spec.splits, spec.tasks or found.example_tasks, environment)
+    async with opened_user_model(spec.user_model) as user_model:  # the server's own
+        app = ors_app(
+            LocalEnvironmentClient(environment, user_model=user_model),
+            splits,
+            name=found.name,
+            turn_based=isinstance(environment, StepEnvironment),
+            session_ttl=environment.session_ttl,
+        )
+        await serve_guarded(app, spec, label=f"environment {found.name} (ORS)")
 
 
 async def _serve_model(spec: ServeSpec) -> None:
