@@ -78,7 +78,8 @@ def sdk_ors(cwd: Path) -> Iterator[str]:
                 with urllib.request.urlopen(f"{url}/health", timeout=2):
                     break
             except OSError:
-                error = process.stderr.read().decode() if process.poll() is not None else ""
+                exited = process.poll() is not None
+                error = process.stderr.read().decode() if exited and process.stderr else ""
                 assert process.poll() is None, f"the SDK server exited:\n{error}"
                 assert time.monotonic() < deadline, "the SDK server did not start in 60 s"
                 time.sleep(0.2)

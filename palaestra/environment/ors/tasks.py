@@ -1,0 +1,56 @@
+"""An ORS server's tasks as task rows, written where a run (and a resumed one) reads them.
+
+A row's ``responses_create_params.input`` is the task's prompt as the server gives it (a
+session is opened for each task to ask it, then deleted), and its ``ors`` field the task
+itself: ``{"split", "index", "task_spec"}``, which seeds the rollout's own session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import orjson
+
+from palaestra.environment.ors.connection import Catalogue
+from palaestra.environment.ors.environment import TASK_FIELD
+from palaestra.types import JsonDict
+from palaestra.wire.rows import PARAMS
+
+
+def task_rows(catalogue: Catalogue, environment: str, split: str) -> list[JsonDict]:
+    """The rows of ``split``'s tasks, in the server's order."""
+    rows: list[JsonDict] = []
+    for index, spec in enumerate(catalogue.tasks(environment, split)):
+        messages = catalogue.prompt(environment, spec)
+        rows.append(
+            {
+                PARAMS: {"input": messages},
+                TASK_FIELD: {"split": split, "index": index, "task_spec": spec},
+            }
+        )
+    return rows
+
+
+def write_rows(rows: list[JsonDict], directory: Path) -> Path:
+    """``rows`` as a JSONL file in ``directory`` named by its content (the same tasks give
+    the same file, so a resumed run reads the same input); written beside, then renamed."""
+    data = b"".join(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE) for row in rows)
+    path = directory / f"tasks-{hashlib.sha256(data).hexdigest()[:20]}.jsonl"
+    if path.is_file() and path.read_bytes() == data:
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path
+
+
+def rows_directory() -> Path:
+    """Where ORS servers' rows are written: ``$XDG_CACHE_HOME/palaestra/ors``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "palaestra" / "ors"
