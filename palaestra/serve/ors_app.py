@@ -326,12 +326,13 @@ def ors_app(
             raise Refused(404, f"unknown environment {body['env_name']!r}")
         if body.get("toolset_name") is not None:
             raise Refused(400, "create: toolsets are not served (toolset_name)")
-        spec, split = body.get("task_spec"), body.get("split")
-        if (spec is None) == (split is None and body.get("index") is None):
+        spec, split, index = body.get("task_spec"), body.get("split"), body.get("index")
+        by_index = split is not None and index is not None
+        if (spec is not None) == by_index or (split is None) != (index is None):
             raise Refused(400, "create: give either task_spec or both split and index")
         if spec is not None and not isinstance(spec, dict):
             raise Refused(400, "create: task_spec must be a JSON object")
-        task = dict(spec) if spec is not None else task_at(split, body.get("index"))
+        task = dict(spec) if spec is not None else task_at(split, index)
         await sweep()
         if len(episodes) >= MAX_SESSIONS:
             raise Refused(503, f"this server holds {MAX_SESSIONS} sessions: delete some first")
