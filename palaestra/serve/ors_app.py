@@ -78,6 +78,8 @@ class OrsEpisode:
         self.first_observation = first
         self.finished = False
         self.touched = time.monotonic()
+        self._turn = asyncio.Lock()
+        """One call at a time: a session's state is the environment's, used by one call."""
 
     def messages(self) -> list[JsonDict]:
         messages = self.episode.initial_messages()
@@ -106,7 +108,11 @@ class OrsEpisode:
 
     async def call(self, name: str, arguments: JsonDict) -> JsonDict:
         """One ``/call``: a result, or ``RolloutFailure``/``EpisodeFailed`` (the episode is
-        then over)."""
+        then over). Calls of one session run in turn, as they arrived."""
+        async with self._turn:
+            return await self._call(name, arguments)
+
+    async def _call(self, name: str, arguments: JsonDict) -> JsonDict:
         if self.finished:
             message = f"'{name}' was not run: the episode has finished"
             return ors.call_refused(message, "episode_finished")
@@ -219,9 +225,11 @@ def ors_app(
     """The ORS server of ``client``'s environment over ``splits`` (module docstring)."""
     episodes: OrderedDict[str, OrsEpisode] = OrderedDict()
     """Live episodes by session id (seeded by ``/create``)."""
-    opened: set[str] = set()
-    """Session ids ``/create_session`` gave that have no episode yet."""
-    calls: OrderedDict[str, asyncio.Task[JsonDict]] = OrderedDict()
+    opened: OrderedDict[str, None] = OrderedDict()
+    """Session ids ``/create_session`` gave that have no episode yet (the oldest forgotten
+    past ``MAX_SESSIONS``)."""
+    calls: OrderedDict[str, tuple[str, asyncio.Task[JsonDict]]] = OrderedDict()
+    """Calls by ``task_id``: the session that made each, and its run."""
     env_name = name.lower()
 
     def check_env(request: Request) -> None:
@@ -310,7 +318,9 @@ def ors_app(
 
     async def create_session(request: Request) -> Response:
         sid = uuid.uuid4().hex
-        opened.add(sid)
+        opened[sid] = None
+        while len(opened) > MAX_SESSIONS:
+            opened.popitem(last=False)
         events = ors.sse_event("task_id", sid) + ors.sse_event("end", "")
         return Response(events, media_type="text/event-stream", headers=_NO_CACHE)
 
@@ -337,7 +347,7 @@ def ors_app(
         if len(episodes) >= MAX_SESSIONS:
             raise Refused(503, f"this server holds {MAX_SESSIONS} sessions: delete some first")
         episodes[sid] = await start_episode(task)
-        opened.discard(sid)
+        opened.pop(sid, None)
         return JSONResponse({"sid": sid})
 
     async def start_episode(task: JsonDict) -> OrsEpisode:
@@ -363,7 +373,7 @@ def ors_app(
 
     async def delete(request: Request) -> Response:
         sid = session_id(request)
-        opened.discard(sid)
+        opened.pop(sid, None)
         episode = episodes.pop(sid, None)
         if episode is not None:
             await _close_quietly(episode)
@@ -393,9 +403,10 @@ def ors_app(
         body = await _body(request)
         task_id = body.get("task_id")
         if task_id is not None:  # a client whose stream broke asks for the same call again
-            running = calls.get(str(task_id))
-            if running is None:
+            made = calls.get(str(task_id))
+            if made is None or made[0] != sid:  # another session's call is not this one's
                 return _stream_of([ors.sse_event("error", "unknown task_id")])
+            running = made[1]
         else:
             tool, arguments = body.get("name"), body.get("input", {})
             if not isinstance(tool, str):
@@ -403,15 +414,16 @@ def ors_app(
             if not isinstance(arguments, dict):
                 raise Refused(400, "call: 'input' must be a JSON object")
             task_id = uuid.uuid4().hex
-            running = asyncio.ensure_future(run_call(sid, episode, tool, arguments))
-            calls[task_id] = running
+            running = asyncio.ensure_future(run_call(episode, tool, arguments))
+            running.add_done_callback(_retrieved)  # its stream may be gone: no warning then
+            calls[task_id] = (sid, running)
             while len(calls) > MAX_CALLS_KEPT:
                 calls.popitem(last=False)
         return StreamingResponse(
             _call_events(str(task_id), running), media_type="text/event-stream", headers=_NO_CACHE
         )
 
-    async def run_call(sid: str, episode: OrsEpisode, tool: str, arguments: JsonDict) -> JsonDict:
+    async def run_call(episode: OrsEpisode, tool: str, arguments: JsonDict) -> JsonDict:
         try:
             return await episode.call(tool, arguments)
         except (RolloutFailure, EpisodeFailed):
@@ -491,6 +503,11 @@ async def _call_events(task_id: str, running: asyncio.Task[JsonDict]) -> AsyncIt
         yield ors.sse_event("end", orjson.dumps(running.result()).decode())
     else:
         yield ors.sse_event("error", _failure_text(error))
+
+
+def _retrieved(task: asyncio.Task[JsonDict]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _failure_text(error: BaseException) -> str:

@@ -73,6 +73,16 @@ def test_a_broken_stream_asked_again_by_its_task_id_answers_without_running_twic
         )
 
 
+def test_a_call_is_answered_again_only_to_the_session_that_made_it() -> None:
+    with served() as url:
+        mine, theirs = session(url), session(url)
+        _, stream = post(f"{url}/counter/call", {"name": "increment", "input": {}}, mine)
+        (task_id,) = [data for event, data in ors.sse_events(stream) if event == "task_id"]
+        asked = {"name": "increment", "input": {}, "task_id": task_id}
+        assert call(url, theirs, asked) == ("error", "unknown task_id")
+        assert call(url, mine, asked)[0] == "end"
+
+
 @pytest.mark.parametrize(
     ("path", "body", "session_header", "status", "said"),
     [
