@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -18,19 +19,22 @@ from palaestra.environment.ors.environment import TASK_FIELD
 from palaestra.types import JsonDict
 from palaestra.wire.rows import PARAMS
 
+PROMPTS_AT_ONCE = 8
+"""Prompts asked at the same time (each is a session opened, read and deleted)."""
+
 
 def task_rows(catalogue: Catalogue, environment: str, split: str) -> list[JsonDict]:
     """The rows of ``split``'s tasks, in the server's order."""
-    rows: list[JsonDict] = []
-    for index, spec in enumerate(catalogue.tasks(environment, split)):
-        messages = catalogue.prompt(environment, spec)
-        rows.append(
-            {
-                PARAMS: {"input": messages},
-                TASK_FIELD: {"split": split, "index": index, "task_spec": spec},
-            }
-        )
-    return rows
+    specs = catalogue.tasks(environment, split)
+    with ThreadPoolExecutor(PROMPTS_AT_ONCE, thread_name_prefix="ors-prompts") as pool:
+        prompts = list(pool.map(lambda spec: catalogue.prompt(environment, spec), specs))
+    return [
+        {
+            PARAMS: {"input": messages},
+            TASK_FIELD: {"split": split, "index": index, "task_spec": spec},
+        }
+        for index, (spec, messages) in enumerate(zip(specs, prompts, strict=True))
+    ]
 
 
 def write_rows(rows: list[JsonDict], directory: Path) -> Path:

@@ -16,9 +16,11 @@ import pytest
 
 import palaestra
 from palaestra.collection.collector import RunSummary
+from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.ors import OrsEnvironment
 from palaestra.environment.registry import find_environment
-from palaestra.errors import ConfigError
-from palaestra.types import JsonDict
+from palaestra.errors import ConfigError, ToolFailure
+from palaestra.types import FailureKind, JsonDict
 from tests.support.ors_servers import free_port, palaestra_ors, sdk_ors
 from tests.support.scripted_model import (
     Script,
@@ -136,6 +138,29 @@ async def test_a_failed_verdict_of_the_server_is_a_failure_of_its_kind(tmp_path:
             f"ors:{url}", calls_then("note", '{"text": "x"}', "done"), tmp_path
         )
     assert rows == [] and summary.failures == Counter({"verifier_error": 1})
+
+
+async def test_a_server_gone_in_the_middle_of_a_rollout_fails_it_never_scores_it_0(
+    tmp_path: Path,
+) -> None:
+    with palaestra_ors("counter", cwd=tmp_path) as url:
+        found = find_environment(f"ors:{url}")
+        assert found.example_tasks is not None
+        task = orjson.loads(found.example_tasks.read_text().splitlines()[0])
+        environment = OrsEnvironment(str(found.args["url"]), str(found.args["environment"]))
+        client = LocalEnvironmentClient(environment)
+        sid = await client.seed(task)
+        assert await client.call_tool(sid, "increment", {"amount": 3}) == "3"
+    try:  # the server stopped
+        with pytest.raises(ToolFailure, match=r"tool 'increment': the ORS server at .* did not"):
+            await client.call_tool(sid, "increment", {"amount": 3})
+        verdict = await client.verify(sid, task, {"output": []})
+        assert verdict.failure is not None
+        assert verdict.failure.kind == FailureKind.VERIFIER_ERROR
+        assert "the terminal tool 'submit_answer'" in verdict.failure.reason
+        await client.close(sid)  # closing a session on a server that is gone is quiet
+    finally:
+        await client.aclose()
 
 
 def test_a_server_that_cannot_be_reached_is_one_line_naming_it() -> None:
