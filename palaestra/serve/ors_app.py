@@ -22,7 +22,8 @@ A wrong call of a tool (unknown name, wrong arguments, after the episode finishe
 ``RunToolError`` with its ``reason``; a tool that broke, or a verdict that is a failure, is the
 stream's ``error`` event, ``rollout failed (<kind>): <reason>``, and ends the episode: never a
 reward. A request that is wrong (unknown split, index out of range, no session) answers 400,
-404 or 410 with ``{"detail": ...}``.
+404 or 409 with ``{"detail": ...}``. With a token, the SDK's ``X-API-Key`` may carry it
+(``ApiKeyAsBearer``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
@@ -469,6 +471,26 @@ def ors_app(
             await closing()
 
     return Starlette(routes=routes, exception_handlers={Refused: _refused}, lifespan=lifespan)
+
+
+class ApiKeyAsBearer:
+    """ASGI middleware: the SDK's clients send their key as ``X-API-Key``; where no
+    ``Authorization`` is sent, it stands for the bearer token, so a server started with
+    ``--token`` is reachable by them (``palaestra.http.guard.Guard`` checks it, inside)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = list(scope.get("headers", ()))
+            names = {name for name, _ in headers}
+            if b"authorization" not in names:
+                key = next((value for name, value in headers if name == b"x-api-key"), None)
+                if key:
+                    headers.append((b"authorization", b"Bearer " + key))
+                    scope = {**scope, "headers": headers}
+        await self.app(scope, receive, send)
 
 
 _NO_CACHE = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

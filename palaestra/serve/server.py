@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from palaestra.collection.assembly import (
@@ -117,7 +118,7 @@ async def _serve_openenv(spec: ServeSpec) -> None:
 async def _serve_ors(spec: ServeSpec) -> None:
     from palaestra.environment.client import LocalEnvironmentClient
     from palaestra.environment.step import StepEnvironment
-    from palaestra.serve.ors_app import ors_app, served_splits
+    from palaestra.serve.ors_app import ApiKeyAsBearer, ors_app, served_splits
 
     found = find(spec.env)
     if found is None or spec.env.url is not None or spec.env.cmd is not None:
@@ -133,7 +134,8 @@ async def _serve_ors(spec: ServeSpec) -> None:
             turn_based=isinstance(environment, StepEnvironment),
             session_ttl=environment.session_ttl,
         )
-        await serve_guarded(app, spec, label=f"environment {found.name} (ORS)")
+        label = f"environment {found.name} (ORS)"
+        await serve_guarded(app, spec, label=label, outer=ApiKeyAsBearer)
 
 
 async def _serve_model(spec: ServeSpec) -> None:
@@ -203,11 +205,18 @@ def _cap(value: int | None, default: int) -> int | None:
 
 
 async def serve_guarded(
-    app: Any, spec: ServeSpec, *, label: str, path: str = "", ws: str = "none"
+    app: Any,
+    spec: ServeSpec,
+    *,
+    label: str,
+    path: str = "",
+    ws: str = "none",
+    outer: Callable[[Any], Any] | None = None,
 ) -> None:
     """Serve behind the token/body-size guard; announce the address for humans and supervisors.
 
-    ``ws``: uvicorn's WebSocket protocol, ``"auto"`` for an app with WebSocket routes."""
+    ``ws``: uvicorn's WebSocket protocol, ``"auto"`` for an app with WebSocket routes;
+    ``outer``: a middleware around the guard (one that reads a protocol's own key header)."""
     from palaestra.http.announce import ready_line, serve_announced
     from palaestra.http.guard import Guard
     from palaestra.transport import unix_url
@@ -219,8 +228,9 @@ async def serve_guarded(
         print(f"serving {label} on {url}{path}{also}", file=sys.stderr, flush=True)
         print(ready_line(url, **unix), flush=True)
 
+    guarded = Guard(app, token=spec.token)
     await serve_announced(
-        Guard(app, token=spec.token),
+        guarded if outer is None else outer(guarded),
         host=spec.host,
         port=spec.port,
         on_ready=on_ready,

@@ -119,3 +119,13 @@ def test_a_verdict_that_is_a_failure_ends_the_episode_with_an_error_naming_its_k
     assert seen["calls"][0]["text"] == "noted"
     assert seen["final"]["error"] == "ToolFailed"  # never a reward
     assert "rollout failed (verifier_error): the answer key is missing" in seen["final"]["text"]
+
+
+def test_a_server_with_a_token_serves_the_sdk_that_sends_it_as_its_api_key(
+    tmp_path: Path,
+) -> None:
+    with palaestra_ors("counter", cwd=tmp_path, token="s3cret") as url:
+        seen = sdk(url, "counter", tmp_path, api_key="s3cret", final="Done.")
+        assert seen["num_tasks"] == 5 and seen["final"]["finished"] is True
+        with pytest.raises(AssertionError, match="401"):  # the SDK without the key is refused
+            sdk(url, "counter", tmp_path)

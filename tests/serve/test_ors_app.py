@@ -15,8 +15,9 @@ from palaestra import LocalEnvironmentClient
 from palaestra.envs.counter.environment import Counter
 from palaestra.envs.weather.environment import Weather
 from palaestra.errors import ConfigError
+from palaestra.http.guard import Guard
 from palaestra.http.runner import BackgroundServer
-from palaestra.serve.ors_app import ors_app, served_splits
+from palaestra.serve.ors_app import ApiKeyAsBearer, ors_app, served_splits
 from palaestra.types import JsonDict
 from palaestra.wire import ors
 
@@ -113,6 +114,24 @@ def test_a_call_with_input_that_is_no_object_is_refused_before_any_tool_runs() -
             400,
             {"detail": "call: 'input' must be a JSON object"},
         )
+
+
+def test_with_a_token_the_sdks_api_key_header_carries_it() -> None:
+    app = ors_app(LocalEnvironmentClient(Counter()), {"test": [TASK]}, name="c", turn_based=False)
+    with BackgroundServer(ApiKeyAsBearer(Guard(app, token="s3cret"))) as server:
+
+        def status(headers: dict[str, str]) -> int:
+            request = urllib.request.Request(f"{server.url}/splits", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    return int(answer.status)
+            except urllib.error.HTTPError as error:
+                return error.code
+
+        assert status({"X-API-Key": "s3cret"}) == 200
+        assert status({"Authorization": "Bearer s3cret"}) == 200
+        assert status({"X-API-Key": "wrong"}) == 401
+        assert status({}) == 401
 
 
 def test_an_environment_with_neither_tasks_nor_a_generator_is_refused_in_one_line() -> None:

@@ -28,9 +28,12 @@ SDK_SERVER = Path(__file__).parents[1] / "interop" / "peer_scripts" / "ors_sdk_s
 
 
 @contextlib.contextmanager
-def palaestra_ors(*args: str, cwd: Path) -> Iterator[str]:
-    """``palaestra serve ors ARGS`` in a subprocess; its URL once it listens."""
+def palaestra_ors(*args: str, cwd: Path, token: str | None = None) -> Iterator[str]:
+    """``palaestra serve ors ARGS`` in a subprocess (with ``token`` when given); its URL once
+    it listens."""
     env = {k: v for k, v in os.environ.items() if k != "PALAESTRA_SERVER_TOKEN"}
+    if token is not None:
+        env["PALAESTRA_SERVER_TOKEN"] = token
     process = subprocess.Popen(
         [sys.executable, "-c", SERVE, *args],
         cwd=cwd,

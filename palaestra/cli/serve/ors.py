@@ -41,7 +41,7 @@ def serve_ors_command(env_name: str, **options: Any) -> None:
     ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class. Each tool
     call answers the tool's output; the terminal tool (the model's final answer) answers the
     environment's reward. A turn-based environment has one tool, `act`, whose every step
-    answers its reward. The SDK sends no bearer token: serve without one, on 127.0.0.1.
+    answers its reward. With a token, the SDK's api_key (its X-API-Key header) may carry it.
     """
     from palaestra.serve.server import serve
     from palaestra.spec import ServeSpec

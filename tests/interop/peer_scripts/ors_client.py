@@ -1,12 +1,12 @@
 """Drive an ORS server with the ``openreward`` SDK's own client (``EnvironmentsAPI``).
 
 ``argv[1]`` is a JSON spec ``{"url": str, "env": str, "split": str, "index": int, "calls":
-[[tool, input], ...], "final": str | null, "refusals": bool}``. Lists the environment's
-splits, tasks and tools, runs one session on ``split``/``index``: its prompt, messages and
-tools, each call of ``calls`` (what it answered, or the error's reason), then, given
-``final``, the terminal tool with it (as a harness sends the model's last plain message).
-With ``refusals``, also asks for an unknown split, an index out of range and a session of
-an unknown environment. Prints one JSON object with what the client saw.
+[[tool, input], ...], "final": str | null, "refusals": bool, "api_key": str | null}``. Lists
+the environment's splits, tasks and tools, runs one session on ``split``/``index``: its
+prompt, messages and tools, each call of ``calls`` (what it answered, or the error's reason),
+then, given ``final``, the terminal tool with it (as a harness sends the model's last plain
+message). With ``refusals``, also asks for an unknown split, an index out of range and a
+session of an unknown environment. Prints one JSON object with what the client saw.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def failure(error: Exception) -> dict[str, Any]:
 def main(spec: dict[str, Any]) -> dict[str, Any]:
     from openreward.api.environments.client import EnvironmentsAPI
 
-    api = EnvironmentsAPI(base_url=spec["url"], api_key="")
+    api = EnvironmentsAPI(base_url=spec["url"], api_key=spec.get("api_key") or "")
     try:
         env = api.get(spec["env"], base_url=spec["url"])
         split = spec["split"]
