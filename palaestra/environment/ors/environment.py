@@ -61,6 +61,9 @@ class OrsEnvironment(Environment):
     location_args: ClassVar[tuple[str, ...]] = ("url",)
 
     def __init__(self, url: str, environment: str, split: str = "") -> None:
+        """The environment ``environment`` of the server at ``url`` (its tools are listed
+        now). ``split`` names where the rows were read from, for the run's identity: a row
+        seeds its session with its own task spec, whatever its split."""
         self.url = url
         self.environment = environment
         self.split = split
