@@ -226,12 +226,14 @@ class ServeSpec(pydantic.BaseModel):
 
     An ``env`` server serves ``env``; a ``model`` server serves ``model``; an ``agent`` server
     runs ``agent`` against ``env`` (in process, or at ``env.url``) and ``model``; an
-    ``openenv`` server serves ``env`` in OpenEnv's protocol (its resets pick from ``tasks``).
+    ``openenv`` server serves ``env`` in OpenEnv's protocol (its resets pick from ``tasks``);
+    an ``ors`` server serves ``env`` in the Open Reward Standard (its splits: ``splits``, and
+    ``tasks`` as the split ``test``).
     """
 
     model_config = _FROZEN
 
-    kind: Literal["env", "model", "agent", "openenv"]
+    kind: Literal["env", "model", "agent", "openenv", "ors"]
     env: EnvSpec = pydantic.Field(default_factory=EnvSpec)
     model: ModelConfig = pydantic.Field(default_factory=lambda: ModelConfig(backend="local"))
     agent: AgentSpec = pydantic.Field(default_factory=AgentSpec)
@@ -248,6 +250,8 @@ class ServeSpec(pydantic.BaseModel):
     per served rollout than loopback TCP); the ready line names it as ``unix``."""
     tasks: Path | None = None
     """An env server's tasks, addressed by index by NeMo Evaluator (default: the examples)."""
+    splits: dict[str, Path] = pydantic.Field(default_factory=dict)
+    """An ORS server's splits by name: each one's task file."""
     max_sessions: int | None = pydantic.Field(default=None, ge=0)
     """An env server's cap on live sessions (None: the server's default; 0 lifts it)."""
     max_task_bytes: int | None = pydantic.Field(default=None, ge=0)

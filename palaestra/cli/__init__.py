@@ -18,6 +18,7 @@ from palaestra.cli.serve import serve_group
 from palaestra.cli.serve.gateway import serve_gateway_command
 from palaestra.cli.serve.mcp import serve_mcp_command
 from palaestra.cli.serve.openenv import serve_openenv_command
+from palaestra.cli.serve.ors import serve_ors_command
 from palaestra.cli.serve.servers import (
     serve_agent_command,
     serve_env_command,
@@ -46,6 +47,7 @@ serve_group.add_command(serve_env_command)
 serve_group.add_command(serve_agent_command)
 serve_group.add_command(serve_spec_command)
 serve_group.add_command(serve_openenv_command)
+serve_group.add_command(serve_ors_command)
 serve_group.add_command(serve_mcp_command)
 serve_group.add_command(serve_gateway_command)
 cli.add_command(serve_group)

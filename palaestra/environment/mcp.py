@@ -44,9 +44,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import pydantic
-from pydantic_core import PydanticCustomError
-
 from palaestra.environment.base import Environment, check_tool_names
 from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.mcp_connection import (
@@ -58,7 +55,7 @@ from palaestra.environment.mcp_connection import (
     on_mcp_loop_blocking,
 )
 from palaestra.environment.sessions import Session
-from palaestra.environment.tools import ToolSpec, parse_docstring
+from palaestra.environment.tools import ToolSpec, json_schema_arguments, parse_docstring
 from palaestra.errors import (
     ConfigError,
     EnvironmentFailure,
@@ -305,7 +302,7 @@ class MCPToolSpec(ToolSpec):
     input_schema: JsonDict
 
     def __init__(self, name: str, description: str, input_schema: JsonDict) -> None:
-        arguments = _arguments_model(name, input_schema)
+        arguments = json_schema_arguments(name, input_schema)
         super().__init__(name, description, _call(name), arguments, True, False)
         object.__setattr__(self, "input_schema", input_schema)
 
@@ -335,47 +332,11 @@ def mcp_tool_spec(listed: Any) -> MCPToolSpec:
 
 
 def _call(name: str) -> Any:
-    async def call(environment: MCPEnvironment, session: Session, mcp_arguments: JsonDict) -> str:
-        result = await environment.call_mcp(session, name, mcp_arguments)
+    async def call(environment: MCPEnvironment, session: Session, arguments: JsonDict) -> str:
+        result = await environment.call_mcp(session, name, arguments)
         if result.is_error:
             raise ToolError(result.text or f"MCP tool '{name}' answered an error")
         return result.text
 
     call.__name__ = name
     return call
-
-
-def _arguments_model(name: str, schema: JsonDict) -> type[pydantic.BaseModel]:
-    """A model that checks arguments against ``schema`` (JSON Schema, as MCP gives it) and
-    holds them whole as ``mcp_arguments``, so the runner validates them as it does a
-    ``@tool``'s and a failure reads the same (``invalid arguments for tool ...``)."""
-    from jsonschema import validators
-
-    validator_class = validators.validator_for(schema)
-    validator = validator_class(schema)
-
-    class Arguments(pydantic.BaseModel):
-        mcp_arguments: JsonDict
-
-        @pydantic.model_validator(mode="before")
-        @classmethod
-        def _check(cls, value: Any) -> Any:
-            if not isinstance(value, dict):
-                raise PydanticCustomError("mcp_arguments", "the arguments must be a JSON object")
-            problems = sorted(validator.iter_errors(value), key=lambda error: list(error.path))
-            if problems:
-                message = "; ".join(_problem(problem) for problem in problems[:3])
-                raise PydanticCustomError("mcp_arguments", message)
-            return {"mcp_arguments": value}
-
-        @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> JsonDict:
-            return copy.deepcopy(schema)
-
-    Arguments.__name__ = Arguments.__qualname__ = f"{name}_arguments"
-    return Arguments
-
-
-def _problem(error: Any) -> str:
-    where = ".".join(str(part) for part in error.path)
-    return f"{where}: {error.message}" if where else str(error.message)

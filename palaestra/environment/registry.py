@@ -2,7 +2,9 @@
 
 ``--env`` accepts a registered name (``weather``), a Python file (``./my_env.py`` or
 ``./my_env.py:MyEnv``), an import path (``my_package.envs:MyEnv``) or Harbor task folders
-(``harbor:./tasks``: one folder, or a folder of them; ``palaestra.environment.harbor``).
+(``harbor:./tasks``: one folder, or a folder of them; ``palaestra.environment.harbor``) or an
+Open Reward Standard server (``ors:http://host:port[/ENV][?split=NAME]``;
+``palaestra.environment.ors``).
 Third-party packages register environments under the ``palaestra.environments`` entry-point
 group (``name = "package.module:Class"``); names are found through
 ``palaestra._util.plugins.Registry``, the one mechanism of every plug-in family.
@@ -26,6 +28,7 @@ from palaestra.errors import ConfigError
 ENTRY_POINT_GROUP = "palaestra.environments"
 _BUILTIN_PACKAGE = "palaestra.envs"
 HARBOR_PREFIX = "harbor:"
+ORS_PREFIX = "ors:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,8 @@ def find_environment(spec: str) -> EnvironmentEntry:
     """Resolve ``--env``; a one-line ``ConfigError`` when nothing matches."""
     if spec.startswith(HARBOR_PREFIX):
         return _harbor(spec.removeprefix(HARBOR_PREFIX))
+    if spec.startswith(ORS_PREFIX):
+        return _ors(spec.removeprefix(ORS_PREFIX))
     path_part, _, class_name = spec.partition(":")
     if path_part.endswith(".py"):
         return _from_file(Path(path_part), class_name or None)
@@ -104,6 +109,39 @@ def _harbor(path: str) -> EnvironmentEntry:
         HarborEnvironment,
         rows,
         {"path": str(folder)},
+    )
+
+
+def _ors(url: str) -> EnvironmentEntry:
+    """An ORS server's environment: its tasks of one split read now (a one-line
+    ``ConfigError`` naming the URL when the server cannot be used) and written as rows."""
+    from palaestra.environment.ors import OrsEnvironment, parse_address
+    from palaestra.environment.ors.connection import Catalogue
+    from palaestra.environment.ors.tasks import rows_directory, task_rows, write_rows
+
+    address = parse_address(url)
+    catalogue = Catalogue(address.base)
+    environment = address.environment
+    if not environment:
+        listed = catalogue.environments()
+        if not listed:
+            raise ConfigError(f"ors: the server at {address.base} lists no environment")
+        environment = listed[0]
+    splits = catalogue.splits(environment)
+    split = address.split or (splits[0] if splits else "")
+    if split not in splits:
+        raise ConfigError(
+            f"ors: {address.base}/{environment} has no split {split!r} "
+            f"(it has: {', '.join(splits) or 'none'})"
+        )
+    rows = write_rows(task_rows(catalogue, environment, split), rows_directory())
+    return EnvironmentEntry(
+        OrsEnvironment.name,
+        OrsEnvironment.description,
+        f"ORS server {address.base}/{environment} (split {split})",
+        OrsEnvironment,
+        rows,
+        {"url": address.base, "environment": environment, "split": split},
     )
 
 

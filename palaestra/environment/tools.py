@@ -7,6 +7,7 @@ Arguments are validated against the same model before the tool runs.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast, get_type_hints, overload
 
 import pydantic
+from pydantic_core import PydanticCustomError
 
 from palaestra.types import JsonDict
 
@@ -150,3 +152,40 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
             elif current is not None:
                 args[current] = f"{args[current]} {stripped}"
     return " ".join(summary), args
+
+
+def json_schema_arguments(name: str, schema: JsonDict) -> type[pydantic.BaseModel]:
+    """A model that checks a tool's arguments against ``schema`` (JSON Schema, as a server
+    gives it: MCP's, an ORS server's) and holds them whole as ``arguments``, so the runner
+    validates them as it does a ``@tool``'s and a failure reads the same (``invalid arguments
+    for tool ...``)."""
+    from jsonschema import validators
+
+    validator_class = validators.validator_for(schema)
+    validator = validator_class(schema)
+
+    class Arguments(pydantic.BaseModel):
+        arguments: JsonDict
+
+        @pydantic.model_validator(mode="before")
+        @classmethod
+        def _check(cls, value: Any) -> Any:
+            if not isinstance(value, dict):
+                raise PydanticCustomError("arguments", "the arguments must be a JSON object")
+            problems = sorted(validator.iter_errors(value), key=lambda error: list(error.path))
+            if problems:
+                message = "; ".join(_schema_problem(problem) for problem in problems[:3])
+                raise PydanticCustomError("arguments", message)
+            return {"arguments": value}
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> JsonDict:
+            return copy.deepcopy(schema)
+
+    Arguments.__name__ = Arguments.__qualname__ = f"{name}_arguments"
+    return Arguments
+
+
+def _schema_problem(error: Any) -> str:
+    where = ".".join(str(part) for part in error.path)
+    return f"{where}: {error.message}" if where else str(error.message)

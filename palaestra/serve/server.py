@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from palaestra.collection.assembly import (
@@ -54,6 +55,8 @@ async def serve_async(spec: ServeSpec) -> None:
         await _serve_model(spec)
     elif spec.kind == "openenv":
         await _serve_openenv(spec)
+    elif spec.kind == "ors":
+        await _serve_ors(spec)
     else:
         await _serve_agent(spec)
 
@@ -110,6 +113,29 @@ async def _serve_openenv(spec: ServeSpec) -> None:
         )
         label = f"environment {found.name} (OpenEnv)"
         await serve_guarded(app, spec, label=label, ws="auto")
+
+
+async def _serve_ors(spec: ServeSpec) -> None:
+    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.environment.step import StepEnvironment
+    from palaestra.serve.ors_app import ApiKeyAsBearer, ors_app, served_splits
+
+    found = find(spec.env)
+    if found is None or spec.env.url is not None or spec.env.cmd is not None:
+        raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
+    user_model_for(found, spec.user_model)
+    environment = found.build()
+    splits = served_splits(spec.splits, spec.tasks or found.example_tasks, environment)
+    async with opened_user_model(spec.user_model) as user_model:  # the server's own
+        app = ors_app(
+            LocalEnvironmentClient(environment, user_model=user_model),
+            splits,
+            name=found.name,
+            turn_based=isinstance(environment, StepEnvironment),
+            session_ttl=environment.session_ttl,
+        )
+        label = f"environment {found.name} (ORS)"
+        await serve_guarded(app, spec, label=label, outer=ApiKeyAsBearer)
 
 
 async def _serve_model(spec: ServeSpec) -> None:
@@ -179,11 +205,18 @@ def _cap(value: int | None, default: int) -> int | None:
 
 
 async def serve_guarded(
-    app: Any, spec: ServeSpec, *, label: str, path: str = "", ws: str = "none"
+    app: Any,
+    spec: ServeSpec,
+    *,
+    label: str,
+    path: str = "",
+    ws: str = "none",
+    outer: Callable[[Any], Any] | None = None,
 ) -> None:
     """Serve behind the token/body-size guard; announce the address for humans and supervisors.
 
-    ``ws``: uvicorn's WebSocket protocol, ``"auto"`` for an app with WebSocket routes."""
+    ``ws``: uvicorn's WebSocket protocol, ``"auto"`` for an app with WebSocket routes;
+    ``outer``: a middleware around the guard (one that reads a protocol's own key header)."""
     from palaestra.http.announce import ready_line, serve_announced
     from palaestra.http.guard import Guard
     from palaestra.transport import unix_url
@@ -195,8 +228,9 @@ async def serve_guarded(
         print(f"serving {label} on {url}{path}{also}", file=sys.stderr, flush=True)
         print(ready_line(url, **unix), flush=True)
 
+    guarded = Guard(app, token=spec.token)
     await serve_announced(
-        Guard(app, token=spec.token),
+        guarded if outer is None else outer(guarded),
         host=spec.host,
         port=spec.port,
         on_ready=on_ready,

@@ -57,6 +57,10 @@ PEERS = {
         Peer("verifiers", ("verifiers==0.4.0",), "3.12.1"),
         # Harbor (task folders): its own TaskConfig/Task models check the folders palaestra writes.
         Peer("harbor", ("harbor==0.26.0",), "3.12.1"),
+        # The Open Reward Standard's SDK: its client drives `palaestra serve ors`, and its
+        # Server class stands up an ORS server for the `ors:` environment. It pins
+        # sse-starlette 2.x where palaestra's mcp extra needs 3.x: a venv of its own.
+        Peer("openreward", ("openreward==0.1.167",), "3.12.1"),
     )
 }
 
