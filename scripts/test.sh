@@ -6,6 +6,10 @@
 # output is shown when it is waited for, so the log reads in order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# pip byte-compiles every module it installs (over 100,000 files in the venvs below, ~4 ms of CPU
+# each), and on a fresh machine that CPU is taken from llama.cpp's compile; the tests import a
+# small part of them, which Python compiles (and caches) on first import.
+export PIP_COMPILE=0
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 started=$SECONDS
