@@ -50,4 +50,7 @@ await browser
 await machines
 await peers
 await harnesses
-.venv/bin/pytest -q -n 2 --dist loadgroup --durations=20 "$@"  # two workers (tests/conftest.py); the 20 slowest tests, printed at the end of every run
+# Three workers on two cores: outside the embedded model's and the trainer's tests, a test spends
+# about 40% of its time waiting (on its servers, boxes and subprocesses), so a third worker fills
+# it (tests/conftest.py groups them); the 20 slowest tests are printed at the end of every run.
+.venv/bin/pytest -q -n 3 --dist loadgroup --durations=20 "$@"

@@ -1,4 +1,4 @@
-"""How the tests are spread over pytest-xdist's workers (``scripts/test.sh`` runs ``-n 2``).
+"""How the tests are spread over pytest-xdist's workers (``scripts/test.sh`` runs ``-n 3``).
 
 With ``--dist loadgroup`` a worker takes a whole group at a time. Every test's group is its
 file, so a file's module fixtures (a served app, a built image, a Ray cluster) are made once,
@@ -6,9 +6,9 @@ by one worker, and its tests run in order as they would alone. Two exceptions:
 
 - ``SPREAD``: files whose tests are independent and each slow (one ``palaestra test`` of a
   built-in environment with the embedded model, one program run per test): every test is its
-  own group, so both workers share them.
+  own group, so the workers share them.
 - ``TOGETHER``: files that watch something machine-wide (the Java processes of every
-  ScienceWorld game on the machine) form one group, so the other worker's games are never in
+  ScienceWorld game on the machine) form one group, so other workers' games are never in
   what they count.
 
 The groups are made here from the test ids (``GroupScheduling``), not by xdist's
