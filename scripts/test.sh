@@ -6,6 +6,10 @@
 # output is shown when it is waited for, so the log reads in order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# pip byte-compiles every module it installs (over 100,000 files in the venvs below, ~4 ms of CPU
+# each), and on a fresh machine that CPU is taken from llama.cpp's compile; the tests import a
+# small part of them, which Python compiles (and caches) on first import.
+export PIP_COMPILE=0
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 started=$SECONDS
@@ -48,4 +52,7 @@ await machines
 await peers
 await harnesses
 await node_clients
-.venv/bin/pytest -q -n 2 --dist loadgroup --durations=20 "$@"  # two workers (tests/conftest.py); the 20 slowest tests, printed at the end of every run
+# Three workers on two cores: outside the embedded model's and the trainer's tests, a test spends
+# about 40% of its time waiting (on its servers, boxes and subprocesses), so a third worker fills
+# it (tests/conftest.py groups them); the 20 slowest tests are printed at the end of every run.
+.venv/bin/pytest -q -n 3 --dist loadgroup --durations=20 "$@"
