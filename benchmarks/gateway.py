@@ -16,11 +16,15 @@ history on every call):
   gateway`` runs) in this process; the difference of the process' CPU for the harness' call
   at that length, the calls before it made first (a conversation as a harness makes it);
 - ``--instructions``: both as CPU instructions under valgrind (callgrind), which do not move
-  with the machine's load: the difference of two runs that differ by the measured calls,
-  with Python's garbage collector off in both (a collection lands in one run of the two and
-  not the other, and moves the difference by more than a call costs).
+  with the machine's load, Python's garbage collector off. Through HTTP only the measured
+  calls are counted (``Measured``: needs ``cc`` and valgrind's headers); the handler alone as
+  the difference of two runs that differ by the measured calls (at long histories two whole
+  runs differ by more than a call costs: use ``--http`` there).
 
-    python benchmarks/gateway.py [--http] [--instructions]
+``--parts`` counts, alone, what grows with the history in a call through HTTP: parsing the
+request, encoding its messages, comparing them with the last call's.
+
+    python benchmarks/gateway.py [--http] [--instructions] [--parts] [--jobs N]
 """
 
 from __future__ import annotations
@@ -250,6 +254,23 @@ async def http(via_gateway: bool, turns: int, rollouts: int, measured: bool = Tr
     return 1e6 * spent / rollouts
 
 
+def part(what: str, turns: int, repeats: int) -> None:
+    """``repeats`` times one part of a call that grows with its history, in a ``measured``
+    block: ``parse`` the request, ``encode`` its messages, ``compare`` them with the last
+    call's (what ``palaestra.gateway.memo`` does to find what is new)."""
+    bodies = _bodies(turns)
+    messages = orjson.loads(bodies[-1])["messages"]
+    previous = orjson.loads(bodies[-2])["messages"] if turns > 1 else []
+    with Measured():
+        for _ in range(repeats):
+            if what == "parse":
+                orjson.loads(bodies[-1])
+            elif what == "encode":
+                orjson.dumps({"messages": messages})
+            else:
+                assert messages[: len(previous)] == previous
+
+
 # --- instructions, under callgrind ------------------------------------------------------------
 
 
@@ -322,12 +343,16 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=0, help="per figure (default: by size)")
     parser.add_argument("--kinds", nargs="*", default=list(KINDS), choices=KINDS)
     parser.add_argument("--jobs", type=int, default=1, help="callgrind runs at a time")
+    parser.add_argument("--parts", action="store_true", help="count the parts that grow")
     parser.add_argument("--run", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:  # one measured run, for callgrind
         gc.disable()  # a collection lands in one of the two runs compared, not in the other
         what, *rest = args.run
-        if what == "handler":
+        if what == "part":
+            kind, length, count = rest
+            part(kind, int(length), int(count))
+        elif what == "handler":
             kind, length, count, measured = rest
             asyncio.run(handler(kind, int(length), int(count), measured == "1"))
         else:
@@ -335,6 +360,12 @@ def main() -> None:
             run_on_fast_loop(http(side == "gateway", int(length), int(count), measured == "1"))
         return
     turns = tuple(args.turns)
+    if args.parts:
+        for length in turns:
+            for what in ("parse", "encode", "compare"):
+                count = _instructions("part", what, str(length), "50", regions=True) / 50
+                print(f"{what:>8} {length:>3} turns: {count:>9,.0f} instructions", flush=True)
+        return
     if args.instructions:
         instructions(turns, args.rollouts or 20, args.http, args.kinds, args.jobs)
         return
