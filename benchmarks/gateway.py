@@ -11,21 +11,28 @@ history on every call):
   branch that shares nothing costs the same); ``repeat`` sends the same history again (a
   retry);
 - ``--http``: the same, HTTP included: a real client (palaestra's HTTP client) -> the gateway
-  -> an instant Chat Completions server, against the same client -> the same server directly,
-  all on one event loop (uvloop, as ``palaestra serve gateway`` runs) in this process; the
-  difference of the process' CPU per call;
+  (its model an ``OpenAIChatModel``) -> an instant Chat Completions server, against the same
+  client -> the same server directly, all on one event loop (uvloop, as ``palaestra serve
+  gateway`` runs) in this process; the difference of the process' CPU for the harness' call
+  at that length, the calls before it made first (a conversation as a harness makes it);
 - ``--instructions``: both as CPU instructions under valgrind (callgrind), which do not move
-  with the machine's load: the difference of two runs that differ by the measured calls,
-  with Python's garbage collector off in both (a collection lands in one run of the two and
-  not the other, and moves the difference by more than a call costs).
+  with the machine's load, Python's garbage collector off. Through HTTP only the measured
+  calls are counted (``Measured``: needs ``cc`` and valgrind's headers); the handler alone as
+  the difference of two runs that differ by the measured calls (at long histories two whole
+  runs differ by more than a call costs: use ``--http`` there).
 
-    python benchmarks/gateway.py [--http] [--instructions]
+``--parts`` counts, alone, what grows with the history in a call through HTTP: parsing the
+request, encoding its messages, comparing them with the last call's.
+
+    python benchmarks/gateway.py [--http] [--instructions] [--parts] [--jobs N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ctypes
 import gc
 import os
 import re
@@ -33,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +58,12 @@ from palaestra.models.base import ModelStats  # noqa: E402
 from palaestra.types import JsonDict, assistant_message  # noqa: E402
 
 REPLY = "It is sunny in Paris today."
+REGIONS = "GATEWAY_BENCH_CALLGRIND_REGIONS"
+"""Names a helper library; set, callgrind counts only inside ``measured`` blocks."""
+_REGIONS_C = b"""#include <valgrind/callgrind.h>
+void measure_on(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_TOGGLE_COLLECT; }
+void measure_off(void) { CALLGRIND_TOGGLE_COLLECT; CALLGRIND_STOP_INSTRUMENTATION; }
+"""
 TURNS = (1, 5, 10, 25, 50, 100)
 KINDS = ("continued", "first", "repeat")
 CHAT_ANSWER = orjson.dumps(
@@ -96,6 +110,24 @@ class InstantChat(mock_model.MockHttp):
 
 
 _CHAT_HTTP = mock_model._http("200 OK", CHAT_ANSWER)
+
+
+class Measured:
+    """``with measured:`` marks what callgrind counts when the run was started with the
+    helper library (``REGIONS``; valgrind then runs everything else uninstrumented, several
+    times faster, so a long conversation's earlier calls cost little); else nothing."""
+
+    def __init__(self) -> None:
+        path = os.environ.get(REGIONS)
+        self._lib = ctypes.CDLL(path) if path else None
+
+    def __enter__(self) -> None:
+        if self._lib is not None:
+            self._lib.measure_on()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._lib is not None:
+            self._lib.measure_off()
 
 
 def conversation(turns: int) -> list[JsonDict]:
@@ -164,9 +196,11 @@ async def handler(kind: str, turns: int, rollouts: int, measured: bool = True) -
     return 1e6 * (spent - direct) / max(rollouts, 1)
 
 
-async def http(via_gateway: bool, turns: int, rollouts: int) -> float:
-    """Microseconds of this process' CPU per call of ``rollouts`` conversations of ``turns``
-    calls each, through the gateway or straight to the instant server."""
+async def http(via_gateway: bool, turns: int, rollouts: int, measured: bool = True) -> float:
+    """Microseconds of this process' CPU for a harness' call at ``turns`` turns (the calls
+    before it made first, unmeasured), through the gateway or straight to the instant server;
+    the mean of ``rollouts`` conversations (``measured`` False: only what leads up to the
+    call, for the instruction count's difference)."""
     from palaestra.models.openai.chat import OpenAIChatModel
     from palaestra.transport import HttpClient
 
@@ -179,8 +213,14 @@ async def http(via_gateway: bool, turns: int, rollouts: int) -> float:
     gateway = Gateway(model)
     await gateway.start()
     bodies = _bodies(turns)
+    region = Measured()
 
-    async def conversation_once() -> None:
+    async def call(url: str, headers: dict[str, str], body: bytes) -> None:
+        answer = await client.request("POST", url, body=body, headers=headers)
+        assert answer.status == 200, answer.body[:200]
+        assert orjson.loads(answer.body)["choices"][0]["message"]["content"] == REPLY
+
+    async def conversation_once(warm: bool = False) -> float:
         if via_gateway:
             rollout = gateway.open()
             url = f"{rollout.base_url}/chat/completions"
@@ -188,76 +228,110 @@ async def http(via_gateway: bool, turns: int, rollouts: int) -> float:
         else:
             url, headers = f"{instant}/chat/completions", {"Authorization": "Bearer none"}
         headers["Content-Type"] = "application/json"
-        for body in bodies:
-            answer = await client.request("POST", url, body=body, headers=headers)
-            assert answer.status == 200, answer.body[:200]
-            assert orjson.loads(answer.body)["choices"][0]["message"]["content"] == REPLY
+        for body in bodies[:-1]:
+            await call(url, headers, body)
+        if not measured:
+            return 0.0
+        started = time.process_time()
+        with contextlib.nullcontext() if warm else region:
+            await call(url, headers, bodies[-1])
+        spent = time.process_time() - started
+        if via_gateway:
+            assert [c.parent for c in rollout.calls] == [None, *range(turns - 1)]
+            rollout.close()
+        return spent
 
     try:
-        await conversation_once()  # warm-up: connections opened, code paths run once
-        started = time.process_time()
+        await conversation_once(warm=True)  # connections opened, every code path run once
+        spent = 0.0
         for _ in range(rollouts):
-            await conversation_once()
-        spent = time.process_time() - started
+            spent += await conversation_once()
     finally:
         await gateway.aclose()
         await model.aclose()
         await client.aclose()
         server.close()
-    return 1e6 * spent / (rollouts * turns)
+    return 1e6 * spent / rollouts
+
+
+def part(what: str, turns: int, repeats: int) -> None:
+    """``repeats`` times one part of a call that grows with its history, in a ``measured``
+    block: ``parse`` the request, ``encode`` its messages, ``compare`` them with the last
+    call's (what ``palaestra.gateway.memo`` does to find what is new)."""
+    bodies = _bodies(turns)
+    messages = orjson.loads(bodies[-1])["messages"]
+    previous = orjson.loads(bodies[-2])["messages"] if turns > 1 else []
+    with Measured():
+        for _ in range(repeats):
+            if what == "parse":
+                orjson.loads(bodies[-1])
+            elif what == "encode":
+                orjson.dumps({"messages": messages})
+            else:
+                assert messages[: len(previous)] == previous
 
 
 # --- instructions, under callgrind ------------------------------------------------------------
 
 
-def _instructions(*args: str) -> int:
-    """The instructions of this script's main thread run as ``--run *args`` under callgrind."""
+def _instructions(*args: str, regions: bool = False) -> int:
+    """The instructions of this script's main thread run as ``--run *args`` under callgrind
+    (with ``regions``, only those inside its ``measured`` blocks)."""
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "cg.out"
-        command = [
-            *("valgrind", "--tool=callgrind", "--separate-threads=yes"),
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            __file__,
-            "--run",
-            *args,
-        ]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-        found = re.search(
-            rb"^(?:totals|summary): (\d+)", Path(f"{out}-01").read_bytes(), re.MULTILINE
-        )
+        options = ["--separate-threads=yes", f"--callgrind-out-file={out}"]
+        if regions:
+            source, library = Path(scratch) / "regions.c", Path(scratch) / "regions.so"
+            source.write_bytes(_REGIONS_C)
+            subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", library, source], check=True)
+            env[REGIONS] = str(library)
+            options += ["--instr-atstart=no", "--collect-atstart=no"]
+        command = ["valgrind", "--tool=callgrind", *options, sys.executable, __file__]
+        done = subprocess.run([*command, "--run", *args], env=env, capture_output=True, text=True)
+        found = re.search(rb"^totals: (\d+)", Path(f"{out}-01").read_bytes(), re.MULTILINE)
         if done.returncode != 0 or found is None:
             raise SystemExit(f"callgrind printed no count:\n{done.stderr[-1500:]}")
         return int(found.group(1))
 
 
 def instructions(
-    turns: tuple[int, ...], rollouts: int, through_http: bool, kinds: list[str]
+    turns: tuple[int, ...], rollouts: int, through_http: bool, kinds: list[str], jobs: int
 ) -> None:
+    """Each figure as the difference of two callgrind runs, ``jobs`` runs at a time (a run
+    under valgrind is slow, and its count does not move with what else runs)."""
+    figures = [(kind, length) for kind in kinds for length in turns]
+    if through_http:
+        figures = [(side, length) for length in turns for side in ("gateway", "direct")]
+    if through_http:  # the measured calls alone are counted: one run per figure
+        runs = [("http", what, str(length), str(rollouts), "1") for what, length in figures]
+    else:  # the difference of a run with the measured calls and one without
+        runs = [
+            ("handler", what, str(length), str(rollouts), flag)
+            for what, length in figures
+            for flag in "10"
+        ]
+    with ThreadPoolExecutor(jobs) as pool:
+        counted = pool.map(lambda run: _instructions(*run, regions=through_http), runs)
+        counts = dict(zip(runs, counted, strict=True))
+    per_call = {
+        (what, length): (
+            counts[runs[0][0], what, str(length), str(rollouts), "1"]
+            - counts.get(("handler", what, str(length), str(rollouts), "0"), 0)
+        )
+        / rollouts
+        for what, length in figures
+    }
     if not through_http:
-        for kind in kinds:
-            for length in turns:
-                with_call = _instructions("handler", kind, str(length), str(rollouts), "1")
-                without = _instructions("handler", kind, str(length), str(rollouts), "0")
-                per_call = (with_call - without) / rollouts
-                print(f"{kind:>9} {length:>3} turns: {per_call:>9,.0f} instructions per call")
+        for kind, length in figures:
+            figure = per_call[kind, length]
+            print(f"{kind:>9} {length:>3} turns: {figure:>9,.0f} instructions per call")
         return
     for length in turns:
-        small, large = rollouts, 3 * rollouts
-        counts = {}
-        for side in ("gateway", "direct"):
-            counts[side] = [
-                _instructions("http", side, str(length), str(n)) for n in (small, large)
-            ]
-        rates = {
-            side: (big - little) / ((large - small) * length)
-            for side, (little, big) in counts.items()
-        }
+        through, direct = per_call["gateway", length], per_call["direct", length]
         print(
-            f"HTTP {length:>3} turns: {rates['gateway'] - rates['direct']:>9,.0f} "
-            f"instructions per call more through the gateway "
-            f"({rates['gateway']:,.0f} vs {rates['direct']:,.0f})"
+            f"HTTP {length:>3} turns: {through - direct:>9,.0f} instructions per call more "
+            f"through the gateway ({through:,.0f} vs {direct:,.0f})"
         )
 
 
@@ -268,25 +342,36 @@ def main() -> None:
     parser.add_argument("--turns", type=int, nargs="*", default=list(TURNS))
     parser.add_argument("--rollouts", type=int, default=0, help="per figure (default: by size)")
     parser.add_argument("--kinds", nargs="*", default=list(KINDS), choices=KINDS)
+    parser.add_argument("--jobs", type=int, default=1, help="callgrind runs at a time")
+    parser.add_argument("--parts", action="store_true", help="count the parts that grow")
     parser.add_argument("--run", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:  # one measured run, for callgrind
         gc.disable()  # a collection lands in one of the two runs compared, not in the other
         what, *rest = args.run
-        if what == "handler":
+        if what == "part":
+            kind, length, count = rest
+            part(kind, int(length), int(count))
+        elif what == "handler":
             kind, length, count, measured = rest
             asyncio.run(handler(kind, int(length), int(count), measured == "1"))
         else:
-            side, length, count = rest
-            run_on_fast_loop(http(side == "gateway", int(length), int(count)))
+            side, length, count, measured = rest
+            run_on_fast_loop(http(side == "gateway", int(length), int(count), measured == "1"))
         return
     turns = tuple(args.turns)
+    if args.parts:
+        for length in turns:
+            for what in ("parse", "encode", "compare"):
+                count = _instructions("part", what, str(length), "50", regions=True) / 50
+                print(f"{what:>8} {length:>3} turns: {count:>9,.0f} instructions", flush=True)
+        return
     if args.instructions:
-        instructions(turns, args.rollouts or 20, args.http, args.kinds)
+        instructions(turns, args.rollouts or 20, args.http, args.kinds, args.jobs)
         return
     if args.http:
         for length in turns:
-            rollouts = args.rollouts or max(2000 // length, 40)
+            rollouts = args.rollouts or max(4000 // length, 40)
             through = run_on_fast_loop(http(True, length, rollouts))
             direct = run_on_fast_loop(http(False, length, rollouts))
             print(

@@ -3,13 +3,13 @@
 Starts the benchmarks' instant model (``mock_model.py``, answering after ``--delay`` seconds
 so that every rollout's call is at the model at once) and ``palaestra serve gateway`` in front
 of it, each a process of its own; opens ``--rollouts`` rollouts over the admin routes and
-drives them all at once, each a harness of three Chat Completions calls (a tool call, the
-tool's output, a follow-up) with palaestra's HTTP client. Then it reads every rollout back and
-counts it lost unless its three calls are there, answered, continuing one another, and its
-trajectory holds its own messages and no other rollout's. Reports lost, wall time, and the
-gateway process' CPU and memory.
+drives them all at once, each a harness of ``--calls`` Chat Completions calls (a tool call,
+the tool's output, then follow-ups, its whole history sent each time) with palaestra's HTTP
+client. Then it reads every rollout back and counts it lost unless its calls are there,
+answered, continuing one another, and its trajectory holds its own messages and no other
+rollout's. Reports lost, wall time, and the gateway process' CPU and memory.
 
-    python benchmarks/gateway_scale.py [--rollouts 1024] [--delay 0.5] [--nofile 1024]
+    python benchmarks/gateway_scale.py [--rollouts 1024] [--calls 3] [--delay 0.5] [--nofile 1024]
 
 ``--nofile`` starts the gateway with that soft limit on open files (a common default): each
 call in flight holds two sockets in the gateway (the harness' and the model's).
@@ -36,7 +36,6 @@ import orjson
 from palaestra.transport import HttpClient
 
 HERE = Path(__file__).resolve().parent
-CALLS = 3
 _MARK = re.compile(rb"rollout-(\d{5})-")
 
 
@@ -78,15 +77,15 @@ def _tool_call(message: dict[str, Any]) -> dict[str, Any]:
     return {k: message[k] for k in ("role", "content", "tool_calls") if message.get(k) is not None}
 
 
-async def harness(client: HttpClient, rollout: dict[str, Any], mark: str) -> str | None:
-    """One rollout's three calls; what went wrong, or None."""
+async def harness(client: HttpClient, rollout: dict[str, Any], mark: str, calls: int) -> str | None:
+    """One rollout's ``calls`` calls; what went wrong, or None."""
     url = f"{rollout['base_url']}/chat/completions"
     headers = {"Authorization": f"Bearer {rollout['api_key']}", "Content-Type": "application/json"}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a weather bot."},
         {"role": "user", "content": f"{mark} What is the weather in Paris?"},
     ]
-    for call in range(CALLS):
+    for call in range(calls):
         body = orjson.dumps({"model": "m", "messages": messages})
         try:
             answer = await client.request("POST", url, body=body, headers=headers)
@@ -105,12 +104,12 @@ async def harness(client: HttpClient, rollout: dict[str, Any], mark: str) -> str
     return None
 
 
-def check(record: dict[str, Any], index: int) -> str | None:
-    """Why rollout ``index``'s record is not whole and its own, or None."""
+def check(record: dict[str, Any], index: int, count: int) -> str | None:
+    """Why rollout ``index``'s record (of ``count`` calls) is not whole and its own, or None."""
     calls = record["calls"]
-    if len(calls) != CALLS:
+    if len(calls) != count:
         return f"{len(calls)} calls recorded"
-    if [call["parent"] for call in calls] != [None, *range(CALLS - 1)]:
+    if [call["parent"] for call in calls] != [None, *range(count - 1)]:
         return f"parents {[call['parent'] for call in calls]}"
     if any(call["error"] for call in calls):
         return "a failed call"
@@ -120,7 +119,9 @@ def check(record: dict[str, Any], index: int) -> str | None:
     return None
 
 
-async def drive(url: str, token: str, rollouts: int, gateway_pid: int) -> dict[str, Any]:
+async def drive(
+    url: str, token: str, rollouts: int, calls: int, gateway_pid: int
+) -> dict[str, Any]:
     client = HttpClient()
     admin = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     try:
@@ -135,7 +136,7 @@ async def drive(url: str, token: str, rollouts: int, gateway_pid: int) -> dict[s
         cpu_before, wall_before = cpu_seconds(gateway_pid), time.monotonic()
         failures = await asyncio.gather(
             *(
-                harness(client, rollout, f"rollout-{index:05d}-")
+                harness(client, rollout, f"rollout-{index:05d}-", calls)
                 for index, rollout in enumerate(opened)
             )
         )
@@ -147,7 +148,8 @@ async def drive(url: str, token: str, rollouts: int, gateway_pid: int) -> dict[s
             answer = await client.request(
                 "GET", f"{url}/admin/rollouts/{rollout['id']}", headers=admin
             )
-            wrong = check(orjson.loads(answer.body), index) if answer.status == 200 else "gone"
+            record = orjson.loads(answer.body) if answer.status == 200 else None
+            wrong = "gone" if record is None else check(record, index, calls)
             if wrong is not None and index not in lost:
                 lost[index] = wrong
         stats = await client.request("GET", f"{url}/admin/stats", headers=admin)
@@ -155,12 +157,12 @@ async def drive(url: str, token: str, rollouts: int, gateway_pid: int) -> dict[s
         await client.aclose()
     return {
         "rollouts": rollouts,
-        "calls": rollouts * CALLS,
+        "calls": rollouts * calls,
         "lost": len(lost),
         "lost_examples": {str(i): why for i, why in list(lost.items())[:5]},
         "wall_s": round(wall, 2),
         "gateway_cpu_s": round(cpu, 2),
-        "gateway_cpu_ms_per_call": round(1000 * cpu / (rollouts * CALLS), 3),
+        "gateway_cpu_ms_per_call": round(1000 * cpu / (rollouts * calls), 3),
         "gateway_rss_mib_before": round(memory_before["VmRSS"], 1),
         "gateway_rss_mib_after": round(memory_after["VmRSS"], 1),
         "gateway_peak_rss_mib": round(memory_after["VmHWM"], 1),
@@ -171,6 +173,7 @@ async def drive(url: str, token: str, rollouts: int, gateway_pid: int) -> dict[s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rollouts", type=int, default=1024)
+    parser.add_argument("--calls", type=int, default=3, help="calls per rollout (at least 2)")
     parser.add_argument("--delay", type=float, default=0.5, help="the model's answer time (s)")
     parser.add_argument("--nofile", type=int, help="the gateway's soft limit on open files")
     args = parser.parse_args()
@@ -183,7 +186,7 @@ def main() -> None:
         ]
         with started(gateway, "PALAESTRA_READY ", args.nofile) as (pid, ready):
             url = orjson.loads(ready)["url"]
-            result = asyncio.run(drive(url, token, args.rollouts, pid))
+            result = asyncio.run(drive(url, token, args.rollouts, args.calls, pid))
     print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
 
 

@@ -26,7 +26,7 @@ from palaestra.gateway import admin, apis
 from palaestra.gateway.rollout import GatewayRollout, Prepared, UnknownResponse
 from palaestra.http.guard import DEFAULT_MAX_BODY, bearer_matches
 from palaestra.models.affinity import ROLLOUT_SCOPE
-from palaestra.models.chat_format import finish_reason
+from palaestra.models.chat_format import CHAT_REUSE, finish_reason
 from palaestra.models.versions import POLICY_CLOCK, served_by
 from palaestra.wire.protocol import SESSION_ID_HEADER, error_body
 
@@ -183,6 +183,7 @@ class GatewayApp:
             return error(503, "the gateway is closing", kind="unavailable")
         scope_token = ROLLOUT_SCOPE.set(rollout.scope)
         clock_token = POLICY_CLOCK.set(rollout.clock)
+        reuse_token = CHAT_REUSE.set(rollout.chat_reuse)
         answer = None
         try:
             answer = await gateway.model.respond(prepared.params)
@@ -206,6 +207,7 @@ class GatewayApp:
                 return error(502, reason, kind="model_error")
             return error(500, f"the model failed: {reason}")
         finally:
+            CHAT_REUSE.reset(reuse_token)
             POLICY_CLOCK.reset(clock_token)
             ROLLOUT_SCOPE.reset(scope_token)
             gateway.release()

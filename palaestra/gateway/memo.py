@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from palaestra._util.prefix import shared_start
 from palaestra.gateway.lineage import Key, item_key
 from palaestra.types import JsonDict
 
@@ -56,22 +57,6 @@ class _Seen:
     keyed: Keyed
 
 
-def shared_start(new: list[Any], old: list[Any]) -> int:
-    """How many elements ``new`` and ``old`` share from their start (compared in C: a whole
-    slice at a time, halving on a difference)."""
-    length = min(len(new), len(old))
-    if new[:length] == old[:length]:
-        return length
-    low, high = 0, length  # new[:low] == old[:low]; they differ before ``high``
-    while high - low > 1:
-        middle = (low + high) // 2
-        if new[low:middle] == old[low:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
-
-
 class Memo:
     """The raw requests of a rollout's last few calls and what they became."""
 
@@ -91,8 +76,8 @@ class Memo:
         best: _Seen | None = None
         shared = 0
         for seen in self._seen:
-            if seen.kind != kind or seen.start != start:
-                continue
+            if seen.kind != kind or seen.start != start or len(seen.raw) <= shared:
+                continue  # (a shorter list cannot share more than found already)
             count = shared_start(raw, seen.raw)
             if count > shared:
                 best, shared = seen, count

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from palaestra.errors import PalaestraError
 from palaestra.gateway.lineage import Key, Lineage, chain, item_key, keyed
 from palaestra.gateway.memo import Memo
+from palaestra.models.chat_format import ChatReuse
 from palaestra.types import CALL_INDEX, CALL_PARENT, JsonDict, Producer, add_usage, empty_usage
 
 if TYPE_CHECKING:
@@ -103,6 +104,9 @@ class GatewayRollout:
         self._on_close = on_close
         self._lineage = Lineage()
         self._memo = Memo()
+        self.chat_reuse = ChatReuse()
+        """What the model's chat conversion made of this rollout's recent calls (the gateway
+        sets it for each call: a chat model then converts only what the call adds)."""
         self.model = ""
         """The name of the model the gateway serves (the trajectory's ``model``)."""
         self._fresh_from: list[int] = []
@@ -116,6 +120,7 @@ class GatewayRollout:
         """End the endpoint: later calls on ``base_url`` get 404 (the calls stay here)."""
         self.closed = True
         self._memo.clear()
+        self.chat_reuse.clear()
         if self._on_close is not None:
             self._on_close(self)
 

@@ -11,6 +11,8 @@ import openai
 import pytest
 
 from palaestra.gateway import Gateway, GatewayRollout
+from palaestra.models.chat_format import responses_to_chat
+from palaestra.models.openai.chat import OpenAIChatModel
 from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.training.tree import call_tree
 from palaestra.types import JsonDict
@@ -333,3 +335,33 @@ async def test_a_tool_call_sent_back_with_other_spacing_still_continues_its_call
     sent = scripted.bodies("/v1/responses")[-1]
     calls = [i for i in sent["input"] if i.get("type") == "function_call"]
     assert [c["arguments"] for c in calls] == ['{"city": "Paris"}']
+
+
+async def test_a_chat_model_behind_the_gateway_converts_only_what_each_call_adds(
+    scripted: ScriptedModelServer,
+) -> None:
+    model = OpenAIChatModel(scripted.url)
+    async with Gateway(model) as gateway:
+        rollout = gateway.open()
+        client = _client(rollout)
+        messages: list[JsonDict] = _ask()
+        for turn in range(12):
+            answer = await client.chat.completions.create(
+                model="m", messages=messages, tools=[WEATHER_TOOL]
+            )
+            said = answer.choices[0].message
+            if said.tool_calls:
+                call = said.tool_calls[0]
+                messages.append(said.model_dump(exclude_none=True))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": "sunny"})
+            else:
+                messages.append({"role": "assistant", "content": said.content})
+                messages.append({"role": "user", "content": f"And on day {turn}?"})
+    await model.aclose()
+    assert [call.parent for call in rollout.calls] == [None, *range(11)]
+    # Each call went to the model as the whole input converted afresh would have gone...
+    sent = [body["messages"] for body in scripted.bodies("/v1/chat/completions")[-12:]]
+    assert sent == [responses_to_chat({"input": call.input})["messages"] for call in rollout.calls]
+    # ...but only its new items were converted: the first call's two messages, then the
+    # model's answer and the harness' next message (converting every call whole: 156).
+    assert rollout.chat_reuse.converted == 2 + 2 * 11

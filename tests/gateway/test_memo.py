@@ -11,7 +11,7 @@ import orjson
 from palaestra.gateway import Gateway, GatewayRollout
 from palaestra.gateway.app import GatewayApp
 from palaestra.gateway.lineage import item_key
-from palaestra.gateway.memo import Memo, shared_start
+from palaestra.gateway.memo import Memo
 from palaestra.models.base import ModelStats
 from palaestra.types import JsonDict, assistant_message
 
@@ -152,13 +152,3 @@ async def test_reused_work_gives_the_parents_and_inputs_a_whole_conversion_gives
         [(item_key(item), item["producer"]) for item in output] for output in trajectories
     )
     assert fast_items == whole_items
-
-
-def test_the_shared_start_of_two_lists_is_found_wherever_they_part() -> None:
-    old = [{"n": n} for n in range(37)]
-    for parting in range(38):
-        new = [*old[:parting], {"n": "other"}, *old[parting + 1 :]]
-        assert shared_start(new, old) == min(parting, 37)
-    assert shared_start(old[:10], old) == 10
-    assert shared_start([*old, {"n": 37}], old) == 37
-    assert shared_start([], old) == 0

@@ -16,10 +16,12 @@ from palaestra.models.chat_format.completions import (
     response_to_chat_completion,
 )
 from palaestra.models.chat_format.requests import (
+    CHAT_REUSE,
     chat_message_items,
     chat_request_to_responses_params,
     responses_to_chat,
 )
+from palaestra.models.chat_format.reuse import ChatReuse
 from palaestra.models.chat_format.text import (
     completion_request_to_responses_params,
     response_text,
@@ -27,8 +29,10 @@ from palaestra.models.chat_format.text import (
 )
 
 __all__ = [
+    "CHAT_REUSE",
     "CONTEXT_LENGTH_EXCEEDED",
     "TOKEN_FIELDS",
+    "ChatReuse",
     "chat_message_items",
     "chat_request_to_responses_params",
     "chat_to_response",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
 
 from palaestra.errors import ModelError
 from palaestra.models.chat_format._common import (
@@ -13,6 +14,13 @@ from palaestra.models.chat_format._common import (
     token_fields,
 )
 from palaestra.types import JsonDict, input_items
+
+if TYPE_CHECKING:
+    from palaestra.models.chat_format.reuse import ChatReuse
+
+CHAT_REUSE: ContextVar[ChatReuse | None] = ContextVar("palaestra_chat_reuse", default=None)
+"""What the running call's caller converted before (``palaestra.models.chat_format.reuse``):
+set, ``responses_to_chat`` converts only the input items the caller's recent calls did not."""
 
 _SAMPLING_FIELDS = ("temperature", "top_p", "parallel_tool_calls", "model", "seed")
 
@@ -80,12 +88,34 @@ def _chat_messages(params: JsonDict, keep_token_ids: bool) -> list[JsonDict]:
     messages: list[JsonDict] = []
     if params.get("instructions"):
         messages.append({"role": "system", "content": params["instructions"]})
+    reuse = CHAT_REUSE.get()
+    raw = params.get("input")
+    if reuse is not None and isinstance(raw, list):
+        messages += reuse.messages(raw, keep_token_ids)
+    else:
+        fold(input_items(params), keep_token_ids, messages)
+    return messages
+
+
+def fold(
+    items: list[Any],
+    keep_token_ids: bool,
+    messages: list[JsonDict],
+    cuts: tuple[list[int], list[int]] | None = None,
+    first: int = 0,
+) -> None:
+    """Append the chat messages of Responses ``items`` to ``messages``.
+
+    ``cuts``: where the conversion starts afresh is recorded there, as (how many items from
+    ``first`` on, how many messages by then): after each item that is not the assistant's,
+    nothing earlier bears on what later items become (``palaestra.models.chat_format.reuse``).
+    """
     # One assistant turn in Responses is several items (reasoning, message, function calls);
     # in chat it is one message, so they are folded into the currently open assistant message.
     current: JsonDict | None = None
     reasoning: list[str] = []
     tokens: JsonDict = {}
-    for item in input_items(params):
+    for position, item in enumerate(items, first + 1):
         if not isinstance(item, dict):
             raise ModelError(f"input item is not a JSON object: {item!r:.80}")
         if not _is_assistant_item(item):
@@ -93,6 +123,9 @@ def _chat_messages(params: JsonDict, keep_token_ids: bool) -> list[JsonDict]:
             current, tokens = None, {}
             reasoning.clear()
             messages.append(_chat_message(item))
+            if cuts is not None:
+                cuts[0].append(position)
+                cuts[1].append(len(messages))
             continue
         if keep_token_ids:
             tokens.update(token_fields(item))
@@ -114,7 +147,6 @@ def _chat_messages(params: JsonDict, keep_token_ids: bool) -> list[JsonDict]:
             current["content"] = _chat_content(item.get("content"))
         current.update(tokens)
         tokens = {}
-    return messages
 
 
 def responses_to_chat(params: JsonDict, *, keep_token_ids: bool = False) -> JsonDict:
