@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.envs.swe_local.generate import base_tree
+from palaestra.envs.swe_local.trees import base_tree
 from palaestra.envs.swe_local.verifier import (
     DAMAGED,
     Config,
