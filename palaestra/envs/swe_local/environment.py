@@ -21,7 +21,7 @@ from palaestra.environment.harbor.environment import DEFAULT_SANDBOX
 from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write_rows
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.folders import materialize_set
-from palaestra.envs.swe_local.selection import parse_filter, selected
+from palaestra.envs.swe_local.selection import parse_filter, selected, summary
 
 
 def task_folders(directory: Path = manifest.SHIPPED, filter: str | None = None) -> Path:
@@ -58,9 +58,19 @@ class SweLocal(HarborEnvironment):
         super().__init__(path=path, sandbox=sandbox)
 
     @classmethod
-    def example_tasks_file(cls) -> Path | None:
-        """The rows of every shipped task (their folders made on demand)."""
-        return write_rows(load_tasks(task_folders(_shipped())), rows_directory())
+    def task_summary(cls, filter: str | None = None, directory: Path | None = None) -> str:
+        """``palaestra tasks swe_local --summary``: the shipped set (or what ``filter``
+        selects) counted by language, repository, kind, difficulty and flag."""
+        lines = manifest.read_directory(directory or _shipped())
+        if filter:
+            lines = selected(lines, parse_filter(filter))
+        return summary(lines)
+
+    @classmethod
+    def example_tasks_file(cls, filter: str | None = None) -> Path | None:
+        """The rows of every shipped task, or of those ``filter`` selects (their folders made
+        on demand)."""
+        return write_rows(load_tasks(task_folders(_shipped(), filter)), rows_directory())
 
 
 def _shipped() -> Path:

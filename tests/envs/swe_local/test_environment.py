@@ -104,3 +104,26 @@ def test_the_machine_keeps_no_copy_of_the_unmutated_release(sandbox: str) -> Non
     assert lines[-1] == "/testbed/mpmath/ctx_base.py"
     assert "No such file or directory" in lines[-2]
     assert lines[:-2] == [], f"copies of the release left in the machine: {lines[:-2]}"
+
+
+def test_palaestra_tasks_summarizes_and_filters_the_set(tmp_path: Path) -> None:
+    lines = manifest.read_directory()
+    result = CliRunner().invoke(cli, ["tasks", "swe_local", "--summary"])
+    assert result.exit_code == 0, result.output
+    repos = {line["repo"] for line in lines}
+    assert result.output.startswith(f"{len(lines)} tasks, {len(repos)} repositories")
+    assert "flags: flaky" in result.output and "difficulty: easy" in result.output
+    output = tmp_path / "mpmath.jsonl"
+    chosen = "repo=mpmath,kind=arith"
+    result = CliRunner().invoke(
+        cli, ["tasks", "swe_local", "--filter", chosen, "--output", str(output)]
+    )
+    assert result.exit_code == 0, result.output
+    names = [json.loads(row)["harbor_task"] for row in output.read_text().splitlines()]
+    expected = [t["instance_id"] for t in lines if t["repo"] == "mpmath" and t["kind"] == "arith"]
+    assert names == expected and expected
+
+
+def test_a_filter_on_an_environment_without_a_catalogue_is_refused() -> None:
+    result = CliRunner().invoke(cli, ["tasks", "reasoning_gym", "--summary"])
+    assert result.exit_code != 0 and "has no task catalogue" in result.output

@@ -34,6 +34,36 @@ REPOS: dict[str, Repo] = {
         Repo("sympy", "python3-sympy", "sympy/sympy", "BSD-3-Clause", "sympy"),
         Repo("networkx", "python3-networkx", "networkx/networkx", "BSD-3-Clause", "networkx"),
         Repo("mpmath", "python3-mpmath", "mpmath/mpmath", "BSD-3-Clause", "mpmath"),
+        Repo("toolz", "python3-toolz", "pytoolz/toolz", "BSD-3-Clause", "toolz"),
+        Repo("bs4", "python3-bs4", "launchpad.net/beautifulsoup", "MIT", "bs4"),
+        Repo("ecdsa", "python3-ecdsa", "tlsfuzzer/python-ecdsa", "MIT", "ecdsa"),
+        Repo("pyflakes", "python3-pyflakes", "PyCQA/pyflakes", "MIT", "pyflakes"),
+        Repo("pyfakefs", "python3-pyfakefs", "pytest-dev/pyfakefs", "Apache-2.0", "pyfakefs"),
+        Repo(
+            "jsonschema", "python3-jsonschema", "python-jsonschema/jsonschema", "MIT", "jsonschema"
+        ),
+        Repo("hyperlink", "python3-hyperlink", "python-hyper/hyperlink", "MIT", "hyperlink"),
+        Repo("isodate", "python3-isodate", "gweis/isodate", "BSD-3-Clause", "isodate"),
+        Repo("automat", "python3-automat", "glyph/automat", "MIT", "automat"),
+        Repo("nose2", "python3-nose2", "nose-devs/nose2", "BSD-2-Clause", "nose2"),
+        Repo("fixtures", "python3-fixtures", "testing-cabal/fixtures", "Apache-2.0", "fixtures"),
+        Repo("yaql", "python3-yaql", "openstack/yaql", "Apache-2.0", "yaql"),
+        Repo(
+            "multipledispatch",
+            "python3-multipledispatch",
+            "mrocklin/multipledispatch",
+            "BSD-3-Clause",
+            "multipledispatch",
+        ),
+        Repo("pint", "python3-pint", "hgrecco/pint", "BSD-3-Clause", "pint"),
+        Repo(
+            "geographiclib",
+            "python3-geographiclib",
+            "geographiclib/geographiclib-python",
+            "MIT",
+            "geographiclib",
+        ),
+        Repo("iso8601", "python3-iso8601", "micktwomey/pyiso8601", "MIT", "iso8601"),
     )
 }
 """The repositories: ``root`` is the import package, a directory of site-packages."""
