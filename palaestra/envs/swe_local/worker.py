@@ -203,8 +203,63 @@ def confirm(runner: Runner, module: str, verdict: Verdict, timeout: float) -> Co
     return Confirmed(verdict, broken, round(seconds, 2))
 
 
+@dataclass(frozen=True)
+class Bug:
+    """A candidate bug in one module: one mutation, or two in different functions."""
+
+    module: str
+    parts: tuple[tuple[Mutation, int], ...]
+    """Each mutation with the first line of its function (the probe's key)."""
+
+    @property
+    def kind(self) -> str:
+        return self.parts[0][0].kind if len(self.parts) == 1 else "combined"
+
+    @property
+    def key(self) -> str:
+        return f"{self.module}:" + "+".join(mutation.key for mutation, _ in self.parts)
+
+    def text(self, original: str) -> str:
+        edits = tuple(edit for mutation, _ in self.parts for edit in mutation.edits)
+        return apply(original, Mutation(self.kind, self.parts[0][0].function, 0, edits))
+
+
+def _try(
+    runner: Runner,
+    unit: Unit,
+    bug: Bug,
+    original: str,
+    gold: Gold,
+    options: Options,
+    timeout: float,
+    outcome: Outcome,
+) -> dict[str, Any] | None:
+    """Validate ``bug``; its line, or None (the reason counted in ``outcome.rejected``)."""
+    outcome.tried += 1
+    changed = bug.text(original)
+    runner.write(bug.module, changed)
+    try:
+        mutated = runner.run([unit.test_file], timeout=timeout)
+        verdict: Verdict | Confirmed | str = judge(
+            gold.baseline, mutated, max_fail=options.max_fail
+        )
+        if isinstance(verdict, Verdict):
+            verdict = confirm(runner, bug.module, verdict, timeout)
+    finally:
+        runner.restore(bug.module)
+    if isinstance(verdict, str):
+        outcome.rejected[verdict.split(" (")[0]] += 1
+        return None
+    assert mutated is not None
+    return line_for(unit, bug, original, changed, verdict, mutated, gold, runner)
+
+
 def work_unit(runner: Runner, unit: Unit, options: Options, known: set[str]) -> Outcome:
-    """The lines one unit gives (``known``: mutations already in the manifest, skipped)."""
+    """The lines one unit gives (``known``: mutations already in the manifest, skipped).
+
+    Per function, a kind is drawn uniformly among those with a site, then a site; when two
+    kept bugs of the unit are in different functions of one module, their combination is
+    tried too (``combined``: the same failing tests need both fixed)."""
     started = time.monotonic()
     outcome = Outcome(unit)
     gold = gold_state(runner, unit, runner.work.parent, options.max_file_seconds)
@@ -218,6 +273,7 @@ def work_unit(runner: Runner, unit: Unit, options: Options, known: set[str]) -> 
     pool = candidates(gold.baseline)
     rng.shuffle(pool)
     sources: dict[str, str] = {}
+    kept: list[Bug] = []
     for module, first_line in pool[: options.tries_per_file]:
         if len(outcome.lines) >= options.per_file or time.time() > options.deadline:
             break
@@ -232,47 +288,47 @@ def work_unit(runner: Runner, unit: Unit, options: Options, known: set[str]) -> 
         if not choices:
             continue
         kind = rng.choice(sorted({m.kind for m in choices}))
-        mutation = rng.choice([m for m in choices if m.kind == kind])
-        if f"{module}:{mutation.key}" in known:
+        bug = Bug(module, ((rng.choice([m for m in choices if m.kind == kind]), first_line),))
+        if bug.key in known:
             continue
-        outcome.tried += 1
-        runner.write(module, apply(original, mutation))
-        try:
-            mutated = runner.run([unit.test_file], timeout=timeout)
-            verdict: Verdict | Confirmed | str = judge(
-                gold.baseline, mutated, max_fail=options.max_fail
+        line = _try(runner, unit, bug, original, gold, options, timeout, outcome)
+        if line is not None:
+            known.add(bug.key)
+            outcome.lines.append(line)
+            kept.append(bug)
+    pairs = [
+        (first, second)
+        for index, first in enumerate(kept)
+        for second in kept[index + 1 :]
+        if first.module == second.module and first.parts[0][1] != second.parts[0][1]
+    ]
+    if pairs and time.time() < options.deadline:
+        first, second = rng.choice(pairs)
+        combined = Bug(first.module, first.parts + second.parts)
+        if combined.key not in known:
+            line = _try(
+                runner, unit, combined, sources[first.module], gold, options, timeout, outcome
             )
-            if isinstance(verdict, Verdict):
-                verdict = confirm(runner, module, verdict, timeout)
-        finally:
-            runner.restore(module)
-        if isinstance(verdict, str):
-            outcome.rejected[verdict.split(" (")[0]] += 1
-            continue
-        assert mutated is not None
-        line = line_for(
-            unit, module, original, mutation, first_line, verdict, mutated, gold, runner
-        )
-        known.add(str(line["mutation"]))
-        outcome.lines.append(line)
+            if line is not None:
+                known.add(combined.key)
+                outcome.lines.append(line)
     outcome.seconds = time.monotonic() - started
     return outcome
 
 
 def line_for(
     unit: Unit,
-    module: str,
+    bug: Bug,
     original: str,
-    mutation: Mutation,
-    first_line: int,
+    changed: str,
     confirmed: Confirmed,
     mutated: RunResult,
     gold: Gold,
     runner: Runner,
 ) -> dict[str, Any]:
-    """The manifest line of a confirmed mutation, its flags measured."""
-    changed = apply(original, mutation)
+    """The manifest line of a confirmed bug, its flags measured."""
     verdict = confirmed.verdict
+    module = bug.module
     ids = verdict.fail_to_pass + verdict.pass_to_pass
     dotted = module.removesuffix(".py").replace("/", ".")
     messages = {
@@ -282,31 +338,30 @@ def line_for(
     }
     confirmed.broken.add(mutated.outcomes, ids)
     gold_patch = patch(module, changed, original)
+    names = [mutation.function for mutation, _ in bug.parts]
     line: dict[str, Any] = {
-        "instance_id": instance_id(
-            unit.repo, unit.package, module, mutation.function, mutation.key
-        ),
+        "instance_id": instance_id(unit.repo, unit.package, module, names[0], bug.key),
         "repo": unit.repo,
         "language": "python",
         "source": unit.source,
         "version": unit.version,
-        "kind": mutation.kind,
-        "kinds": [mutation.kind],
+        "kind": bug.kind,
+        "kinds": [mutation.kind for mutation, _ in bug.parts],
         "files": [module],
-        "functions": [mutation.function],
+        "functions": names,
         "bug": patch(module, original, changed),
         "patch": gold_patch,
         "FAIL_TO_PASS": verdict.fail_to_pass,
         "PASS_TO_PASS": verdict.pass_to_pass,
-        "statement": statement(dotted, mutation.function, verdict.fail_to_pass, messages),
+        "statement": statement(dotted, names[0], verdict.fail_to_pass, messages),
         "difficulty": difficulty(gold_patch),
         "test_seconds": confirmed.seconds,
         "seed": unit.seed,
         "base_tree": base_tree(runner.site, unit.package, {module: changed.encode()}),
-        "mutation": f"{module}:{mutation.key}",
+        "mutation": bug.key,
     }
     flaky = gold.runs.disagree(ids) or confirmed.broken.disagree(ids)
-    target = {f"{module}:{first_line}"}
-    off = off_target(gold.baseline.covered, verdict.fail_to_pass, target)
+    targets = {f"{module}:{first}" for _, first in bug.parts}
+    off = off_target(gold.baseline.covered, verdict.fail_to_pass, targets)
     line["flags"] = flags(line, flaky=flaky, off=off)
     return manifest.sealed(line)
