@@ -38,6 +38,7 @@ from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.flags import duplicates
 from palaestra.envs.swe_local.languages.python import REPOS, package_of
 from palaestra.envs.swe_local.validate import SITE, Runner
+from palaestra.envs.swe_local.variants import make_variants, work_directory
 from palaestra.envs.swe_local.worker import Options, Outcome, Unit, work_unit
 
 DONE = "done.jsonl"
@@ -252,6 +253,38 @@ def run(args: argparse.Namespace, quotas: dict[str, int]) -> Tally:
     return tally
 
 
+def variants(args: argparse.Namespace) -> int:
+    """``--variant-of ID``: up to ``--count`` variants of the task ``ID`` (read from
+    ``--from-manifest``) into ``--manifest``."""
+    lines = {str(line["instance_id"]): line for line in manifest.read_directory(args.from_manifest)}
+    line = lines.get(args.variant_of)
+    if line is None:
+        raise SystemExit(f"--variant-of: no task '{args.variant_of}' in {args.from_manifest}")
+    if line["language"] != "python":
+        raise SystemExit(f"--variant-of: {line['language']} tasks have no variant maker yet")
+    runner = Runner(work_directory(args.work), args.rootfs)
+    options = Options(
+        tries_per_file=args.tries_per_file,
+        max_fail=args.max_fail,
+        timeout=args.timeout,
+        max_file_seconds=args.max_file_seconds,
+        deadline=time.time() + 60 * args.minutes,
+    )
+    outcome = make_variants(runner, line, args.count, args.seed, options)
+    if outcome.lines:
+        merge(args.manifest, outcome.lines)
+    for made in outcome.lines:
+        print(f"{made['instance_id']} ({made['kind']} in {made['functions'][0]})", flush=True)
+    rejected = ", ".join(f"{k} {n}" for k, n in outcome.rejected.most_common())
+    print(
+        f"{len(outcome.lines)} variants of {args.variant_of} in {args.manifest} "
+        f"({outcome.tried} tried{'; rejected: ' + rejected if rejected else ''})"
+        + (f"; {outcome.skipped}" if outcome.skipped else ""),
+        flush=True,
+    )
+    return 0 if outcome.lines else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m palaestra.envs.swe_local.generate")
     parser.add_argument("--rootfs", type=Path, help="the machine's root filesystem (mmdebstrap)")
@@ -266,7 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--max-file-seconds", type=float, default=40.0)
     parser.add_argument("--minutes", type=float, default=600.0, help="stop after this long")
+    parser.add_argument("--variant-of", help="make held-out variants of this task instead")
+    parser.add_argument("--from-manifest", type=Path, default=manifest.SHIPPED)
+    parser.add_argument("--count", type=int, default=2, help="variants to make (--variant-of)")
     args = parser.parse_args(argv)
+    if args.variant_of is not None:
+        return variants(args)
     quotas: dict[str, int] = {}
     for item in args.repo:
         repo, _, count = item.partition("=")

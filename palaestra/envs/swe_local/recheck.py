@@ -4,10 +4,11 @@ passes; with ``--measure``, measure the lines' ``test_seconds`` and flags again.
 For each line: its ``bug`` is applied to a working copy of the package and FAIL_TO_PASS and
 PASS_TO_PASS run together, as ``tests/test.sh`` runs them: every FAIL_TO_PASS must fail (the
 untouched machine scores 0); then the gold ``patch`` is applied and every id must pass (the
-oracle scores 1). ``--measure`` runs each state three times (the gold runs with the probe's
-call data) and rewrites the line's ``test_seconds`` (the first gold run), ``flaky`` (outcomes
-that differ between runs of a state), ``slow`` and ``off_target`` (no FAIL_TO_PASS test calls
-a changed function) in the manifest.
+oracle scores 1). ``--measure`` also measures the gold state of the test file three times
+(with the probe's call data, kept per release) and the broken state twice, and rewrites the
+line's ``test_seconds`` (the timed gold run of its ids), ``flaky`` (outcomes that differ between
+runs of a state), ``slow`` and ``off_target`` (no FAIL_TO_PASS test calls a changed function)
+in the manifest.
 
 Usage::
 
@@ -33,7 +34,7 @@ from palaestra.envs.swe_local.generate import merge
 from palaestra.envs.swe_local.languages.python import package_of
 from palaestra.envs.swe_local.selection import parse_filter, selected
 from palaestra.envs.swe_local.validate import Runner
-from palaestra.envs.swe_local.worker import function_index
+from palaestra.envs.swe_local.worker import Gold, Unit, function_index, gold_state
 
 
 def _patch(runner: Runner, diff: str) -> None:
@@ -54,18 +55,27 @@ def targets(runner: Runner, line: Mapping[str, Any]) -> set[str]:
 
 
 def recheck(
-    runner: Runner, line: Mapping[str, Any], timeout: float, *, runs: int = 1
+    runner: Runner, line: Mapping[str, Any], timeout: float, *, measure: bool = False
 ) -> tuple[str, dict[str, Any] | None]:
-    """``ok`` or what is wrong with ``line``; with ``runs`` > 1, the line measured again."""
+    """``ok`` or what is wrong with ``line``; with ``measure``, the line measured again:
+    the gold state of its test file (``worker.gold_state``: three runs, the probe's call data,
+    kept per release), two runs of the broken state, one timed run of the gold ids."""
     failing, passing = list(line["FAIL_TO_PASS"]), list(line["PASS_TO_PASS"])
     both = failing + passing
     package = package_of(str(line["repo"]))
     runner.prepare(package)
-    broken, gold = Observations(), Observations()
-    seconds, covered = 0.0, {}
+    gold: Gold | None = None
+    if measure:
+        test_file = failing[0].partition("::")[0]
+        unit = Unit(
+            str(line["repo"]), package, str(line["source"]), str(line["version"]), test_file, 0
+        )
+        gold = gold_state(runner, unit, runner.work.parent, timeout)
+    broken = Observations()
+    seconds = 0.0
     try:
         _patch(runner, str(line["bug"]))
-        for attempt in range(runs):
+        for attempt in range(2 if measure else 1):
             null = runner.run(both, timeout=timeout)
             if null is None:
                 return "null run: no report (timed out?)", None
@@ -74,30 +84,23 @@ def recheck(
             if still and attempt == 0:
                 return f"null run: {still[0]} does not fail", None
         _patch(runner, str(line["patch"]))
-        for attempt in range(runs):
-            started = time.monotonic()
-            oracle = runner.run(both, cover=package if attempt == 0 else None, timeout=timeout)
-            if attempt == 0:
-                seconds = round(time.monotonic() - started, 2)
-            if oracle is None:
-                return "oracle run: no report (timed out?)", None
-            gold.add(oracle.outcomes, both)
-            if attempt == 0:
-                covered = oracle.covered
-                broke = [n for n in both if oracle.outcomes.get(n) != "passed"]
-                if broke:
-                    return (
-                        f"oracle run: {broke[0]} is {oracle.outcomes.get(broke[0], 'missing')}",
-                        None,
-                    )
+        started = time.monotonic()
+        oracle = runner.run(both, timeout=timeout)
+        seconds = round(time.monotonic() - started, 2)
+        if oracle is None:
+            return "oracle run: no report (timed out?)", None
+        broke = [n for n in both if oracle.outcomes.get(n) != "passed"]
+        if broke:
+            return f"oracle run: {broke[0]} is {oracle.outcomes.get(broke[0], 'missing')}", None
     finally:
         for module in line["files"]:
             runner.restore(str(module))
-    if runs == 1:
+    if not measure:
         return "ok", None
     measured = {**line, "test_seconds": seconds}
-    off = off_target(covered, failing, targets(runner, line))
-    flaky = broken.disagree(both) or gold.disagree(both)
+    covered = gold.baseline.covered if gold is not None else {}
+    off = off_target(covered, failing, targets(runner, line)) if gold is not None else False
+    flaky = broken.disagree(both) or (gold is not None and gold.runs.disagree(both))
     measured["flags"] = {
         **flags(measured, flaky=flaky, off=off),
         "duplicate_of": line["flags"]["duplicate_of"],
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     chosen = lines[shard::shards]
     for line in chosen:
-        verdict, measured = recheck(runner, line, args.timeout, runs=3 if args.measure else 1)
+        verdict, measured = recheck(runner, line, args.timeout, measure=args.measure)
         bad += verdict != "ok"
         if measured is not None:
             merge(args.manifest, [measured])

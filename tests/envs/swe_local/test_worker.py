@@ -10,6 +10,7 @@ from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.generate import merge
 from palaestra.envs.swe_local.mutations import mutations
 from palaestra.envs.swe_local.validate import Runner
+from palaestra.envs.swe_local.variants import make_variants
 from palaestra.envs.swe_local.worker import (
     Bug,
     Options,
@@ -74,3 +75,21 @@ def test_two_bugs_in_two_functions_make_one_combined_task(runner: Runner) -> Non
     assert line["mutation"] == bug.key and "+" in bug.key
     assert "tiny/tests/test_core.py::test_add" in line["FAIL_TO_PASS"]
     assert len(line["FAIL_TO_PASS"]) >= 2  # each bug fails its own tests
+
+
+@needs_host_pytest
+def test_variants_are_other_bugs_of_the_same_function_or_kind(runner: Runner) -> None:  # noqa: F811
+    first, node = next((f, n) for f, (name, n) in function_index(CORE).items() if name == "clamp")
+    mutation = next(m for m in mutations(CORE, "clamp", node) if m.kind == "drop_if")
+    gold = gold_state(runner, UNIT, runner.work.parent, 60)
+    assert gold is not None
+    bug = Bug("tiny/core.py", ((mutation, first),))
+    task = _try(runner, UNIT, bug, CORE, gold, Options(), 60, Outcome(UNIT))
+    assert task is not None
+    made = make_variants(runner, task, 2, 0, Options(tries_per_file=20))
+    assert made.lines, made.rejected
+    for variant in made.lines:
+        assert variant["variant_of"] == task["instance_id"]
+        assert variant["mutation"] != task["mutation"] and manifest.problem(variant) is None
+        same_function = variant["functions"] == task["functions"]
+        assert same_function or variant["kind"] == task["kind"]

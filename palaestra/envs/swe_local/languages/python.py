@@ -132,8 +132,10 @@ kill_test_uid  # nothing of the tests outlives them
 
 
 def package_of(repo: str) -> str:
-    """The import package of ``repo`` (its directory in site-packages and in ``/testbed``)."""
-    return REPOS[repo].root or repo
+    """The import package of ``repo`` (its directory in site-packages and in ``/testbed``):
+    the repository's own name when the table does not say otherwise."""
+    known = REPOS.get(repo)
+    return (known.root if known is not None else "") or repo
 
 
 class Python:
