@@ -8,8 +8,8 @@ Each folder gives one line: the bug (``environment/bug.patch``), the gold patch 
 the test ids and base tree (``tests/config.json``), the statement (``instruction.md`` above its
 ``---``), the function (named in the statement), the release and the mutation (``task.toml``).
 The flags a folder can give are computed (``leaks_fix``, ``duplicate_of``, ``difficulty``); the
-measured ones (``flaky``, ``slow``, ``off_target``, ``test_seconds``) are false and 0 until
-``measure`` runs over the lines.
+measured ones (``flaky``, ``slow``, ``off_target``, ``test_seconds``) are false and 0, and the
+line says ``"measured": false``, until ``recheck --measure`` runs over it.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ def line_from_folder(folder: Path) -> dict[str, Any]:
         "seed": int(meta["seed"]),
         "base_tree": config["base_tree"],
         "mutation": str(meta["mutation"]),
+        "measured": False,
     }
     line["flags"] = flags(line, flaky=False, off=False)
     return line

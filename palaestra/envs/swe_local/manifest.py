@@ -6,6 +6,9 @@ everything a task folder is made from (``folders.task_folder``): the repository 
 Debian release, the bug and the gold patch, the test ids, the statement, the measured flags, and
 the id of the base commit's tree. ``digest`` is the SHA-256 of the line's canonical JSON without
 ``digest`` (keys sorted, no spaces, UTF-8): a folder materialized from the line is cached by it.
+Fields beyond the fixed ones: ``mutation`` (the bug's stable key in its module, so a later run
+skips it), ``measured`` (false while ``flaky``, ``slow``, ``off_target`` and ``test_seconds``
+are still to be measured: lines converted from folders) and ``variant_of``.
 
 Reading is strict: a line that is not a JSON object, lacks a field, has one of the wrong type,
 or whose digest does not match its content is one ``ConfigError`` naming the file, the line
@@ -144,6 +147,8 @@ def problem(line: Any) -> tuple[str, str] | None:
         return ("PASS_TO_PASS", "shares test ids with FAIL_TO_PASS")
     if not line["instance_id"].startswith(f"{line['repo']}__"):
         return ("instance_id", f"must start with the repository's name ('{line['repo']}__')")
+    if "measured" in line and not isinstance(line["measured"], bool):
+        return ("measured", "must be true or false")
     if line["digest"] != digest(line):
         return ("digest", "does not match the line's content (edited by hand? reseal it)")
     return None

@@ -97,7 +97,7 @@ def recheck(
             runner.restore(str(module))
     if not measure:
         return "ok", None
-    measured = {**line, "test_seconds": seconds}
+    measured = {**line, "test_seconds": seconds, "measured": True}
     covered = gold.baseline.covered if gold is not None else {}
     off = off_target(covered, failing, targets(runner, line)) if gold is not None else False
     flaky = broken.disagree(both) or (gold is not None and gold.runs.disagree(both))
@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         lines = selected(lines, parse_filter(args.filter))
     bad = 0
     chosen = lines[shard::shards]
+    if args.measure:  # a resumed run measures only what is left
+        chosen = [line for line in chosen if line.get("measured") is False]
     for line in chosen:
         verdict, measured = recheck(runner, line, args.timeout, measure=args.measure)
         bad += verdict != "ok"

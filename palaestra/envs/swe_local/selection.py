@@ -97,6 +97,12 @@ def summary(lines: Sequence[Mapping[str, Any]]) -> str:
     out.append("flags: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
     clean = sum(all("false" in _values(line, name) for name in FLAG_TERMS) for line in lines)
     out.append(f"clean (no flag): {clean}")
+    unmeasured = sum(line.get("measured") is False for line in lines)
+    if unmeasured:
+        out.append(
+            f"not yet measured (flaky, slow, off_target, test seconds): {unmeasured} "
+            "(recheck --measure)"
+        )
     seconds = sorted(float(line["test_seconds"]) for line in lines)
     if seconds:
         median = seconds[len(seconds) // 2]

@@ -359,6 +359,7 @@ def line_for(
         "seed": unit.seed,
         "base_tree": base_tree(runner.site, unit.package, {module: changed.encode()}),
         "mutation": bug.key,
+        "measured": True,
     }
     flaky = gold.runs.disagree(ids) or confirmed.broken.disagree(ids)
     targets = {f"{module}:{first}" for _, first in bug.parts}

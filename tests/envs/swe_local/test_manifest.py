@@ -37,6 +37,7 @@ def test_the_digest_is_of_the_canonical_line_without_it() -> None:
         ({"kinds": ["compare"]}, "kinds", "single mutation"),
         ({"instance_id": "sympy__x__y__00000000"}, "instance_id", "repository's name"),
         ({"test_seconds": True}, "test_seconds", "number of seconds"),
+        ({"measured": "yes"}, "measured", "true or false"),
     ],
 )
 def test_a_bad_field_is_named_with_its_file_and_line(

@@ -66,3 +66,6 @@ def test_the_summary_counts_repositories_kinds_difficulty_and_flags() -> None:
     assert "difficulty: easy 2, medium 1, hard 0" in text
     assert "flags: flaky 0, slow 0, duplicate 1, leaks_fix 0, off_target 1" in text
     assert "clean (no flag): 1" in text
+    assert "not yet measured" not in text
+    later = summary([*LINES, line(instance_id="mpmath__d__d__1", measured=False)])
+    assert "not yet measured (flaky, slow, off_target, test seconds): 1" in later
