@@ -88,6 +88,25 @@ def statement(module: str, function: str, failing: list[str], messages: Mapping[
     return "\n".join(lines)
 
 
+def redact(text: str, bug: str) -> str:
+    """``text`` without the lines that show the bug's own code (a traceback quoting the
+    mutated line, and the ``^^^`` under it): the statement says what fails, never the
+    change."""
+    shown = {line[1:].strip() for line in bug.splitlines() if line.startswith("+")}
+    shown = {code for code in shown if len(code) >= 12 and not code.startswith("++")}
+    kept: list[str] = []
+    skip_marker = False
+    for line in text.splitlines(keepends=True):
+        if skip_marker and set(line.strip()) <= set("^~ ") and line.strip():
+            skip_marker = False
+            continue
+        skip_marker = line.strip() in shown
+        if skip_marker:
+            continue
+        kept.append(line)
+    return "".join(kept)
+
+
 def instruction(line: Mapping[str, Any]) -> str:
     """What the agent is told: the statement, then where the repository is (the language's)."""
     footer = language(str(line["language"])).instruction_footer(line)

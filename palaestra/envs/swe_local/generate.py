@@ -22,15 +22,18 @@ Deterministic for a seed, except that a run near its time limit may keep a diffe
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import json
 import multiprocessing
 import random
 import re
 import signal
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +74,19 @@ def package_version(rootfs: Path | None, deb: str) -> str:
 
 
 def merge(root: Path, lines: list[dict[str, Any]]) -> None:
-    """Add ``lines`` to their repositories' manifest files, re-marking duplicates there."""
+    """Add ``lines`` to their repositories' manifest files, re-marking duplicates there; under
+    a lock, so a generator and a ``recheck --measure`` may write one manifest at once."""
     by_repo: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in lines:
         by_repo[str(line["repo"])].append(line)
+    root.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    with (Path(tempfile.gettempdir()) / f"palaestra-manifest-{key}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _merge(root, by_repo)
+
+
+def _merge(root: Path, by_repo: Mapping[str, list[dict[str, Any]]]) -> None:
     for repo, new in by_repo.items():
         path = root / f"{repo}.jsonl"
         every = (

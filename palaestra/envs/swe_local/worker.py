@@ -30,7 +30,7 @@ from typing import Any
 
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.flags import Observations, difficulty, flags, off_target
-from palaestra.envs.swe_local.folders import statement
+from palaestra.envs.swe_local.folders import redact, statement
 from palaestra.envs.swe_local.mutations import Mutation, apply, functions, mutations
 from palaestra.envs.swe_local.trees import base_tree
 from palaestra.envs.swe_local.validate import Runner, RunResult, Verdict, judge
@@ -353,7 +353,10 @@ def line_for(
         "patch": gold_patch,
         "FAIL_TO_PASS": verdict.fail_to_pass,
         "PASS_TO_PASS": verdict.pass_to_pass,
-        "statement": statement(dotted, names[0], verdict.fail_to_pass, messages),
+        "statement": redact(
+            statement(dotted, names[0], verdict.fail_to_pass, messages),
+            patch(module, original, changed),
+        ),
         "difficulty": difficulty(gold_patch),
         "test_seconds": confirmed.seconds,
         "seed": unit.seed,

@@ -14,6 +14,7 @@ from palaestra.envs.swe_local.folders import (
     git_blob,
     materialize,
     materialize_set,
+    redact,
     solve_script,
     write_instance,
 )
@@ -113,3 +114,15 @@ def test_a_folder_of_the_earlier_format_converts_back_to_its_line(tmp_path: Path
         assert again[field] == original[field], field
     assert again["statement"] == original["statement"]
     assert again["functions"] == ["half"] and again["source"] == "python3-mpmath"
+
+
+def test_a_traceback_quoting_the_mutated_line_is_redacted_from_the_statement() -> None:
+    bug = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-    return f(a, b)\n+    return f(b, a)\n"
+    text = (
+        '```\n  File "/testbed/m.py", line 1, in g\n    return f(b, a)\n'
+        "           ^^^^^^^\nTypeError: nope\n```\n"
+    )
+    redacted = redact(text, bug)
+    assert "return f(b, a)" not in redacted and "^^^" not in redacted
+    assert "TypeError: nope" in redacted and 'File "/testbed/m.py"' in redacted
+    assert redact("return f(a, b) is fine\n", bug) == "return f(a, b) is fine\n"
