@@ -103,7 +103,7 @@ def summary(lines: Sequence[Mapping[str, Any]]) -> str:
             f"not yet measured (flaky, slow, off_target, test seconds): {unmeasured} "
             "(recheck --measure)"
         )
-    seconds = sorted(float(line["test_seconds"]) for line in lines)
+    seconds = sorted(float(t["test_seconds"]) for t in lines if t.get("measured") is not False)
     if seconds:
         median = seconds[len(seconds) // 2]
         out.append(f"test seconds (gold run): median {median:.1f}, max {seconds[-1]:.1f}")
