@@ -43,6 +43,7 @@ from palaestra.envs.swe_local.languages.python import REPOS, package_of
 from palaestra.envs.swe_local.validate import SITE, Runner
 from palaestra.envs.swe_local.variants import make_variants, work_directory
 from palaestra.envs.swe_local.worker import Options, Outcome, Unit, work_unit
+from palaestra.errors import ConfigError
 
 DONE = "done.jsonl"
 
@@ -315,8 +316,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-manifest", type=Path, default=manifest.SHIPPED)
     parser.add_argument("--count", type=int, default=2, help="variants to make (--variant-of)")
     args = parser.parse_args(argv)
-    if args.variant_of is not None:
-        return variants(args)
+    try:
+        if args.variant_of is not None:
+            return variants(args)
+        return _generate(parser, args)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _generate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     quotas: dict[str, int] = {}
     for item in args.repo:
         repo, _, count = item.partition("=")

@@ -35,6 +35,7 @@ from palaestra.envs.swe_local.languages.python import package_of
 from palaestra.envs.swe_local.selection import parse_filter, selected
 from palaestra.envs.swe_local.validate import Runner
 from palaestra.envs.swe_local.worker import Gold, Unit, function_index, gold_state
+from palaestra.errors import ConfigError
 
 
 def _patch(runner: Runner, diff: str) -> None:
@@ -120,9 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     shard, shards = (int(part) for part in args.shard.split("/"))
     runner = Runner(args.work, args.rootfs)
-    lines = manifest.read_directory(args.manifest)
-    if args.filter:
-        lines = selected(lines, parse_filter(args.filter))
+    try:
+        lines = manifest.read_directory(args.manifest)
+        if args.filter:
+            lines = selected(lines, parse_filter(args.filter))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     bad = 0
     chosen = lines[shard::shards]
     if args.measure:  # a resumed run measures only what is left

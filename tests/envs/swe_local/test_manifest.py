@@ -97,3 +97,24 @@ def test_the_shipped_manifest_reads() -> None:
     lines = manifest.read_directory()
     assert len(lines) >= 200
     assert {row["language"] for row in lines} >= {"python"}
+
+
+def test_the_generator_and_recheck_name_a_bad_line_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from palaestra.envs.swe_local import generate, recheck
+
+    bad = {**line(), "seed": 5}  # edited by hand: the digest no longer matches
+    path = _write(tmp_path / "mpmath.jsonl", bad)
+    arguments = ["--from-manifest", str(tmp_path), "--variant-of", "x"]
+    assert generate.main(arguments) == 2
+    assert recheck.main(["--manifest", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert (
+        err
+        == [
+            f"error: {path}:1: field 'digest' does not match the line's content "
+            "(edited by hand? reseal it)"
+        ]
+        * 2
+    )
