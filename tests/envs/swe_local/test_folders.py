@@ -126,3 +126,11 @@ def test_a_traceback_quoting_the_mutated_line_is_redacted_from_the_statement() -
     assert "return f(b, a)" not in redacted and "^^^" not in redacted
     assert "TypeError: nope" in redacted and 'File "/testbed/m.py"' in redacted
     assert redact("return f(a, b) is fine\n", bug) == "return f(a, b) is fine\n"
+
+
+def test_a_repository_whose_tests_need_more_installs_it_in_its_machine() -> None:
+    """yaql's tests import testtools, which python3-yaql does not depend on: without it in
+    the machine every yaql task scored 0 for its oracle (seen on the rootfs provider)."""
+    prefix = PYTHON.dockerfile_prefix("yaql")
+    assert "python3-pytest python3-yaql python3-testtools git patch" in prefix
+    assert "python3-testtools" not in PYTHON.dockerfile_prefix("toolz")

@@ -43,6 +43,9 @@ class Repo:
     """Its licence (SPDX)."""
     root: str = ""
     """Where the source is in the package's files (a language's own meaning)."""
+    extras: tuple[str, ...] = ()
+    """Debian packages the machine installs beside ``source``: what its tests import that the
+    package does not depend on (the generator's root filesystem must hold no more)."""
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,9 @@ REPOS: dict[str, Repo] = {
         Repo("automat", "python3-automat", "glyph/automat", "MIT", "automat"),
         Repo("nose2", "python3-nose2", "nose-devs/nose2", "BSD-2-Clause", "nose2"),
         Repo("fixtures", "python3-fixtures", "testing-cabal/fixtures", "Apache-2.0", "fixtures"),
-        Repo("yaql", "python3-yaql", "openstack/yaql", "Apache-2.0", "yaql"),
+        Repo(
+            "yaql", "python3-yaql", "openstack/yaql", "Apache-2.0", "yaql", ("python3-testtools",)
+        ),
         Repo(
             "multipledispatch",
             "python3-multipledispatch",
@@ -149,6 +151,7 @@ class Python:
     def dockerfile_prefix(self, repo: str) -> str:
         """The steps shared by every task of ``repo`` (identical text: cached layers)."""
         deb, package = REPOS[repo].source, package_of(repo)
+        installed = " ".join((deb, *REPOS[repo].extras))
         return (
             "# The machine: Debian's python3 and the package's own release, moved out of\n"
             "# site-packages into /testbed (a git repository), where the agent fixes the bug.\n"
@@ -156,7 +159,7 @@ class Python:
             "# so is the local Debian archive an offline base image carries (/opt/palaestra).\n"
             "FROM debian:bookworm-slim\n"
             "RUN apt-get update && apt-get install -y --no-install-recommends python3 "
-            f"python3-pytest {deb} git patch && rm -rf /var/lib/apt/lists/* \\\n"
+            f"python3-pytest {installed} git patch && rm -rf /var/lib/apt/lists/* \\\n"
             "    /var/cache/apt/archives/*.deb /opt/palaestra\n"
             f"RUN mkdir /testbed && mv {SITE}/{package} /testbed/{package} \\\n"
             f"    && rm -f /var/lib/dpkg/info/{deb}.md5sums \\\n"
