@@ -49,11 +49,12 @@ DONE = "done.jsonl"
 
 
 def test_files(site: Path, package: str) -> list[str]:
-    """The package's test files (``pkg/.../tests/test_*.py``), relative to ``site``, sorted."""
+    """The package's test files (``test_*.py`` anywhere in it: ``tests/``, ``test/``,
+    ``testsuite/``, beside the code), relative to ``site``, sorted."""
     return sorted(
         path.relative_to(site).as_posix()
         for path in (site / package).rglob("test_*.py")
-        if "__pycache__" not in path.parts and "tests" in path.parts
+        if "__pycache__" not in path.parts
     )
 
 

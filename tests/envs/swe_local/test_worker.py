@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from palaestra.envs.swe_local import manifest
-from palaestra.envs.swe_local.generate import merge
+from palaestra.envs.swe_local.generate import merge, test_files
 from palaestra.envs.swe_local.mutations import mutations
 from palaestra.envs.swe_local.validate import Runner
 from palaestra.envs.swe_local.variants import make_variants
@@ -93,3 +93,24 @@ def test_variants_are_other_bugs_of_the_same_function_or_kind(runner: Runner) ->
         assert variant["mutation"] != task["mutation"] and manifest.problem(variant) is None
         same_function = variant["functions"] == task["functions"]
         assert same_function or variant["kind"] == task["kind"]
+
+
+def test_test_files_are_found_wherever_a_package_keeps_them(tmp_path: Path) -> None:
+    """pyflakes keeps its suite in test/, pint in testsuite/, ecdsa beside its code: none of
+    their files was a unit of work before (no tests/ directory), so they gave no task."""
+    for path in (
+        "pkg/tests/test_a.py",
+        "pkg/test/test_b.py",
+        "pkg/testsuite/test_c.py",
+        "pkg/test_d.py",
+        "pkg/__pycache__/test_e.py",
+        "pkg/helpers.py",
+    ):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert test_files(tmp_path, "pkg") == [
+        "pkg/test/test_b.py",
+        "pkg/test_d.py",
+        "pkg/tests/test_a.py",
+        "pkg/testsuite/test_c.py",
+    ]
