@@ -125,8 +125,19 @@ def off_target(
     covered: Mapping[str, Iterable[str]], failing: Iterable[str], targets: set[str]
 ) -> bool:
     """Whether no test of ``failing`` called any of ``targets`` (``file:firstline`` keys, the
-    probe's), from the probe's ``covered`` of the gold run."""
-    return not any(targets & set(covered.get(node, ())) for node in failing)
+    probe's), from the probe's ``covered`` of the gold run. A test in a class counts what
+    every test of its class called: a class's setup runs inside its first test, and the probe
+    records it there."""
+    scopes = {_scope(node) for node in failing}
+    return not any(
+        targets & set(called) for node, called in covered.items() if _scope(node) in scopes
+    )
+
+
+def _scope(node: str) -> str:
+    """``file::Class`` for a test in a class, else the test's own id."""
+    parts = node.split("::")
+    return "::".join(parts[:-1]) if len(parts) > 2 else node
 
 
 def flags(
