@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
+import random
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,13 +41,17 @@ def check_environment(
     smoke: SmokeOptions | None = DEFAULT_SMOKE,
     user_model: UserModel = None,
     cheat_sample: int = DEFAULT_SAMPLE,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> EnvironmentReport:
     """Check an environment as a reviewer would and return the report (never raises for a
     failed check: ``report.ok`` says whether all passed).
 
     ``env`` is what ``collect`` takes: a registered name, ``"./file.py[:Class]"``,
     ``"module:Class"``, an ``Environment`` class (built with ``env_args``) or instance.
-    ``tasks`` replaces the example tasks beside the environment's module. The checks:
+    ``tasks`` replaces the example tasks beside the environment's module; ``sample`` keeps that
+    many of them, drawn with ``seed`` (the same seed, the same tasks), for every check below
+    but the smoke run. The checks:
 
     - ``tool schemas``: each tool's parameters are a valid JSON Schema object, names unique;
     - ``tool docs``: the environment, each tool and each parameter are described;
@@ -81,6 +87,8 @@ def check_environment(
             smoke=smoke,
             user_model=user_model,
             cheat_sample=cheat_sample,
+            sample=sample,
+            seed=seed,
         )
     )
 
@@ -93,12 +101,20 @@ async def check_environment_async(
     smoke: SmokeOptions | None = DEFAULT_SMOKE,
     user_model: UserModel = None,
     cheat_sample: int = DEFAULT_SAMPLE,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> EnvironmentReport:
     """``check_environment`` for code already inside an event loop."""
     cls, source, build, examples = _environment(env, dict(env_args or {}), user_model is None)
     report = EnvironmentReport(cls.name, source)
     path = Path(tasks) if tasks is not None else examples
     parsed, rows = check_tasks_parse(path)
+    if sample is not None and sample < len(rows):
+        chosen = sorted(random.Random(seed).sample(range(len(rows)), sample))
+        rows = [rows[index] for index in chosen]
+        parsed = dataclasses.replace(
+            parsed, reason=f"{parsed.reason}; {sample} drawn with seed {seed}"
+        )
     async with _opened(user_model) as user:
         client = LocalEnvironmentClient(build(), user_model=user)
         # the built instance's tools: an MCP server's are listed on it, not on the class

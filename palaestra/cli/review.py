@@ -53,6 +53,14 @@ STYLES = {"pass": "green", "fail": "red", "skip": "yellow"}
     help="Example tasks per category a machine environment's adversarial sweep runs every "
     "cheat on (0: skip the sweep).",
 )
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Check only N of the example tasks, drawn with --seed (all but the smoke run).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="The seed that draws --sample."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def test_env_command(
     env: str,
@@ -63,6 +71,8 @@ def test_env_command(
     user_model: str | None,
     smoke_tasks: int,
     cheat_sample: int,
+    sample: int | None,
+    seed: int,
     as_json: bool,
 ) -> None:
     """Check the environment ENV (a name, ./file.py[:Class] or module:Class): tool schemas
@@ -81,6 +91,8 @@ def test_env_command(
             smoke=smoke,
             user_model=user_model,
             cheat_sample=cheat_sample,
+            sample=sample,
+            seed=seed,
         )
     if as_json:
         click.echo(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())

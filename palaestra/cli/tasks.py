@@ -39,8 +39,19 @@ from palaestra.cli.options import assignments, env_arg_option
     "--output",
     "output_path",
     type=click.Path(path_type=Path),
-    required=True,
     help="The JSONL file to write (replaced whole), or with --format harbor a new directory.",
+)
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Print a summary of the environment's task set instead (environments with a task "
+    "catalogue: swe_local).",
+)
+@click.option(
+    "--filter",
+    "task_filter",
+    help="Keep only the tasks this selects (environments with a task catalogue; swe_local: "
+    "e.g. 'language=python,difficulty=medium|hard,clean').",
 )
 def tasks_command(env_name: str, **options: Any) -> None:
     """Write ENV's tasks as NeMo Gym input JSONL: for `collect --input`, NeMo Gym's
@@ -50,6 +61,28 @@ def tasks_command(env_name: str, **options: Any) -> None:
     ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class.
     """
     console = Console(stderr=True)
+    task_filter = options["task_filter"]
+    if options["summary"] or task_filter is not None:
+        from palaestra.environment.registry import find_environment
+
+        with exit_on_user_error(console):
+            cls = find_environment(env_name).environment
+            summarize = getattr(cls, "task_summary", None)
+            if not callable(summarize):
+                raise click.UsageError(
+                    f"environment '{cls.name}' has no task catalogue: --summary and --filter "
+                    "are for environments that have one (swe_local)"
+                )
+            if options["summary"]:
+                click.echo(summarize(task_filter))
+                return
+            if options["output_format"] == "harbor" or options["num_tasks"] is not None:
+                raise click.UsageError("--filter selects among the example tasks (nemo-gym)")
+            selection = cls.example_tasks_file(task_filter)  # type: ignore[attr-defined]
+    else:
+        selection = None
+    if options["output_path"] is None:
+        raise click.UsageError("--output is needed (or --summary)")
     if options["output_format"] == "harbor":
         from palaestra.run.harbor_export import export_harbor
 
@@ -79,5 +112,6 @@ def tasks_command(env_name: str, **options: Any) -> None:
             seed=options["seed"],
             env_args=assignments(options["env_args"], "--env-arg"),
             agent=options["agent_name"],
+            tasks=selection,
         )
     console.print(f"wrote {written} tasks to {options['output_path']}", highlight=False)

@@ -42,11 +42,14 @@ def export_tasks(
     seed: int = 0,
     env_args: Mapping[str, Any] | None = None,
     agent: str | None = None,
+    tasks: Path | None = None,
 ) -> int:
     """Write ``env``'s tasks to ``output`` as NeMo Gym input JSONL; the number written.
 
     The example tasks, or ``num_tasks`` generated with ``seed`` (the same seed, the same file,
-    as ``collect --num-tasks``). ``agent`` names the agent each row's ``agent_ref`` points at.
+    as ``collect --num-tasks``), or the rows of ``tasks`` (a selection of the environment's
+    own, as ``palaestra tasks --filter`` makes). ``agent`` names the agent each row's
+    ``agent_ref`` points at.
     An unknown environment, a generator that cannot, or a bad example row is a one-line
     ``ConfigError``; the file is written whole (beside, then renamed) or not at all.
     """
@@ -56,7 +59,7 @@ def export_tasks(
     generated = path.with_name(f"{path.name}.{os.getpid()}.generated")
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        source = task_source(found, num_tasks, seed, generated)
+        source = tasks if tasks is not None else task_source(found, num_tasks, seed, generated)
         with writing(path):
             written = 0
             with temporary.open("wb") as file:

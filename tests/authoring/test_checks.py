@@ -261,3 +261,19 @@ def test_a_golden_call_of_a_tool_the_task_brings_is_scored_not_run(tmp_path: Pat
     task = {"responses_create_params": {"input": "x", "tools": [listed]}, "golden_response": calls}
     golden = check(CallScorer, tasks_file(tmp_path / "t.jsonl", task)).check("golden answers")
     assert golden.status is Status.PASS, golden.reason
+
+
+def test_a_sample_checks_only_the_tasks_its_seed_draws(tmp_path: Path) -> None:
+    # Task 0's golden answer scores 1; the other five need marks it does not make and fail:
+    # whether the golden check passes says which task the seed drew.
+    good = {**QUESTION, "golden_response": "yes", "wrong_response": "no"}
+    rows = [good] + [{**QUESTION, "marks": 9, "golden_response": "yes"}] * 5
+    path = tasks_file(tmp_path / "t.jsonl", *rows)
+    assert check(Tidy, path).check("golden answers").status is Status.FAIL
+    drawn = [check_environment(Tidy, tasks=path, smoke=None, sample=1, seed=s) for s in range(8)]
+    for seed, report in enumerate(drawn):
+        assert report.check("example tasks").reason.endswith(f"; 1 drawn with seed {seed}")
+    statuses = [report.check("golden answers").status for report in drawn]
+    assert set(statuses) == {Status.PASS, Status.FAIL}  # some seeds draw task 0, others not
+    again = check_environment(Tidy, tasks=path, smoke=None, sample=1, seed=3)
+    assert again.check("golden answers").status is statuses[3]  # the same seed, the same task

@@ -1,11 +1,14 @@
-"""``swe_local``: fix a real bug in a real Python package (the shipped ``tasks/``).
+"""``swe_local``: fix a real bug in a real package, judged by the package's own tests.
 
-Each rollout gets its instance's machine (Debian's release of sympy, networkx or mpmath with
-one validated mutation, as a git repository at ``/testbed``), the issue text and the machine
-tools (``bash``, ``str_replace_editor``, ``submit``); the package's own tests score the
-repository the agent leaves (FAIL_TO_PASS and PASS_TO_PASS, both must pass). ``--env-arg
-sandbox=docker`` runs the machines in Docker instead of the daemonless ``rootfs`` provider.
-See README.md.
+The set is the manifest the package ships (``manifest/*.jsonl``, one line per validated task);
+each task's Harbor folder is made from its line when the environment starts and cached by the
+line's digest (``folders.materialize``). Each rollout gets its task's machine (the Debian
+release of the repository with one validated bug, a git repository at ``/testbed``), the issue
+text and the machine tools (``bash``, ``str_replace_editor``, ``submit``); the repository's own
+tests score what the agent leaves (FAIL_TO_PASS and PASS_TO_PASS, all must pass).
+``--env-arg sandbox=docker`` runs the machines in Docker instead of the daemonless ``rootfs``
+provider; ``--env-arg manifest=DIR`` reads another manifest directory; ``--env-arg
+filter=...`` keeps the tasks a filter selects (``selection.parse_filter``). See README.md.
 """
 
 from __future__ import annotations
@@ -14,6 +17,20 @@ from pathlib import Path
 from typing import ClassVar
 
 from palaestra.environment.harbor import HarborEnvironment
+from palaestra.environment.harbor.environment import DEFAULT_SANDBOX
+from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write_rows
+from palaestra.envs.swe_local import manifest
+from palaestra.envs.swe_local.folders import materialize_set
+from palaestra.envs.swe_local.selection import parse_filter, selected, summary
+
+
+def task_folders(directory: Path = manifest.SHIPPED, filter: str | None = None) -> Path:
+    """The directory of the task folders of the manifest at ``directory`` (made on demand,
+    cached), only those ``filter`` selects when given."""
+    lines = manifest.read_directory(directory)
+    if filter:
+        lines = selected(lines, parse_filter(filter))
+    return materialize_set(lines)
 
 
 class SweLocal(HarborEnvironment):
@@ -21,6 +38,40 @@ class SweLocal(HarborEnvironment):
 
     name: ClassVar[str] = "swe_local"
     description: ClassVar[str] = (
-        "fix a bug in sympy, networkx or mpmath, judged by the package's own tests"
+        "fix a bug in a real package (Debian's release), judged by the package's own tests"
     )
-    folder: ClassVar[Path | None] = Path(__file__).with_name("tasks")
+    location_args: ClassVar[tuple[str, ...]] = ("path",)
+
+    def __init__(
+        self,
+        path: str | None = None,
+        sandbox: str = DEFAULT_SANDBOX,
+        manifest: str | None = None,
+        filter: str | None = None,
+    ) -> None:
+        """``path``: a directory of Harbor task folders instead of the manifest's.
+        ``manifest``: a manifest directory (default: the shipped one). ``filter``: keep the
+        tasks it selects (``palaestra tasks swe_local --filter``'s syntax)."""
+        if path is None:
+            directory = Path(manifest) if manifest is not None else _shipped()
+            path = str(task_folders(directory, filter))
+        super().__init__(path=path, sandbox=sandbox)
+
+    @classmethod
+    def task_summary(cls, filter: str | None = None, directory: Path | None = None) -> str:
+        """``palaestra tasks swe_local --summary``: the shipped set (or what ``filter``
+        selects) counted by language, repository, kind, difficulty and flag."""
+        lines = manifest.read_directory(directory or _shipped())
+        if filter:
+            lines = selected(lines, parse_filter(filter))
+        return summary(lines)
+
+    @classmethod
+    def example_tasks_file(cls, filter: str | None = None) -> Path | None:
+        """The rows of every shipped task, or of those ``filter`` selects (their folders made
+        on demand)."""
+        return write_rows(load_tasks(task_folders(_shipped(), filter)), rows_directory())
+
+
+def _shipped() -> Path:
+    return manifest.SHIPPED

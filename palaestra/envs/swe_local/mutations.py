@@ -14,6 +14,15 @@ The operators (a task's metadata names the kind; the issue text never does):
 - ``swap_args``: the first two positional arguments of a call swapped
 - ``boolop``: ``and`` and ``or`` swapped
 - ``drop_not``: a ``not`` removed
+- ``swap_operands``: the operands of an ordering comparison or a non-commutative operator
+  swapped (``a < b`` to ``b < a``, ``a - b`` to ``b - a``)
+- ``off_by_one``: a slice bound that is not a literal moved by one (``x[:n]`` to ``x[:n - 1]``)
+- ``changed_default``: a parameter's default changed (``True``/``False`` flipped, an integer
+  moved by one)
+- ``drop_call``: a call made for its effect (a statement of its own) removed
+
+The generator picks, per function, a kind uniformly among those with a site, then a site of it
+(the stated mix); ``combined`` tasks join two validated ones (``worker``).
 """
 
 from __future__ import annotations
@@ -22,7 +31,21 @@ import ast
 import re
 from dataclasses import dataclass
 
-KINDS = ("compare", "arith", "constant", "drop_if", "swap_args", "boolop", "drop_not")
+KINDS = (
+    "compare",
+    "arith",
+    "constant",
+    "drop_if",
+    "swap_args",
+    "boolop",
+    "drop_not",
+    "swap_operands",
+    "off_by_one",
+    "changed_default",
+    "drop_call",
+)
+_ORDERED = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_NOT_COMMUTATIVE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift)
 
 _COMPARE_FLIP: dict[type[ast.cmpop], tuple[str, str]] = {
     ast.Lt: ("<", "<="),
@@ -110,6 +133,18 @@ def mutations(
     for node in body:
         for kind, edits in _sites(node, lines):
             found.append(Mutation(kind, name, getattr(node, "lineno", function.lineno), edits))
+    if len(function.body) > 1:  # the function's own statements (a nested block's: _sites)
+        for statement in function.body:
+            edit = _drop_statement(statement, lines)
+            if edit is not None:
+                kind = "drop_if" if isinstance(statement, ast.If) else "drop_call"
+                found.append(Mutation(kind, name, statement.lineno, (edit,)))
+    for default in [*function.args.defaults, *function.args.kw_defaults]:
+        if default is None:
+            continue
+        edit = _default(default, lines)
+        if edit is not None:
+            found.append(Mutation("changed_default", name, default.lineno, (edit,)))
     original = ast.dump(ast.parse(source))
     kept: list[Mutation] = []
     seen: set[str] = set()
@@ -174,6 +209,11 @@ def _between(lines: list[str], left: ast.AST, right: ast.AST, old: str, new: str
 
 def _sites(node: ast.AST, lines: list[str]) -> list[tuple[str, tuple[Edit, ...]]]:
     sites: list[tuple[str, tuple[Edit, ...]]] = []
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], _ORDERED):
+        sites.extend(_swap_operands(node.left, node.comparators[0], lines))
+    binop = isinstance(node, ast.BinOp) and isinstance(node.op, _NOT_COMMUTATIVE)
+    if binop and isinstance(node, ast.BinOp) and not _is_string_format(node):
+        sites.extend(_swap_operands(node.left, node.right, lines))
     if isinstance(node, ast.Compare):
         operands = [node.left, *node.comparators]
         for index, op in enumerate(node.ops):
@@ -203,6 +243,8 @@ def _sites(node: ast.AST, lines: list[str]) -> list[tuple[str, tuple[Edit, ...]]
             sites.append(("constant", (Edit(_start(node), _end(node), str(shifted)),)))
     elif isinstance(node, ast.Call):
         sites.extend(_call_sites(node, lines))
+    elif isinstance(node, ast.Slice):
+        sites.extend(_slice_sites(node, lines))
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         operand = _segment(lines, _start(node.operand), _end(node.operand))
         if "\n" not in operand and "#" not in operand:
@@ -215,8 +257,55 @@ def _sites(node: ast.AST, lines: list[str]) -> list[tuple[str, tuple[Edit, ...]]
             for statement in block:
                 edit = _drop_statement(statement, lines)
                 if edit is not None:
-                    sites.append(("drop_if", (edit,)))
+                    kind = "drop_if" if isinstance(statement, ast.If) else "drop_call"
+                    sites.append((kind, (edit,)))
     return sites
+
+
+def _swap_operands(
+    left: ast.AST, right: ast.AST, lines: list[str]
+) -> list[tuple[str, tuple[Edit, ...]]]:
+    """The two operands swapped, when each is on one line and they differ."""
+    text_left = _segment(lines, _start(left), _end(left))
+    text_right = _segment(lines, _start(right), _end(right))
+    if text_left == text_right or "\n" in text_left + text_right:
+        return []
+    if isinstance(left, (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Lambda)):
+        return []  # `a - b < c` would become `c < a - b`: fine, but precedence needs care
+    if isinstance(right, (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Lambda)):
+        return []
+    edits = (
+        Edit(_start(left), _end(left), text_right),
+        Edit(_start(right), _end(right), text_left),
+    )
+    return [("swap_operands", edits)]
+
+
+def _slice_sites(node: ast.Slice, lines: list[str]) -> list[tuple[str, tuple[Edit, ...]]]:
+    """A bound of ``x[a:b]`` that is not a literal, moved by one."""
+    sites: list[tuple[str, tuple[Edit, ...]]] = []
+    for bound, shift in ((node.lower, " + 1"), (node.upper, " - 1")):
+        if bound is None or isinstance(bound, (ast.Constant, ast.UnaryOp)):
+            continue
+        text = _segment(lines, _start(bound), _end(bound))
+        if "\n" in text:
+            continue
+        wrapped = text if isinstance(bound, (ast.Name, ast.Attribute, ast.Call)) else f"({text})"
+        sites.append(("off_by_one", (Edit(_start(bound), _end(bound), f"{wrapped}{shift}"),)))
+    return sites
+
+
+def _default(node: ast.expr, lines: list[str]) -> Edit | None:
+    """A parameter's default changed: a bool flipped, an integer moved by one."""
+    if not isinstance(node, ast.Constant):
+        return None
+    text = _segment(lines, _start(node), _end(node))
+    if node.value is True or node.value is False:
+        return Edit(_start(node), _end(node), "False" if node.value else "True")
+    if type(node.value) is int and text.isdigit():
+        value = int(text)
+        return Edit(_start(node), _end(node), str(value + 1 if value in (0, 1) else value - 1))
+    return None
 
 
 def _call_sites(node: ast.Call, lines: list[str]) -> list[tuple[str, tuple[Edit, ...]]]:
@@ -246,8 +335,11 @@ def _call_sites(node: ast.Call, lines: list[str]) -> list[tuple[str, tuple[Edit,
 
 
 def _drop_statement(statement: ast.stmt, lines: list[str]) -> Edit | None:
-    """The edit removing an ``if`` statement without ``else`` that has its lines to itself."""
-    if not isinstance(statement, ast.If) or statement.orelse:
+    """The edit removing an ``if`` statement without ``else``, or a call made for its effect,
+    that has its lines to itself."""
+    dropped_if = isinstance(statement, ast.If) and not statement.orelse
+    dropped_call = isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+    if not (dropped_if or dropped_call):
         return None
     end_line, _ = _end(statement)
     first = lines[statement.lineno - 1]

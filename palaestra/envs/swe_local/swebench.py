@@ -1,23 +1,36 @@
-"""SWE-bench-format instances as Harbor task folders that run in the user's own images.
+"""SWE-bench-format instances (and SWE-smith's and SWE-rebench's rows) as Harbor task folders
+that run in the user's own images.
 
-For users who have the real SWE-bench images elsewhere (they cannot be built here: they hold
-each repository at its commit with its own environment). One JSON object per line, with
-SWE-bench's fields: ``instance_id``, ``repo``, ``base_commit``, ``patch`` (the gold fix),
-``test_patch``, ``problem_statement``, ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (lists, or JSON
-text of lists, as the Hugging Face dataset stores them); optional ``version``, ``image_name``
-(else ``--image`` with ``{instance_id}`` and ``{id_1776}``, SWE-bench's own image naming,
-``__`` spelled ``_1776_``) and ``test_cmd`` (else ``--test-cmd``). Each folder:
+For users who have the images elsewhere (they cannot be built here: they hold each repository
+at its commit with its own environment). One JSON object per line, in one of three formats,
+told apart per line (``row_format``):
+
+- **SWE-bench**: ``instance_id``, ``repo``, ``base_commit``, ``patch`` (the gold fix),
+  ``test_patch``, ``problem_statement``, ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (lists, or JSON
+  text of lists, as the Hugging Face dataset stores them); optional ``version``,
+  ``image_name`` (else ``--image`` with ``{instance_id}`` and ``{id_1776}``, SWE-bench's own
+  image naming, ``__`` spelled ``_1776_``) and ``test_cmd`` (else ``--test-cmd``).
+- **SWE-rebench**: SWE-bench's fields, plus ``docker_image`` (its pre-built image, used as
+  ``image_name``) and ``install_config`` (its ``test_cmd``, text or a list of commands, is the
+  test command); ``meta`` and ``license_name`` are kept in the task's metadata.
+- **SWE-smith**: ``instance_id``, ``repo``, ``patch`` (the *bug*: applied to the image's
+  clean repository it breaks FAIL_TO_PASS), ``FAIL_TO_PASS``, ``PASS_TO_PASS``,
+  ``problem_statement`` and ``image_name`` (no ``base_commit``, no ``test_patch``). The bug is
+  applied and committed in the Dockerfile, so the agent starts from a clean ``git status``;
+  the gold patch is its reverse.
+
+Each folder:
 
 - ``environment/Dockerfile``: ``FROM <image>``, ``WORKDIR /testbed`` (the image holds the
-  repository at ``base_commit``, as SWE-bench's do);
-- ``tests/test.sh``: puts the test files back at ``base_commit``, applies ``test_patch``
-  (``tests/test.patch``), runs ``test_cmd`` on FAIL_TO_PASS and PASS_TO_PASS; reward 1 iff it
-  exits 0. The node ids are passed as arguments, which suits pytest repositories; a repository
-  with another runner (Django's ``runtests.py``) needs its own ``test_cmd``;
-- ``solution/solve.sh``: applies ``patch``.
+  repository, as SWE-bench's and SWE-smith's do), plus the bug's commit for a SWE-smith row;
+- ``tests/test.sh``: puts the test files back (at ``base_commit``; for SWE-smith at the bug's
+  commit, ``HEAD`` when the box starts), applies ``test_patch`` (SWE-bench and SWE-rebench),
+  runs the test command on FAIL_TO_PASS and PASS_TO_PASS; reward 1 iff it exits 0. The ids are
+  passed as arguments, which suits pytest repositories; another runner needs its own
+  ``test_cmd``;
+- ``solution/solve.sh``: applies the gold patch (SWE-smith: reverses the bug).
 
-SWE-smith's files are not this format (their ``patch`` is the bug, not the fix): refused, as
-any instance missing a field is, with one line naming the file, line and field.
+A missing or bad field is refused with one line naming the file, line and field.
 
 Usage::
 
@@ -54,7 +67,19 @@ REQUIRED = (
     "PASS_TO_PASS",
 )
 IMAGE = "swebench/sweb.eval.x86_64.{id_1776}:latest"
+SMITH_REQUIRED = (
+    "instance_id",
+    "repo",
+    "patch",
+    "problem_statement",
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+    "image_name",
+)
 TEST_CMD = "python -m pytest -p no:cacheprovider -rA"
+BUG = "bug.patch"
+BASE_FILE = "/etc/palaestra-base-commit"
+"""Where a SWE-smith task's image records the bug's commit (outside the repository)."""
 MARKER = "PALAESTRA_PATCH"
 
 
@@ -72,9 +97,18 @@ def read_instances(path: Path) -> list[dict[str, Any]]:
             raise ConfigError(f"{where}: not a JSON object: {error.msg}") from None
         if not isinstance(item, dict):
             raise ConfigError(f"{where}: not a JSON object")
-        for name in REQUIRED:
+        kind = row_format(item)
+        item["_format"] = kind
+        required, named = (
+            (SMITH_REQUIRED, "SWE-smith's format")
+            if kind == "swe-smith"
+            else (REQUIRED, "SWE-bench's format")
+        )
+        for name in required:
             if item.get(name) in (None, ""):
-                raise ConfigError(f"{where}: field '{name}' is missing (SWE-bench's format)")
+                raise ConfigError(f"{where}: field '{name}' is missing ({named})")
+        if kind == "swe-rebench":
+            _rebench(item, where)
         for name in ("FAIL_TO_PASS", "PASS_TO_PASS"):
             item[name] = _test_list(item[name], f"{where}: field '{name}'")
         if not item["FAIL_TO_PASS"]:
@@ -85,6 +119,44 @@ def read_instances(path: Path) -> list[dict[str, Any]]:
     if not instances:
         raise ConfigError(f"{path}: no instances")
     return instances
+
+
+def row_format(item: dict[str, Any]) -> str:
+    """``swe-smith`` (an image and a bug, no ``test_patch`` or ``base_commit``),
+    ``swe-rebench`` (SWE-bench's fields with ``install_config`` or ``docker_image``), else
+    ``swe-bench``."""
+    if "test_patch" not in item and "base_commit" not in item and "image_name" in item:
+        return "swe-smith"
+    if "install_config" in item or "docker_image" in item:
+        return "swe-rebench"
+    return "swe-bench"
+
+
+def _rebench(item: dict[str, Any], where: str) -> None:
+    """SWE-rebench's image and test command in SWE-bench's fields (``image_name``,
+    ``test_cmd``), unless the row sets those itself."""
+    image = item.get("docker_image")
+    if image not in (None, "") and not item.get("image_name"):
+        if not isinstance(image, str):
+            raise ConfigError(f"{where}: field 'docker_image' must be an image name")
+        item["image_name"] = image
+    config = item.get("install_config")
+    if config is None:
+        return
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError:
+            raise ConfigError(f"{where}: field 'install_config' is text but not JSON") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{where}: field 'install_config' must be an object")
+    command = config.get("test_cmd")
+    if isinstance(command, list) and all(isinstance(part, str) for part in command):
+        command = " && ".join(command)
+    if command not in (None, "") and not isinstance(command, str):
+        raise ConfigError(f"{where}: field 'install_config.test_cmd' must be text or a list")
+    if command and not item.get("test_cmd"):
+        item["test_cmd"] = command
 
 
 def _test_list(value: Any, where: str) -> list[str]:
@@ -111,20 +183,34 @@ def _changed_files(diff: str) -> list[str]:
     return sorted({line[6:].strip() for line in diff.splitlines() if line.startswith("+++ b/")})
 
 
+def _test_files(instance: dict[str, Any]) -> list[str]:
+    """The files the tests live in: those ``test_patch`` changes, else (SWE-smith) those the
+    test ids name (``path::test``)."""
+    if instance["_format"] != "swe-smith":
+        return _changed_files(instance["test_patch"])
+    ids = instance["FAIL_TO_PASS"] + instance["PASS_TO_PASS"]
+    return sorted({node.partition("::")[0] for node in ids if "::" in node})
+
+
 def test_script(instance: dict[str, Any], test_cmd: str) -> str:
     """``tests/test.sh`` (see the module docstring)."""
-    files = " ".join(shlex.quote(name) for name in _changed_files(instance["test_patch"]))
+    smith = instance["_format"] == "swe-smith"
+    files = " ".join(shlex.quote(name) for name in _test_files(instance))
     ids = " ".join(
         shlex.quote(node) for node in instance["FAIL_TO_PASS"] + instance["PASS_TO_PASS"]
     )
-    restore = (
-        f"git checkout -q {shlex.quote(instance['base_commit'])} -- {files} 2>/dev/null || true\n"
-        if files
-        else ""
+    base = f'"$(cat {BASE_FILE})"' if smith else shlex.quote(instance["base_commit"])
+    restore = f"git checkout -q {base} -- {files} 2>/dev/null || true\n" if files else ""
+    run = (
+        f"{test_cmd} {ids} && reward=1\n"
+        if smith
+        else f"if git apply -v /tests/test.patch; then\n    {test_cmd} {ids} && reward=1\nfi\n"
     )
     return (
         "#!/bin/bash\n"
-        "# The reward: the instance's FAIL_TO_PASS and PASS_TO_PASS after its test_patch.\n"
+        "# The reward: the instance's FAIL_TO_PASS and PASS_TO_PASS"
+        + ("" if smith else " after its test_patch")
+        + ".\n"
         "# Written beside, then moved: a crashed check leaves no reward (an error, not 0).\n"
         "set -o pipefail\n"
         "mkdir -p /logs/verifier\n"
@@ -134,11 +220,23 @@ def test_script(instance: dict[str, Any], test_cmd: str) -> str:
         "fi\n"
         f"{restore}"
         "reward=0\n"
-        "if git apply -v /tests/test.patch; then\n"
-        f"    {test_cmd} {ids} && reward=1\n"
-        "fi\n"
+        f"{run}"
         'echo "$reward" > /logs/verifier/reward.txt.partial\n'
         "mv /logs/verifier/reward.txt.partial /logs/verifier/reward.txt\n"
+    )
+
+
+def _dockerfile(instance: dict[str, Any], image: str) -> str:
+    """``FROM`` the image; a SWE-smith row's bug applied and committed (the agent's base),
+    its commit id kept where ``test.sh`` reads it."""
+    text = f"FROM {image}\nWORKDIR /testbed\n"
+    if instance["_format"] != "swe-smith":
+        return text
+    return text + (
+        f"COPY {BUG} /tmp/{BUG}\n"
+        f"RUN git apply /tmp/{BUG} && rm /tmp/{BUG} && git add -A \\\n"
+        "    && git -c user.name=palaestra -c user.email=palaestra@localhost commit -qm base \\\n"
+        f"    && git rev-parse HEAD > {BASE_FILE}\n"
     )
 
 
@@ -146,14 +244,20 @@ def task_folder(instance: dict[str, Any], image: str, test_cmd: str) -> TaskFold
     """One instance as a Harbor folder in its own image."""
     if MARKER in instance["patch"]:
         raise ConfigError(f"{instance['instance_id']}: the patch contains {MARKER}")
+    smith = instance["_format"] == "swe-smith"
+    metadata: dict[str, Any] = {
+        "category": "swe",
+        "format": instance["_format"],
+        "repo": instance["repo"],
+        **({"base_commit": instance["base_commit"]} if not smith else {}),
+        **({"version": str(instance["version"])} if instance.get("version") else {}),
+    }
+    for extra in ("license_name", "meta"):
+        if instance.get(extra) not in (None, ""):
+            metadata[extra] = instance[extra] if extra != "meta" else json.dumps(instance[extra])
     config = TaskConfig(
-        metadata={
-            "category": "swe",
-            "repo": instance["repo"],
-            "base_commit": instance["base_commit"],
-            **({"version": str(instance["version"])} if instance.get("version") else {}),
-        },
-        source=f"swebench:{instance['instance_id']}",
+        metadata=metadata,
+        source=f"{instance['_format'].replace('-', '')}:{instance['instance_id']}",
         verifier=VerifierConfig(timeout_sec=1800.0),
         agent=AgentConfig(timeout_sec=3600.0),
         environment=EnvironmentConfig(
@@ -165,25 +269,32 @@ def task_folder(instance: dict[str, Any], image: str, test_cmd: str) -> TaskFold
         f"(`{instance['repo']}`) is at `/testbed`. Fix the issue in its code; do not change "
         "its tests.\n"
     )
-    fix = instance["patch"] if instance["patch"].endswith("\n") else instance["patch"] + "\n"
-    test_patch = instance["test_patch"]
+    patch = instance["patch"] if instance["patch"].endswith("\n") else instance["patch"] + "\n"
+    apply = "git apply -v -R -" if smith else "git apply -v -"
+    tests: dict[str, str] = {}
+    if not smith:
+        test_patch = instance["test_patch"]
+        tests["test.patch"] = test_patch if test_patch.endswith("\n") else test_patch + "\n"
+    kept = [key for key in (*REQUIRED, "image_name") if key in instance]
+    tests["config.json"] = (
+        json.dumps(
+            {key: instance[key] for key in kept if key not in ("patch", "test_patch")}
+            | {"image": image, "format": instance["_format"]},
+            indent=1,
+        )
+        + "\n"
+    )
     return TaskFolder(
         config=config,
         instruction=instruction,
-        dockerfile=f"FROM {image}\nWORKDIR /testbed\n",
+        dockerfile=_dockerfile(instance, image),
         test_script=test_script(instance, test_cmd),
-        tests={
-            "test.patch": test_patch if test_patch.endswith("\n") else test_patch + "\n",
-            "config.json": json.dumps(
-                {key: instance[key] for key in REQUIRED if key not in ("patch", "test_patch")}
-                | {"image": image},
-                indent=1,
-            )
-            + "\n",
-        },
+        tests=tests,
         solve_script=(
-            "#!/bin/bash\n# The oracle: the instance's gold patch.\nset -euo pipefail\n"
-            f"cd /testbed\ngit apply -v - <<'{MARKER}'\n{fix}{MARKER}\n"
+            "#!/bin/bash\n# The oracle: the instance's gold patch"
+            + (" (the bug, reversed)" if smith else "")
+            + ".\nset -euo pipefail\n"
+            f"cd /testbed\n{apply} <<'{MARKER}'\n{patch}{MARKER}\n"
         ),
     )
 
@@ -195,16 +306,23 @@ def convert(source: Path, output: Path, *, image: str = IMAGE, test_cmd: str = T
         raise ConfigError(f"{output} exists and is not an empty directory")
     for instance in instances:
         command = instance.get("test_cmd") or test_cmd
-        write_task(
+        root = write_task(
             task_folder(instance, image_for(instance, image), command),
             output / instance["instance_id"],
         )
+        if instance["_format"] == "swe-smith":
+            text = instance["patch"]
+            (root / "environment" / BUG).write_text(
+                text if text.endswith("\n") else text + "\n", encoding="utf-8"
+            )
     return len(instances)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m palaestra.envs.swe_local.swebench")
-    parser.add_argument("instances", type=Path, help="SWE-bench instances, one JSON per line")
+    parser.add_argument(
+        "instances", type=Path, help="SWE-bench, SWE-rebench or SWE-smith rows, one JSON a line"
+    )
     parser.add_argument("output", type=Path, help="a new folder for the task folders")
     parser.add_argument("--image", default=IMAGE, help=f"image name template (default {IMAGE})")
     parser.add_argument("--test-cmd", default=TEST_CMD, help="the command the ids are given to")

@@ -53,6 +53,8 @@ that runs out of time."""
 JUNIT_CAP = 64 << 20
 OBJECT_CAP = 64 << 20
 INFRASTRUCTURE = frozenset({"conftest.py", "pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml"})
+TEST_DIRECTORIES = frozenset({"tests", "test", "_test", "testsuite"})
+"""Directories of a test suite (with any ``*_tests``): what is in them is the tests' own."""
 
 
 class Unusable(Exception):
@@ -70,15 +72,16 @@ class Entry:
 
 def is_test_file(path: str) -> bool:
     """Whether the tracked file ``path`` belongs to the tests (put back as the base had it):
-    a file under a ``tests`` directory, a ``test_*.py``/``*_test.py`` module, or a file pytest
-    reads its setup from. A package's helpers for its tests (``sympy/testing``) are its code:
-    a bug may be there, and the agent's fix of it is kept."""
+    a file under a test suite's directory (``tests``, ``test``, ``_test``, ``testsuite``,
+    ``*_tests``), a ``test_*.py``/``*_test.py`` module, or a file pytest reads its setup
+    from. A package's helpers for its tests (``sympy/testing``) are its code: a bug may be
+    there, and the agent's fix of it is kept."""
     *parents, name = path.split("/")
     return (
         name in INFRASTRUCTURE
         or (name.startswith("test_") and name.endswith(".py"))
         or name.endswith("_test.py")
-        or "tests" in parents
+        or any(part in TEST_DIRECTORIES or part.endswith("_tests") for part in parents)
     )
 
 

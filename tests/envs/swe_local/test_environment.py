@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from palaestra.cli import cli
-from palaestra.envs.swe_local.environment import SweLocal
+from palaestra.envs.swe_local import manifest
+from palaestra.envs.swe_local.environment import SweLocal, task_folders
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.sandbox.machines.registry import make_provider
@@ -44,13 +45,24 @@ def sample_rows(tmp_path: Path) -> Path:
     return path
 
 
-def test_the_environment_offers_every_shipped_instance_as_a_task() -> None:
+def test_the_environment_offers_every_line_of_the_manifest_as_a_task() -> None:
     rows = SweLocal.example_tasks_file()
     assert rows is not None
     names = [json.loads(line)["harbor_task"] for line in rows.read_text().splitlines()]
-    shipped = sorted(p.name for p in Path(str(SweLocal.folder)).iterdir() if p.is_dir())
+    shipped = [line["instance_id"] for line in manifest.read_directory()]
     assert sorted(names) == shipped
     assert len(names) >= 200
+
+
+def test_a_filter_argument_keeps_the_tasks_it_selects() -> None:
+    environment = SweLocal(filter="repo=mpmath,difficulty=easy")
+    lines = manifest.read_directory()
+    expected = [
+        line["instance_id"]
+        for line in lines
+        if line["repo"] == "mpmath" and line["difficulty"]["level"] == "easy"
+    ]
+    assert sorted(environment.tasks) == expected and expected
 
 
 def test_palaestra_test_passes_oracle_and_null_on_shipped_instances(
@@ -69,7 +81,7 @@ def test_palaestra_test_passes_oracle_and_null_on_shipped_instances(
 def test_the_machine_keeps_no_copy_of_the_unmutated_release(sandbox: str) -> None:
     """The offline base carries a Debian archive (the original .deb files): the instance's
     Dockerfile removes it, so the fix cannot be read off a pristine copy."""
-    folder = Path(str(SweLocal.folder)) / SAMPLE[0] / "environment"
+    folder = task_folders() / SAMPLE[0] / "environment"
 
     async def look() -> tuple[int | None, str]:
         provider = make_provider(sandbox)
@@ -92,3 +104,26 @@ def test_the_machine_keeps_no_copy_of_the_unmutated_release(sandbox: str) -> Non
     assert lines[-1] == "/testbed/mpmath/ctx_base.py"
     assert "No such file or directory" in lines[-2]
     assert lines[:-2] == [], f"copies of the release left in the machine: {lines[:-2]}"
+
+
+def test_palaestra_tasks_summarizes_and_filters_the_set(tmp_path: Path) -> None:
+    lines = manifest.read_directory()
+    result = CliRunner().invoke(cli, ["tasks", "swe_local", "--summary"])
+    assert result.exit_code == 0, result.output
+    repos = {line["repo"] for line in lines}
+    assert result.output.startswith(f"{len(lines)} tasks, {len(repos)} repositories")
+    assert "flags: flaky" in result.output and "difficulty: easy" in result.output
+    output = tmp_path / "mpmath.jsonl"
+    chosen = "repo=mpmath,kind=arith"
+    result = CliRunner().invoke(
+        cli, ["tasks", "swe_local", "--filter", chosen, "--output", str(output)]
+    )
+    assert result.exit_code == 0, result.output
+    names = [json.loads(row)["harbor_task"] for row in output.read_text().splitlines()]
+    expected = [t["instance_id"] for t in lines if t["repo"] == "mpmath" and t["kind"] == "arith"]
+    assert names == expected and expected
+
+
+def test_a_filter_on_an_environment_without_a_catalogue_is_refused() -> None:
+    result = CliRunner().invoke(cli, ["tasks", "reasoning_gym", "--summary"])
+    assert result.exit_code != 0 and "has no task catalogue" in result.output

@@ -12,14 +12,15 @@ SOURCE = '''\
 """A module."""
 
 
-def total(items, limit):
+def total(items, limit, strict=False):
     # A comment kept by every edit.
     result = 0
     for index in range(len(items)):
         if index >= limit:
             return result
         result = result + items[index] * 2
-    return result
+    check(items[:limit], strict)
+    return result - limit
 
 
 class Box:
@@ -72,6 +73,12 @@ def test_every_kind_is_found_and_each_result_parses_and_differs() -> None:
         ("swap_args", "return pow(a, b)", "return pow(b, a)"),
         ("boolop", "if not a and b:", "if not a or b:"),
         ("drop_not", "if not a and b:", "if (a) and b:"),
+        ("swap_operands", "if index >= limit:", "if limit >= index:"),
+        ("swap_operands", "return result - limit", "return limit - result"),
+        ("swap_operands", "return a < b", "return b < a"),
+        ("off_by_one", "check(items[:limit], strict)", "check(items[:limit - 1], strict)"),
+        ("changed_default", "def total(items, limit, strict=False):",
+         "def total(items, limit, strict=True):"),
     ],
 )  # fmt: skip
 def test_single_line_edits(kind: str, old: str, new: str) -> None:
@@ -87,7 +94,14 @@ def test_drop_if_removes_a_whole_branch() -> None:
         assert len(changed.splitlines()) == len(SOURCE.splitlines()) - 2
         ast.parse(changed)
     texts = [apply(SOURCE, m) for m in dropped]
-    assert any("if index >= limit" not in text and "return result\n" in text for text in texts)
+    assert any(
+        "if index >= limit" not in text and "return result - limit\n" in text for text in texts
+    )
+
+
+def test_drop_call_removes_a_call_made_for_its_effect() -> None:
+    (dropped,) = [m for m in _all() if m.kind == "drop_call"]
+    assert "check(" not in apply(SOURCE, dropped)
 
 
 def test_no_swap_of_isinstance_or_string_formatting() -> None:

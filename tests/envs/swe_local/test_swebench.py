@@ -79,11 +79,73 @@ def test_bad_instances_are_refused_naming_file_line_and_field(
     assert "\n" not in str(caught.value)
 
 
-def test_swe_smith_rows_without_test_patch_are_refused(tmp_path: Path, capsys: Any) -> None:
-    row = instance()
-    del row["test_patch"]
+BUG = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 2\n+x = 1\n"
+
+
+def smith_row(**changes: Any) -> dict[str, Any]:
+    """A row as SWE-smith's datasets publish them: its patch is the bug."""
+    base = {
+        "instance_id": "owner__repo.abc123.func_pm_op_swap__x1",
+        "repo": "swesmith/owner__repo.abc123",
+        "patch": BUG,
+        "FAIL_TO_PASS": ["tests/test_mod.py::test_x"],
+        "PASS_TO_PASS": ["tests/test_other.py::test_y"],
+        "image_name": "jyangballin/swesmith.x86_64.owner_1776_repo.abc123",
+        "problem_statement": "x is 1, should be 2",
+    }
+    return base | changes
+
+
+def test_a_swe_smith_row_commits_its_bug_and_reverses_it_as_the_gold(tmp_path: Path) -> None:
+    source = write(tmp_path / "in.jsonl", smith_row())
+    assert convert(source, tmp_path / "out") == 1
+    (task,) = read_tasks(tmp_path / "out")
+    environment = task.path / "environment"
+    dockerfile = (environment / "Dockerfile").read_text()
+    assert dockerfile.startswith("FROM jyangballin/swesmith.x86_64.owner_1776_repo.abc123\n")
+    assert "git apply /tmp/bug.patch" in dockerfile and "commit -qm base" in dockerfile
+    assert (environment / "bug.patch").read_text() == BUG
+    solve = (task.path / "solution" / "solve.sh").read_text()
+    assert "git apply -v -R -" in solve and BUG in solve
+    test_sh = (task.path / "tests" / "test.sh").read_text()
+    assert "tests/test_mod.py tests/test_other.py" in test_sh  # put back before the run
+    assert "test.patch" not in test_sh and not (task.path / "tests" / "test.patch").exists()
+    assert task.config.metadata["format"] == "swe-smith"
+
+
+def test_a_swe_rebench_row_gives_its_image_and_test_command(tmp_path: Path) -> None:
+    row = instance(
+        docker_image="swerebench/sweb.eval.x86_64.owner_1776_repo-123",
+        install_config={"test_cmd": ["pytest -rA -p no:cacheprovider"], "python": "3.11"},
+        meta={"llm_score": {"difficulty_score": 1}},
+        license_name="MIT",
+    )
+    source = write(tmp_path / "in.jsonl", row)
+    assert convert(source, tmp_path / "out") == 1
+    (task,) = read_tasks(tmp_path / "out")
+    dockerfile = (task.path / "environment" / "Dockerfile").read_text()
+    assert dockerfile.startswith("FROM swerebench/sweb.eval.x86_64.owner_1776_repo-123\n")
+    test_sh = (task.path / "tests" / "test.sh").read_text()
+    assert "pytest -rA -p no:cacheprovider tests/test_mod.py::test_x" in test_sh
+    assert "git apply -v /tests/test.patch" in test_sh
+    assert task.config.metadata["format"] == "swe-rebench"
+    assert task.config.metadata["license_name"] == "MIT"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (smith_row(image_name=""), "field 'image_name' is missing (SWE-smith's format)"),
+        (smith_row(problem_statement=None), "field 'problem_statement' is missing"),
+        (instance(install_config="{no"), "field 'install_config' is text but not JSON"),
+        (instance(install_config={"test_cmd": 3}), "field 'install_config.test_cmd' must be"),
+    ],
+)
+def test_bad_swe_smith_and_swe_rebench_rows_are_one_line(
+    tmp_path: Path, row: dict[str, Any], message: str, capsys: Any
+) -> None:
     source = write(tmp_path / "in.jsonl", row)
     assert main([str(source), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "field 'test_patch' is missing" in err
+    assert err.count("\n") == 1 and f"in.jsonl:1: {message}" in err
     assert not (tmp_path / "out").exists()

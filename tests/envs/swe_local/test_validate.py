@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.envs.swe_local.generate import candidates, confirm, function_index
 from palaestra.envs.swe_local.mutations import Edit, Mutation, apply
 from palaestra.envs.swe_local.validate import Runner, RunResult, Verdict, judge
+from palaestra.envs.swe_local.worker import Confirmed, candidates, confirm, function_index
 
 HOST_PYTHON = Path("/usr/bin/python3")
 
@@ -152,12 +152,17 @@ def test_judge_rules() -> None:
 
 
 @needs_host_pytest
-def test_confirm_runs_the_ids_alone_as_the_task_does(runner: Runner) -> None:
+def test_confirm_runs_the_ids_together_as_the_task_does(runner: Runner) -> None:
     ids = [f"tiny/tests/test_core.py::{name}" for name in ("test_clamp_low", "test_add")]
     runner.write("tiny/core.py", apply(CORE, _replace("x < low", "x > low")))
     right = Verdict(fail_to_pass=ids[:1], pass_to_pass=ids[1:])
-    assert confirm(runner, "tiny/core.py", right, 60) == right
+    confirmed = confirm(runner, "tiny/core.py", right, 60)
+    assert isinstance(confirmed, Confirmed) and confirmed.verdict == right
+    assert confirmed.broken.outcomes[ids[0]] == ["failed", "failed"]  # two broken runs
+    assert not confirmed.broken.disagree(ids) and confirmed.seconds > 0
     assert (runner.work / "tiny" / "core.py").read_text() == CORE  # confirm restored it
     runner.write("tiny/core.py", apply(CORE, _replace("x < low", "x > low")))
     wrong = Verdict(fail_to_pass=ids[1:], pass_to_pass=ids[:1])
-    assert confirm(runner, "tiny/core.py", wrong, 60) == "FAIL_TO_PASS does not fail when run alone"
+    assert confirm(runner, "tiny/core.py", wrong, 60) == (
+        "the ids run together do not fail and pass as the file's run did"
+    )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.envs.swe_local.generate import base_tree
+from palaestra.envs.swe_local.trees import base_tree
 from palaestra.envs.swe_local.verifier import (
     DAMAGED,
     Config,
@@ -263,6 +263,10 @@ def test_no_report_means_every_test_counts_as_not_passed(tmp_path: Path) -> None
         ("pkg/test_helpers.py", True),
         ("pkg/io_test.py", True),
         ("setup.cfg", True),
+        ("pint/testsuite/helpers.py", True),  # a suite's helpers: an agent must not edit them
+        ("pyflakes/test/harness.py", True),
+        ("automat/_test/test_core.py", True),
+        ("pyfakefs/pytest_tests/example.py", True),
         ("sympy/testing/quality_unicode.py", False),  # package code: a bug may be there
         ("sympy/core/basic.py", False),
     ],

@@ -1,0 +1,371 @@
+"""One unit of generation: the mutations of one test file's functions, validated into lines.
+
+A unit is one test file of one repository's release. Its gold state is measured once per
+release and kept in the work directory (``gold/``): the file run with the probe (each test's
+outcome and the package's functions it calls) and ``GOLD_RUNS`` runs in all, so a test whose
+outcome differs between runs of the unmutated package is known before any mutation.
+
+Then functions called by some passing tests get one seeded mutation each (up to
+``tries_per_file``); a mutation is kept (``validate.judge``) when the file still collects, 1 to
+``max_fail`` tests that passed now fail and some still pass; then the ids run as the verifier
+runs them (FAIL_TO_PASS and PASS_TO_PASS together): on the broken state every FAIL_TO_PASS
+fails and every PASS_TO_PASS passes, twice (the second run is the flakiness measure, not a
+condition), and on the gold state all pass (timed: ``test_seconds``). The kept mutation becomes
+a manifest line with its measured flags (``flags``).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import json
+import random
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from palaestra.envs.swe_local import manifest
+from palaestra.envs.swe_local.flags import Observations, difficulty, flags, off_target
+from palaestra.envs.swe_local.folders import redact, statement
+from palaestra.envs.swe_local.mutations import Mutation, apply, functions, mutations
+from palaestra.envs.swe_local.trees import base_tree
+from palaestra.envs.swe_local.validate import Runner, RunResult, Verdict, judge
+
+GOLD_RUNS = 3
+"""Runs of the gold state per test file (the probe's run among them)."""
+FAILED = ("failed", "error")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One test file of one repository's release, with the seed of its choices."""
+
+    repo: str
+    package: str
+    """The import package (its directory in site-packages)."""
+    source: str
+    version: str
+    test_file: str
+    seed: int
+
+
+@dataclass
+class Options:
+    per_file: int = 3
+    tries_per_file: int = 10
+    max_fail: int = 10
+    timeout: float = 60.0
+    max_file_seconds: float = 40.0
+    deadline: float = float("inf")
+    """``time.time()`` after which no new mutation is tried."""
+
+
+@dataclass
+class Outcome:
+    """What a unit gave: its lines, the mutations tried, its time, why it was skipped."""
+
+    unit: Unit
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    tried: int = 0
+    seconds: float = 0.0
+    skipped: str = ""
+    rejected: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class Gold:
+    """A test file's gold state: the probe's run, every run's outcomes, the probe run's time."""
+
+    baseline: RunResult
+    runs: Observations
+    seconds: float
+
+
+def function_index(source: str) -> dict[int, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Functions of ``source`` by the first line of their code object (the first decorator's)."""
+    index: dict[int, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for name, node in functions(source):
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        index[first] = (name, node)
+    return index
+
+
+def candidates(baseline: RunResult, *, broad: float = 0.5) -> list[tuple[str, int]]:
+    """Functions (file, first line) called by some passing tests, not while importing and
+    not by more than ``broad`` of them, sorted."""
+    passed = baseline.passed()
+    counts: Counter[str] = Counter()
+    for node in passed:
+        counts.update(set(baseline.covered.get(node, [])))
+    at_import = set(baseline.at_import)
+    limit = max(2, int(broad * len(passed)))
+    found = []
+    for key, count in counts.items():
+        if key in at_import or count > limit:
+            continue
+        file, _, line = key.rpartition(":")
+        found.append((file, int(line)))
+    return sorted(found)
+
+
+def patch(relative: str, before: str, after: str) -> str:
+    """A unified diff (``patch -p1`` from the repository's root) from ``before`` to ``after``."""
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            f"a/{relative}",
+            f"b/{relative}",
+        )
+    )
+
+
+def instance_id(repo: str, package: str, module: str, function: str, key: str) -> str:
+    """``<repo>__<module path dots>__<function>__<hash of the module and mutation>``."""
+    digest = hashlib.sha256(f"{module}\0{key}".encode()).hexdigest()[:8]
+    inside = Path(module).relative_to(package) if module.startswith(f"{package}/") else Path(module)
+    dotted = ".".join(inside.with_suffix("").parts).replace("__init__", "init").strip("._")
+    dotted = re.sub(r"[^A-Za-z0-9_.]", "", dotted) or "init"
+    short = re.sub(r"[^A-Za-z0-9]", "", function.rsplit(".", 1)[-1]) or "fn"
+    return f"{repo}__{dotted}__{short}__{digest}"
+
+
+def gold_state(runner: Runner, unit: Unit, work: Path, seconds: float) -> Gold | None:
+    """The gold state of ``unit``'s test file (cached under ``work/gold``); None when the file
+    does not collect, has fewer than 3 passing tests or runs longer than ``seconds``."""
+    name = f"{unit.repo}__{unit.version}"
+    cache = work / "gold" / name / (unit.test_file.replace("/", "__") + ".json")
+    if cache.is_file():
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data is None:
+            return None
+        return Gold(RunResult(**data["baseline"]), Observations(data["runs"]), data["seconds"])
+    started = time.monotonic()
+    baseline = runner.run([unit.test_file], cover=unit.package, timeout=seconds)
+    elapsed = time.monotonic() - started
+    gold: Gold | None = None
+    if baseline is not None and not baseline.collect_errors and len(baseline.passed()) >= 3:
+        runs = Observations()
+        ids = sorted(baseline.outcomes)
+        runs.add(baseline.outcomes, ids)
+        for _ in range(GOLD_RUNS - 1):
+            again = runner.run([unit.test_file], timeout=max(15.0, 4 * elapsed))
+            runs.add(again.outcomes if again is not None else {}, ids)
+        gold = Gold(baseline, runs, elapsed)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    record = None
+    if gold is not None:
+        record = {
+            "baseline": vars(gold.baseline),
+            "runs": gold.runs.outcomes,
+            "seconds": gold.seconds,
+        }
+    cache.write_text(json.dumps(record), encoding="utf-8")
+    return gold
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """A mutation that holds as the verifier runs its ids: the broken runs, the gold run."""
+
+    verdict: Verdict
+    broken: Observations
+    seconds: float
+
+
+def confirm(runner: Runner, module: str, verdict: Verdict, timeout: float) -> Confirmed | str:
+    """``verdict`` confirmed with FAIL_TO_PASS and PASS_TO_PASS run together, as the verifier
+    runs them: on the mutated copy (written) every FAIL_TO_PASS fails and every PASS_TO_PASS
+    passes, twice (the second run measures flakiness, it does not reject), then on the original
+    all pass (timed). A test that fails only after others ran in the same process, or passes
+    only alone, is caught here."""
+    both = verdict.fail_to_pass + verdict.pass_to_pass
+    broken = Observations()
+    for attempt in range(2):
+        run = runner.run(both, timeout=timeout)
+        outcomes = run.outcomes if run is not None else {}
+        broken.add(outcomes, both)
+        if attempt == 0 and (
+            any(outcomes.get(node) not in FAILED for node in verdict.fail_to_pass)
+            or any(outcomes.get(node) != "passed" for node in verdict.pass_to_pass)
+        ):
+            return "the ids run together do not fail and pass as the file's run did"
+    runner.restore(module)
+    started = time.monotonic()
+    fixed = runner.run(both, timeout=timeout)
+    seconds = time.monotonic() - started
+    if fixed is None or any(fixed.outcomes.get(node) != "passed" for node in both):
+        return "the listed tests do not all pass on the original"
+    return Confirmed(verdict, broken, round(seconds, 2))
+
+
+@dataclass(frozen=True)
+class Bug:
+    """A candidate bug in one module: one mutation, or two in different functions."""
+
+    module: str
+    parts: tuple[tuple[Mutation, int], ...]
+    """Each mutation with the first line of its function (the probe's key)."""
+
+    @property
+    def kind(self) -> str:
+        return self.parts[0][0].kind if len(self.parts) == 1 else "combined"
+
+    @property
+    def key(self) -> str:
+        return f"{self.module}:" + "+".join(mutation.key for mutation, _ in self.parts)
+
+    def text(self, original: str) -> str:
+        edits = tuple(edit for mutation, _ in self.parts for edit in mutation.edits)
+        return apply(original, Mutation(self.kind, self.parts[0][0].function, 0, edits))
+
+
+def _try(
+    runner: Runner,
+    unit: Unit,
+    bug: Bug,
+    original: str,
+    gold: Gold,
+    options: Options,
+    timeout: float,
+    outcome: Outcome,
+) -> dict[str, Any] | None:
+    """Validate ``bug``; its line, or None (the reason counted in ``outcome.rejected``)."""
+    outcome.tried += 1
+    changed = bug.text(original)
+    runner.write(bug.module, changed)
+    try:
+        mutated = runner.run([unit.test_file], timeout=timeout)
+        verdict: Verdict | Confirmed | str = judge(
+            gold.baseline, mutated, max_fail=options.max_fail
+        )
+        if isinstance(verdict, Verdict):
+            verdict = confirm(runner, bug.module, verdict, timeout)
+    finally:
+        runner.restore(bug.module)
+    if isinstance(verdict, str):
+        outcome.rejected[verdict.split(" (")[0]] += 1
+        return None
+    assert mutated is not None
+    return line_for(unit, bug, original, changed, verdict, mutated, gold, runner)
+
+
+def work_unit(runner: Runner, unit: Unit, options: Options, known: set[str]) -> Outcome:
+    """The lines one unit gives (``known``: mutations already in the manifest, skipped).
+
+    Per function, a kind is drawn uniformly among those with a site, then a site; when two
+    kept bugs of the unit are in different functions of one module, their combination is
+    tried too (``combined``: the same failing tests need both fixed)."""
+    started = time.monotonic()
+    outcome = Outcome(unit)
+    gold = gold_state(runner, unit, runner.work.parent, options.max_file_seconds)
+    if gold is None:
+        outcome.skipped = "no usable gold run"
+        outcome.seconds = time.monotonic() - started
+        return outcome
+    # The probe's run is the slower one; a mutation 4x slower than it is a hang, not a bug.
+    timeout = min(options.timeout, max(15.0, 4 * gold.seconds))
+    rng = random.Random(f"{unit.seed}:{unit.test_file}")
+    pool = candidates(gold.baseline)
+    rng.shuffle(pool)
+    sources: dict[str, str] = {}
+    kept: list[Bug] = []
+    for module, first_line in pool[: options.tries_per_file]:
+        if len(outcome.lines) >= options.per_file or time.time() > options.deadline:
+            break
+        if module not in sources:
+            sources[module] = runner.original(module).read_text(encoding="utf-8")
+        original = sources[module]
+        found = function_index(original).get(first_line)
+        if found is None or not original.endswith("\n"):
+            continue
+        name, node = found
+        choices = mutations(original, name, node)
+        if not choices:
+            continue
+        kind = rng.choice(sorted({m.kind for m in choices}))
+        bug = Bug(module, ((rng.choice([m for m in choices if m.kind == kind]), first_line),))
+        if bug.key in known:
+            continue
+        line = _try(runner, unit, bug, original, gold, options, timeout, outcome)
+        if line is not None:
+            known.add(bug.key)
+            outcome.lines.append(line)
+            kept.append(bug)
+    pairs = [
+        (first, second)
+        for index, first in enumerate(kept)
+        for second in kept[index + 1 :]
+        if first.module == second.module and first.parts[0][1] != second.parts[0][1]
+    ]
+    if pairs and time.time() < options.deadline:
+        first, second = rng.choice(pairs)
+        combined = Bug(first.module, first.parts + second.parts)
+        if combined.key not in known:
+            line = _try(
+                runner, unit, combined, sources[first.module], gold, options, timeout, outcome
+            )
+            if line is not None:
+                known.add(combined.key)
+                outcome.lines.append(line)
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def line_for(
+    unit: Unit,
+    bug: Bug,
+    original: str,
+    changed: str,
+    confirmed: Confirmed,
+    mutated: RunResult,
+    gold: Gold,
+    runner: Runner,
+) -> dict[str, Any]:
+    """The manifest line of a confirmed bug, its flags measured."""
+    verdict = confirmed.verdict
+    module = bug.module
+    ids = verdict.fail_to_pass + verdict.pass_to_pass
+    dotted = module.removesuffix(".py").replace("/", ".")
+    messages = {
+        node: json.loads(mutated.messages[node])
+        for node in verdict.fail_to_pass
+        if node in mutated.messages
+    }
+    confirmed.broken.add(mutated.outcomes, ids)
+    gold_patch = patch(module, changed, original)
+    names = [mutation.function for mutation, _ in bug.parts]
+    line: dict[str, Any] = {
+        "instance_id": instance_id(unit.repo, unit.package, module, names[0], bug.key),
+        "repo": unit.repo,
+        "language": "python",
+        "source": unit.source,
+        "version": unit.version,
+        "kind": bug.kind,
+        "kinds": [mutation.kind for mutation, _ in bug.parts],
+        "files": [module],
+        "functions": names,
+        "bug": patch(module, original, changed),
+        "patch": gold_patch,
+        "FAIL_TO_PASS": verdict.fail_to_pass,
+        "PASS_TO_PASS": verdict.pass_to_pass,
+        "statement": redact(
+            statement(dotted, names[0], verdict.fail_to_pass, messages),
+            patch(module, original, changed),
+        ),
+        "difficulty": difficulty(gold_patch),
+        "test_seconds": confirmed.seconds,
+        "seed": unit.seed,
+        "base_tree": base_tree(runner.site, unit.package, {module: changed.encode()}),
+        "mutation": bug.key,
+        "measured": True,
+    }
+    flaky = gold.runs.disagree(ids) or confirmed.broken.disagree(ids)
+    targets = {f"{module}:{first}" for _, first in bug.parts}
+    off = off_target(gold.baseline.covered, verdict.fail_to_pass, targets)
+    line["flags"] = flags(line, flaky=flaky, off=off)
+    return manifest.sealed(line)
