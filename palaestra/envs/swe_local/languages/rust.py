@@ -72,7 +72,7 @@ def parse(text: str, crate: str) -> Run:
     return Run(outcomes=report.outcomes, output=report.output, broken=report.broken)
 
 
-def test_file(work: Path, test_id: str) -> str:
+def defining_file(work: Path, test_id: str) -> str:
     """The file that defines the test ``test_id`` (repository-relative): for the library's
     unit tests, the deepest module file its path names (``a::b::tests::t`` is in
     ``src/a/b.rs`` or ``src/a/b/mod.rs`` or, for inline modules, the closest file above)."""
@@ -151,10 +151,10 @@ class Rust(Toolchain):
         return rust_is_test_file(path, b"", [])
 
     def eligible(self, work: Path, test_id: str, gold: str) -> bool:
-        return test_file(work, test_id) != gold
+        return defining_file(work, test_id) != gold
 
     def test_source(self, work: Path, test_id: str) -> str:
-        path = work / test_file(work, test_id)
+        path = work / defining_file(work, test_id)
         name = test_id.rsplit("::", 1)[-1]
         text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
         start = text.find(f"fn {name}(")
