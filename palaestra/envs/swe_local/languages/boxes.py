@@ -1,4 +1,5 @@
-"""A Go or Rust manifest line as a Harbor task folder: the machine, the verifier, the oracle.
+"""Go and Rust as languages of the set (``languages.Language``): the machine, the verifier,
+the instruction's footer, the test command and its outcomes, the mutations.
 
 The machine (``environment/Dockerfile``) installs Debian's toolchain and the repository's
 package, copies the source to ``/testbed`` and removes Debian's copy (the original text is
@@ -15,14 +16,21 @@ output read by root from a pipe, and each listed test's own outcome the reward.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from palaestra.envs.swe_local.folders import BUG_PATCH, VERIFIER, solve_script
-from palaestra.envs.swe_local.languages import go, rust
+from palaestra.envs.swe_local.folders import BUG_PATCH, solve_script
+from palaestra.envs.swe_local.languages import Repo as SeamRepo
+from palaestra.envs.swe_local.languages import SourceMutation
 from palaestra.envs.swe_local.languages.common import Repo
-from palaestra.envs.swe_local.languages.verify_native import CARGO_CONFIG
+from palaestra.envs.swe_local.languages.verify_native import (
+    CARGO_CONFIG,
+    GO_ENV,
+    parse_go,
+    parse_libtest,
+)
 from palaestra.wire.harbor import (
     AgentConfig,
     EnvironmentConfig,
@@ -34,6 +42,9 @@ from palaestra.wire.harbor import (
 )
 
 NATIVE = Path(__file__).with_name("verify_native.py")
+VERIFIER = Path(__file__).resolve().parent.parent / "verifier.py"
+GITIGNORE = "/target/\n"
+"""A Rust ``/testbed/.gitignore`` (the crate's own is replaced: it ignores ``Cargo.lock``)."""
 
 _GIT_SETUP = (
     "    && git config --system user.name palaestra \\\n"
@@ -47,10 +58,16 @@ _APT_CLEAN = (
 )
 
 
+def repos(language: str) -> dict[str, Repo]:
+    """The repositories of ``language`` (``go`` or ``rust``)."""
+    from palaestra.envs.swe_local.languages import go, rust  # they import this module
+
+    return go.REPOS if language == "go" else rust.REPOS
+
+
 def repo_of(line: Mapping[str, Any]) -> Repo:
     """The repository a line is of; ``KeyError`` for one this module does not know."""
-    table = go.REPOS if line["language"] == "go" else rust.REPOS
-    return table[str(line["repo"])]
+    return repos(str(line["language"]))[str(line["repo"])]
 
 
 def dockerfile_prefix(language: str, repo: Repo) -> str:
@@ -63,7 +80,7 @@ def dockerfile_prefix(language: str, repo: Repo) -> str:
             "    && (test -e /testbed/go.mod || printf 'module %s\\n\\ngo 1.19\\n' "
             f"{repo.module} > /testbed/go.mod) \\\n"
         )
-        env = " ".join(f"{key}={value}" for key, value in go.ENV.items() if key != "PATH")
+        env = " ".join(f"{key}={value}" for key, value in GO_ENV.items())
     else:
         toolchain = "cargo rustc"
         config = CARGO_CONFIG.replace("\n", "\\n")
@@ -71,7 +88,7 @@ def dockerfile_prefix(language: str, repo: Repo) -> str:
             f"RUN mkdir -p /root/.cargo && printf '{config}' > /root/.cargo/config.toml \\\n"
             f"    && cp -rL {repo.source} /testbed && rm -rf {repo.source} \\\n"
             f"    && rm -f /var/lib/dpkg/info/{repo.deb}.md5sums \\\n"
-            f"    && printf '{rust.GITIGNORE.strip()}\\n' > /testbed/.gitignore \\\n"
+            f"    && printf '{GITIGNORE.strip()}\\n' > /testbed/.gitignore \\\n"
             "    && cd /testbed && cargo generate-lockfile --offline \\\n"
         )
         env = "CARGO_HOME=/root/.cargo CARGO_TERM_COLOR=never"
@@ -167,6 +184,31 @@ def config_json(line: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def instruction_footer(line: Mapping[str, Any]) -> str:
+    """Where the repository is and how its tests run (after the statement)."""
+    repo = repo_of(line)
+    if line["language"] == "go":
+        packages = sorted({str(test).rpartition("/")[0] for test in line["FAIL_TO_PASS"]})
+        local = [
+            "./" + package.removeprefix(repo.module).strip("/") if package != repo.module else "."
+            for package in packages
+        ]
+        what = f"the Go module `{repo.module}`"
+        how = f"`go test {' '.join(local)}`"
+    else:
+        what, how = f"the Rust crate `{repo.module}`", "`cargo test --offline`"
+    return (
+        f"The repository is at `/testbed` ({what}). Fix the bug in the library's code so that "
+        f"these tests pass without breaking the others. You can run them with {how}. Do not "
+        "change the tests.\n"
+    )
+
+
+def instruction(line: Mapping[str, Any]) -> str:
+    """What the agent is told: the statement, then the footer."""
+    return f"{str(line['statement']).rstrip()}\n\n---\n\n{instruction_footer(line)}"
+
+
 def task_folder(line: Mapping[str, Any]) -> TaskFolder:
     """The Harbor folder of one Go or Rust manifest line."""
     repo = repo_of(line)
@@ -197,7 +239,7 @@ def task_folder(line: Mapping[str, Any]) -> TaskFolder:
     )
     return TaskFolder(
         config=config,
-        instruction=str(line["statement"]),
+        instruction=instruction(line),
         dockerfile=dockerfile(line),
         test_script=TEST_SCRIPT,
         tests={
@@ -214,3 +256,65 @@ def write_instance(line: Mapping[str, Any], path: Path) -> Path:
     root = write_task(task_folder(line), path)
     (root / "environment" / BUG_PATCH).write_text(str(line["bug"]), encoding="utf-8")
     return root
+
+
+class NativeLanguage:
+    """Go or Rust as ``languages.Language`` (the set's seam), over this package's parts."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def repos(self) -> Mapping[str, SeamRepo]:
+        return {
+            name: SeamRepo(name, repo.deb, repo.upstream, repo.license, repo.source)
+            for name, repo in repos(self.name).items()
+        }
+
+    def dockerfile_prefix(self, repo: str) -> str:
+        return dockerfile_prefix(self.name, repos(self.name)[repo])
+
+    def dockerfile(self, line: Mapping[str, Any]) -> str:
+        return dockerfile(line)
+
+    def test_script(self, line: Mapping[str, Any]) -> str:
+        return TEST_SCRIPT
+
+    def verifier_files(self, line: Mapping[str, Any]) -> dict[str, str]:
+        return dict(task_folder(line).tests)
+
+    def instruction_footer(self, line: Mapping[str, Any]) -> str:
+        return instruction_footer(line)
+
+    def test_command(self, ids: Sequence[str]) -> list[str]:
+        """The machine's run of ``ids`` (Go: their packages and names; Rust: the crate)."""
+        if self.name == "go":
+            packages = sorted({test.rpartition("/")[0] for test in ids})
+            names = sorted({re.escape(test.rpartition("/")[2]) for test in ids})
+            return ["go", "test", "-json", "-count=1", "-run", f"^({'|'.join(names)})$", *packages]
+        return ["cargo", "test", "--offline", "--frozen", "--no-fail-fast", "--tests"]
+
+    def outcomes(self, report: bytes, ids: Sequence[str]) -> dict[str, str]:
+        """Each of ``ids`` found in the runner's output: ``passed``, ``failed``, ``skipped``."""
+        text = report.decode("utf-8", "replace")
+        if self.name == "go":
+            found = parse_go(text).outcomes
+        else:
+            found = parse_libtest(text, ids[0].split("::", 1)[0] if ids else "").outcomes
+        return {test: found[test] for test in ids if test in found}
+
+    def mutations(self, path: str, source: str) -> list[SourceMutation]:
+        """Every mutation of every function of the file (``treesitter.py``)."""
+        from palaestra.envs.swe_local.languages import treesitter
+
+        grammar = treesitter.GO if self.name == "go" else treesitter.RUST
+        data = source.encode()
+        return [
+            SourceMutation(
+                kind=mutation.kind,
+                function=function.name,
+                key=mutation.key,
+                text=treesitter.apply(data, mutation).decode(),
+            )
+            for function in treesitter.functions(grammar, data)
+            for mutation in treesitter.mutations(grammar, data, function)
+        ]

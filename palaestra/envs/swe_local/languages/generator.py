@@ -121,7 +121,7 @@ def _clean_output(text: str) -> list[str]:
 
 def statement(tool: Toolchain, repo: Repo, scope: str, failing: list[str], mutated: Run) -> str:
     """The issue, from the failing tests' output: which tests fail and what they print."""
-    what, how = tool.describe(repo, scope)
+    what, _ = tool.describe(repo, scope)
     names = [f"`{test}`" for test in failing[:6]]
     more = " and more" if len(failing) > 6 else ""
     lines = [
@@ -139,12 +139,6 @@ def statement(tool: Toolchain, repo: Repo, scope: str, failing: list[str], mutat
         lines += [f"Output of `{test}`:", "", "```", *shown, "```", ""]
         if budget <= 0:
             break
-    lines += [
-        "---",
-        "",
-        f"The repository is at `/testbed` ({what}). Fix the bug in the library's code so "
-        f"that these tests pass without breaking the others.{how} Do not change the tests.",
-    ]
     return "\n".join(lines) + "\n"
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from palaestra.envs.swe_local.languages.boxes import NativeLanguage
 from palaestra.envs.swe_local.languages.common import CACHE, Repo, Run, sandboxed
 from palaestra.envs.swe_local.languages.generator import Toolchain, main_for
 from palaestra.envs.swe_local.languages.treesitter import GO
-from palaestra.envs.swe_local.languages.verify_native import go_is_test_file, parse_go
+from palaestra.envs.swe_local.languages.verify_native import GO_ENV, go_is_test_file, parse_go
 
 GOCODE = "/usr/share/gocode/src"
 
@@ -61,17 +62,7 @@ REPOS: dict[str, Repo] = {
     )
 }
 
-ENV = {
-    "PATH": "/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "GOPROXY": "off",
-    "GOFLAGS": "-mod=readonly",
-    "GOTOOLCHAIN": "local",
-    "GO111MODULE": "on",
-    "GOSUMDB": "off",
-    "GOTELEMETRY": "off",
-    "CGO_ENABLED": "0",
-}
+ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **GO_ENV}
 """The Go environment of both the generator's runs and the machine's (``go env`` would
 otherwise reach for a proxy or a C compiler the machine does not have)."""
 
@@ -165,6 +156,9 @@ class Go(Toolchain):
             f" You can run them with `go test {target}`.",
         )
 
+
+LANGUAGE = NativeLanguage("go")
+"""Go as a language of the set (``languages.Language``)."""
 
 if __name__ == "__main__":
     sys.exit(main_for(Go(), sys.argv[1:]))

@@ -10,8 +10,9 @@ libtest's name prefixed by the test target (``lib`` for the library's unit tests
 stem for ``tests/<name>.rs``).
 
 A Rust unit test lives in the same file as the code it tests, so the verifier puts back every
-file that defines tests other than the ones the bug is in, and a task lists only tests defined
-outside the bug's files (the agent may edit the rest of those files freely).
+file that defines tests other than the ones the bug is in, and the trailing ``#[cfg(test)]``
+module of the bug's files; a task lists a test of a bug's file only when the file has such a
+module (``verify_native.test_tail``).
 
 Usage::
 
@@ -26,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from palaestra.envs.swe_local.languages.boxes import GITIGNORE, NativeLanguage
 from palaestra.envs.swe_local.languages.common import CACHE, Repo, Run, sandboxed
 from palaestra.envs.swe_local.languages.generator import Toolchain, main_for
 from palaestra.envs.swe_local.languages.treesitter import RUST
@@ -33,11 +35,10 @@ from palaestra.envs.swe_local.languages.verify_native import (
     CARGO_CONFIG,
     parse_libtest,
     rust_is_test_file,
+    test_tail,
 )
 
 REGISTRY = "/usr/share/cargo/registry"
-GITIGNORE = "/target/\n"
-"""``/testbed/.gitignore`` (the crate's own is replaced: it ignores ``Cargo.lock``)."""
 
 
 def _repo(crate: str, version: str, license: str, upstream: str) -> Repo:
@@ -151,7 +152,11 @@ class Rust(Toolchain):
         return rust_is_test_file(path, b"", [])
 
     def eligible(self, work: Path, test_id: str, gold: str) -> bool:
-        return defining_file(work, test_id) != gold
+        """A test of the bug's own file only when the verifier can put that file's test
+        module back (``verify_native.test_tail``)."""
+        if defining_file(work, test_id) != gold:
+            return True
+        return test_tail((work / gold).read_bytes()) is not None
 
     def test_source(self, work: Path, test_id: str) -> str:
         path = work / defining_file(work, test_id)
@@ -169,6 +174,9 @@ class Rust(Toolchain):
             " You can run them with `cargo test --offline`.",
         )
 
+
+LANGUAGE = NativeLanguage("rust")
+"""Rust as a language of the set (``languages.Language``)."""
 
 if __name__ == "__main__":
     sys.exit(main_for(Rust(), sys.argv[1:]))

@@ -8,9 +8,11 @@ are gone; it uses the standard library and ``verify.py`` only, never palaestra.
   as the test uid and checked against their ids (``verify.py``), every untracked path removed,
   the agent's changes to the tracked files kept, except the tests, put back as the base had
   them: Go's ``*_test.go``, ``testdata/``, ``go.mod`` and ``go.sum``; Rust's ``Cargo.toml``,
-  ``Cargo.lock``, ``build.rs``, ``tests/``, ``benches/``, ``examples/`` and every ``.rs`` file
-  that defines tests other than the bug's own files (a Rust unit test sits beside the code; the
-  task lists none defined in the bug's files). A repository that cannot give the base is a 0.
+  ``Cargo.lock``, ``build.rs``, ``tests/``, ``benches/``, ``examples/``, every ``.rs`` file
+  that defines tests other than the bug's own files, and the trailing ``#[cfg(test)]`` module
+  of the bug's files (a Rust unit test sits beside the code: the agent's changes above it are
+  kept, the module is the base's; a task lists no test of a bug's file without such a module).
+  A repository that cannot give the base is a 0.
 - ``command OUT``: the test command, one argument a line, for ``test.sh`` to run as the test
   uid with ``OUT`` (the test uid's directory) for caches: ``go test -json`` of the listed
   tests' packages and names, or ``cargo test --offline --frozen --no-fail-fast --tests``.
@@ -87,6 +89,36 @@ def rust_is_test_file(path: str, text: bytes, gold: list[str]) -> bool:
     return (
         name.endswith(".rs") and path not in gold and (b"#[test]" in text or b"cfg(test)" in text)
     )
+
+
+def test_tail(text: bytes) -> int | None:
+    """Where a Rust file's trailing test module starts (a line ``#[cfg(test)]`` at column 0,
+    then ``mod <name> {``, the file ending with its closing brace at column 0, and no
+    ``#[test]`` before it), or None. A bug's file keeps the agent's changes above it; the
+    module itself is put back as the base had it."""
+    at = text.rfind(b"\n#[cfg(test)]\n")
+    if at < 0:
+        return None
+    start = at + 1
+    lines = text[start:].split(b"\n", 2)
+    if len(lines) < 3 or not re.fullmatch(rb"(pub )?mod \w+ \{", lines[1]):
+        return None
+    if not text.rstrip().endswith(b"\n}") or b"#[test]" in text[:start]:
+        return None
+    return start
+
+
+def with_base_tests(agent: bytes, base_text: bytes) -> bytes | None:
+    """The agent's version of a bug's file with its trailing test module put back as the base
+    had it (the agent's text from the module's last opening line on is dropped; a file
+    without it gets the base's module appended); None when the base has no test tail."""
+    start = test_tail(base_text)
+    if start is None:
+        return None
+    opening = b"\n".join(base_text[start:].split(b"\n", 2)[:2])
+    at = agent.rfind(b"\n" + opening)
+    head = agent[: at + 1] if at >= 0 else agent.rstrip(b"\n") + b"\n\n"
+    return head + base_text[start:]
 
 
 def parse_go(text: str) -> Report:
@@ -206,6 +238,10 @@ def restore(
         else:
             text = objects.read(entry.blob, "blob") if path.endswith(".rs") else b""
             protected = rust_is_test_file(path, text, config.gold)
+        if config.language == "rust" and path in config.gold and path.endswith(".rs"):
+            if _put_back_tests(root / path, objects.read(entry.blob, "blob")):
+                restored.append(f"{path} (its test module)")
+            continue
         if not protected:
             continue
         target = root / path
@@ -224,6 +260,24 @@ def restore(
         os.replace(beside, target)
         restored.append(path)
     return restored
+
+
+def _put_back_tests(target: Path, base_text: bytes) -> bool:
+    """Put a bug's file's trailing test module back (``with_base_tests``); whether it changed
+    anything. A file that is not a regular file is left to ``clean``, which removed it."""
+    if target.is_symlink() or not target.is_file():
+        return False
+    agent = target.read_bytes()
+    fixed = with_base_tests(agent, base_text)
+    if fixed is None or fixed == agent:
+        return False
+    beside = target.with_name(f".{target.name}.verifier")
+    if beside.exists() or beside.is_symlink():
+        base._remove(beside)
+    beside.write_bytes(fixed)
+    beside.chmod(0o644)
+    os.replace(beside, target)
+    return True
 
 
 def prepare(config: Config, root: Path, scratch: Path, rewards: Path = base.REWARD_DIR) -> int:

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from palaestra.envs.swe_local.languages.rust import Rust, defining_file, parse
-from palaestra.envs.swe_local.languages.verify_native import rust_is_test_file
+from palaestra.envs.swe_local.languages.verify_native import (
+    rust_is_test_file,
+    with_base_tests,
+)
+from palaestra.envs.swe_local.languages.verify_native import (
+    test_tail as tail_start,
+)
 
 needs_cargo = pytest.mark.skipif(
     not Path("/usr/bin/cargo").exists() or shutil.which("bwrap") is None,
@@ -118,3 +124,39 @@ def test_a_crate_runs_offline_in_the_sandbox_with_per_test_outcomes(tmp_path: Pa
     assert run is not None and not run.broken
     assert run.outcomes == {"clamp::edges::below": "passed", "clamp::edges::above": "failed"}
     assert "right: `10`" in run.output["clamp::edges::above"]
+
+
+BASE = b"""pub fn clamp(v: i64) -> i64 {
+    v.max(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn negative() {
+        assert_eq!(super::clamp(-1), 0);
+    }
+}
+"""
+
+
+def test_a_bugs_file_keeps_the_agents_code_and_gets_its_test_module_back() -> None:
+    fixed_code = BASE.replace(b"v.max(0)", b"if v < 0 { 0 } else { v }")
+    silenced = fixed_code.replace(b"assert_eq!(super::clamp(-1), 0);", b"")
+    assert with_base_tests(silenced, BASE) == fixed_code
+
+
+def test_a_test_module_the_agent_removed_or_duplicated_is_the_base_one_again() -> None:
+    removed = BASE[: BASE.index(b"#[cfg(test)]")].rstrip() + b"\n"
+    assert with_base_tests(removed, BASE) == BASE
+    tail = BASE[BASE.index(b"#[cfg(test)]") :]
+    forged = tail.replace(b"assert_eq!(super::clamp(-1), 0);", b"")
+    doubled = BASE.replace(tail, forged) + b"\n" + forged
+    assert with_base_tests(doubled, BASE) == BASE.replace(tail, forged) + b"\n" + tail
+
+
+def test_a_file_whose_tests_are_not_one_trailing_module_has_no_test_tail() -> None:
+    assert tail_start(BASE) == BASE.index(b"#[cfg(test)]")
+    assert tail_start(b"#[test]\nfn t() {}\n" + BASE) is None
+    assert tail_start(BASE + b"pub fn after() {}\n") is None
+    assert with_base_tests(b"anything", b"pub fn f() {}\n") is None

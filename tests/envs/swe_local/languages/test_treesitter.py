@@ -10,8 +10,8 @@ pytest.importorskip("tree_sitter_rust")
 from palaestra.envs.swe_local.languages.treesitter import (
     GO,
     KINDS,
-    Grammar,
     RUST,
+    Grammar,
     apply,
     functions,
     mutations,
