@@ -90,3 +90,43 @@ def test_a_fix_scores_1_whatever_test_edits_and_files_it_leaves(machine: Machine
     reward, said = machine.verify()
     assert reward == "1", said
     assert "removed (not in the base commit): notes.txt" in said
+
+
+RUST_REPO = "unicase"
+RUST_SILENCE = "sed -i '/#\\[test\\]/{{n;s/{{$/{{ if true {{ return; }}/}}' {file}"
+"""Every test of a file made to return at once (``fn t() { if true { return; } ...``)."""
+
+
+@pytest.fixture
+def rust_machine(tmp_path: Path) -> Iterator[Machine]:
+    """A shipped Rust task of ``RUST_REPO`` whose failing test sits in the bug's own file."""
+    text = (MANIFEST_DIR / f"{RUST_REPO}.jsonl").read_text(encoding="utf-8")
+    lines = [json.loads(item) for item in text.splitlines()]
+    line = next(
+        item
+        for item in lines
+        if item["FAIL_TO_PASS"][0].split("::")[2] == Path(item["files"][0]).stem
+    )
+    if not installed(repo_of(line).deb) or not Path("/usr/bin/cargo").exists():
+        pytest.skip(f"needs cargo and {repo_of(line).deb}")
+    yield Machine(line, tmp_path)
+
+
+def test_a_rust_task_scores_its_oracle_1_and_its_untouched_machine_0(
+    rust_machine: Machine,
+) -> None:
+    reward, said = rust_machine.verify()
+    assert reward == "0", said
+    rust_machine.solve()
+    assert rust_machine.verify()[0] == "1"
+
+
+def test_a_rust_test_silenced_in_the_bugs_own_file_is_put_back(rust_machine: Machine) -> None:
+    """The failing unit test is in the file the bug is in: the agent's edit of that file is
+    kept above its test module, the module is the base's."""
+    gold = rust_machine.line["files"][0]
+    rust_machine.sh(RUST_SILENCE.format(file=gold))
+    assert rust_machine.sh("git diff --stat")
+    reward, said = rust_machine.verify()
+    assert reward == "0", said
+    assert f"put back: {gold} (its test module)" in said
