@@ -21,6 +21,7 @@ Usage::
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -133,6 +134,10 @@ class Rust(Toolchain):
             "CARGO_TARGET_DIR": f"{CACHE}/target",
             "CARGO_TERM_COLOR": "never",
         }
+        # Cargo rebuilds what is older than its last build: the base and the working copy
+        # share one target directory, so every run marks the sources as new.
+        for path in work.rglob("*.rs"):
+            os.utime(path)
         command = ["/usr/bin/cargo", "test", "--offline", "--frozen", "--no-fail-fast", "--tests"]
         done = sandboxed(command, work, cache, env, timeout)
         if done is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -160,3 +161,29 @@ def test_a_file_whose_tests_are_not_one_trailing_module_has_no_test_tail() -> No
     assert tail_start(b"#[test]\nfn t() {}\n" + BASE) is None
     assert tail_start(BASE + b"pub fn after() {}\n") is None
     assert with_base_tests(b"anything", b"pub fn f() {}\n") is None
+
+
+@needs_cargo
+def test_the_base_after_a_mutation_is_built_again_not_taken_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    """The base's files are older than the mutated copy's build in the shared target
+    directory; its run must still be of its own code."""
+    tool = Rust()
+    copies = {}
+    for name, library in (("base", LIB), ("mutated", LIB.replace("v > hi", "v > hi + 100"))):
+        crate = tmp_path / name
+        (crate / "src").mkdir(parents=True)
+        (crate / "tests").mkdir()
+        (crate / "Cargo.toml").write_text('[package]\nname = "clamp"\nversion = "0.1.0"\n')
+        (crate / "src" / "lib.rs").write_text(library)
+        (crate / "tests" / "edges.rs").write_text(EDGES)
+        tool.prepare(tool.repos["itoa"], crate)
+        copies[name] = crate
+    for path in copies["base"].rglob("*.rs"):
+        os.utime(path, (1_000_000_000, 1_000_000_000))  # as Debian's files: long ago
+    cache = tmp_path / "cache"
+    mutated = tool.run(copies["mutated"], cache, "", 300.0)
+    assert mutated is not None and mutated.outcomes["clamp::edges::above"] == "failed"
+    base = tool.run(copies["base"], cache, "", 300.0)
+    assert base is not None and base.outcomes["clamp::edges::above"] == "passed"
