@@ -216,6 +216,19 @@ def line_for(
     )
 
 
+def mark_duplicates(lines: dict[str, dict[str, Any]]) -> None:
+    """Set ``flags.duplicate_of`` of every line whose bug is another's (the same diff; the
+    first by instance id is the original), re-sealing the lines it changes."""
+    first: dict[str, str] = {}
+    for identifier in sorted(lines):
+        line = lines[identifier]
+        original = first.setdefault(str(line["bug"]), identifier)
+        wanted = None if original == identifier else original
+        if line["flags"].get("duplicate_of") != wanted:
+            line["flags"] = {**line["flags"], "duplicate_of": wanted}
+            lines[identifier] = with_digest(line)
+
+
 def candidates(tool: Toolchain, work: Path, seed: int) -> list[tuple[str, Function, Mutation]]:
     """Mutations to try, in the seeded order: files shuffled, each file's functions shuffled,
     at most ``PER_FUNCTION`` mutations of each (round robin over files)."""
@@ -305,6 +318,7 @@ def generate(
             tool, repo, version, seed, relative, original, function, mutation, verdict,
             flaky, mutated, min(pair[0].seconds, pair[1].seconds), tree, base,
         )  # fmt: skip
+        mark_duplicates(lines)
         write_lines(manifest, lines.values())
         kept += 1
         print(f"  KEEP {identifier} ({len(verdict.fail_to_pass)} fail)", flush=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.envs.swe_local.languages.common import Repo, Run, decide
-from palaestra.envs.swe_local.languages.generator import generate
+from palaestra.envs.swe_local.languages.common import Repo, Run, decide, with_digest
+from palaestra.envs.swe_local.languages.generator import generate, mark_duplicates
 from palaestra.envs.swe_local.languages.go import Go, is_test_file, parse_events
 
 pytestmark = pytest.mark.skipif(
@@ -163,3 +163,15 @@ def test_a_generation_run_writes_validated_lines_and_resumes(module: Path, tmp_p
     assert {json.loads(t)["key"] for t in retried[len(tried) :]}.isdisjoint(
         json.loads(t)["key"] for t in tried
     )
+
+
+def test_a_second_task_with_the_same_bug_is_flagged_a_duplicate_of_the_first() -> None:
+    flags = {"flaky": False, "slow": False, "duplicate_of": None}
+    lines = {
+        name: with_digest({"instance_id": name, "bug": bug, "flags": dict(flags)})
+        for name, bug in (("b", "--- a/x\n"), ("a", "--- a/x\n"), ("c", "--- a/y\n"))
+    }
+    sealed = lines["b"]["digest"]
+    mark_duplicates(lines)
+    assert [lines[name]["flags"]["duplicate_of"] for name in "abc"] == [None, "a", None]
+    assert lines["b"]["digest"] != sealed == with_digest({**lines["b"], "flags": flags})["digest"]
