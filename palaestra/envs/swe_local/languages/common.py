@@ -43,6 +43,9 @@ class Repo:
     """Where the package installs the source (a directory)."""
     module: str = ""
     """Go: the module's import path; Rust: the crate's name."""
+    whole: bool = False
+    """Go: every mutation is tested by the whole module's tests (its tests are a package of
+    their own), not only by its own package's."""
 
 
 @dataclass

@@ -75,7 +75,7 @@ class Toolchain(ABC):
         """The files mutations may go into (repository-relative), sorted."""
 
     @abstractmethod
-    def scope(self, relative: str) -> str:
+    def scope(self, repo: Repo, relative: str) -> str:
         """What to test for a mutation of ``relative``."""
 
     @abstractmethod
@@ -172,7 +172,7 @@ def line_for(
     changed = apply(original, mutation)
     bug = unified(relative, original, changed)
     fix = unified(relative, changed, original)
-    text = statement(tool, repo, tool.scope(relative), verdict.fail_to_pass, mutated)
+    text = statement(tool, repo, tool.scope(repo, relative), verdict.fail_to_pass, mutated)
     short = function.name.rsplit(".", 1)[-1]
     pointed = any(
         re.search(rf"\b{re.escape(short)}\b", tool.test_source(work, test) + test)
@@ -295,7 +295,7 @@ def generate(
         identifier = instance_id(repo, relative, mutation)
         if key in tried or identifier in lines:
             continue
-        scope = tool.scope(relative)
+        scope = tool.scope(repo, relative)
         if scope not in baselines:
             first = tool.run(base, cache, scope, 600.0)
             second = tool.run(base, cache, scope, 600.0) if first is not None else None

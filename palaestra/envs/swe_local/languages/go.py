@@ -26,7 +26,7 @@ from palaestra.envs.swe_local.languages.verify_native import GO_ENV, go_is_test_
 GOCODE = "/usr/share/gocode/src"
 
 
-def _repo(name: str, module: str, license: str) -> Repo:
+def _repo(name: str, module: str, license: str, *, whole: bool = False) -> Repo:
     """A repository of Debian's ``golang-github-<owner>-<name>-dev``."""
     deb = "golang-" + module.replace("github.com", "github").replace("/", "-").lower() + "-dev"
     return Repo(
@@ -36,6 +36,7 @@ def _repo(name: str, module: str, license: str) -> Repo:
         license=license,
         source=f"{GOCODE}/{module}",
         module=module,
+        whole=whole,
     )
 
 
@@ -54,7 +55,7 @@ REPOS: dict[str, Repo] = {
         _repo("glob", "github.com/gobwas/glob", "MIT"),
         _repo("uniseg", "github.com/rivo/uniseg", "MIT"),
         _repo("go-radix", "github.com/armon/go-radix", "MIT"),
-        _repo("smetrics", "github.com/xrash/smetrics", "MIT"),
+        _repo("smetrics", "github.com/xrash/smetrics", "MIT", whole=True),
         _repo("levenshtein", "github.com/agext/levenshtein", "Apache-2.0"),
         _repo("xstrings", "github.com/huandu/xstrings", "MIT"),
         _repo("masterminds-semver", "github.com/Masterminds/semver", "MIT"),
@@ -108,8 +109,8 @@ class Go(Toolchain):
             and "example" not in path.relative_to(work).parts
         )
 
-    def scope(self, relative: str) -> str:
-        return _package_dir(relative)
+    def scope(self, repo: Repo, relative: str) -> str:
+        return "./..." if repo.whole else _package_dir(relative)
 
     def run(self, work: Path, cache: Path, scope: str, timeout: float) -> Run | None:
         env = {

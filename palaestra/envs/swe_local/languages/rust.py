@@ -119,7 +119,7 @@ class Rust(Toolchain):
     def sources(self, work: Path) -> list[str]:
         return sorted(path.relative_to(work).as_posix() for path in (work / "src").rglob("*.rs"))
 
-    def scope(self, relative: str) -> str:
+    def scope(self, repo: Repo, relative: str) -> str:
         return ""
 
     def run(self, work: Path, cache: Path, scope: str, timeout: float) -> Run | None:

@@ -103,10 +103,15 @@ def rust_machine(tmp_path: Path) -> Iterator[Machine]:
     text = (MANIFEST_DIR / f"{RUST_REPO}.jsonl").read_text(encoding="utf-8")
     lines = [json.loads(item) for item in text.splitlines()]
     line = next(
-        item
-        for item in lines
-        if item["FAIL_TO_PASS"][0].split("::")[2] == Path(item["files"][0]).stem
+        (
+            item
+            for item in lines
+            if item["FAIL_TO_PASS"][0].split("::")[2] == Path(item["files"][0]).stem
+        ),
+        None,
     )
+    if line is None:
+        pytest.fail(f"no shipped {RUST_REPO} task fails a test of the bug's own file")
     if not installed(repo_of(line).deb) or not Path("/usr/bin/cargo").exists():
         pytest.skip(f"needs cargo and {repo_of(line).deb}")
     yield Machine(line, tmp_path)
