@@ -56,7 +56,6 @@ REPOS: dict[str, Repo] = {
         _repo("uniseg", "github.com/rivo/uniseg", "MIT"),
         _repo("go-radix", "github.com/armon/go-radix", "MIT"),
         _repo("smetrics", "github.com/xrash/smetrics", "MIT", whole=True),
-        _repo("levenshtein", "github.com/agext/levenshtein", "Apache-2.0"),
         _repo("xstrings", "github.com/huandu/xstrings", "MIT"),
         _repo("masterminds-semver", "github.com/Masterminds/semver", "MIT"),
         _repo("go-version", "github.com/hashicorp/go-version", "MPL-2.0"),

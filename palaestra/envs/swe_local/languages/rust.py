@@ -59,7 +59,6 @@ REPOS: dict[str, Repo] = {
         _repo("semver", "1.0.14", "MIT OR Apache-2.0", "dtolnay/semver"),
         _repo("strsim", "0.10.0", "MIT", "dguo/strsim-rs"),
         _repo("heck", "0.4.0", "MIT OR Apache-2.0", "withoutboats/heck"),
-        _repo("shlex", "1.1.0", "MIT OR Apache-2.0", "comex/rust-shlex"),
         _repo("version-compare", "0.1.1", "MIT", "timvisee/version-compare"),
         _repo("itoa", "1.0.1", "MIT OR Apache-2.0", "dtolnay/itoa"),
         _repo("bytesize", "1.1.0", "Apache-2.0", "hyunsik/bytesize"),
