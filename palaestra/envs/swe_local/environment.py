@@ -22,15 +22,30 @@ from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.folders import materialize_set
 from palaestra.envs.swe_local.selection import parse_filter, selected, summary
+from palaestra.errors import ConfigError
+
+RUNNABLE_LANGUAGES = frozenset({"python"})
+"""The languages whose machines the providers can build today: the offline base image's Debian
+archive (``sandbox/machines/debian_packages.txt``) does not yet hold the Go and Rust
+toolchains, so Go and Rust tasks are listed (``tasks --summary``) but not run."""
 
 
 def task_folders(directory: Path = manifest.SHIPPED, filter: str | None = None) -> Path:
     """The directory of the task folders of the manifest at ``directory`` (made on demand,
-    cached), only those ``filter`` selects when given."""
+    cached), only those ``filter`` selects when given, and only in languages whose machines
+    can be built (a filter that selects only others is refused in one line)."""
     lines = manifest.read_directory(directory)
     if filter:
         lines = selected(lines, parse_filter(filter))
-    return materialize_set(lines)
+    runnable = [line for line in lines if line["language"] in RUNNABLE_LANGUAGES]
+    if lines and not runnable:
+        languages = ", ".join(sorted({str(line["language"]) for line in lines}))
+        raise ConfigError(
+            f"swe_local: the selected tasks are in {languages}, whose machines cannot be built "
+            f"yet (their toolchains are not in the offline base image); runnable: "
+            f"{', '.join(sorted(RUNNABLE_LANGUAGES))}"
+        )
+    return materialize_set(runnable)
 
 
 class SweLocal(HarborEnvironment):

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from palaestra.cli import cli
 from palaestra.envs.swe_local import manifest
-from palaestra.envs.swe_local.environment import SweLocal, task_folders
+from palaestra.envs.swe_local.environment import RUNNABLE_LANGUAGES, SweLocal, task_folders
+from palaestra.errors import ConfigError
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.sandbox.machines.registry import make_provider
@@ -45,13 +46,24 @@ def sample_rows(tmp_path: Path) -> Path:
     return path
 
 
-def test_the_environment_offers_every_line_of_the_manifest_as_a_task() -> None:
+def test_the_environment_offers_every_runnable_line_of_the_manifest_as_a_task() -> None:
     rows = SweLocal.example_tasks_file()
     assert rows is not None
     names = [json.loads(line)["harbor_task"] for line in rows.read_text().splitlines()]
-    shipped = [line["instance_id"] for line in manifest.read_directory()]
+    lines = manifest.read_directory()
+    shipped = [line["instance_id"] for line in lines if line["language"] in RUNNABLE_LANGUAGES]
     assert sorted(names) == shipped
     assert len(names) >= 200
+    assert {line["language"] for line in lines} - RUNNABLE_LANGUAGES, "Go/Rust lines shipped"
+
+
+def test_a_filter_that_selects_only_unbuildable_languages_is_refused_in_one_line() -> None:
+    with pytest.raises(ConfigError, match=r"in go, whose machines cannot be built yet") as error:
+        SweLocal(filter="language=go")
+    assert "\n" not in str(error.value)
+    result = CliRunner().invoke(cli, ["tasks", "swe_local", "--summary", "--filter", "language=go"])
+    assert result.exit_code == 0, result.output
+    assert "go " in result.output
 
 
 def test_a_filter_argument_keeps_the_tasks_it_selects() -> None:
