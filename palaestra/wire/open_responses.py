@@ -22,6 +22,7 @@ ones the spec adds, so a row stays a NeMo Gym ``Response`` as well.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Iterable
@@ -130,7 +131,10 @@ def conform(response: JsonDict, params: JsonDict | None = None) -> JsonDict:
     if isinstance(whole["text"], dict) and whole["text"].get("verbosity") is None:
         whole["text"] = {**whole["text"], "verbosity": "medium"}  # the model's own default
     whole["tools"] = [_tool(tool) for tool in _listed(whole.get("tools") or asked.get("tools"))]
-    whole["output"] = [_item(item) for item in _listed(whole.get("output"))]
+    whole["output"] = [
+        _item(item, f"{whole['id']}:{index}")
+        for index, item in enumerate(_listed(whole.get("output")))
+    ]
     if whole["usage"] is not None:
         whole["usage"] = _usage(whole["usage"])
     details = whole["incomplete_details"]
@@ -152,8 +156,11 @@ def _tool(tool: Any) -> Any:
     return {"description": None, "parameters": None, "strict": None, **tool}
 
 
-def _item(item: Any) -> Any:
-    """An output item with its ``id`` and ``status``; a message's content as parts."""
+def _item(item: Any, place: str) -> Any:
+    """An output item with its ``id`` and ``status``; a message's content as parts.
+
+    A missing id is made from ``place`` (the response's id and the item's index), so the same
+    answer conforms to the same row every time (a resumed or re-encoded result included)."""
     if not isinstance(item, dict):
         return item
     kind = item.get("type")
@@ -165,7 +172,7 @@ def _item(item: Any) -> Any:
         return item
     fixed = item
     if not isinstance(item.get("id"), str):
-        fixed = {**fixed, "id": _new_id(prefix)}
+        fixed = {**fixed, "id": f"{prefix}_{hashlib.sha256(place.encode()).hexdigest()[:24]}"}
     if kind != "reasoning" and fixed.get("status") not in _STATUSES:
         fixed = {**fixed, "status": "completed"}
     if kind == "message" and not isinstance(fixed.get("content"), list):

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from palaestra.errors import PalaestraError
 from palaestra.types import JsonDict
 
 SPLIT_TYPES = ("train", "validation", "test")
@@ -36,7 +37,7 @@ gives up on a stream silent for 30 s)."""
 _FAILED = re.compile(r"^rollout failed \(([a-z_]+)\): (.*)$", re.DOTALL)
 
 
-class OrsProtocolError(ValueError):
+class OrsProtocolError(PalaestraError, ValueError):
     """An answer that is not in ORS's shape (the message says which field)."""
 
 

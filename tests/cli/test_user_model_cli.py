@@ -13,6 +13,7 @@ from palaestra.collection.assembly import opened_user_model
 from palaestra.environment.users import LentUserModel
 from palaestra.errors import ConfigError
 from palaestra.spec import ModelConfig
+from palaestra.types import message_text
 from tests.cli.test_collect_cli import rows, run_cli
 from tests.support.network import free_port
 from tests.support.scripted_model import ScriptedModelServer, text_response
@@ -25,7 +26,7 @@ ENV = USER_ENVS + ":WhoAmI"
 def said_by_user(row: dict[str, object]) -> list[str]:
     response = row["response"]
     assert isinstance(response, dict)
-    return [i["content"] for i in response["output"] if i.get("role") == "user"]
+    return [message_text(i) for i in response["output"] if i.get("role") == "user"]
 
 
 def one_task(tmp_path: Path) -> Path:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from palaestra.errors import ConfigError
+from palaestra.errors import ConfigError, PalaestraError
 from palaestra.transport import HttpClient, TransportError
 from palaestra.types import JsonDict
 from palaestra.wire import ors
@@ -34,7 +34,7 @@ STARTING_PATIENCE = 300.0
 answer so while an environment's ``setup`` runs)."""
 
 
-class OrsServerError(Exception):
+class OrsServerError(PalaestraError):
     """A request of an episode that the server refused or never answered.
 
     ``kind`` is the failure kind the server named (``rollout failed (<kind>): ...``, as
@@ -268,7 +268,7 @@ class Sessions:
         return answer.body
 
 
-class _Starting(Exception):
+class _Starting(PalaestraError):
     """The server says the session is still starting: ask again after ``wait`` seconds."""
 
     def __init__(self, wait: float) -> None:

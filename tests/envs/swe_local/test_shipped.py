@@ -56,12 +56,21 @@ def test_a_sample_of_lines_makes_well_formed_folders(tmp_path: Path) -> None:
         dockerfile = (folder / "environment" / "Dockerfile").read_text(encoding="utf-8")
         assert dockerfile.startswith(speaker.dockerfile_prefix(line["repo"])), folder
         bug = (folder / "environment" / BUG_PATCH).read_text(encoding="utf-8")
-        assert bug == line["bug"] and bug.startswith(f"--- a/{package_of(line['repo'])}/")
+        assert bug == line["bug"] and bug.startswith("--- a/")
+        if line["language"] == "python":  # the package's directory; Go and Rust: the root
+            assert bug.startswith(f"--- a/{package_of(line['repo'])}/"), folder
         config = json.loads((folder / "tests" / "config.json").read_text(encoding="utf-8"))
         assert config["instance_id"] == folder.name
         assert config["FAIL_TO_PASS"] and config["PASS_TO_PASS"], folder
-        assert (folder / "tests" / "test.sh").read_text(encoding="utf-8") == TEST_SCRIPT
-        assert (folder / "tests" / "verify.py").read_text(encoding="utf-8") == VERIFIER.read_text()
+        script = (folder / "tests" / "test.sh").read_text(encoding="utf-8")
+        assert script == speaker.test_script(line)
+        for name, text in speaker.verifier_files(line).items():
+            assert (folder / "tests" / name).read_text(encoding="utf-8") == text, name
+        if line["language"] == "python":
+            assert script == TEST_SCRIPT
+            assert (folder / "tests" / "verify.py").read_text(
+                encoding="utf-8"
+            ) == VERIFIER.read_text()
         for text in bug.splitlines():
             code = text[1:].strip()
             if text.startswith("+") and not text.startswith("+++") and len(code) >= 12:

