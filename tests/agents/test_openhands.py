@@ -217,6 +217,7 @@ async def test_openhands_own_condenser_summarises_its_history_into_a_new_branch(
     after = json.dumps(calls[3].input)
     assert SUMMARY in after and "summary" not in json.dumps(calls[0].input).lower()
     assert result.model_calls == 4
+    assert (result.branches, result.retokenized) == (3, 0)  # the line before, summary, after
 
 
 async def test_without_a_condenser_openhands_history_is_one_line(
@@ -228,6 +229,7 @@ async def test_without_a_condenser_openhands_history_is_one_line(
     assert result.failure is None, result.failure.reason if result.failure else ""
     assert all(params.get("tools") for params in seen)  # nothing asked for a summary
     assert [call.parent for call in calls] == [None, 0, 1, 2]
+    assert result.branches == 1
 
 
 def test_a_condenser_the_sdk_would_refuse_is_one_line_before_the_run(openhands: Path) -> None:
