@@ -145,4 +145,5 @@ class OpenHandsAgent(CommandAgent):
             "HOME": str(home),
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no download of litellm's price list
             "OPENHANDS_SUPPRESS_BANNER": "1",
+            "LOG_LEVEL": "WARNING",  # the SDK's own logs: its warnings and errors, not its steps
         }

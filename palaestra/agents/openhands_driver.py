@@ -34,8 +34,10 @@ import json
 import shlex
 import subprocess
 import sys
+import warnings
 from typing import Any
 
+import litellm
 from openhands.sdk import LLM, Agent, Conversation, Tool
 from openhands.sdk.context.condenser import LLMSummarizingCondenser
 from openhands.sdk.conversation.state import ConversationExecutionStatus
@@ -137,9 +139,19 @@ BOX_TERMINAL = "palaestra_box_terminal"
 """The name ``BoxTerminalTool`` is registered under with the SDK."""
 
 
+def quiet() -> None:
+    """No line per model call on the harness' output about a price: the gateway's model has
+    none in litellm's table, so litellm prints its provider list and the SDK warns that the
+    cost could not be computed, burying a failed run's real error in the stderr the agent
+    keeps."""
+    litellm.suppress_debug_info = True
+    warnings.filterwarnings("ignore", message="Cost calculation failed", category=UserWarning)
+
+
 def main(path: str) -> int:
     with open(path, encoding="utf-8") as file:
         settings = json.load(file)
+    quiet()
     llm = LLM(
         model=settings["model"],
         base_url=settings["base_url"],
