@@ -17,9 +17,9 @@ API and runs its conversation on the task's instruction:
   (``LLMSummarizingCondenser``, on a copy of the same ``LLM``, as the SDK's presets make it):
   once the conversation holds more than ``condenser_max_size`` events it asks the model for a
   summary of the older ones and goes on from the first ``condenser_keep_first`` events, the
-  summary and the newest ones. The summary call and every call after it extend none of the
-  calls before, so the rollout is a tree of several branches
-  (``palaestra.training.tree``).
+  summary and the newest ones. The summary call extends no call before it, and the agent's
+  next call extends at most the calls within the events it kept: each starts a branch of the
+  rollout's tree (``palaestra.training.tree``).
 
 Why OpenHands' SDK rather than Harbor's Terminus-2: Terminus-2 drives a ``tmux`` session
 inside the environment and installs ``tmux`` with the box's package manager (or builds it

