@@ -85,6 +85,7 @@ async def test_mini_swe_agent_runs_its_commands_in_the_tasks_box_through_the_gat
     text = json.dumps(observation["output"])
     assert "42" in text  # it ran ...
     assert "No such file or directory" in text  # ... in the box, where the host's file is not
+    assert result.response is not None
     output = result.response["output"]
     assert {item["producer"] for item in output} == {"environment", "policy", "tool"}
 
