@@ -230,6 +230,18 @@ def table(results: list[TaskParity]) -> str:
     return "\n".join(lines)
 
 
+def harbor_version(harbor: Path) -> str:
+    """``harbor --version``'s answer (``harbor 0.26.0``), or the command's name."""
+    try:
+        done = subprocess.run(
+            [str(harbor), "--version"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return harbor.name
+    version = done.stdout.strip().splitlines()
+    return f"harbor {version[-1]}" if done.returncode == 0 and version else harbor.name
+
+
 def harbor_missing(harbor: Path) -> str | None:
     """Why Harbor's runner cannot run here (one line), or None."""
     if not harbor.exists():

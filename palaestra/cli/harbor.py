@@ -78,7 +78,8 @@ def harbor_parity_command(
             click.echo(f"{'same' if same else 'DIFF'} {folder.name}", err=True)
     table = parity.table(results)
     notes = (
-        f"Harbor {harbor} (its Docker environment through docker-compose, offline) against "
+        f"{parity.harbor_version(harbor)} (its Docker environment through docker-compose, "
+        "offline) against "
         f"palaestra (sandbox={sandbox}); {len(results)} of {size} tasks, seed {seed}"
     )
     entries = parity.experiment(name or path.name, results, size, notes)
