@@ -44,3 +44,5 @@ fi
 
 # The offline base image: built once (needs Debian's mirror), then imported into the daemon.
 .venv/bin/python -m palaestra.sandbox.machines.images >/dev/null
+# Debian trixie (Python 3.13) with Harbor's Reward Kit in a local wheelhouse (needs PyPI).
+.venv/bin/python -m palaestra.sandbox.machines.images --suite trixie >/dev/null
