@@ -250,6 +250,14 @@ class AgentResult:
     worker_reruns: int = 0
     """Times the rollout was started again because the worker running it died (``--workers``,
     ``--executor ray``); the row says so when it is not 0. Set by the dispatcher."""
+    branches: int | None = None
+    """How many branches (leaves) the rollout's model calls form, for an agent whose calls went
+    through a gateway (``palaestra.agents.command.record``): 1 for a line, more when the harness
+    compacted its history, retried a call or ran a sub-agent. Each branch is one training
+    sequence (``palaestra.training.tree``). None when the agent did not say."""
+    retokenized: int = 0
+    """Calls a gateway continued by their messages whose token ids do not extend the call they
+    continue (re-tokenised on the way): placed as roots of their own, never spliced."""
 
     def add_time(self, phase: str, started: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - started

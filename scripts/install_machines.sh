@@ -13,6 +13,7 @@ command -v docker >/dev/null 2>&1 && command -v dockerd >/dev/null 2>&1 || missi
 command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
 command -v apt-ftparchive >/dev/null 2>&1 || missing+=(apt-utils)
 command -v fuse-overlayfs >/dev/null 2>&1 || missing+=(fuse-overlayfs)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)  # Harbor's own runner, offline (palaestra harbor parity)
 if ((${#missing[@]})) && ! apt_install "${missing[@]}"; then
   echo "ERROR: could not install ${missing[*]} (need root and apt-get):" >&2
   echo "ERROR: install them with your package manager; the machine providers need them." >&2
@@ -44,3 +45,9 @@ fi
 
 # The offline base image: built once (needs Debian's mirror), then imported into the daemon.
 .venv/bin/python -m palaestra.sandbox.machines.images >/dev/null
+# Debian trixie (Python 3.13) with Harbor's Reward Kit in a local wheelhouse (needs PyPI).
+# `--bookworm-only` (the test command) leaves it to the one test that needs it, which builds it
+# while the other tests run.
+if [[ "${1:-}" != "--bookworm-only" ]]; then
+  .venv/bin/python -m palaestra.sandbox.machines.images --suite trixie >/dev/null
+fi

@@ -39,7 +39,7 @@ start node_clients bash scripts/install_node_clients.sh  # the Vercel AI SDK's O
 bash scripts/install.sh --dev
 echo "palaestra: installed ($((SECONDS - started)) s)"
 start training bash scripts/install_training.sh  # PyTorch (CPU), transformers, TRL: the trainer adapters' tests run the real TRL
-start machines bash scripts/install_machines.sh  # Docker daemon (no bridge) + the offline Debian base image: the machine providers' tests use them
+start machines bash scripts/install_machines.sh --bookworm-only  # Docker daemon (no bridge) + the offline Debian base image: the machine providers' tests use them
 .venv/bin/ruff check palaestra tests benchmarks
 .venv/bin/ruff format --check palaestra tests benchmarks
 .venv/bin/lint-imports --no-cache  # floors only point down; environments use only the kit (pyproject.toml)

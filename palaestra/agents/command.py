@@ -35,7 +35,7 @@ import re
 import shlex
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from palaestra.agents.box_exec import BoxExec, has_box
@@ -43,7 +43,7 @@ from palaestra.agents.episode import run_episode
 from palaestra.agents.harness_process import HarnessExit, run_harness
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import AgentFailure, ConfigError, InvalidTask
-from palaestra.gateway import Gateway, GatewayRollout
+from palaestra.gateway import Call, Gateway, GatewayRollout
 from palaestra.models.base import Model
 from palaestra.types import AgentResult, JsonDict, input_items, message_text, producers_of
 from palaestra.wire.rows import PARAMS
@@ -225,6 +225,34 @@ def record(rollout: GatewayRollout, result: AgentResult) -> None:
     versions = [call.policy_version for call in rollout.calls if call.policy_version is not None]
     if versions:
         result.policy_versions = versions
+    result.branches, result.retokenized = call_shape(rollout.calls)
+
+
+def call_shape(calls: Sequence[Call]) -> tuple[int, int]:
+    """The branches (leaves) of ``calls`` and how many were re-tokenised: a call continues
+    the call the gateway matched its messages to (``Call.parent``) unless both carry token ids
+    and its prompt does not start with that call's prompt and generation; it is then counted
+    as re-tokenised and starts a branch of its own, as ``palaestra.training.tree`` never
+    splices it. A failed call answered nothing and is no branch."""
+    parents: dict[int, int | None] = {}
+    retokenized = 0
+    for call in calls:
+        if call.error is not None:
+            continue
+        parent = calls[call.parent] if call.parent is not None else None
+        if parent is not None and not _extends(call, parent):
+            retokenized += 1
+            parent = None
+        parents[call.index] = parent.index if parent is not None else None
+    continued = {parent for parent in parents.values() if parent is not None}
+    return sum(1 for index in parents if index not in continued), retokenized
+
+
+def _extends(call: Call, parent: Call) -> bool:
+    if call.prompt_ids is None or parent.prompt_ids is None or parent.sampled_ids is None:
+        return True  # no ids to check: the messages decide
+    history = parent.prompt_ids + parent.sampled_ids
+    return call.prompt_ids[: len(history)] == history
 
 
 def fill(cmd: str, values: Mapping[str, str]) -> str:

@@ -14,6 +14,11 @@ stays out of ``ps``), over the built-in config it is given (``config``, default 
   box, in the image's working directory;
 - its agent: the non-interactive ``default`` agent, its trajectory file kept private.
 
+mini-swe-agent picks its model class by the model's name, not by its config: its
+``mini_textbased.yaml`` asks for actions in a fenced block but leaves the model class that
+parses them (``litellm_textbased``) to a command-line flag. So a ``config`` whose name starts
+with ``mini_textbased`` gets that class unless ``model_class`` names another.
+
 It needs tasks with a box (``terminal``, ``swe_local``, ``harbor:``). The task's own verifier
 scores the box it leaves; a run that crashes, hangs or never calls the model is an
 ``agent_error``.
@@ -35,6 +40,10 @@ HARNESSES_VARIABLE = "PALAESTRA_HARNESSES"
 """Where ``scripts/install_harnesses.sh`` put the harness venvs, when not the default."""
 VENV = "mini-swe-agent"
 """The venv's name under the harnesses' directory."""
+TEXTBASED_CONFIG = "mini_textbased"
+"""How the names of mini-swe-agent's configs for text actions start."""
+TEXTBASED_MODEL = "litellm_textbased"
+"""Its model class that reads an action from a fenced block of the answer."""
 
 
 def harnesses_dir() -> Path:
@@ -70,7 +79,9 @@ class MiniSweAgent(CommandAgent):
     ``path``: its venv or ``mini`` command (default: the installed venv); ``config``: the
     built-in config (or a YAML file) its settings go over; ``max_steps``: its step limit;
     ``model_name``: the litellm model name it is given (the gateway serves the run's model
-    whatever the name); ``model_attempts``: how often it tries a failing model call;
+    whatever the name); ``model_class``: its model class (``litellm``, ``litellm_textbased``,
+    ...; default: ``litellm_textbased`` for a ``mini_textbased`` config, else its own
+    choice); ``model_attempts``: how often it tries a failing model call;
     ``timeout``, ``box_timeout``, ``stderr_lines``: as for ``command``.
     """
 
@@ -83,6 +94,7 @@ class MiniSweAgent(CommandAgent):
         config: str = "mini.yaml",
         max_steps: int = 30,
         model_name: str = "openai/palaestra",
+        model_class: str = "",
         model_attempts: int = 3,
         timeout: float = 1800.0,
         box_timeout: float = 120.0,
@@ -94,6 +106,8 @@ class MiniSweAgent(CommandAgent):
         self.config = config
         self.max_steps = max_steps
         self.model_name = model_name
+        textbased = Path(config).name.startswith(TEXTBASED_CONFIG)
+        self.model_class = model_class or (TEXTBASED_MODEL if textbased else "")
         self.model_attempts = model_attempts
         super().__init__(
             cmd=f"{shlex.quote(str(self.mini))} {{box_exec}}",  # what preflight checks
@@ -126,6 +140,7 @@ class MiniSweAgent(CommandAgent):
             },
             "model": {
                 "model_name": self.model_name,
+                **({"model_class": self.model_class} if self.model_class else {}),
                 "cost_tracking": "ignore_errors",
                 "model_kwargs": {
                     "api_base": values["base_url"],

@@ -12,7 +12,14 @@ API and runs its conversation on the task's instruction:
   each command in the task's box through ``{box_exec}`` (``palaestra.agents.box_exec``);
   the working directory carries over between commands, as in a terminal;
 - its own system prompt, its built-in finish and think tools, its iteration limit
-  (``max_iterations``) and its stuck detection.
+  (``max_iterations``) and its stuck detection;
+- with ``condenser="llm_summarizing"``, its own history condenser
+  (``LLMSummarizingCondenser``, on a copy of the same ``LLM``, as the SDK's presets make it):
+  once the conversation holds more than ``condenser_max_size`` events it asks the model for a
+  summary of the older ones and goes on from the first ``condenser_keep_first`` events, the
+  summary and the newest ones. The summary call extends no call before it, and the agent's
+  next call extends at most the calls within the events it kept: each starts a branch of the
+  rollout's tree (``palaestra.training.tree``).
 
 Why OpenHands' SDK rather than Harbor's Terminus-2: Terminus-2 drives a ``tmux`` session
 inside the environment and installs ``tmux`` with the box's package manager (or builds it
@@ -38,6 +45,9 @@ from palaestra.errors import ConfigError
 
 VENV = "openhands"
 """The venv's name under the harnesses' directory."""
+CONDENSERS = ("none", "llm_summarizing")
+"""What ``condenser`` takes: no condenser (the SDK's default for an ``Agent``), or the SDK's
+``LLMSummarizingCondenser``."""
 _DRIVER = Path(__file__).with_name("openhands_driver.py")
 
 
@@ -52,8 +62,11 @@ class OpenHandsAgent(CommandAgent):
     ``path``: the SDK's venv (default: the installed one); ``max_iterations``: the
     conversation's iteration limit; ``model_name``: the litellm model name it is given (the
     gateway serves the run's model whatever the name); ``model_attempts``: how often it tries
-    a failing model call; ``model_timeout``: seconds one model call may take; ``timeout``,
-    ``box_timeout``, ``stderr_lines``: as for ``command``.
+    a failing model call; ``model_timeout``: seconds one model call may take; ``condenser``:
+    ``none`` or ``llm_summarizing`` (its history condenser, see the module docstring), with
+    ``condenser_max_size`` and ``condenser_keep_first`` (the SDK's ``max_size`` and
+    ``keep_first``, their defaults those of its presets); ``timeout``, ``box_timeout``,
+    ``stderr_lines``: as for ``command``.
     """
 
     name = "openhands"
@@ -66,6 +79,9 @@ class OpenHandsAgent(CommandAgent):
         model_name: str = "openai/palaestra",
         model_attempts: int = 3,
         model_timeout: int = 600,
+        condenser: str = "none",
+        condenser_max_size: int = 80,
+        condenser_keep_first: int = 4,
         timeout: float = 1800.0,
         box_timeout: float = 120.0,
         stderr_lines: int = 20,
@@ -74,11 +90,23 @@ class OpenHandsAgent(CommandAgent):
             raise ConfigError(
                 "agent 'openhands': max_iterations, model_attempts and model_timeout must be >= 1"
             )
+        if condenser not in CONDENSERS:
+            raise ConfigError(
+                f"agent 'openhands': condenser {condenser!r} is none of {', '.join(CONDENSERS)}"
+            )
+        if condenser_keep_first < 0 or condenser_max_size // 2 - condenser_keep_first - 1 < 1:
+            raise ConfigError(  # the SDK's own rule, told before the harness starts
+                "agent 'openhands': condenser_keep_first must be >= 0 and below "
+                "condenser_max_size // 2 - 1 (room for the events the condenser keeps)"
+            )
         self.python = find_python(path)
         self.max_iterations = max_iterations
         self.model_name = model_name
         self.model_attempts = model_attempts
         self.model_timeout = model_timeout
+        self.condenser = condenser
+        self.condenser_max_size = condenser_max_size
+        self.condenser_keep_first = condenser_keep_first
         super().__init__(
             cmd=f"{shlex.quote(str(self.python))} {{box_exec}}",  # what preflight checks
             timeout=timeout,
@@ -105,6 +133,9 @@ class OpenHandsAgent(CommandAgent):
             "box_timeout": self.box_timeout,
             "model_attempts": self.model_attempts,
             "model_timeout": self.model_timeout,
+            "condenser": None
+            if self.condenser == "none"
+            else {"max_size": self.condenser_max_size, "keep_first": self.condenser_keep_first},
         }
 
     def harness_environment(self, directory: Path) -> dict[str, str]:
@@ -114,4 +145,5 @@ class OpenHandsAgent(CommandAgent):
             "HOME": str(home),
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no download of litellm's price list
             "OPENHANDS_SUPPRESS_BANNER": "1",
+            "LOG_LEVEL": "WARNING",  # the SDK's own logs: its warnings and errors, not its steps
         }

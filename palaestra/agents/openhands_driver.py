@@ -7,7 +7,9 @@ imports nothing of palaestra, which is not installed there)::
 
 ``SETTINGS.json`` (written by the agent in the rollout's private directory, so the key stays
 out of ``ps``) holds ``base_url``, ``api_key``, ``model``, ``instruction``, ``box_exec``,
-``workdir``, ``max_iterations``, ``box_timeout``, ``model_attempts`` and ``model_timeout``.
+``workdir``, ``max_iterations``, ``box_timeout``, ``model_attempts``, ``model_timeout`` and
+``condenser`` (null, or the ``max_size`` and ``keep_first`` of the SDK's
+``LLMSummarizingCondenser``, given a copy of the agent's ``LLM`` as the SDK's presets do).
 
 Everything is the SDK's own, set through its documented API: its ``LLM`` (litellm) at the
 rollout's gateway, its ``Agent`` with its own system prompt, its ``TerminalTool`` (the tool
@@ -32,10 +34,14 @@ import json
 import shlex
 import subprocess
 import sys
+import warnings
 from typing import Any
 
+import litellm
 from openhands.sdk import LLM, Agent, Conversation, Tool
+from openhands.sdk.context.condenser import LLMSummarizingCondenser
 from openhands.sdk.conversation.state import ConversationExecutionStatus
+from openhands.sdk.event.condenser import Condensation
 from openhands.sdk.event.conversation_error import ConversationErrorEvent
 from openhands.sdk.tool import ToolExecutor, register_tool
 from openhands.tools.terminal import TerminalObservation, TerminalTool
@@ -133,9 +139,19 @@ BOX_TERMINAL = "palaestra_box_terminal"
 """The name ``BoxTerminalTool`` is registered under with the SDK."""
 
 
+def quiet() -> None:
+    """No line per model call on the harness' output about a price: the gateway's model has
+    none in litellm's table, so litellm prints its provider list and the SDK warns that the
+    cost could not be computed, burying a failed run's real error in the stderr the agent
+    keeps."""
+    litellm.suppress_debug_info = True
+    warnings.filterwarnings("ignore", message="Cost calculation failed", category=UserWarning)
+
+
 def main(path: str) -> int:
     with open(path, encoding="utf-8") as file:
         settings = json.load(file)
+    quiet()
     llm = LLM(
         model=settings["model"],
         base_url=settings["base_url"],
@@ -146,7 +162,18 @@ def main(path: str) -> int:
     )
     register_tool(BOX_TERMINAL, BoxTerminalTool)
     terminal = {"box_exec": settings["box_exec"], "timeout": settings["box_timeout"]}
-    agent = Agent(llm=llm, tools=[Tool(name=BOX_TERMINAL, params=terminal)])
+    condenser = settings.get("condenser")
+    agent = Agent(
+        llm=llm,
+        tools=[Tool(name=BOX_TERMINAL, params=terminal)],
+        condenser=None
+        if condenser is None
+        else LLMSummarizingCondenser(
+            llm=llm.model_copy(update={"usage_id": "condenser"}),
+            max_size=condenser["max_size"],
+            keep_first=condenser["keep_first"],
+        ),
+    )
     conversation = Conversation(
         agent=agent,
         workspace=settings["workdir"],
@@ -157,9 +184,13 @@ def main(path: str) -> int:
         conversation.send_message(settings["instruction"])
         conversation.run()
         status = conversation.state.execution_status
-        errors = [e for e in conversation.state.events if isinstance(e, ConversationErrorEvent)]
+        events = list(conversation.state.events)
     finally:
         conversation.close()
+    errors = [e for e in events if isinstance(e, ConversationErrorEvent)]
+    condensed = sum(isinstance(e, Condensation) for e in events)
+    if condenser is not None:
+        print(f"openhands: the condenser summarised the history {condensed} times")
     if status == ConversationExecutionStatus.ERROR:
         if errors and errors[-1].code in LIMITS:
             print(f"openhands: the conversation reached its limit: {errors[-1].detail}")

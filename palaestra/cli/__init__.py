@@ -9,6 +9,7 @@ from palaestra.cli.compare import compare_command
 from palaestra.cli.envs import envs_command
 from palaestra.cli.eval import eval_command
 from palaestra.cli.export import export_command
+from palaestra.cli.harbor import harbor_group
 from palaestra.cli.init import init_command
 from palaestra.cli.plugins import plugins_command
 from palaestra.cli.report import report_command
@@ -40,6 +41,7 @@ cli.add_command(compare_command)
 cli.add_command(envs_command)
 cli.add_command(eval_command)
 cli.add_command(export_command)
+cli.add_command(harbor_group)
 cli.add_command(init_command)
 cli.add_command(plugins_command)
 cli.add_command(report_command)

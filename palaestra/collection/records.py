@@ -144,4 +144,7 @@ def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
         facts["resumed"] = result.resumed
     if result.worker_reruns:
         facts["worker_reruns"] = result.worker_reruns
+    if result.branches is not None:  # the shape of a gateway's calls (palaestra.gateway)
+        facts["branches"] = result.branches
+        facts["retokenized"] = result.retokenized
     return facts

@@ -373,6 +373,9 @@ def run_answer(task: JsonDict, result: AgentResult) -> JsonDict:
             facts["endpoint_moves"] = len(result.endpoints) - 1
     if result.policy_versions is not None:  # which policy served each model request
         facts["policy_versions"] = result.policy_versions
+    if result.branches is not None:  # the shape of a gateway's calls
+        facts["branches"] = result.branches
+        facts["retokenized"] = result.retokenized
     if failure is None and result.verdict is not None:
         return {**task, RESPONSE: response, **result.verdict.to_fields(), FACTS: facts}
     failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
@@ -404,6 +407,11 @@ def run_result(status: int, body: JsonDict, task: JsonDict) -> AgentResult:
     if isinstance(versions, list) and all(type(version) is int for version in versions):
         result.policy_versions = versions
     result.user_turns = int(facts.get("user_turns", 0))
+    branches = facts.get("branches")
+    if type(branches) is int:
+        result.branches = branches
+        retokenized = facts.get("retokenized")
+        result.retokenized = retokenized if type(retokenized) is int else 0
     failure = failure_from_fields(body)
     if failure is None and 200 <= status < 300 and REWARD in body:
         try:

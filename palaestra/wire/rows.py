@@ -111,6 +111,13 @@ class RunFacts(TypedDict, total=False):
     the rollout ran in one go (or was restarted from its first turn)."""
     worker_reruns: int
     """Times the rollout was started again because its worker died (absent: 0)."""
+    branches: int
+    """How many branches (leaves) the rollout's model calls form: 1 for a line, more when its
+    harness compacted its history, retried a call or ran a sub-agent; one training sequence
+    each (``palaestra.training.tree``). Only for agents whose calls went through a gateway."""
+    retokenized: int
+    """Of those calls, the ones whose token ids do not extend the call their messages
+    continue (re-tokenised on the way): counted and never spliced. Beside ``branches``."""
 
 
 class SourceRef(TypedDict, total=False):

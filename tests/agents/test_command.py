@@ -14,8 +14,9 @@ import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, Session, Verdict
 from palaestra.agents import make_agent
-from palaestra.agents.command import CommandAgent, fill
+from palaestra.agents.command import CommandAgent, call_shape, fill
 from palaestra.errors import ConfigError
+from palaestra.gateway import Call
 from palaestra.types import FailureKind, JsonDict, message_text, output_text
 from tests.support.fake_model import FakeModel, say
 
@@ -143,6 +144,7 @@ async def test_a_harness_that_compacts_its_history_is_scored_on_a_trajectory_of_
     assert result.model_calls == 3
     [rollout] = opened
     assert [call.parent for call in rollout.calls] == [None, 0, None]  # two branches
+    assert (result.branches, result.retokenized) == (2, 0)  # what the row says
     [verified] = environment.verified
     assert verified["output"] == result.response["output"]
     assert output_text({"output": verified["output"][-1:]}) == "42"
@@ -251,3 +253,25 @@ async def test_each_model_gets_a_gateway_of_its_own_and_aclose_closes_them_all()
         with pytest.raises(OSError):
             _, writer = await asyncio.open_connection(host, int(port))
             writer.close()
+
+
+def _answered(index: int, parent: int | None, prompt: list[int], sampled: list[int]) -> Call:
+    return Call(
+        index, "chat", False, parent, [], [], prompt, sampled, [0.0] * len(sampled),
+        "stop", None, 0.0, 0.0, None,
+    )  # fmt: skip
+
+
+def test_a_call_whose_ids_do_not_extend_the_call_its_messages_continue_is_counted_apart() -> None:
+    # Call 1 continues call 0 token for token; call 2's messages continue call 1, but its ids
+    # came back re-tokenised (9 where the engine sampled 4): a branch of its own, counted.
+    calls = [
+        _answered(0, None, [1, 2], [3]),
+        _answered(1, 0, [1, 2, 3, 7], [4]),
+        _answered(2, 1, [1, 2, 3, 7, 9, 8], [5]),
+    ]
+    assert call_shape(calls) == (2, 1)
+    calls[2] = _answered(2, 1, [1, 2, 3, 7, 4, 8], [5])
+    assert call_shape(calls) == (1, 0)
+    failed = Call(3, "chat", False, None, [], [], None, None, None, None, None, 0.0, 0.0, "502")
+    assert call_shape([*calls, failed]) == (1, 0)  # a failed call answered nothing

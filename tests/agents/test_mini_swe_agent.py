@@ -85,8 +85,32 @@ async def test_mini_swe_agent_runs_its_commands_in_the_tasks_box_through_the_gat
     text = json.dumps(observation["output"])
     assert "42" in text  # it ran ...
     assert "No such file or directory" in text  # ... in the box, where the host's file is not
+    assert result.response is not None
     output = result.response["output"]
     assert {item["producer"] for item in output} == {"environment", "policy", "tool"}
+
+
+async def test_the_text_based_config_gets_the_model_class_that_reads_text_actions(
+    mini: Path, terminal: LocalEnvironmentClient
+) -> None:
+    seen: list[JsonDict] = []
+
+    def script(params: JsonDict) -> JsonDict:
+        seen.append(params)
+        if len(seen) == 1:
+            return say("I write the answer.\n```mswea_bash_command\necho 42 > /tmp/answer\n```")
+        return say("Done.\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```")
+
+    agent = MiniSweAgent(path=str(mini), config="mini_textbased.yaml", max_steps=4)
+    try:
+        result = await agent.run(_task("permissions-000-modes"), terminal, FakeModel(script))
+    finally:
+        await agent.aclose()
+    assert result.failure is None, result.failure
+    assert all(not params.get("tools") for params in seen)  # actions as text, not tool calls
+    assert result.model_calls == 2  # the fenced commands ran: the second one submitted
+    observation = message_text(seen[1]["input"][-1])
+    assert "<returncode>0</returncode>" in observation  # its text-based observation
 
 
 @pytest.mark.local_model

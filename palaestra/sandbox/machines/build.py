@@ -50,8 +50,11 @@ from palaestra.sandbox.machines.layers import (
 )
 from palaestra.sandbox.process import SandboxProcess, supervise
 
-BASE_IMAGES = frozenset({"debian:bookworm-slim", "debian:bookworm", "debian:12-slim", "debian:12"})
-"""What ``FROM`` may name: the offline Debian base (``images.base_tar``)."""
+_BOOKWORM = ("debian:bookworm-slim", "debian:bookworm", "debian:12-slim", "debian:12")
+_TRIXIE = ("debian:trixie-slim", "debian:trixie", "debian:13-slim", "debian:13")
+BASE_IMAGES = {**dict.fromkeys(_BOOKWORM, "bookworm"), **dict.fromkeys(_TRIXIE, "trixie")}
+"""What ``FROM`` may name, and the offline Debian base it is (``images.base_tar``): bookworm
+by default, trixie for tasks that need Python 3.13 (``images.TRIXIE``)."""
 BUILD_MEMORY_MB = 4096
 BUILD_PROCESSES = 4096
 OUTPUT_LINES = 30
@@ -93,11 +96,14 @@ class Builder:
         base: Callable[[], Path],
         cgroups: BoxCgroups,
         mounts: Path,
+        suites: Callable[[str], Path] | None = None,
     ) -> None:
         self.store = store
         self.work = work
         self.mounts = mounts
         self.base = base
+        self.suites = suites
+        """The base tar of a suite other than bookworm (``base`` is bookworm's)."""
         self.cgroups = cgroups
 
     async def build(self, context: Path, deadline: float) -> State:
@@ -156,12 +162,16 @@ class Builder:
     async def _from(self, instruction: Instruction, state: State, deadline: float) -> None:
         words = dockerfile.substitute(instruction.text, state.args).split()
         image = words[0] if words else ""
-        if image not in BASE_IMAGES:
+        suite = BASE_IMAGES.get(image)
+        if suite is None or (suite != "bookworm" and self.suites is None):
             raise SandboxFailure(
                 f"{instruction.where()}: image {image} cannot be had on this machine: only "
-                "debian:bookworm-slim is built offline"
+                "debian:bookworm-slim and debian:trixie-slim are built offline"
             )
-        tar = await asyncio.to_thread(self.base)
+        if suite == "bookworm" or self.suites is None:
+            tar = await asyncio.to_thread(self.base)
+        else:
+            tar = await asyncio.to_thread(self.suites, suite)
         state.key = key_of("base", tar_identity(tar))
         name = self.store.name(state.key)
         if not self.store.has(name):

@@ -759,10 +759,13 @@ def from_images(dockerfile: str) -> list[str]:
 
 
 def _missing_base(image: str, dockerfile: Path) -> str:
-    if image in images.TAGS:
+    suite = images.suite_of(image)
+    if suite is not None and image in suite.tags:
+        option = "" if suite == images.BOOKWORM else f" --suite {suite.name}"
         return (
             f"the image {image} (FROM in {dockerfile}) is not in the local Docker daemon: "
-            f"import the offline base with `{images.BUILD_COMMAND}` (nothing is pulled here)"
+            f"import the offline base with `{images.BUILD_COMMAND}{option}` (nothing is "
+            "pulled here)"
         )
     return (
         f"the image {image} (FROM in {dockerfile}) cannot be had offline: nothing is pulled "

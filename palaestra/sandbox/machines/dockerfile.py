@@ -488,8 +488,8 @@ def rootfs_refusal(context: Path) -> str | None:
                 image = words[0] if words else ""
                 if image not in BASE_IMAGES:
                     raise instruction.refuse(
-                        f"{image}: only the offline Debian base ({', '.join(sorted(BASE_IMAGES))})"
-                        " is built by the rootfs builder"
+                        f"{image}: only the offline Debian bases ({', '.join(sorted(BASE_IMAGES))})"
+                        " are built by the rootfs builder"
                     )
                 args = {}
             elif keyword == "ARG":

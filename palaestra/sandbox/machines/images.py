@@ -26,6 +26,16 @@ image fails its build with one line naming the image (nothing is pulled).
 Building needs Debian's mirror (``deb.debian.org``, or ``PALAESTRA_DEBIAN_MIRROR``) and
 ``mmdebstrap``; ``scripts/install_machines.sh`` does it. At run time a missing base is an
 error saying what to run (``python -m palaestra.sandbox.machines.images``), never a download.
+
+A second base, Debian trixie (``debian:trixie-slim``, ``debian:trixie``, ``debian:13-slim``,
+``debian:13``), is built the same way for tasks that need Python 3.13: Harbor's Reward Kit
+(``harbor-rewardkit``) requires Python 3.12 or later, bookworm's is 3.11. It carries ``pip``
+and a local wheelhouse instead of a Debian archive: the kit and everything it depends on,
+downloaded on the host from PyPI as CPython 3.13 manylinux wheels into
+``~/.cache/palaestra/wheels/rewardkit-<version>`` when the base is built, copied into the image
+at ``/opt/palaestra/wheels``, with ``/etc/pip.conf`` pointing ``pip`` only at it. So a
+Dockerfile's ``RUN pip install harbor-rewardkit`` works with no network. ``apt-get`` there
+reads an empty local archive: a trixie task installs its Debian packages from none.
 """
 
 from __future__ import annotations
@@ -40,14 +50,54 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from palaestra.errors import SandboxFailure
 
-SUITE = "bookworm"
+
+@dataclass(frozen=True)
+class Suite:
+    """One offline base: the Debian release, the image names it stands for, what
+    ``mmdebstrap`` includes, and the Python wheels (pip specs) of its wheelhouse."""
+
+    name: str
+    tags: tuple[str, ...]
+    include: tuple[str, ...]
+    wheels: tuple[str, ...] = ()
+    python: str = ""
+    """The image's Python (``3.13``): the wheels are downloaded for it."""
+
+
+REWARDKIT = "harbor-rewardkit==0.2.3"
+BOOKWORM = Suite("bookworm", ("debian:bookworm-slim", "debian:bookworm"), ("python3",))
+TRIXIE = Suite(
+    "trixie",
+    ("debian:trixie-slim", "debian:trixie", "debian:13-slim", "debian:13"),
+    ("python3", "python3-pip"),
+    (REWARDKIT,),
+    "3.13",
+)
+SUITES = {suite.name: suite for suite in (BOOKWORM, TRIXIE)}
+ALIASES = {"debian:12-slim": "bookworm", "debian:12": "bookworm"}
+"""Names a ``FROM`` may give a base by that are not tagged in Docker."""
+SUITE = BOOKWORM.name
 ARCHIVE = "/opt/palaestra/debian"
 """Where the local Debian archive lives inside the image."""
-TAGS = ("debian:bookworm-slim", "debian:bookworm")
+WHEELHOUSE = "/opt/palaestra/wheels"
+"""Where a base's Python wheels live inside the image."""
+TAGS = BOOKWORM.tags
+
+
+def suite_of(image: str) -> Suite | None:
+    """The offline base a ``FROM`` image names, or ``None``."""
+    for suite in SUITES.values():
+        if image in suite.tags:
+            return suite
+    alias = ALIASES.get(image)
+    return SUITES[alias] if alias else None
+
+
 LABEL = "palaestra.base"
 """The image label holding the base's key: an imported image is reused only if it matches."""
 RECIPE = "2"
@@ -73,38 +123,72 @@ def packages() -> list[str]:
     return names
 
 
-def base_key() -> str:
-    """The base's cache key: a digest of the suite, the recipe and the sorted package list."""
-    text = "\n".join([SUITE, RECIPE, *sorted(set(packages()))])
+def base_key(suite: Suite = BOOKWORM) -> str:
+    """The base's cache key: a digest of the suite, the recipe and the sorted package list
+    (bookworm), or of the suite, the recipe, its includes and its wheels (the others)."""
+    if suite == BOOKWORM:
+        text = "\n".join([SUITE, RECIPE, *sorted(set(packages()))])
+    else:
+        text = "\n".join([suite.name, RECIPE, *suite.include, *suite.wheels, suite.python])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def base_path() -> Path:
+def base_path(suite: Suite = BOOKWORM) -> Path:
     """Where the base tar of the current package list is (or will be)."""
-    return cache_dir() / f"debian-{SUITE}-{base_key()}.tar"
+    return cache_dir() / f"debian-{suite.name}-{base_key(suite)}.tar"
 
 
-def base_tar(*, build: bool = False, timeout: float = 1800.0) -> Path:
+def base_tar(*, build: bool = False, timeout: float = 1800.0, suite: Suite = BOOKWORM) -> Path:
     """The offline base root filesystem as a tar. Built (``build=True``, needs Debian's
-    mirror) or found in the cache; missing and not built → ``SandboxFailure`` saying what to
-    run. Two processes building at once: one builds, the other waits and reuses it."""
-    path = base_path()
+    mirror, and PyPI for a suite with wheels) or found in the cache; missing and not built →
+    ``SandboxFailure`` saying what to run. Two processes building at once: one builds, the
+    other waits and reuses it."""
+    path = base_path(suite)
     if path.is_file():
         return path
     if not build:
+        option = "" if suite == BOOKWORM else f" --suite {suite.name}"
         raise SandboxFailure(
-            f"the offline Debian base image is not built ({path}): run "
-            f"`{BUILD_COMMAND}` once (it needs Debian's mirror) or scripts/install_machines.sh"
+            f"the offline Debian {suite.name} base image is not built ({path}): run "
+            f"`{BUILD_COMMAND}{option}` once (it needs Debian's mirror) or "
+            "scripts/install_machines.sh"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path.parent / ".build.lock"):
         if path.is_file():
             return path
-        _build(path, timeout)
+        _build(path, timeout, suite)
     return path
 
 
-def _build(path: Path, timeout: float) -> None:
+def wheelhouse(suite: Suite, *, timeout: float = 900.0) -> Path:
+    """The suite's wheels, downloaded on the host from PyPI for its Python (CPython
+    manylinux wheels only: nothing is compiled in the image) into
+    ``~/.cache/palaestra/wheels/<name>-<version>``; reused when complete."""
+    name, _, version = suite.wheels[0].partition("==")
+    short = name.removeprefix("harbor-")
+    folder = cache_dir().parent / "wheels" / f"{short}-{version}"
+    done = folder / ".complete"
+    if done.is_file():
+        return folder
+    tag = suite.python.replace(".", "")
+    platforms = [f"manylinux_2_{minor}_x86_64" for minor in (17, 28, 34, 36)]
+    command = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+        "--only-binary=:all:", "--implementation", "cp", "--python-version", suite.python,
+        "--abi", f"cp{tag}", "--abi", "abi3", "--abi", "none",
+        *(arg for name in ["manylinux2014_x86_64", *platforms] for arg in ("--platform", name)),
+        "--dest", str(folder), "pip", *suite.wheels,
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SandboxFailure(f"downloading the {suite.name} base's wheels failed (pip): {last}")
+    done.write_text("\n".join(suite.wheels) + "\n")
+    return folder
+
+
+def _build(path: Path, timeout: float, suite: Suite = BOOKWORM) -> None:
     if shutil.which("mmdebstrap") is None:
         raise SandboxFailure(
             "mmdebstrap is not installed: the offline base image is built with it "
@@ -112,16 +196,17 @@ def _build(path: Path, timeout: float) -> None:
         )
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     mirror = os.environ.get("PALAESTRA_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+    hook = _archive_hook(packages()) if suite == BOOKWORM else _wheels_hook(wheelhouse(suite))
     command = [
         "mmdebstrap",
         "--quiet",
         "--variant=minbase",
-        "--include=python3",
+        f"--include={','.join(suite.include)}",
         "--format=tar",
-        f"--customize-hook={_archive_hook(packages())}",
-        SUITE,
+        f"--customize-hook={hook}",
+        suite.name,
         str(partial),
-        f"deb {mirror} {SUITE} main",
+        f"deb {mirror} {suite.name} main",
     ]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -157,6 +242,34 @@ def _archive_hook(names: list[str]) -> str:
             'find "$1"/var/cache/apt/archives -maxdepth 1 -name "*.deb"'
             f" -exec mv -t {archive} {{}} +",
             f"({index})",
+            'rm -f "$1"/etc/apt/sources.list.d/*',
+            f"echo 'deb [trusted=yes] file:{ARCHIVE} ./' > \"$1\"/etc/apt/sources.list",
+        ]
+    )
+
+
+def _wheels_hook(wheels: Path) -> str:
+    """mmdebstrap's customize hook for a suite with a wheelhouse: copy the wheels in, point
+    ``pip`` only at them (no index; the system Python is the image's own, so installing into
+    it is allowed), and point apt at an empty local archive (no mirror is reachable)."""
+    archive = f'"$1"{ARCHIVE}'
+    pip_conf = "\\n".join(
+        [
+            "[global]",
+            "no-index = true",
+            f"find-links = {WHEELHOUSE}",
+            "break-system-packages = true",
+            "root-user-action = ignore",
+            "disable-pip-version-check = true",
+        ]
+    )
+    return "; ".join(
+        [
+            "set -e",
+            f'mkdir -p "$1"{WHEELHOUSE} {archive}',
+            f'cp {shlex.quote(str(wheels))}/*.whl "$1"{WHEELHOUSE}/',
+            f"printf '{pip_conf}\\n' > \"$1\"/etc/pip.conf",
+            f": > {archive}/Packages",
             'rm -f "$1"/etc/apt/sources.list.d/*',
             f"echo 'deb [trusted=yes] file:{ARCHIVE} ./' > \"$1\"/etc/apt/sources.list",
         ]
@@ -203,19 +316,20 @@ def imported_key(tag: str) -> str | None:
     return key if result.returncode == 0 and key and key != "<no value>" else None
 
 
-def docker_base(*, build: bool = False) -> str:
-    """Import the base tar into the local Docker daemon as ``debian:bookworm-slim`` and
-    ``debian:bookworm`` unless they already are this base (their ``palaestra.base`` label
-    holds this base's key). Returns the image id."""
-    key = base_key()
-    if all(imported_key(tag) == key for tag in TAGS):
-        return _docker("image", "inspect", "--format", "{{.Id}}", TAGS[0])
-    tar = base_tar(build=build)
+def docker_base(*, build: bool = False, suite: Suite = BOOKWORM) -> str:
+    """Import the base tar into the local Docker daemon under the suite's tags
+    (``debian:bookworm-slim`` and ``debian:bookworm``) unless they already are this base
+    (their ``palaestra.base`` label holds this base's key). Returns the image id."""
+    key = base_key(suite)
+    tags = suite.tags
+    if all(imported_key(tag) == key for tag in tags):
+        return _docker("image", "inspect", "--format", "{{.Id}}", tags[0])
+    tar = base_tar(build=build, suite=suite)
     changes = [f"LABEL {LABEL}={key}", f"ENV PATH={PATH_ENV}", 'CMD ["bash"]']
     args = ["import", *(arg for change in changes for arg in ("--change", change))]
-    image_id = _docker(*args, "-", TAGS[0], stdin=tar)
-    for tag in TAGS[1:]:
-        _docker("tag", TAGS[0], tag)
+    image_id = _docker(*args, "-", tags[0], stdin=tar)
+    for tag in tags[1:]:
+        _docker("tag", tags[0], tag)
     return image_id
 
 
@@ -224,15 +338,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=BUILD_COMMAND, description=main.__doc__)
     parser.add_argument("--no-docker", action="store_true", help="only build the tar")
     parser.add_argument("--print", action="store_true", help="print the tar's path and exit")
+    parser.add_argument("--suite", choices=sorted(SUITES), default=SUITE, help="which base")
     args = parser.parse_args(argv)
+    suite = SUITES[args.suite]
     if args.print:
-        print(base_path())
+        print(base_path(suite))
         return 0
     try:
-        tar = base_tar(build=True)
+        tar = base_tar(build=True, suite=suite)
         print(f"base: {tar} ({tar.stat().st_size / 2**20:.0f} MiB)")
         if not args.no_docker:
-            print(f"docker: {', '.join(TAGS)} = {docker_base()}")
+            print(f"docker: {', '.join(suite.tags)} = {docker_base(suite=suite)}")
     except SandboxFailure as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

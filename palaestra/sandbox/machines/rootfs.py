@@ -92,6 +92,17 @@ def offline_base() -> Path:
     return Path(images.base_tar())
 
 
+def offline_suite_base(suite: str) -> Path:
+    """The offline Debian base tar of another suite than bookworm (``images.SUITES``)."""
+    try:  # looked up by name, as ``offline_base``
+        images = importlib.import_module("palaestra.sandbox.machines.images")
+    except ImportError as error:
+        raise SandboxFailure(
+            f"the offline Debian base image cannot be built here: {error}"
+        ) from None
+    return Path(images.base_tar(suite=images.SUITES[suite]))
+
+
 class RootfsProvider(Provider):
     """Images as cached layers, boxes as overlays under bubblewrap (see the module).
 
@@ -115,6 +126,8 @@ class RootfsProvider(Provider):
         self.store = LayerStore(cache or default_cache())
         self.runtime = runtime or default_runtime()
         self.base = base or offline_base
+        self.suites = offline_suite_base
+        """Other suites' base tars (debian:trixie-slim: ``images.TRIXIE``)."""
         if max_starting is not None:
             self.max_starting = max_starting
         self._starting: asyncio.Semaphore | None = None
@@ -182,7 +195,9 @@ class RootfsProvider(Provider):
         deadline = time.monotonic() + timeout
         context = Path(context)
         assert self._cgroups is not None
-        builder = Builder(self.store, self.build_dir, self.base, self._cgroups, self.runtime)
+        builder = Builder(
+            self.store, self.build_dir, self.base, self._cgroups, self.runtime, self.suites
+        )
         state = await builder.build(context, deadline)
         self.steps_run += state.ran
         ref = key_of(state.key, json.dumps([state.chain, state.workdir, state.env, state.user]))

@@ -1,0 +1,3 @@
+from rewardkit import criteria
+
+criteria.file_matches("notes.txt", "hello")

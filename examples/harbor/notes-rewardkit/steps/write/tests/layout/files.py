@@ -1,0 +1,3 @@
+from rewardkit import criteria
+
+criteria.file_exists("notes.txt")
