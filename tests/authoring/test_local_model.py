@@ -31,8 +31,9 @@ SAMPLED = {"swe_local": 90, "terminal": 23, "science_world": 5}
 """Built-ins whose every example task is too slow to check in this file: every ``n``-th task
 here, the oracle and null checks of each (``palaestra test NAME --no-model`` checks them all).
 swe_local runs each task's tests twice (a few of its Python tasks here, across the
-manifest's repositories); terminal's tasks each start a machine twice; each ScienceWorld game starts its simulator in Java (the 10 took
-longer than every other built-in of this file together)."""
+manifest's repositories); terminal's tasks each start a machine twice; each ScienceWorld game
+starts its simulator in Java (the 10 took longer than every other built-in of this file
+together)."""
 
 
 def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> None:
