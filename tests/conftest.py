@@ -45,6 +45,7 @@ FIRST = (
     "tests/examples/test_train_trl_multiturn.py",
     "tests/agents/test_openhands.py",
     "tests/agents/test_mini_swe_agent.py",
+    "tests/environment/harbor/test_rewardkit.py",
     "tests/training/test_training_docs.py",
     "tests/envs/test_agentdojo.py",
     "tests/authoring/test_cheats.py",
