@@ -30,6 +30,7 @@ from palaestra.models.chat_format import (
     response_to_text_completion,
 )
 from palaestra.types import JsonDict
+from palaestra.wire.open_responses import conform, event_stream
 
 _UNSENT = frozenset((*TOKEN_FIELDS, "producer"))
 _RESPONSES_DROPPED = (
@@ -146,8 +147,9 @@ def answer(request: Request, response: JsonDict, model: str) -> tuple[bytes, byt
         shown = {**response, "model": model}
         if output and not _UNSENT.isdisjoint(output[-1]):
             shown["output"] = [*output[:-1], _without_tokens(output[-1])]
+        shown = conform(shown, request.body)
         if request.stream:
-            return events.responses_stream(shown), _SSE
+            return event_stream(shown), _SSE
         return orjson.dumps(shown), _JSON
     if api == "chat":
         completion = response_to_chat_completion(response)

@@ -16,6 +16,7 @@ from palaestra.models.openai.chat import OpenAIChatModel
 from palaestra.models.openai.responses import OpenAIResponsesModel
 from palaestra.training.tree import call_tree
 from palaestra.types import JsonDict
+from tests.support.open_responses import response_problems, stream_problems
 from tests.support.scripted_model import ScriptedModelServer, text_response, tool_call_response
 
 WEATHER_TOOL: JsonDict = {
@@ -365,3 +366,22 @@ async def test_a_chat_model_behind_the_gateway_converts_only_what_each_call_adds
     # ...but only its new items were converted: the first call's two messages, then the
     # model's answer and the harness' next message (converting every call whole: 156).
     assert rollout.chat_reuse.converted == 2 + 2 * 11
+
+
+async def test_the_gateways_responses_answers_conform_to_open_responses_whole_and_streamed(
+    gateway: Gateway,
+) -> None:
+    rollout = gateway.open()
+    headers = {"Authorization": f"Bearer {rollout.api_key}"}
+    body = {"model": "m", "input": "Say hello."}
+    async with aiohttp.ClientSession(headers=headers) as session:
+        async with session.post(f"{rollout.base_url}/responses", json=body) as answer:
+            whole = await answer.json()
+        async with session.post(
+            f"{rollout.base_url}/responses", json={**body, "stream": True}
+        ) as answer:
+            raw = await answer.read()
+    assert response_problems(whole) == []
+    events, problems = stream_problems(raw)
+    assert problems == []
+    assert events[-1]["response"]["output"] == whole["output"]
