@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 
 import orjson
 
+from palaestra._util.rows_file import cache_directory, content_named
 from palaestra.errors import ConfigError
 from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.sandbox.machines.registry import PROVIDERS
@@ -236,23 +237,12 @@ def write_rows(tasks: dict[str, HarborTask], directory: Path) -> Path:
         orjson.dumps(task_row(name, task), option=orjson.OPT_APPEND_NEWLINE)
         for name, task in sorted(tasks.items())
     )
-    path = directory / f"tasks-{hashlib.sha256(data).hexdigest()[:20]}.jsonl"
-    if path.is_file() and path.read_bytes() == data:
-        return path
-    directory.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return content_named(data, directory)
 
 
 def rows_directory() -> Path:
     """Where the rows of task folders are written: ``$XDG_CACHE_HOME/palaestra/harbor``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "palaestra" / "harbor"
+    return cache_directory("harbor")
 
 
 def described(tasks: Iterable[str]) -> str:

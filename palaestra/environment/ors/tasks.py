@@ -7,13 +7,12 @@ itself: ``{"split", "index", "task_spec"}``, which seeds the rollout's own sessi
 
 from __future__ import annotations
 
-import hashlib
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
 
+from palaestra._util.rows_file import cache_directory, content_named
 from palaestra.environment.ors.connection import Catalogue
 from palaestra.environment.ors.environment import TASK_FIELD
 from palaestra.types import JsonDict
@@ -41,20 +40,9 @@ def write_rows(rows: list[JsonDict], directory: Path) -> Path:
     """``rows`` as a JSONL file in ``directory`` named by its content (the same tasks give
     the same file, so a resumed run reads the same input); written beside, then renamed."""
     data = b"".join(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE) for row in rows)
-    path = directory / f"tasks-{hashlib.sha256(data).hexdigest()[:20]}.jsonl"
-    if path.is_file() and path.read_bytes() == data:
-        return path
-    directory.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return content_named(data, directory)
 
 
 def rows_directory() -> Path:
     """Where ORS servers' rows are written: ``$XDG_CACHE_HOME/palaestra/ors``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "palaestra" / "ors"
+    return cache_directory("ors")
