@@ -17,7 +17,6 @@ pytestmark = pytest.mark.skipif(
     shutil.which("go") is None or shutil.which("bwrap") is None,
     reason="needs Debian's golang-go and bubblewrap",
 )
-pytest.importorskip("tree_sitter_go")
 
 MODULE = "example.com/clamp"
 LIBRARY = """package clamp

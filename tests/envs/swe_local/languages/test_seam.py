@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from palaestra.envs.swe_local.languages import language
-
-pytest.importorskip("tree_sitter_go")
 
 MODULE = "github.com/kballard/go-shellquote"
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("tree_sitter_go")
-pytest.importorskip("tree_sitter_rust")
-
 from palaestra.envs.swe_local.languages.treesitter import (
     GO,
     KINDS,
