@@ -549,7 +549,10 @@ class HarborEnvironment(MachineTools, Environment):
                 metrics,
             )
         try:
-            reward = read_reward(lambda name: read_in_box(box.root, f"{VERIFIER_DIR}/{name}"))
+            reward = read_reward(
+                lambda name: read_in_box(box.root, f"{VERIFIER_DIR}/{name}"),
+                f"{state.name}: {VERIFIER_DIR}/reward.json",
+            )
         except RewardProblem as problem:
             tail = _tail(read_in_box(box.root, TEST_OUTPUT))
             return _unverified(
