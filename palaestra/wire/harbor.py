@@ -25,9 +25,11 @@ content, so a resumed run can refuse a task whose folder changed.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,12 +70,44 @@ is refused at load, naming the field, not found out per rollout)."""
 Megabytes = Annotated[int, pydantic.Field(gt=0)]
 
 
+_HOST_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def allowed_host(entry: str) -> str:
+    """An ``allowed_hosts`` entry in its normal form (lower case, no trailing dot, addresses
+    compressed): a hostname, a ``*.``-prefixed hostname suffix, an IP address or a CIDR range;
+    ``ValueError`` for anything else (a URL, a port, a path), as Harbor refuses it."""
+    host = entry.strip().lower().rstrip(".")
+    try:
+        if "/" in host:
+            return ipaddress.ip_network(host, strict=True).compressed
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        if "/" in host or ":" in host:
+            raise ValueError(
+                f"{entry!r} is not a hostname, an IP address or a CIDR range "
+                "(no URLs, ports or paths)"
+            ) from None
+    name = host[2:] if host.startswith("*.") else host
+    if not name or not all(_HOST_LABEL.match(label) for label in name.split(".")):
+        raise ValueError(
+            f"{entry!r} is not a hostname, a '*.'-prefixed hostname, an IP address or a CIDR range"
+        )
+    return host
+
+
+def _allowed_hosts(hosts: list[str] | None) -> list[str] | None:
+    return None if hosts is None else [allowed_host(host) for host in hosts]
+
+
 class _Network(pydantic.BaseModel):
     model_config = _STRICT
 
     network_mode: NetworkMode | None = None
     """An explicit policy for this phase; None: the environment's."""
     allowed_hosts: list[str] | None = None
+
+    _hosts = pydantic.field_validator("allowed_hosts")(_allowed_hosts)
 
     @pydantic.model_validator(mode="after")
     def _hosts_need_allowlist(self) -> _Network:
@@ -153,6 +187,8 @@ class EnvironmentConfig(pydantic.BaseModel):
     network_mode: NetworkMode = "public"
     """Harbor's default is ``public``: a task that says nothing may use the network."""
     allowed_hosts: list[str] | None = None
+
+    _hosts = pydantic.field_validator("allowed_hosts")(_allowed_hosts)
 
     @pydantic.model_validator(mode="before")
     @classmethod

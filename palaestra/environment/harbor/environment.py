@@ -61,6 +61,16 @@ from palaestra.environment.harbor.boxes import (
     run,
     stage,
 )
+from palaestra.environment.harbor.network import (
+    NetworkedBox,
+    agent_machine_networked,
+    agent_policy,
+    baseline,
+    enter,
+    network_row,
+    private_ranges,
+    verifier_policy,
+)
 from palaestra.environment.harbor.phases import (
     TAKE_TIMEOUT,
     TakenFiles,
@@ -97,6 +107,7 @@ from palaestra.environment.sessions import Session
 from palaestra.environment.tools import tool
 from palaestra.environment.users import UserTurn
 from palaestra.errors import ConfigError, InvalidTask, SandboxFailure, ToolError
+from palaestra.sandbox.machines.egress import NO_NETWORK, EgressProxy
 from palaestra.sandbox.machines.inside import resolve_user
 from palaestra.sandbox.machines.provider import Box, Provider, verifier_path
 from palaestra.sandbox.machines.registry import PROVIDERS, make_provider
@@ -162,6 +173,8 @@ class HarborState(MachineState):
     """Per step judged so far: its name, reward, components and why it was unverified."""
     stopped: bool = False
     """A step scored under its ``min_reward``: the steps after it are not run."""
+    proxies: list[EgressProxy] = field(default_factory=list)
+    """The filtering proxies of the rollout's machines (``network``), for the row."""
 
 
 class HarborEnvironment(MachineTools, Environment):
@@ -177,17 +190,28 @@ class HarborEnvironment(MachineTools, Environment):
     """The task folders a subclass ships (``swe_local``, ``terminal``): ``path`` defaults to
     it, and its rows are the environment's example tasks (``example_tasks_file``)."""
 
-    def __init__(self, path: str | None = None, sandbox: str = DEFAULT_SANDBOX) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        sandbox: str = DEFAULT_SANDBOX,
+        network_public: bool = False,
+        network_private: str | list[str] = "",
+    ) -> None:
         """``path``: a Harbor task folder or a folder of them (default: the class's
         ``folder``). ``sandbox``: the provider that builds and starts the machines, ``rootfs``
-        (daemonless, the default) or ``docker`` (or a ``palaestra.sandboxes`` plug-in)."""
+        (daemonless, the default) or ``docker`` (or a ``palaestra.sandboxes`` plug-in).
+        ``network_public``: run tasks whose policy is ``public`` (every public host passes
+        the proxy); ``network_private``: addresses or CIDR ranges (comma-separated) that are
+        not public but which an allowlist naming them may reach (a stand-in server, a local
+        mirror): the user's word, never a task's."""
         if not PROVIDERS.has(sandbox):
             raise ConfigError(f"unknown sandbox '{sandbox}'; known: {', '.join(PROVIDERS.names())}")
         if path is None and self.folder is None:
             raise ConfigError(f"environment '{self.name}' needs the path of its task folders")
         self.path = Path(path) if path is not None else Path(str(self.folder))
         self.sandbox = sandbox
-        self.tasks = load_tasks(self.path, sandbox)
+        self.network_private = private_ranges(network_private)
+        self.tasks = load_tasks(self.path, sandbox, public=network_public is True)
         self._provider: Provider | None = None
         self._boxes: set[Box] = set()
         self._oracle_key = secrets.token_hex(16)
@@ -252,8 +276,11 @@ class HarborEnvironment(MachineTools, Environment):
         image = await provider.build(
             agent_context(task), timeout=config.environment.build_timeout_sec
         )
-        box = await provider.start(image, box_spec(task))
+        networked = agent_machine_networked(config)
+        box = await provider.start(image, box_spec(task, loopback=networked))
         self._boxes.add(box)
+        if networked:
+            box = await self._networked(box, state)
         state.box = box
         if name not in self._users:
             self._users[name] = missing_user(task, box.root)
@@ -287,9 +314,11 @@ class HarborEnvironment(MachineTools, Environment):
         checks = [task.config.environment.healthcheck]
         if step is not None:
             checks.append(step.config.healthcheck)
+        enter(state.box, "environment", baseline(task.config.environment))
         for check in checks:
             if check is not None:
                 await health_check(state.box, check, user=state.box.image.user)
+        enter(state.box, "agent", agent_policy(task.config, step.config if step else None))
         budget = step.config.agent.timeout_sec if step is not None else None
         budget = budget or task.config.agent.timeout_sec
         state.timed_out = False
@@ -403,7 +432,29 @@ class HarborEnvironment(MachineTools, Environment):
         await self._start_step(state)
         return UserTurn(task.steps[state.step].instruction)
 
+    async def _networked(self, box: Box, state: HarborState) -> NetworkedBox:
+        """``box`` served by a filtering proxy of its own (``network``), in place of it in the
+        boxes to close; a proxy that cannot listen in it is a ``SandboxFailure``."""
+        proxy = EgressProxy(self.network_private)
+        served = NetworkedBox(box, proxy)
+        self._boxes.discard(box)
+        self._boxes.add(served)
+        try:
+            await served.serve()
+        except BaseException:
+            self._boxes.discard(served)
+            await served.close()
+            raise
+        state.proxies.append(proxy)
+        return served
+
     async def _judge(self, state: HarborState) -> Verdict:
+        """``_verdict``, and what the machines' proxies let through and refused."""
+        verdict = await self._verdict(state)
+        verdict.metrics.update(network_row(state.proxies))
+        return verdict
+
+    async def _verdict(self, state: HarborState) -> Verdict:
         """The tests' verdict on the agent's phase just ended (the task's, or its current
         step's): the agent's shell stopped and the box sealed, the collect hooks run, the
         artifacts and ``/logs/agent`` taken out, then the tests run in the agent's machine or
@@ -417,6 +468,8 @@ class HarborEnvironment(MachineTools, Environment):
                 await machine.close()
         state.closed = True
         await box.seal()  # SandboxFailure: the box is not fit to verify in (infrastructure)
+        step_config = step.config if step is not None else None
+        enter(box, "verifier", verifier_policy(task.config, step_config, separate=False))
         metrics: JsonDict = {"harbor_task": state.name, "agent_timed_out": state.timed_out}
         if step is not None:
             metrics["harbor_step"] = step.name
@@ -493,8 +546,13 @@ class HarborEnvironment(MachineTools, Environment):
         budget = (environment or task.config.environment).build_timeout_sec
         provider = self.provider()
         image = await provider.build(context, timeout=budget)
-        box = await provider.start(image, box_spec(task, environment))
+        policy = verifier_policy(task.config, step.config if step else None, separate=True)
+        networked = policy != NO_NETWORK
+        box = await provider.start(image, box_spec(task, environment, loopback=networked))
         self._boxes.add(box)
+        if networked:
+            box = await self._networked(box, state)
+            enter(box, "verifier", policy)
         return box, bundled
 
     async def _run_tests(
