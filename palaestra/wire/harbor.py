@@ -16,7 +16,7 @@ defaults and legacy spellings (``version`` for ``schema_version``, ``allow_inter
 and ``storage`` as "2G"). Harbor's model ignores a key it does not know, but its linter reports
 it (``unknown-config-field``, on by default); a typo in a timeout silently running with the
 default is worse than a refusal, so an unknown key here is refused, naming the file and key.
-Sections palaestra does not interpret (``[[steps]]``, ``mcp_servers``, ``artifacts``,
+Sections palaestra does not interpret (``[[steps]]``, ``artifacts``,
 ``healthcheck``, ...) are known keys kept as read; a runner refuses what it cannot honour.
 
 ``folder_digest`` stamps rows: sha256 over every file's relative path, executable bit and
@@ -163,6 +163,36 @@ class ArtifactConfig(pydantic.BaseModel):
 Artifact = str | ArtifactConfig
 
 
+class MCPServerConfig(pydantic.BaseModel):
+    """An ``[[environment.mcp_servers]]`` entry: an MCP server whose tools the agent gets.
+    ``stdio``: ``command`` and ``args`` started in the task's machine; ``sse`` (Harbor's
+    default) and ``streamable-http`` (or ``http``): a server at ``url``."""
+
+    model_config = _STRICT
+
+    name: str = pydantic.Field(min_length=1)
+    transport: Literal["stdio", "sse", "streamable-http"] = "sse"
+    url: str | None = None
+    command: str | None = None
+    args: list[str] = pydantic.Field(default_factory=list)
+    headers: dict[str, str] = pydantic.Field(default_factory=dict)
+
+    @pydantic.field_validator("transport", mode="before")
+    @classmethod
+    def _http(cls, value: Any) -> Any:
+        return "streamable-http" if value == "http" else value
+
+    @pydantic.model_validator(mode="after")
+    def _fields_of_transport(self) -> MCPServerConfig:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("'command' is required for transport 'stdio'")
+        if self.transport != "stdio" and not self.url:
+            raise ValueError(f"'url' is required for transport '{self.transport}'")
+        if self.transport == "stdio" and self.headers:
+            raise ValueError("'headers' is only for the HTTP transports")
+        return self
+
+
 class EnvironmentConfig(pydantic.BaseModel):
     """``[environment]``: the machine: its image, build budget, resources and network."""
 
@@ -179,7 +209,7 @@ class EnvironmentConfig(pydantic.BaseModel):
     gpus: int | None = None
     gpu_types: list[str] | None = None
     tpu: dict[str, Any] | None = None
-    mcp_servers: list[dict[str, Any]] = pydantic.Field(default_factory=list)
+    mcp_servers: list[MCPServerConfig] = pydantic.Field(default_factory=list)
     env: dict[str, str] = pydantic.Field(default_factory=dict)
     skills_dir: str | None = None
     healthcheck: HealthcheckConfig | None = None

@@ -15,12 +15,14 @@ and field before any rollout starts:
   ``[[steps]]`` (multi-step tasks); ``[solution]`` ``env`` (the oracle's run);
 - honoured through a filtering proxy (``network``): ``network_mode = "allowlist"`` with
   ``allowed_hosts``, for a machine or a phase;
+- honoured in the task's machine: ``[[environment.mcp_servers]]`` of transport ``stdio``
+  (``mcp_servers``: their tools are the agent's, beside the machine tools);
 - refused: ``network_mode = "public"`` (Harbor's default when unset), for a machine or a
-  phase, unless the user opts in (``public``); Windows; GPUs and TPUs; MCP servers and
-  skills (not run here, and a task that relies on them would be judged wrongly); a collect
-  hook or artifact of another service than the agent's machine (no compose services here);
-  artifacts overlapping the runner's ``/logs/verifier`` or ``/logs/agent``; artifact
-  ``exclude`` patterns; a step's ``workdir/`` setup files.
+  phase, unless the user opts in (``public``); Windows; GPUs and TPUs; MCP servers over HTTP
+  (a service of their own) and skills (not run here, and a task that relies on them would be
+  judged wrongly); a collect hook or artifact of another service than the agent's machine
+  (no compose services here); artifacts overlapping the runner's ``/logs/verifier`` or
+  ``/logs/agent``; artifact ``exclude`` patterns; a step's ``workdir/`` setup files.
 - recorded, not acted on: ``metadata``, ``source``.
 
 A task's row names its folder and carries its digest (``TASK_DIGEST``): a row is bound to the
@@ -204,10 +206,20 @@ def _machine_refusal(field: str, environment: EnvironmentConfig, public: bool) -
         return f"{field}.os = '{environment.os}': only Linux machines run here"
     if environment.gpus or environment.gpu_types or environment.tpu:
         return f"{field}.gpus/gpu_types/tpu: machines here have no accelerators"
-    if environment.mcp_servers:
-        return (
-            f"{field}.mcp_servers: MCP servers are not run here (the task would run without them)"
-        )
+    for server in environment.mcp_servers:
+        if field != "environment":
+            return (
+                f"{field}.mcp_servers: MCP servers are the agent's: declare them in [environment]"
+            )
+        if server.transport != "stdio":
+            return (
+                f"{field}.mcp_servers: '{server.name}' (transport = '{server.transport}') is a "
+                "server of its own, which no machine here runs or reaches; only stdio servers, "
+                "started in the task's machine, run here"
+            )
+    names = [server.name for server in environment.mcp_servers]
+    if len(set(names)) != len(names):
+        return f"{field}.mcp_servers: two servers named alike ({', '.join(names)})"
     if environment.skills_dir:
         return (
             f"{field}.skills_dir: skills are not installed here (the task would run without them)"
