@@ -74,6 +74,8 @@ from palaestra.environment.harbor.mcp_servers import (
     stop_servers,
 )
 from palaestra.environment.harbor.network import (
+    NETWORK_FIELD,
+    REFUSED_FIELD,
     NetworkedBox,
     agent_machine_networked,
     agent_policy,
@@ -167,6 +169,8 @@ RESERVED_METRICS = frozenset(
         "harbor_task",
         UNVERIFIED,
         TESTS_NETWORK,
+        NETWORK_FIELD,
+        REFUSED_FIELD,
     }
 )
 """Component names not copied flat into the row (they would shadow a row field)."""
