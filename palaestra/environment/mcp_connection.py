@@ -18,7 +18,8 @@ import asyncio
 import contextlib
 import tempfile
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -37,13 +38,17 @@ STDERR_TAIL = 600
 
 @dataclass(frozen=True, slots=True)
 class Transport:
-    """Where a server is: a command to start (stdio) or a URL (streamable HTTP)."""
+    """Where a server is: a command to start (stdio), a URL (streamable HTTP), or streams of
+    the caller's (``streams``)."""
 
     command: tuple[str, ...] = ()
     url: str | None = None
     env: dict[str, str] | None = None
     cwd: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    streams: Callable[[], AbstractAsyncContextManager[Any]] | None = None
+    """A transport of the caller's, used instead of starting ``command`` here: an async
+    context giving the session's read and write streams (a server run in a machine)."""
 
     def describe(self) -> str:
         return self.url if self.url is not None else " ".join(self.command)
@@ -126,6 +131,8 @@ class Connection:
 
     def _transport_context(self, mcp: Any) -> Any:
         transport = self.transport
+        if transport.streams is not None:
+            return transport.streams()
         if transport.url is not None:
             from mcp.client.streamable_http import streamable_http_client
 

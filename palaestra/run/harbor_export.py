@@ -21,7 +21,12 @@ assert the two agree). Each folder then holds:
 
 An environment that runs Harbor task folders already (``terminal``, ``swe_local``, any
 ``HarborEnvironment`` with its folders) is written as copies of its folders: they are Harbor
-tasks as they are (the first ``num_tasks`` by name when given).
+tasks as they are (the first ``num_tasks`` by name when given). A copy whose tests read the
+machine the agent leaves (a shared verifier: terminal's check files, processes and state
+anywhere in it, which no separate machine given a few artifacts could see) says so to
+Harbor's linter in its own ``task.toml``: ``[metadata.harbor.lint] ignore =
+["shared-verifier"]``, Harbor's per-task lint configuration (``shared_verifier_said``), so
+``harbor lint`` passes on the folders written.
 
 Any other environment is refused with one line saying why (its verify reads the trajectory).
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -44,8 +50,10 @@ from palaestra.errors import ConfigError
 from palaestra.run.export import found_environment, task_rows, task_source
 from palaestra.types import JsonDict, message_text
 from palaestra.wire.harbor import (
+    CONFIG,
     AgentConfig,
     EnvironmentConfig,
+    StepConfig,
     TaskConfig,
     TaskFolder,
     VerifierConfig,
@@ -117,6 +125,8 @@ def export_harbor(
         if isinstance(environment, HarborEnvironment):
             for name, task in sorted(environment.tasks.items())[:num_tasks]:
                 shutil.copytree(task.path, temporary / name, symlinks=True)
+                if _shares_verifier(task.config):
+                    shared_verifier_said(temporary / name / CONFIG)
                 written += 1
         else:
             assert check is not None
@@ -132,6 +142,33 @@ def export_harbor(
         generated.unlink(missing_ok=True)
         shutil.rmtree(temporary, ignore_errors=True)
     return written
+
+
+LINT_IGNORE = "shared-verifier"
+"""Harbor's lint rule asking for a separate verifier, which a task checking the agent's own
+machine cannot have."""
+
+
+def _shares_verifier(config: TaskConfig) -> bool:
+    passes: list[StepConfig | None] = [*(config.steps or [])] or [None]
+    return any(not config.separate_verifier(step) for step in passes)
+
+
+def shared_verifier_said(path: Path) -> None:
+    """Add ``[metadata.harbor.lint] ignore = ["shared-verifier"]`` to the ``task.toml`` at
+    ``path`` (a copy): the task's tests need the agent's machine, by design. A file whose
+    ``metadata.harbor`` is set already is left as its author wrote it."""
+    text = path.read_text(encoding="utf-8")
+    metadata = tomllib.loads(text).get("metadata")
+    if isinstance(metadata, dict) and "harbor" in metadata:
+        return
+    added = (
+        f"{text.rstrip()}\n\n"
+        "# The tests check the machine the agent leaves (a shared verifier), by design.\n"
+        f'[metadata.harbor.lint]\nignore = ["{LINT_IGNORE}"]\n'
+    )
+    tomllib.loads(added)  # still one TOML document (metadata is a table, not inline)
+    path.write_text(added, encoding="utf-8")
 
 
 def check_script(found: FoundEnvironment) -> str:

@@ -16,7 +16,7 @@ defaults and legacy spellings (``version`` for ``schema_version``, ``allow_inter
 and ``storage`` as "2G"). Harbor's model ignores a key it does not know, but its linter reports
 it (``unknown-config-field``, on by default); a typo in a timeout silently running with the
 default is worse than a refusal, so an unknown key here is refused, naming the file and key.
-Sections palaestra does not interpret (``[[steps]]``, ``mcp_servers``, ``artifacts``,
+Sections palaestra does not interpret (``[[steps]]``, ``artifacts``,
 ``healthcheck``, ...) are known keys kept as read; a runner refuses what it cannot honour.
 
 ``folder_digest`` stamps rows: sha256 over every file's relative path, executable bit and
@@ -25,9 +25,11 @@ content, so a resumed run can refuse a task whose folder changed.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,12 +70,44 @@ is refused at load, naming the field, not found out per rollout)."""
 Megabytes = Annotated[int, pydantic.Field(gt=0)]
 
 
+_HOST_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def allowed_host(entry: str) -> str:
+    """An ``allowed_hosts`` entry in its normal form (lower case, no trailing dot, addresses
+    compressed): a hostname, a ``*.``-prefixed hostname suffix, an IP address or a CIDR range;
+    ``ValueError`` for anything else (a URL, a port, a path), as Harbor refuses it."""
+    host = entry.strip().lower().rstrip(".")
+    try:
+        if "/" in host:
+            return ipaddress.ip_network(host, strict=True).compressed
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        if "/" in host or ":" in host:
+            raise ValueError(
+                f"{entry!r} is not a hostname, an IP address or a CIDR range "
+                "(no URLs, ports or paths)"
+            ) from None
+    name = host[2:] if host.startswith("*.") else host
+    if not name or not all(_HOST_LABEL.match(label) for label in name.split(".")):
+        raise ValueError(
+            f"{entry!r} is not a hostname, a '*.'-prefixed hostname, an IP address or a CIDR range"
+        )
+    return host
+
+
+def _allowed_hosts(hosts: list[str] | None) -> list[str] | None:
+    return None if hosts is None else [allowed_host(host) for host in hosts]
+
+
 class _Network(pydantic.BaseModel):
     model_config = _STRICT
 
     network_mode: NetworkMode | None = None
     """An explicit policy for this phase; None: the environment's."""
     allowed_hosts: list[str] | None = None
+
+    _hosts = pydantic.field_validator("allowed_hosts")(_allowed_hosts)
 
     @pydantic.model_validator(mode="after")
     def _hosts_need_allowlist(self) -> _Network:
@@ -129,6 +163,36 @@ class ArtifactConfig(pydantic.BaseModel):
 Artifact = str | ArtifactConfig
 
 
+class MCPServerConfig(pydantic.BaseModel):
+    """An ``[[environment.mcp_servers]]`` entry: an MCP server whose tools the agent gets.
+    ``stdio``: ``command`` and ``args`` started in the task's machine; ``sse`` (Harbor's
+    default) and ``streamable-http`` (or ``http``): a server at ``url``."""
+
+    model_config = _STRICT
+
+    name: str = pydantic.Field(min_length=1)
+    transport: Literal["stdio", "sse", "streamable-http"] = "sse"
+    url: str | None = None
+    command: str | None = None
+    args: list[str] = pydantic.Field(default_factory=list)
+    headers: dict[str, str] = pydantic.Field(default_factory=dict)
+
+    @pydantic.field_validator("transport", mode="before")
+    @classmethod
+    def _http(cls, value: Any) -> Any:
+        return "streamable-http" if value == "http" else value
+
+    @pydantic.model_validator(mode="after")
+    def _fields_of_transport(self) -> MCPServerConfig:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("'command' is required for transport 'stdio'")
+        if self.transport != "stdio" and not self.url:
+            raise ValueError(f"'url' is required for transport '{self.transport}'")
+        if self.transport == "stdio" and self.headers:
+            raise ValueError("'headers' is only for the HTTP transports")
+        return self
+
+
 class EnvironmentConfig(pydantic.BaseModel):
     """``[environment]``: the machine: its image, build budget, resources and network."""
 
@@ -145,7 +209,7 @@ class EnvironmentConfig(pydantic.BaseModel):
     gpus: int | None = None
     gpu_types: list[str] | None = None
     tpu: dict[str, Any] | None = None
-    mcp_servers: list[dict[str, Any]] = pydantic.Field(default_factory=list)
+    mcp_servers: list[MCPServerConfig] = pydantic.Field(default_factory=list)
     env: dict[str, str] = pydantic.Field(default_factory=dict)
     skills_dir: str | None = None
     healthcheck: HealthcheckConfig | None = None
@@ -153,6 +217,8 @@ class EnvironmentConfig(pydantic.BaseModel):
     network_mode: NetworkMode = "public"
     """Harbor's default is ``public``: a task that says nothing may use the network."""
     allowed_hosts: list[str] | None = None
+
+    _hosts = pydantic.field_validator("allowed_hosts")(_allowed_hosts)
 
     @pydantic.model_validator(mode="before")
     @classmethod

@@ -60,3 +60,21 @@ def test_harbor_loads_and_lints_the_folders_palaestra_writes(tmp_path: Path) -> 
     assert config.agent.allowed_hosts == ["example.com"] and config.agent.user == 1000
     assert (config.environment.cpus, config.environment.workdir) == (2.5, "/app")
     assert config.solution.env == {"C": "3"} and config.artifacts == ["/logs/out"]
+
+
+def test_harbor_lint_passes_on_the_terminal_and_swe_local_folders_written(tmp_path: Path) -> None:
+    folders: list[Path] = []
+    for env, count in (("terminal", 3), ("swe_local", 2)):
+        assert export_harbor(env, tmp_path / env, num_tasks=count) == count
+        folders += sorted((tmp_path / env).iterdir())
+    for folder in folders:  # each says why its tests share the agent's machine, and only that
+        config = read_tasks(folder)[0].config
+        assert config.metadata["harbor"] == {"lint": {"ignore": ["shared-verifier"]}}
+        assert not config.separate_verifier()
+    lint = subprocess.run(
+        [str(peer_python("harbor").with_name("harbor")), "lint", "--json", *map(str, folders)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (lint.returncode, json.loads(lint.stdout)) == (0, []), lint.stdout + lint.stderr

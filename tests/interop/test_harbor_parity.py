@@ -29,7 +29,7 @@ def test_harbor_and_palaestra_give_one_task_the_same_rewards(tmp_path: Path) -> 
     docker_or_skip()
     if shutil.which("docker-compose") is None:
         pytest.skip("docker-compose is not installed (apt-get install docker-compose)")
-    # reward.txt: Harbor refuses a reward.json holding text (a trial error), palaestra ignores it.
+    # reward.txt: one number, read alike by both runners.
     components_task(tmp_path / "tasks" / "ok-file", test_sh=TEST_SH)
     output = tmp_path / "parity"
     arguments = ["harbor", "parity", str(tmp_path / "tasks"), "--sandbox", "docker"]

@@ -38,7 +38,7 @@ TEST_SH = """\
 mkdir -p /logs/verifier
 if [ "$(cat /app/out.txt 2>/dev/null)" = ok ]; then reward=1; else reward=0; fi
 if [ -e /app/out.txt ]; then exists=1; else exists=0; fi
-printf '{"reward": %s, "exists": %s, "note": "components"}\\n' "$reward" "$exists" \\
+printf '{"reward": %s, "exists": %s}\\n' "$reward" "$exists" \\
     > /logs/verifier/reward.json
 """
 SOLVE_SH = """\

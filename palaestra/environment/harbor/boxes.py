@@ -27,6 +27,7 @@ from palaestra.errors import InvalidTask, SandboxFailure
 from palaestra.sandbox import Limit, Limits
 from palaestra.sandbox.machines.provider import Box
 from palaestra.sandbox.process import SandboxProcess, supervise
+from palaestra.wire.harbor import HarborTask, StepConfig
 
 READ_CAP = 1 << 20
 """Bytes of a reward file read (a reward is a number or a small JSON object)."""
@@ -78,6 +79,20 @@ class AgentView(Box):
 
     async def close(self) -> None:
         """Nothing: the box outlives the agent's machine (the tests run in it next)."""
+
+
+def agent_view(box: Box, task: HarborTask, step: StepConfig | None) -> AgentView:
+    """``box`` as the agent's commands (and its MCP servers) run in it: as ``[agent] user``
+    (the step's, else the task's), in ``[environment] workdir``, with its env."""
+    environment = task.config.environment
+    said = step.agent.user if step is not None else None
+    user = said if said is not None else task.config.agent.user
+    return AgentView(
+        box,
+        user=None if user is None else str(user),
+        workdir=environment.workdir,
+        env=environment.env,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,10 @@ artifacts at their paths, never the agent's box. A multi-step task (``steps``) c
 from step to step: each step's tests score it in ``user_turn``, the next step's instruction
 being the next user message, the last step's in ``verify``.
 
+A task's network policy other than ``no-network`` is served per phase by a filtering proxy
+in its machine (``network``); its stdio MCP servers run in its machine for each agent phase,
+their tools offered beside the machine tools (``mcp_servers``).
+
 The oracle (``palaestra test``): ``gold_actions`` is one ``bash`` call that runs ``bash
 /solution/solve.sh`` as the agent user, with ``[solution] env``; ``solution/`` is copied into
 the box (as root) only for a call that carries this process's random oracle key in its first
@@ -50,25 +54,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from palaestra.environment.base import Environment
+from palaestra.environment.base import Environment, check_tool_names
 from palaestra.environment.context import EnvironmentContext
 from palaestra.environment.harbor.boxes import (
     STAGE_TIMEOUT,
-    AgentView,
     BoxRefused,
+    agent_view,
     make_own,
     read_in_box,
     run,
     stage,
 )
+from palaestra.environment.harbor.mcp_servers import (
+    call_tool,
+    in_thread,
+    list_task_servers,
+    listed_tools,
+    start_servers,
+    stop_servers,
+)
+from palaestra.environment.harbor.network import (
+    NETWORK_FIELD,
+    REFUSED_FIELD,
+    NetworkedBox,
+    agent_machine_networked,
+    agent_policy,
+    baseline,
+    enter,
+    network_row,
+    private_ranges,
+    verifier_policy,
+)
 from palaestra.environment.harbor.phases import (
     TAKE_TIMEOUT,
     TakenFiles,
+    any_separate,
+    health_budget,
     health_check,
     put_files,
     run_collect,
     sources,
     take_files,
+    verify_budget,
 )
 from palaestra.environment.harbor.rewards import (
     REWARD_KEY,
@@ -93,10 +120,12 @@ from palaestra.environment.harbor.tasks import (
 )
 from palaestra.environment.machine import MachineState, MachineTools
 from palaestra.environment.machine.machine import Machine
+from palaestra.environment.mcp_connection import Connection, ToolResult
 from palaestra.environment.sessions import Session
 from palaestra.environment.tools import tool
 from palaestra.environment.users import UserTurn
 from palaestra.errors import ConfigError, InvalidTask, SandboxFailure, ToolError
+from palaestra.sandbox.machines.egress import NO_NETWORK, EgressProxy
 from palaestra.sandbox.machines.inside import resolve_user
 from palaestra.sandbox.machines.provider import Box, Provider, verifier_path
 from palaestra.sandbox.machines.registry import PROVIDERS, make_provider
@@ -108,9 +137,7 @@ from palaestra.wire.harbor import (
     STEPS,
     HarborStep,
     HarborTask,
-    HealthcheckConfig,
     StepConfig,
-    TaskConfig,
 )
 from palaestra.wire.rows import TASK_DIGEST
 
@@ -142,6 +169,8 @@ RESERVED_METRICS = frozenset(
         "harbor_task",
         UNVERIFIED,
         TESTS_NETWORK,
+        NETWORK_FIELD,
+        REFUSED_FIELD,
     }
 )
 """Component names not copied flat into the row (they would shadow a row field)."""
@@ -162,6 +191,10 @@ class HarborState(MachineState):
     """Per step judged so far: its name, reward, components and why it was unverified."""
     stopped: bool = False
     """A step scored under its ``min_reward``: the steps after it are not run."""
+    proxies: list[EgressProxy] = field(default_factory=list)
+    """The filtering proxies of the rollout's machines (``network``), for the row."""
+    mcp: dict[str, Connection] = field(default_factory=dict)
+    """The task's MCP servers running in its machine for the agent's phase, by name."""
 
 
 class HarborEnvironment(MachineTools, Environment):
@@ -177,20 +210,34 @@ class HarborEnvironment(MachineTools, Environment):
     """The task folders a subclass ships (``swe_local``, ``terminal``): ``path`` defaults to
     it, and its rows are the environment's example tasks (``example_tasks_file``)."""
 
-    def __init__(self, path: str | None = None, sandbox: str = DEFAULT_SANDBOX) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        sandbox: str = DEFAULT_SANDBOX,
+        network_public: bool = False,
+        network_private: str | list[str] = "",
+    ) -> None:
         """``path``: a Harbor task folder or a folder of them (default: the class's
         ``folder``). ``sandbox``: the provider that builds and starts the machines, ``rootfs``
-        (daemonless, the default) or ``docker`` (or a ``palaestra.sandboxes`` plug-in)."""
+        (daemonless, the default) or ``docker`` (or a ``palaestra.sandboxes`` plug-in).
+        ``network_public``: run tasks whose policy is ``public`` (every public host passes
+        the proxy); ``network_private``: addresses or CIDR ranges (comma-separated) that are
+        not public but which an allowlist naming them may reach (a stand-in server, a local
+        mirror): the user's word, never a task's."""
         if not PROVIDERS.has(sandbox):
             raise ConfigError(f"unknown sandbox '{sandbox}'; known: {', '.join(PROVIDERS.names())}")
         if path is None and self.folder is None:
             raise ConfigError(f"environment '{self.name}' needs the path of its task folders")
         self.path = Path(path) if path is not None else Path(str(self.folder))
         self.sandbox = sandbox
-        self.tasks = load_tasks(self.path, sandbox)
+        self.network_private = private_ranges(network_private)
+        self.tasks = load_tasks(self.path, sandbox, public=network_public is True)
         self._provider: Provider | None = None
         self._boxes: set[Box] = set()
         self._oracle_key = secrets.token_hex(16)
+        self._mcp_tools: dict[str, dict[str, str]] | None = None
+        """Per task declaring MCP servers: each of its servers' tools, naming the server
+        (listed once, ``_list_mcp_tools``)."""
         self._users: dict[str, str | None] = {}
         """Per task: why its image lacks its ``[agent]``/``[verifier] user`` (None: it has
         them), found in the first box started from it."""
@@ -199,11 +246,11 @@ class HarborEnvironment(MachineTools, Environment):
         # tasks' task.toml, so this instance's shadow them (the client reads them per instance).
         seed_timeout = max(c.environment.build_timeout_sec for c in configs) + 180.0
         vars(self).update(
-            seed_timeout=seed_timeout + _health_budget(configs),
-            verify_timeout=max(map(_verify_budget, configs))
+            seed_timeout=seed_timeout + health_budget(configs),
+            verify_timeout=max(map(verify_budget, configs))
             + 3 * STAGE_TIMEOUT
             + 2 * TAKE_TIMEOUT
-            + (seed_timeout if any(map(_any_separate, configs)) else 0.0),
+            + (seed_timeout if any(map(any_separate, configs)) else 0.0),
             close_timeout=120.0,
         )
         self.user_turns = any(task.steps for task in self.tasks.values())
@@ -224,6 +271,7 @@ class HarborEnvironment(MachineTools, Environment):
     def setup(self, context: EnvironmentContext) -> None:
         super().setup(context)
         self.provider()
+        self._list_mcp_tools()
 
     def provider(self) -> Provider:
         """The provider (made on first use, once per environment): boxes its dead owners left
@@ -236,6 +284,40 @@ class HarborEnvironment(MachineTools, Environment):
             provider.reap()
             self._provider = provider
         return self._provider
+
+    def tools(self) -> list[JsonDict]:
+        self._list_mcp_tools()
+        return super().tools()
+
+    def _list_mcp_tools(self) -> None:
+        """The tools of the tasks' MCP servers, listed once and added to this instance's
+        ``tool_specs`` (``mcp_servers.listed_tools``)."""
+        if self._mcp_tools is not None:
+            return
+        declaring = {n: t for n, t in self.tasks.items() if t.config.environment.mcp_servers}
+        if not declaring:
+            self._mcp_tools = {}
+            return
+
+        async def each() -> dict[str, dict[str, list[Any]]]:
+            return {
+                name: await list_task_servers(self.provider(), name, task)
+                for name, task in sorted(declaring.items())
+            }
+
+        specs, self._mcp_tools = listed_tools(type(self).tool_specs, in_thread(each))
+        check_tool_names(type(self).__name__, specs)
+        vars(self)["tool_specs"] = specs
+
+    async def call_mcp(
+        self, session: Session, name: str, arguments: JsonDict | None = None
+    ) -> ToolResult:
+        """Call the MCP tool ``name`` of the rollout's task (within the agent's time); a
+        ``ToolError`` when its task has no such tool or the server cannot answer."""
+        state = _harbor(session)
+        self.machine_of(session)  # the agent's time is up: no more tools
+        tools = (self._mcp_tools or {}).get(state.name, {})
+        return await call_tool(state.mcp, tools, name, arguments or {})
 
     # --- a rollout --------------------------------------------------------------------------
 
@@ -252,8 +334,11 @@ class HarborEnvironment(MachineTools, Environment):
         image = await provider.build(
             agent_context(task), timeout=config.environment.build_timeout_sec
         )
-        box = await provider.start(image, box_spec(task))
+        networked = agent_machine_networked(config)
+        box = await provider.start(image, box_spec(task, loopback=networked))
         self._boxes.add(box)
+        if networked:
+            box = await self._networked(box, state)
         state.box = box
         if name not in self._users:
             self._users[name] = missing_user(task, box.root)
@@ -287,9 +372,14 @@ class HarborEnvironment(MachineTools, Environment):
         checks = [task.config.environment.healthcheck]
         if step is not None:
             checks.append(step.config.healthcheck)
+        enter(state.box, "environment", baseline(task.config.environment))
         for check in checks:
             if check is not None:
                 await health_check(state.box, check, user=state.box.image.user)
+        enter(state.box, "agent", agent_policy(task.config, step.config if step else None))
+        if task.config.environment.mcp_servers:
+            view = agent_view(state.box, task, step.config if step else None)
+            state.mcp = await start_servers(view, task.config.environment.mcp_servers, state.name)
         budget = step.config.agent.timeout_sec if step is not None else None
         budget = budget or task.config.agent.timeout_sec
         state.timed_out = False
@@ -333,15 +423,8 @@ class HarborEnvironment(MachineTools, Environment):
         """The agent's machine over the rollout's box, as ``[agent] user`` in its workdir (its
         ``close`` stops the agent's shell and leaves the box to the tests)."""
         assert state.box is not None and state.task is not None
-        environment = state.task.config.environment
         step = current_step(state)
-        user = step.config.agent.user if step is not None else None
-        view = AgentView(
-            state.box,
-            user=_user(user if user is not None else state.task.config.agent.user),
-            workdir=environment.workdir,
-            env=environment.env,
-        )
+        view = agent_view(state.box, state.task, step.config if step else None)
         return Machine(
             None,
             self.machine_limits,
@@ -403,7 +486,29 @@ class HarborEnvironment(MachineTools, Environment):
         await self._start_step(state)
         return UserTurn(task.steps[state.step].instruction)
 
+    async def _networked(self, box: Box, state: HarborState) -> NetworkedBox:
+        """``box`` served by a filtering proxy of its own (``network``), in place of it in the
+        boxes to close; a proxy that cannot listen in it is a ``SandboxFailure``."""
+        proxy = EgressProxy(self.network_private)
+        served = NetworkedBox(box, proxy)
+        self._boxes.discard(box)
+        self._boxes.add(served)
+        try:
+            await served.serve()
+        except BaseException:
+            self._boxes.discard(served)
+            await served.close()
+            raise
+        state.proxies.append(proxy)
+        return served
+
     async def _judge(self, state: HarborState) -> Verdict:
+        """``_verdict``, and what the machines' proxies let through and refused."""
+        verdict = await self._verdict(state)
+        verdict.metrics.update(network_row(state.proxies))
+        return verdict
+
+    async def _verdict(self, state: HarborState) -> Verdict:
         """The tests' verdict on the agent's phase just ended (the task's, or its current
         step's): the agent's shell stopped and the box sealed, the collect hooks run, the
         artifacts and ``/logs/agent`` taken out, then the tests run in the agent's machine or
@@ -411,12 +516,15 @@ class HarborEnvironment(MachineTools, Environment):
         assert state.task is not None and state.box is not None
         task, box = state.task, state.box
         step = current_step(state)
+        await stop_servers(state.mcp)  # the agent's tools end with its phase
         machine, state.machine = state.machine, None
         if machine is not None:  # the agent's shell and what it started stop first
             with contextlib.suppress(Exception):
                 await machine.close()
         state.closed = True
         await box.seal()  # SandboxFailure: the box is not fit to verify in (infrastructure)
+        step_config = step.config if step is not None else None
+        enter(box, "verifier", verifier_policy(task.config, step_config, separate=False))
         metrics: JsonDict = {"harbor_task": state.name, "agent_timed_out": state.timed_out}
         if step is not None:
             metrics["harbor_step"] = step.name
@@ -493,8 +601,13 @@ class HarborEnvironment(MachineTools, Environment):
         budget = (environment or task.config.environment).build_timeout_sec
         provider = self.provider()
         image = await provider.build(context, timeout=budget)
-        box = await provider.start(image, box_spec(task, environment))
+        policy = verifier_policy(task.config, step.config if step else None, separate=True)
+        networked = policy != NO_NETWORK
+        box = await provider.start(image, box_spec(task, environment, loopback=networked))
         self._boxes.add(box)
+        if networked:
+            box = await self._networked(box, state)
+            enter(box, "verifier", policy)
         return box, bundled
 
     async def _run_tests(
@@ -549,7 +662,10 @@ class HarborEnvironment(MachineTools, Environment):
                 metrics,
             )
         try:
-            reward = read_reward(lambda name: read_in_box(box.root, f"{VERIFIER_DIR}/{name}"))
+            reward = read_reward(
+                lambda name: read_in_box(box.root, f"{VERIFIER_DIR}/{name}"),
+                f"{state.name}: {VERIFIER_DIR}/reward.json",
+            )
         except RewardProblem as problem:
             tail = _tail(read_in_box(box.root, TEST_OUTPUT))
             return _unverified(
@@ -567,6 +683,8 @@ class HarborEnvironment(MachineTools, Environment):
     async def close(self, session: Session) -> None:  # type: ignore[override]
         await super().close(session)
         state = session.state
+        if isinstance(state, HarborState):
+            await stop_servers(state.mcp)
         if isinstance(state, HarborState) and state.box is not None:
             box, state.box = state.box, None
             self._boxes.discard(box)
@@ -601,33 +719,6 @@ class HarborEnvironment(MachineTools, Environment):
     def requires_action(self, task: JsonDict) -> bool | None:
         """Every Harbor task does: its untouched machine must score 0."""
         return True
-
-
-def _verify_budget(config: TaskConfig) -> float:
-    """The longest a task's tests and collect hooks may take, over its steps."""
-    verifiers = [config.verifier, *(step.verifier for step in config.steps or [])]
-    hooks = sum(hook.timeout_sec for hook in config.verifier.collect)
-    return max(v.timeout_sec + hooks + sum(h.timeout_sec for h in v.collect) for v in verifiers)
-
-
-def _any_separate(config: TaskConfig) -> bool:
-    return any(config.separate_verifier(step) for step in [None, *(config.steps or [])])
-
-
-def _health_budget(configs: list[TaskConfig]) -> float:
-    """The longest the health checks of a machine's start may take (every retry), over the
-    tasks and their steps."""
-
-    def most(check: HealthcheckConfig | None) -> float:
-        if check is None:
-            return 0.0
-        grace = check.start_period_sec * (1 + check.timeout_sec / check.start_interval_sec)
-        return grace + check.retries * (check.timeout_sec + check.interval_sec)
-
-    return max(
-        most(c.environment.healthcheck) + max([most(s.healthcheck) for s in c.steps or []] or [0.0])
-        for c in configs
-    )
 
 
 def verifier_env(

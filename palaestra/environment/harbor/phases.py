@@ -1,5 +1,6 @@
 """What runs around the agent's phase of a Harbor task: health checks before it, collect hooks
-after it, and the files taken out of its machine (artifacts and ``/logs/agent``).
+after it, and the files taken out of its machine (artifacts and ``/logs/agent``); and the
+longest each may take (``verify_budget``, ``health_budget``: the environment's timeouts).
 
 - **Health check** (``[environment.healthcheck]``, a step's ``healthcheck``): the command runs
   in the fresh machine, as Docker's HEALTHCHECK does, until it passes; a machine that never
@@ -46,6 +47,7 @@ from palaestra.wire.harbor import (
     ArtifactConfig,
     CollectConfig,
     HealthcheckConfig,
+    TaskConfig,
 )
 
 FILES_CAP = 64 << 20
@@ -218,3 +220,31 @@ async def put_files(box: Box, taken: TakenFiles, only: str | None = None) -> Non
     if ran.status != 0:
         tail = ran.output.decode(errors="replace").strip()[-300:]
         raise BoxRefused(f"cannot put the agent's files into the verifier's machine: {tail}")
+
+
+def verify_budget(config: TaskConfig) -> float:
+    """The longest a task's tests and collect hooks may take, over its steps."""
+    verifiers = [config.verifier, *(step.verifier for step in config.steps or [])]
+    hooks = sum(hook.timeout_sec for hook in config.verifier.collect)
+    return max(v.timeout_sec + hooks + sum(h.timeout_sec for h in v.collect) for v in verifiers)
+
+
+def any_separate(config: TaskConfig) -> bool:
+    """Whether some verify pass of the task runs in a machine of its own."""
+    return any(config.separate_verifier(step) for step in [None, *(config.steps or [])])
+
+
+def health_budget(configs: list[TaskConfig]) -> float:
+    """The longest the health checks of a machine's start may take (every retry), over the
+    tasks and their steps."""
+
+    def most(check: HealthcheckConfig | None) -> float:
+        if check is None:
+            return 0.0
+        grace = check.start_period_sec * (1 + check.timeout_sec / check.start_interval_sec)
+        return grace + check.retries * (check.timeout_sec + check.interval_sec)
+
+    return max(
+        most(c.environment.healthcheck) + max([most(s.healthcheck) for s in c.steps or []] or [0.0])
+        for c in configs
+    )

@@ -1,9 +1,12 @@
 """The reward a Harbor verifier left in ``/logs/verifier``, read as Harbor reads it.
 
 Harbor's rule (``harbor.verifier.Verifier``): ``reward.json``, when present, wins; it must be a
-JSON object, and its numeric values (booleans are not numbers) are the reward's components,
-other values ignored; when it has no ``reward`` key and ``reward.txt`` exists, that file's
-number is added as ``reward``. Without ``reward.json``, ``reward.txt`` holds one number. An
+JSON object whose every value is a finite number (a boolean counts as 1 or 0, as in Python),
+each one a component of the reward; a value that is not (text, null, a list, an object) makes
+the file unreadable to Harbor, its trial left without a reward, and here a ``RewardRefused``:
+the rollout fails as ``verifier_error`` naming the file and the key, never a silent 0. When it
+has no ``reward`` key and ``reward.txt`` exists, that file's number is added as ``reward``.
+Without ``reward.json``, ``reward.txt`` holds one number. An
 empty or unparseable file, or neither file, is a ``RewardProblem`` saying which, never read
 as a number (the environment scores such a box 0, the problem as its reason).
 
@@ -21,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from palaestra.errors import PalaestraError
+from palaestra.errors import PalaestraError, VerifierFailure
 
 REWARD_KEY = "reward"
 
@@ -29,6 +32,12 @@ REWARD_KEY = "reward"
 class RewardProblem(PalaestraError):
     """Why no reward could be read (one line); the Harbor environment scores the task 0 and
     gives this as the row's ``unverified`` reason."""
+
+
+class RewardRefused(VerifierFailure):
+    """``reward.json`` holds a value that is not a number: the tests' output is malformed, as
+    Harbor refuses it; a failure of kind ``verifier_error`` (one line: the file and the key),
+    never read as a 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +53,13 @@ Reader = Callable[[str], bytes | None]
 """The content of a file of ``/logs/verifier`` by name; None when there is no such file."""
 
 
-def read_reward(read: Reader) -> Reward:
+def read_reward(read: Reader, where: str = "reward.json") -> Reward:
     """The reward the tests wrote, ``read`` giving the files of the box's ``/logs/verifier``;
-    ``RewardProblem`` when there is none to read."""
+    ``RewardProblem`` when there is none to read, ``RewardRefused`` when ``reward.json`` (its
+    path in the box: ``where``) holds a value that is not a number."""
     text_data, json_data = read("reward.txt"), read("reward.json")
     if json_data is not None:
-        components = _json_components(json_data)
+        components = _json_components(json_data, where)
         if REWARD_KEY not in components and text_data is not None:
             # Harbor too falls back on reward.txt only when it can be read.
             with contextlib.suppress(RewardProblem):
@@ -70,7 +80,7 @@ def _text_reward(data: bytes) -> float:
     return _finite(value, "reward.txt")
 
 
-def _json_components(data: bytes) -> dict[str, float]:
+def _json_components(data: bytes, where: str) -> dict[str, float]:
     text = _text(data, "reward.json")
     try:
         parsed = json.loads(text)
@@ -78,11 +88,19 @@ def _json_components(data: bytes) -> dict[str, float]:
         raise RewardProblem(f"reward.json is not valid JSON ({error})") from None
     if not isinstance(parsed, dict):
         raise RewardProblem(f"reward.json must be a JSON object, not {type(parsed).__name__}")
-    return {
-        key: _finite(float(value), f"reward.json's {key}")
-        for key, value in parsed.items()
-        if isinstance(value, int | float) and not isinstance(value, bool)
-    }
+    components: dict[str, float] = {}
+    for key, value in parsed.items():
+        if not isinstance(value, int | float):
+            raise RewardRefused(
+                f"{where}: key {key!r} is {_shown(json.dumps(value))}, not a number "
+                f"(Harbor refuses such a file: the tests must write numbers only)"
+            )
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past a float's range
+            number = math.inf
+        components[key] = _finite(number, f"reward.json's {key}")
+    return components
 
 
 def _scalar(components: dict[str, float]) -> float:

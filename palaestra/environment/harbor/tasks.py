@@ -13,13 +13,16 @@ and field before any rollout starts:
   ``[verifier.environment]`` (a separate verifier machine), ``[[verifier.collect]]`` on the
   agent's machine; ``artifacts`` (kept with the row, handed to a separate verifier);
   ``[[steps]]`` (multi-step tasks); ``[solution]`` ``env`` (the oracle's run);
-- refused: any network (``network_mode`` ``public``, Harbor's default when unset, or
-  ``allowlist``, for a machine or a phase): boxes here have none and nothing may reach a
-  private-range address; Windows; GPUs and TPUs; MCP servers and skills (not run here, and a
-  task that relies on them would be judged wrongly); a collect hook or artifact of another
-  service than the agent's machine (no compose services here); artifacts overlapping the
-  runner's ``/logs/verifier`` or ``/logs/agent``; artifact ``exclude`` patterns; a step's
-  ``workdir/`` setup files.
+- honoured through a filtering proxy (``network``): ``network_mode = "allowlist"`` with
+  ``allowed_hosts``, for a machine or a phase;
+- honoured in the task's machine: ``[[environment.mcp_servers]]`` of transport ``stdio``
+  (``mcp_servers``: their tools are the agent's, beside the machine tools);
+- refused: ``network_mode = "public"`` (Harbor's default when unset), for a machine or a
+  phase, unless the user opts in (``public``); Windows; GPUs and TPUs; MCP servers over HTTP
+  (a service of their own) and skills (not run here, and a task that relies on them would be
+  judged wrongly); a collect hook or artifact of another service than the agent's machine
+  (no compose services here); artifacts overlapping the runner's ``/logs/verifier`` or
+  ``/logs/agent``; artifact ``exclude`` patterns; a step's ``workdir/`` setup files.
 - recorded, not acted on: ``metadata``, ``source``.
 
 A task's row names its folder and carries its digest (``TASK_DIGEST``): a row is bound to the
@@ -59,20 +62,26 @@ from palaestra.wire.rows import PARAMS, TASK_DIGEST
 
 TASK_FIELD = "harbor_task"
 """The row's field naming its task folder (the folder's name inside the environment's path)."""
+PUBLIC_REFUSED = (
+    "the open network is not given to a task unless the user opts in "
+    "(--env-arg network_public=true)"
+)
 DEFAULT_AGENT_USER_NOTE = "the image's default user (its Dockerfile's USER, else root)"
 
 
-def load_tasks(root: str | os.PathLike[str], sandbox: str | None = None) -> dict[str, HarborTask]:
+def load_tasks(
+    root: str | os.PathLike[str], sandbox: str | None = None, *, public: bool = False
+) -> dict[str, HarborTask]:
     """The task folders at ``root`` (one, or a folder of them) by folder name, each checked
-    runnable here, and buildable by the provider ``sandbox`` when one is named
-    (``Provider.refusal`` of each folder it builds); a ``ConfigError`` with one line per bad
-    task, every one named."""
+    runnable here (``public``: the user lets ``network_mode = "public"`` tasks run), and
+    buildable by the provider ``sandbox`` when one is named (``Provider.refusal`` of each
+    folder it builds); a ``ConfigError`` with one line per bad task, every one named."""
     tasks = read_tasks(root)
     provider = PROVIDERS.load(sandbox).value if sandbox is not None else None
     found: dict[str, HarborTask] = {}
     problems: list[str] = []
     for task in tasks:
-        problem = refusal(task)
+        problem = refusal(task, public=public)
         if problem is not None:
             problems.append(f"{task.path / CONFIG}: {problem}")
             continue
@@ -128,11 +137,11 @@ def image_context(image: str) -> Path:
     return folder
 
 
-def refusal(task: HarborTask) -> str | None:
+def refusal(task: HarborTask, *, public: bool = False) -> str | None:
     """Why ``task`` cannot be run here as its ``task.toml`` says (one clause naming the field),
-    or None."""
+    or None; ``public``: the user opted into ``network_mode = "public"``."""
     config = task.config
-    problem = _machine_refusal("environment", config.environment)
+    problem = _machine_refusal("environment", config.environment, public)
     if problem is not None:
         return problem
     phases: list[tuple[str, AgentConfig | VerifierConfig]] = [
@@ -145,11 +154,11 @@ def refusal(task: HarborTask) -> str | None:
             (f"steps[{index}].verifier", step.verifier),
         ]
     for phase, policy in phases:
-        if policy.network_mode not in (None, "no-network"):
-            return f"{phase}.network_mode = '{policy.network_mode}': machines here have no network"
+        if policy.network_mode == "public" and not public:
+            return f"{phase}.network_mode = 'public': {PUBLIC_REFUSED}"
         if isinstance(policy, VerifierConfig):
             if policy.environment is not None:
-                problem = _machine_refusal(f"{phase}.environment", policy.environment)
+                problem = _machine_refusal(f"{phase}.environment", policy.environment, public)
                 if problem is not None:
                     return problem
             for hook in policy.collect:
@@ -183,23 +192,34 @@ def refusal(task: HarborTask) -> str | None:
     return None
 
 
-def _machine_refusal(field: str, environment: EnvironmentConfig) -> str | None:
+def _machine_refusal(field: str, environment: EnvironmentConfig, public: bool) -> str | None:
     """Why the machine ``environment`` (``[environment]``, or a separate verifier's) cannot
     be had here, naming ``field``; None when it can."""
-    if environment.network_mode != "no-network":
+    if environment.network_mode == "public" and not public:
         unset = "" if "network_mode" in environment.model_fields_set else " (Harbor's default)"
         return (
-            f"{field}.network_mode = '{environment.network_mode}'{unset}: machines here have "
-            f'no network; a task that needs none says network_mode = "no-network"'
+            f"{field}.network_mode = 'public'{unset}: {PUBLIC_REFUSED}; a task that needs "
+            f'no network says network_mode = "no-network", one that needs a few hosts '
+            f'"allowlist" with allowed_hosts'
         )
     if environment.os != "linux":
         return f"{field}.os = '{environment.os}': only Linux machines run here"
     if environment.gpus or environment.gpu_types or environment.tpu:
         return f"{field}.gpus/gpu_types/tpu: machines here have no accelerators"
-    if environment.mcp_servers:
-        return (
-            f"{field}.mcp_servers: MCP servers are not run here (the task would run without them)"
-        )
+    for server in environment.mcp_servers:
+        if field != "environment":
+            return (
+                f"{field}.mcp_servers: MCP servers are the agent's: declare them in [environment]"
+            )
+        if server.transport != "stdio":
+            return (
+                f"{field}.mcp_servers: '{server.name}' (transport = '{server.transport}') is a "
+                "server of its own, which no machine here runs or reaches; only stdio servers, "
+                "started in the task's machine, run here"
+            )
+    names = [server.name for server in environment.mcp_servers]
+    if len(set(names)) != len(names):
+        return f"{field}.mcp_servers: two servers named alike ({', '.join(names)})"
     if environment.skills_dir:
         return (
             f"{field}.skills_dir: skills are not installed here (the task would run without them)"
@@ -207,9 +227,12 @@ def _machine_refusal(field: str, environment: EnvironmentConfig) -> str | None:
     return None
 
 
-def box_spec(task: HarborTask, environment: EnvironmentConfig | None = None) -> BoxSpec:
+def box_spec(
+    task: HarborTask, environment: EnvironmentConfig | None = None, *, loopback: bool = False
+) -> BoxSpec:
     """The box ``task`` runs in (or its separate verifier's, ``environment``): its resources
-    (Harbor's defaults where unset, which are ``BoxSpec``'s) and no network."""
+    (Harbor's defaults where unset, which are ``BoxSpec``'s) and no network; ``loopback``:
+    its commands share one namespace, for a proxy to serve (``network``)."""
     environment = environment or task.config.environment
     default = BoxSpec()
     return BoxSpec(
@@ -217,6 +240,7 @@ def box_spec(task: HarborTask, environment: EnvironmentConfig | None = None) -> 
         memory_mb=environment.memory_mb or default.memory_mb,
         storage_mb=environment.storage_mb or default.storage_mb,
         network=False,
+        loopback=loopback,
     )
 
 

@@ -528,6 +528,11 @@ class DockerBox(Box):
         process.on_kill = lambda: kill_marked(self.pid, token)
         return process
 
+    def network_namespace(self) -> str | None:
+        """The container's (``--network none``: only ``lo``), by its init as this host sees
+        it; sealing restarts the container, and with it its namespace."""
+        return f"/proc/{self.pid}/ns/net"
+
     async def seal(self) -> None:
         """Stop the container (the kernel kills every process of its pid namespace, whatever
         its environment or session), put the image's ``TOOLCHAIN`` back in its writable

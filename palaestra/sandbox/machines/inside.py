@@ -25,7 +25,8 @@ The chain of ``exec``s (nothing runs Python between ``fork`` and ``exec``)::
   ``CAP_SYS_ADMIN`` none of these covers can be unmounted or remounted.
 - The box's root and ``/`` of every build step are mounted ``nosuid,nodev`` by bubblewrap
   (``--bind``); ``/dev`` is bubblewrap's own, with the few safe devices only.
-- No network in either: the only interface is ``lo``.
+- No network in either: the only interface is ``lo`` (each command's own, or the box's, one
+  namespace its commands share when the host serves it a proxy: ``netns``).
 - The environment is the image's, given to bubblewrap with ``--setenv``: the host's
   programs of the chain start with an empty environment (only ``PALAESTRA_PROTOCOL`` for a
   shell's supervisor), so nothing of the host's leaks in and no variable of the image
@@ -219,19 +220,28 @@ def argv(
     status_fd: int | None = None,
     seccomp_fd: int | None = None,
     binds: Sequence[str] = (),
+    netns: str | None = None,
 ) -> list[str]:
     """The full argv running ``command`` in the root file system ``root`` (see above);
-    ``binds``: more bubblewrap mount arguments (after ``/``, ``/proc`` and ``/dev``)."""
+    ``binds``: more bubblewrap mount arguments (after ``/``, ``/proc`` and ``/dev``);
+    ``netns``: a network namespace (a path) to run in, shared with the box's other commands,
+    instead of a new one of the command's own."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxFailure("bubblewrap (bwrap) is not installed")
     head: list[str] = [*join]
+    if netns is not None:
+        nsenter = shutil.which("nsenter")
+        if nsenter is None:
+            raise SandboxFailure("nsenter (util-linux) is needed to share a box's loopback")
+        head += [nsenter, f"--net={netns}", "--"]
     tool = shutil.which("prlimit")
     if prlimit and tool is not None:
         head += [tool, *prlimit, "--"]
     box = [bwrap, "--die-with-parent", "--new-session", "--hostname", "box"]
     if user.uid == 0:
-        box += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        box += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        box += [] if netns is not None else ["--unshare-net"]
         box += ["--unshare-cgroup-try", "--cap-drop", "ALL"]
         for capability in DOCKER_CAPABILITIES:
             box += ["--cap-add", capability]
@@ -243,6 +253,7 @@ def argv(
         head += [setpriv, f"--reuid={user.uid}", f"--regid={user.gid}"]
         head += [f"--groups={gids}", "--no-new-privs", "--"]
         box += ["--unshare-all", "--unshare-user", "--disable-userns"]
+        box += ["--share-net"] if netns is not None else []
     box += ["--bind", str(root), "/", "--proc", "/proc", *proc_covers(), "--dev", "/dev"]
     box += binds
     if status_fd is not None:

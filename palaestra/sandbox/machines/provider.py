@@ -145,6 +145,10 @@ class BoxSpec:
     processes: int = 512
     network: bool = False
     start_timeout: float = 120.0
+    loopback: bool = False
+    """Every command of the box shares one network namespace, with nothing in it but ``lo``,
+    that the host can listen in (``Box.network_namespace``): how a filtering proxy serves a
+    box that has no network (``egress``). A container's commands always share one."""
 
 
 class Box(abc.ABC):
@@ -168,6 +172,13 @@ class Box(abc.ABC):
     ) -> SandboxProcess:
         """Start ``argv`` in the box (as ``user``, default the image's; in ``cwd``, default
         the image's workdir). ``protocol``: stdin is a pipe the caller writes (a shell)."""
+
+    def network_namespace(self) -> str | None:
+        """A path (``/proc/...``) naming the network namespace every command of the box runs
+        in, for the host to listen in (``netns.listen_in``); None when the box's commands do
+        not share one (a rootfs box started without ``BoxSpec.loopback``). It may change
+        when the box is sealed."""
+        return None
 
     @abc.abstractmethod
     async def seal(self) -> None:

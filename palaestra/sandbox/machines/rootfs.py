@@ -55,7 +55,7 @@ from typing import ClassVar
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox import seccomp
 from palaestra.sandbox.cgroup import find_memory_cgroups
-from palaestra.sandbox.machines import inside, leases
+from palaestra.sandbox.machines import inside, leases, netns
 from palaestra.sandbox.machines.build import Builder
 from palaestra.sandbox.machines.cgroups import BoxCgroups, join_argv
 from palaestra.sandbox.machines.digest import folder_digest
@@ -283,6 +283,7 @@ class RootfsProvider(Provider):
             os.chmod(disk / "upper", 0o755)  # the box's "/" (the overlay's root is the upper's)
             (disk / "work").mkdir(mode=0o700)
             mount_overlay(self.store.layers, chain, disk / "upper", disk / "work", merged)
+            namespace = netns.new_namespace() if spec.loopback else None
         except BaseException as error:
             leases.tear_down(lease, self.runtime)
             if isinstance(error, SandboxFailure):
@@ -294,7 +295,16 @@ class RootfsProvider(Provider):
             raise
         memory = bool(cgroups) and self._cgroups is not None and self._cgroups.memory is not None
         return RootfsBox(
-            self, image, box_id, directory, lease, cgroups, spec, chain, memory_bound=memory
+            self,
+            image,
+            box_id,
+            directory,
+            lease,
+            cgroups,
+            spec,
+            chain,
+            memory_bound=memory,
+            namespace=namespace,
         )
 
 
@@ -313,8 +323,12 @@ class RootfsBox(Box):
         chain: list[str],
         *,
         memory_bound: bool = False,
+        namespace: int | None = None,
     ) -> None:
         self.provider = provider
+        self.namespace = namespace
+        """An open descriptor of the network namespace the box's commands share
+        (``BoxSpec.loopback``); None: each command has its own."""
         self.image = image
         self.id = box_id
         self.directory = directory
@@ -373,6 +387,7 @@ class RootfsBox(Box):
                 join=join,
                 status_fd=status_fd,
                 seccomp_fd=seccomp_fd,
+                netns=self.network_namespace(),
             )
 
         process = await SandboxProcess.start(
@@ -389,6 +404,11 @@ class RootfsBox(Box):
         self._processes = {known for known in self._processes if known.returncode is None}
         self._processes.add(process)
         return process
+
+    def network_namespace(self) -> str | None:
+        if self.namespace is None:
+            return None
+        return f"/proc/{os.getpid()}/fd/{self.namespace}"
 
     async def seal(self) -> None:
         """Kill every process of the box, then put the image's ``TOOLCHAIN`` back under a
@@ -437,3 +457,6 @@ class RootfsBox(Box):
             with contextlib.suppress(Exception):
                 process.kill()
         leases.tear_down(self.lease, self.provider.runtime)
+        if self.namespace is not None:
+            os.close(self.namespace)
+            self.namespace = None

@@ -11,8 +11,10 @@ import pytest
 from palaestra.environment.harbor import HarborState
 from palaestra.environment.harbor.boxes import run, stage
 from palaestra.environment.harbor.environment import UNVERIFIED
+from palaestra.environment.harbor.rewards import RewardRefused
 from palaestra.environment.sessions import Session
 from palaestra.errors import SandboxFailure, ToolError
+from palaestra.types import FailureKind
 from tests.environment.harbor.conftest import box_of
 from tests.support.harbor_folders import TASK_TOML, TEST_SH
 
@@ -22,7 +24,7 @@ async def test_untouched_machine_scores_0_and_the_solution_1(harbor) -> None:  #
     null = await rollouts.verify(await rollouts.seed())
     assert (null.failure, null.reward) == (None, 0.0)
     assert null.reward_components == {"reward": 0.0, "exists": 0.0}
-    assert null.metrics["exists"] == 0.0 and "note" not in null.metrics
+    assert null.metrics["exists"] == 0.0
     assert UNVERIFIED not in null.metrics
 
     session = await rollouts.seed()
@@ -93,6 +95,18 @@ async def test_tests_that_give_no_reward_score_0_with_the_reason_never_a_failure
     assert (verdict.failure, verdict.reward, verdict.reward_components) == (None, 0.0, None)
     assert said in verdict.metrics[UNVERIFIED]
     assert verdict.metrics["harbor_task"] == "a"
+
+
+async def test_a_reward_json_with_text_fails_as_verifier_error_never_a_0(harbor) -> None:  # type: ignore[no-untyped-def]
+    test_sh = '#!/bin/bash\necho \'{"reward": 1, "note": "fine"}\' >/logs/verifier/reward.json\n'
+    rollouts = await harbor(a={"test_sh": test_sh})
+    with pytest.raises(RewardRefused) as refused:
+        await rollouts.verify(await rollouts.seed())
+    assert str(refused.value) == (
+        "a: /logs/verifier/reward.json: key 'note' is '\"fine\"', not a number (Harbor "
+        "refuses such a file: the tests must write numbers only)"
+    )
+    assert refused.value.kind is FailureKind.VERIFIER_ERROR
 
 
 async def test_verifier_user_and_env_are_honoured(harbor) -> None:  # type: ignore[no-untyped-def]

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from palaestra.environment.harbor.boxes import read_in_box
-from palaestra.environment.harbor.rewards import Reward, RewardProblem, read_reward
+from palaestra.environment.harbor.rewards import (
+    Reward,
+    RewardProblem,
+    RewardRefused,
+    read_reward,
+)
+from palaestra.types import FailureKind
 
 
 def files(**given: str) -> Reward:
@@ -21,11 +27,21 @@ def test_reward_txt_is_one_number() -> None:
     assert files(reward_txt=" 0.25 ").reward == 0.25
 
 
-def test_reward_json_keeps_every_numeric_component() -> None:
-    got = files(reward_json='{"reward": 0.5, "passed": 3, "ok": true, "note": "x"}')
+def test_reward_json_keeps_every_component_a_boolean_as_a_number() -> None:
+    got = files(reward_json='{"reward": 0.5, "passed": 3, "ok": true, "failed": false}')
     assert got.reward == 0.5
-    assert got.components == {"reward": 0.5, "passed": 3.0}
+    assert got.components == {"reward": 0.5, "passed": 3.0, "ok": 1.0, "failed": 0.0}
     assert got.source == "reward.json"
+
+
+@pytest.mark.parametrize("value", ['"x"', "null", "[1]", '{"a": 1}', '"1"'])
+def test_a_reward_json_value_that_is_no_number_is_refused_naming_the_key(value: str) -> None:
+    with pytest.raises(RewardRefused) as refused:
+        read_reward({"reward.json": f'{{"reward": 1, "note": {value}}}'.encode()}.get, "/x.json")
+    assert str(refused.value).startswith("/x.json: key 'note' is ")
+    assert "not a number" in str(refused.value)
+    assert refused.value.kind is FailureKind.VERIFIER_ERROR
+    assert "\n" not in str(refused.value)
 
 
 def test_reward_json_wins_over_reward_txt() -> None:
@@ -53,7 +69,9 @@ def test_a_single_component_is_the_reward() -> None:
         ({"reward_json": "{"}, "not valid JSON"),
         ({"reward_json": "  "}, "reward.json is empty"),
         ({"reward_json": '{"a": 1, "b": 0}'}, "no 'reward' key and 2 numeric components (a, b)"),
-        ({"reward_json": '{"note": "x"}'}, "no 'reward' key and 0 numeric components"),
+        ({"reward_json": "{}"}, "no 'reward' key and 0 numeric components"),
+        ({"reward_json": '{"reward": 1e999}'}, "not a finite number"),
+        ({"reward_json": '{"reward": 1' + "0" * 400 + "}"}, "not a finite number"),
     ],
 )
 def test_what_cannot_be_read_is_a_problem(given: dict[str, str], said: str) -> None:

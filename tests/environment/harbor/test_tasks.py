@@ -62,8 +62,8 @@ def test_resources_become_the_box_spec(tmp_path: Path, calculator: Path) -> None
         ("", "environment.network_mode = 'public' (Harbor's default)"),
         ("[environment]\nallow_internet = true\n", "environment.network_mode = 'public'"),
         (
-            '[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\n',
-            "environment.network_mode = 'allowlist'",
+            '[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["https://pypi.org"]\n',
+            "environment.allowed_hosts: ",
         ),
         (
             '[environment]\nnetwork_mode = "no-network"\n[agent]\nnetwork_mode = "public"\n',
