@@ -199,6 +199,11 @@ class CollectOptions(pydantic.BaseModel):
     """At the end, write the run's report beside the output (``<out>_report.md`` and
     ``<out>_report.html``, ``palaestra.evaluate.write_report``). Not part of the run's
     identity."""
+    hosted_tools: bool = False
+    """Send provider-hosted tools (web search, file search, code interpreter...) that a task
+    names even when its environment declares no network (``Environment.network``). Default:
+    such runs are closed-book, their requests without them (``palaestra.models.closed_book``).
+    Part of the run's identity: a resume cannot mix closed-book and open rows."""
 
 
 class RunSpec(pydantic.BaseModel):

@@ -54,8 +54,18 @@ class BoundAgent:
     rollout's calls on one endpoint, and the result says which (``endpoints``).
     """
 
-    def __init__(self, agent: Agent, env: EnvironmentClient, model: Model) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        env: EnvironmentClient,
+        model: Model,
+        *,
+        closed_book: bool | None = None,
+    ) -> None:
         self.agent, self.env, self.model = agent, env, model
+        self.closed_book = closed_book
+        """Whether ``model`` is a closed-book route (``palaestra.models.closed_book``): each
+        result says so, and which hosted tools its requests went without. None: not said."""
         self.durable: bool = bool(getattr(env, "restorable", False))
         """Whether its rollouts may checkpoint: an agent checkpoints only against an
         environment that can export and restore its state (``RolloutRunner``)."""
@@ -77,6 +87,10 @@ class BoundAgent:
             result.endpoints = scope.urls
         if scope.versions is not None:
             result.policy_versions = scope.versions
+        if self.closed_book is not None:
+            result.closed_book = self.closed_book
+            if scope.hosted is not None:
+                result.hosted_tools_dropped = scope.hosted
         return result
 
     def endpoint_stats(self) -> list[JsonDict]:

@@ -101,6 +101,13 @@ if TYPE_CHECKING:
     help="At the end, write the run's report beside the output: <output>_report.md and a "
     "self-contained <output>_report.html (as `palaestra report` does).",
 )
+@click.option(
+    "--hosted-tools",
+    is_flag=True,
+    help="Send provider-hosted tools a task names (web search, file search, code interpreter) "
+    "even when its environment declares no network. Default: such runs are closed-book, the "
+    "model's requests without them, and every row says so (_palaestra.closed_book).",
+)
 @metrics_port_option()
 @scale_flags
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
@@ -168,6 +175,7 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
             overwrite=options["overwrite"],
             failures_as_zero=options["failures_as_zero"],
             report=options["report"],
+            hosted_tools=options["hosted_tools"],
             **scale_fields(options),
         ),
     )
