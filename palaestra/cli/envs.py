@@ -98,7 +98,8 @@ def _table(entries: list[CatalogueEntry]) -> None:
         table.add_row(
             entry.name,
             entry.category or "-",
-            f"{count}+gen" if entry.generator else count,
+            (f"{count}+gen" if entry.generator else count)
+            + (f"\n{entry.task_version}" if entry.task_version else ""),
             _needs_here(entry),
             "-" if baseline is None else _short(baseline),
             *([entry.peer or "-"] if wide else []),
@@ -138,6 +139,7 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
         ("category", entry.category or "-"),
         ("source", entry.source),
         ("tasks", entry.tasks_text() + (f" ({entry.tasks_note})" if entry.tasks_note else "")),
+        ("task version", entry.task_version or "-"),
         ("tools", tools_text(found.environment)),
         ("agent", found.environment.default_agent),
         ("needs", ", ".join([*entry.requires, *entry.commands]) or "-"),
@@ -190,7 +192,9 @@ def catalogue_markdown(entries: list[CatalogueEntry]) -> str:
                 for text in (
                     f"**{entry.name}**: {entry.summary}",
                     entry.category,
-                    entry.tasks_text() + (f" ({entry.tasks_note})" if entry.tasks_note else ""),
+                    entry.tasks_text()
+                    + (f" ({entry.tasks_note})" if entry.tasks_note else "")
+                    + (f"; task version: {entry.task_version}" if entry.task_version else ""),
                     _needs_doc(entry),
                     entry.peer or "-",
                     entry.baseline_text(),
