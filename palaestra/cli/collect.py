@@ -20,6 +20,7 @@ from palaestra.cli.options import (
     agent_spec,
     env_options,
     env_spec,
+    hosted_tools_flag,
     metrics_port_option,
     model_flags,
     scale_fields,
@@ -101,13 +102,7 @@ if TYPE_CHECKING:
     help="At the end, write the run's report beside the output: <output>_report.md and a "
     "self-contained <output>_report.html (as `palaestra report` does).",
 )
-@click.option(
-    "--hosted-tools",
-    is_flag=True,
-    help="Send provider-hosted tools a task names (web search, file search, code interpreter) "
-    "even when its environment declares no network. Default: such runs are closed-book, the "
-    "model's requests without them, and every row says so (_palaestra.closed_book).",
-)
+@hosted_tools_flag
 @metrics_port_option()
 @scale_flags
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
