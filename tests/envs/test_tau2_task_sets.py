@@ -12,6 +12,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -26,6 +27,9 @@ from palaestra.envs.tau2.environment import Tau2
 from palaestra.errors import ConfigError
 from palaestra.types import AgentResult, JsonDict
 from tests.cli.test_collect_cli import rows, run_cli
+from tests.envs.test_tau2 import assert_same_verdict, gold_steps, tau2_side
+
+__all__ = ["tau2_side"]  # the fixture: τ²'s orchestrator and evaluate_simulation
 
 FIXED = {"2": "send_certificate", "27": "send_certificate", "38": "send_certificate"}
 FIXED |= {"9": "cancel_reservation", "37": "cancel_reservation"}
@@ -56,6 +60,19 @@ def test_tau3s_airline_tasks_carry_the_fixes_nvidia_tau2s_lack() -> None:
         assert removed not in gold_names(tau3, task_id), task_id
     assert not tau3.requires_action(tau3.task_row("2"))  # τ³: nothing to write
     assert tau2.requires_action(tau2.task_row("2"))
+
+
+def test_tau3_conversations_score_as_tau2s_own_scorer_scores_them(tau2_side: Any) -> None:
+    """Parity on τ³-bench's tasks: palaestra's verdict and τ²'s orchestrator scored by its
+    ``evaluate_simulation``, on the same τ³ task. τ³'s gold conversations score 1 in both;
+    τ²'s old gold conversation (the certificate, the cancellation) scores 0 in both."""
+    for task_id in ("2", "9", "37"):
+        policy, user = gold_steps("airline", task_id, tasks="tau3")
+        assert assert_same_verdict(tau2_side, "airline", task_id, policy, user, "tau3") == 1.0
+        old_policy, old_user = gold_steps("airline", task_id)
+        assert old_policy != policy
+        verdict = assert_same_verdict(tau2_side, "airline", task_id, old_policy, old_user, "tau3")
+        assert verdict == 0.0
 
 
 def test_every_verdict_names_the_task_set_it_was_scored_against() -> None:
