@@ -266,6 +266,9 @@ class ServeSpec(pydantic.BaseModel):
     default; 0 lifts it)."""
     model_id: str | None = None
     """The id a model server lists on ``/v1/models`` (default: the model's name)."""
+    hosted_tools: bool = False
+    """An agent server sends provider-hosted tools a task names even when its environment
+    declares no network (``CollectOptions.hosted_tools``); default: closed-book."""
 
     def to_json(self) -> JsonDict:
         """The spec as a supervisor hands it to a server process: no secrets."""

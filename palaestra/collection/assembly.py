@@ -275,7 +275,7 @@ async def open_runner(
             return
         model: Model = build_model(model_for(spec.model, spec.agent.name))
         stack.push_async_callback(model.aclose)
-        closed = closed_book(spec, found)
+        closed = closed_book(spec.collection.hosted_tools, found)
         if closed:
             model = ClosedBookModel(model)
         user_model = await stack.enter_async_context(
@@ -294,11 +294,12 @@ async def open_runner(
         yield Runner(bound, f"{env.name}_{agent.name}", facts)
 
 
-def closed_book(spec: RunSpec, found: FoundEnvironment | None) -> bool:
-    """Whether the run's model requests go without provider-hosted tools: unless the run opts
-    in (``hosted_tools``), they do for an environment that declares no network
-    (``Environment.network``), and for a served one, which cannot say (closed by default)."""
-    if spec.collection.hosted_tools:
+def closed_book(hosted_tools: bool, found: FoundEnvironment | None) -> bool:
+    """Whether a run's (or an agent server's) model requests go without provider-hosted
+    tools: unless it opts in (``hosted_tools``), they do for an environment that declares no
+    network (``Environment.network``), and for a served one, which cannot say (closed by
+    default)."""
+    if hosted_tools:
         return False
     return found is None or not found.cls.network
 
@@ -310,7 +311,7 @@ def bound_facts(spec: RunSpec, found: FoundEnvironment | None, agent: str) -> Js
         "env": _env_facts(spec.env, found),
         "agent": {"name": agent, "options": agent_options(agent, spec.agent.options)},
         "model": model_facts(spec.model),
-        "closed_book": closed_book(spec, found),
+        "closed_book": closed_book(spec.collection.hosted_tools, found),
     }
     if spec.user_model is not None:  # only when named: a run without one reads as before
         facts["user_model"] = model_facts(spec.user_model)
