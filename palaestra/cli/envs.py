@@ -142,6 +142,7 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
         ("task version", entry.task_version or "-"),
         ("tools", tools_text(found.environment)),
         ("agent", found.environment.default_agent),
+        ("network", network_text(found.environment)),
         ("needs", ", ".join([*entry.requires, *entry.commands]) or "-"),
         ("installed", "yes" if entry.installed else f"no: missing {', '.join(entry.missing)}"),
         ("install", entry.install or "-"),
@@ -157,6 +158,14 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
     width = max(len(label) for label, _ in lines)
     for label, value in lines:
         click.echo(f"{label.ljust(width)}  {value}")
+
+
+def network_text(cls: type[Environment]) -> str:
+    """Whether the environment's tasks may use the network, and so whether runs of it are
+    closed-book (``Environment.network``, ``palaestra.models.closed_book``)."""
+    if cls.network:
+        return "may be used: hosted tools a task names are sent"
+    return "none: model requests closed-book, without hosted tools (--hosted-tools opts in)"
 
 
 def tools_text(cls: type[Environment]) -> str:
