@@ -199,6 +199,11 @@ class CollectOptions(pydantic.BaseModel):
     """At the end, write the run's report beside the output (``<out>_report.md`` and
     ``<out>_report.html``, ``palaestra.evaluate.write_report``). Not part of the run's
     identity."""
+    hosted_tools: bool = False
+    """Send provider-hosted tools (web search, file search, code interpreter...) that a task
+    names even when its environment declares no network (``Environment.network``). Default:
+    such runs are closed-book, their requests without them (``palaestra.models.closed_book``).
+    Part of the run's identity: a resume cannot mix closed-book and open rows."""
 
 
 class RunSpec(pydantic.BaseModel):
@@ -261,6 +266,9 @@ class ServeSpec(pydantic.BaseModel):
     default; 0 lifts it)."""
     model_id: str | None = None
     """The id a model server lists on ``/v1/models`` (default: the model's name)."""
+    hosted_tools: bool = False
+    """An agent server sends provider-hosted tools a task names even when its environment
+    declares no network (``CollectOptions.hosted_tools``); default: closed-book."""
 
     def to_json(self) -> JsonDict:
         """The spec as a supervisor hands it to a server process: no secrets."""

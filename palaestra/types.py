@@ -258,6 +258,13 @@ class AgentResult:
     retokenized: int = 0
     """Calls a gateway continued by their messages whose token ids do not extend the call they
     continue (re-tokenised on the way): placed as roots of their own, never spliced."""
+    closed_book: bool | None = None
+    """Whether the rollout's model requests went without provider-hosted tools
+    (``palaestra.models.closed_book``); None when the runner did not say. Set by
+    ``BoundAgent``."""
+    hosted_tools_dropped: list[str] | None = None
+    """The hosted tool types a closed-book route kept out of its requests (a task that named
+    ``web_search``); None when none was asked for. Set by ``BoundAgent``."""
 
     def add_time(self, phase: str, started: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - started

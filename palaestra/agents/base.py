@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from palaestra.environment.client import EnvironmentClient
-from palaestra.models.affinity import rollout_scope
+from palaestra.models.affinity import RolloutScope, rollout_scope
 from palaestra.models.base import Model
 from palaestra.types import AgentResult, JsonDict
 
@@ -47,6 +47,22 @@ class Agent(Protocol):
         ...
 
 
+def scoped(result: AgentResult, scope: RolloutScope, closed_book: bool | None) -> AgentResult:
+    """``result`` with what its rollout's scope recorded: the pool endpoints its calls went
+    to, the policy versions that served them and, for a run that says whether its route is
+    closed-book (``closed_book`` not None), that and the hosted tools its requests went
+    without. ``BoundAgent`` and the agent server both use it, so their rows agree."""
+    if scope.urls is not None:
+        result.endpoints = scope.urls
+    if scope.versions is not None:
+        result.policy_versions = scope.versions
+    if closed_book is not None:
+        result.closed_book = closed_book
+        if scope.hosted is not None:
+            result.hosted_tools_dropped = scope.hosted
+    return result
+
+
 class BoundAgent:
     """An agent bound to the environment and model it runs against, in this process.
 
@@ -54,8 +70,18 @@ class BoundAgent:
     rollout's calls on one endpoint, and the result says which (``endpoints``).
     """
 
-    def __init__(self, agent: Agent, env: EnvironmentClient, model: Model) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        env: EnvironmentClient,
+        model: Model,
+        *,
+        closed_book: bool | None = None,
+    ) -> None:
         self.agent, self.env, self.model = agent, env, model
+        self.closed_book = closed_book
+        """Whether ``model`` is a closed-book route (``palaestra.models.closed_book``): each
+        result says so, and which hosted tools its requests went without. None: not said."""
         self.durable: bool = bool(getattr(env, "restorable", False))
         """Whether its rollouts may checkpoint: an agent checkpoints only against an
         environment that can export and restore its state (``RolloutRunner``)."""
@@ -73,11 +99,7 @@ class BoundAgent:
     async def run(self, task: JsonDict) -> AgentResult:
         with rollout_scope() as scope:
             result = await self.agent.run(task, self.env, self.model)
-        if scope.urls is not None:
-            result.endpoints = scope.urls
-        if scope.versions is not None:
-            result.policy_versions = scope.versions
-        return result
+        return scoped(result, scope, self.closed_book)
 
     def endpoint_stats(self) -> list[JsonDict]:
         """The model's per-endpoint counts when it is a pool (``ModelPool.endpoint_stats``),

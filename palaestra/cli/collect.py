@@ -20,6 +20,7 @@ from palaestra.cli.options import (
     agent_spec,
     env_options,
     env_spec,
+    hosted_tools_flag,
     metrics_port_option,
     model_flags,
     scale_fields,
@@ -101,6 +102,7 @@ if TYPE_CHECKING:
     help="At the end, write the run's report beside the output: <output>_report.md and a "
     "self-contained <output>_report.html (as `palaestra report` does).",
 )
+@hosted_tools_flag
 @metrics_port_option()
 @scale_flags
 @click.option("--temperature", type=float, help="Override the tasks' temperature.")
@@ -168,6 +170,7 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
             overwrite=options["overwrite"],
             failures_as_zero=options["failures_as_zero"],
             report=options["report"],
+            hosted_tools=options["hosted_tools"],
             **scale_fields(options),
         ),
     )

@@ -98,7 +98,8 @@ def _table(entries: list[CatalogueEntry]) -> None:
         table.add_row(
             entry.name,
             entry.category or "-",
-            f"{count}+gen" if entry.generator else count,
+            (f"{count}+gen" if entry.generator else count)
+            + (f"\n{entry.task_version}" if entry.task_version else ""),
             _needs_here(entry),
             "-" if baseline is None else _short(baseline),
             *([entry.peer or "-"] if wide else []),
@@ -138,8 +139,10 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
         ("category", entry.category or "-"),
         ("source", entry.source),
         ("tasks", entry.tasks_text() + (f" ({entry.tasks_note})" if entry.tasks_note else "")),
+        ("task version", entry.task_version or "-"),
         ("tools", tools_text(found.environment)),
         ("agent", found.environment.default_agent),
+        ("network", network_text(found.environment)),
         ("needs", ", ".join([*entry.requires, *entry.commands]) or "-"),
         ("installed", "yes" if entry.installed else f"no: missing {', '.join(entry.missing)}"),
         ("install", entry.install or "-"),
@@ -155,6 +158,14 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
     width = max(len(label) for label, _ in lines)
     for label, value in lines:
         click.echo(f"{label.ljust(width)}  {value}")
+
+
+def network_text(cls: type[Environment]) -> str:
+    """Whether the environment's tasks may use the network, and so whether runs of it are
+    closed-book (``Environment.network``, ``palaestra.models.closed_book``)."""
+    if cls.network:
+        return "may be used: hosted tools a task names are sent"
+    return "none: model requests closed-book, without hosted tools (--hosted-tools opts in)"
 
 
 def tools_text(cls: type[Environment]) -> str:
@@ -190,7 +201,9 @@ def catalogue_markdown(entries: list[CatalogueEntry]) -> str:
                 for text in (
                     f"**{entry.name}**: {entry.summary}",
                     entry.category,
-                    entry.tasks_text() + (f" ({entry.tasks_note})" if entry.tasks_note else ""),
+                    entry.tasks_text()
+                    + (f" ({entry.tasks_note})" if entry.tasks_note else "")
+                    + (f"; task version: {entry.task_version}" if entry.task_version else ""),
                     _needs_doc(entry),
                     entry.peer or "-",
                     entry.baseline_text(),

@@ -23,6 +23,7 @@ from palaestra.cli.options import (
     agent_flags,
     agent_spec,
     assignments,
+    hosted_tools_flag,
     metrics_port_option,
     model_flags,
     scale_fields,
@@ -101,6 +102,7 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Read failed rollouts as reward 0 in the figures (default: left out).",
 )
+@hosted_tools_flag
 @metrics_port_option(
     "Serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the evaluation runs: the "
     "environment running now serves its run's metrics there (they run one after the other), "
@@ -155,6 +157,7 @@ def eval_command(**options: Any) -> None:
             resume=options["resume"],
             overwrite=options["overwrite"],
             failures_as_zero=options["failures_as_zero"],
+            hosted_tools=options["hosted_tools"],
             env_args=env_args,
             **scale_fields(options),
         )

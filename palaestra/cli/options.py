@@ -355,6 +355,16 @@ def metrics_port_option(
     return click.option("--metrics-port", type=click.IntRange(min=1, max=65535), help=help)
 
 
+hosted_tools_flag = click.option(
+    "--hosted-tools",
+    is_flag=True,
+    help="Send provider-hosted tools a task names (web search, file search, code interpreter) "
+    "even when its environment declares no network. Default: such runs are closed-book, the "
+    "model's requests without them, and every row says so (_palaestra.closed_book).",
+)
+"""``--hosted-tools`` (``collect`` and ``eval``): ``CollectOptions.hosted_tools``."""
+
+
 def scale_fields(options: Mapping[str, Any]) -> dict[str, Any]:
     """The collection fields the scale flags and ``--metrics-port`` give (``CollectOptions``'s
     ``workers``, ``executor``, ``ray_address``, ``metrics_port``; ``RunFields``' too)."""

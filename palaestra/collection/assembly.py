@@ -32,6 +32,7 @@ from palaestra.environment.users import (
     user_model_named,
 )
 from palaestra.errors import ConfigError, ModelError, ModelOutage
+from palaestra.models.closed_book import ClosedBookModel
 from palaestra.spec import AgentSpec, EnvSpec, ModelConfig, RunSpec
 from palaestra.transport import redacted_url, shown_url
 from palaestra.types import JsonDict
@@ -162,7 +163,10 @@ def build_model(config: ModelConfig) -> Model:
 
 @contextlib.asynccontextmanager
 async def opened_user_model(
-    config: ModelConfig | None, policy: tuple[ModelConfig, Model] | None = None
+    config: ModelConfig | None,
+    policy: tuple[ModelConfig, Model] | None = None,
+    *,
+    closed_book: bool = False,
 ) -> AsyncIterator[Model | None]:
     """The user model ``config`` describes, checked (reached, or its weights loaded) and
     closed on exit; None when there is none.
@@ -172,7 +176,8 @@ async def opened_user_model(
     but for sampling, which the collector writes into each task: ``--model local --user-model
     local``), it is ``policy``'s model object itself, so the embedded model is loaded once and
     one endpoint's connections serve both. Its calls then count in that model's request
-    statistics.
+    statistics. ``closed_book``: a model built here sends its requests without hosted tools
+    (``palaestra.models.closed_book``), as the policy's does.
     """
     if config is None:
         yield None
@@ -185,7 +190,8 @@ async def opened_user_model(
         model = build_model(config)
     except ConfigError as error:
         raise ConfigError(f"{naming(urls, config.backend, str(error))}: {error}") from None
-    lent = LentUserModel(model, urls, config.backend)
+    sent: Model = ClosedBookModel(model) if closed_book else model
+    lent = LentUserModel(sent, urls, config.backend)
     try:
         await checked_user_model(lent)
         yield lent
@@ -267,10 +273,13 @@ async def open_runner(
             facts: JsonDict = {"env": _env_facts(spec.env, found), "agent": {"url": remote.url}}
             yield Runner(remote, remote_label(remote), facts)
             return
-        model = build_model(model_for(spec.model, spec.agent.name))
+        model: Model = build_model(model_for(spec.model, spec.agent.name))
         stack.push_async_callback(model.aclose)
+        closed = closed_book(spec.collection.hosted_tools, found)
+        if closed:
+            model = ClosedBookModel(model)
         user_model = await stack.enter_async_context(
-            opened_user_model(user_model_here(spec), (spec.model, model))
+            opened_user_model(user_model_here(spec), (spec.model, model), closed_book=closed)
         )
         env, default = await open_environment(
             spec.env, found, threads=threads, user_model=user_model
@@ -281,7 +290,18 @@ async def open_runner(
         if callable(close_agent):  # e.g. a harness agent's gateway, before the model closes
             stack.push_async_callback(close_agent)
         facts = bound_facts(spec, found, spec.agent.name or default)
-        yield Runner(BoundAgent(agent, env, model), f"{env.name}_{agent.name}", facts)
+        bound = BoundAgent(agent, env, model, closed_book=closed)
+        yield Runner(bound, f"{env.name}_{agent.name}", facts)
+
+
+def closed_book(hosted_tools: bool, found: FoundEnvironment | None) -> bool:
+    """Whether a run's (or an agent server's) model requests go without provider-hosted
+    tools: unless it opts in (``hosted_tools``), they do for an environment that declares no
+    network (``Environment.network``), and for a served one, which cannot say (closed by
+    default)."""
+    if hosted_tools:
+        return False
+    return found is None or not found.cls.network
 
 
 def bound_facts(spec: RunSpec, found: FoundEnvironment | None, agent: str) -> JsonDict:
@@ -291,6 +311,7 @@ def bound_facts(spec: RunSpec, found: FoundEnvironment | None, agent: str) -> Js
         "env": _env_facts(spec.env, found),
         "agent": {"name": agent, "options": agent_options(agent, spec.agent.options)},
         "model": model_facts(spec.model),
+        "closed_book": closed_book(spec.collection.hosted_tools, found),
     }
     if spec.user_model is not None:  # only when named: a run without one reads as before
         facts["user_model"] = model_facts(spec.user_model)

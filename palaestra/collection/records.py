@@ -144,6 +144,10 @@ def _run_facts(result: AgentResult, attempt: int) -> JsonDict:
         facts["resumed"] = result.resumed
     if result.worker_reruns:
         facts["worker_reruns"] = result.worker_reruns
+    if result.closed_book is not None:  # whether hosted tools were kept out of the requests
+        facts["closed_book"] = result.closed_book
+        if result.hosted_tools_dropped:
+            facts["hosted_tools_dropped"] = result.hosted_tools_dropped
     if result.branches is not None:  # the shape of a gateway's calls (palaestra.gateway)
         facts["branches"] = result.branches
         facts["retokenized"] = result.retokenized

@@ -81,6 +81,12 @@ class Environment:
     """The command that installs ``requires`` (shown by ``palaestra envs``)."""
     baseline: ClassVar[Baseline | None] = None
     """The embedded model's measured score on this environment, for the catalogue."""
+    network: ClassVar[bool] = False
+    """Whether this environment's tasks may use the network. False (the default, and every
+    built-in's: machines and suites here have none): a run's model requests go closed-book,
+    without provider-hosted tools such as web search (``palaestra.models.closed_book``),
+    unless the run opts in (``CollectOptions.hosted_tools``); each row says which
+    (``_palaestra.closed_book``). True: hosted tools a task names are sent as they are."""
     scripted_user_args: ClassVar[dict[str, Any]] = {}
     """Constructor arguments that put a scripted user where a model would play it (tau2:
     ``{"user": "gold"}``): ``palaestra test`` given no user model builds the environment with

@@ -75,6 +75,9 @@ class CatalogueEntry:
     tasks: int | None = None
     """Tasks available without generating any (``None``: not said)."""
     tasks_note: str = ""
+    task_version: str = ""
+    """Which version of the suite's tasks runs (a suite whose tasks changed between releases:
+    scores of two versions are not comparable)."""
     generator: bool = False
     requires: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
@@ -107,6 +110,7 @@ class CatalogueEntry:
             "source": self.source,
             "tasks": self.tasks,
             "tasks_note": self.tasks_note,
+            "task_version": self.task_version,
             "generator": self.generator,
             "requires": list(self.requires),
             "commands": list(self.commands),
@@ -197,6 +201,7 @@ def entry_from_table(name: str, table: dict[str, Any]) -> CatalogueEntry:
         source="built-in",
         tasks=_count(table.get("tasks"), f"{where} tasks"),
         tasks_note=_text(table, "tasks_note", where),
+        task_version=_text(table, "task_version", where),
         generator=bool(table.get("generator", False)),
         requires=requires,
         commands=commands,

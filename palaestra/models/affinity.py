@@ -28,7 +28,7 @@ class RolloutScope:
     rollout).
     """
 
-    __slots__ = ("_key", "_token", "_user", "chosen", "urls", "versions")
+    __slots__ = ("_key", "_token", "_user", "chosen", "hosted", "urls", "versions")
 
     def __init__(self, key: str | None = None) -> None:
         self._key = key
@@ -38,6 +38,9 @@ class RolloutScope:
         """The endpoints the calls went to, in order; more than one means the rollout moved."""
         self.versions: list[int] | None = None
         """The policy version of each answered model request, in order (``models.versions``)."""
+        self.hosted: list[str] | None = None
+        """The provider-hosted tool types a closed-book route kept out of the rollout's
+        requests (``palaestra.models.closed_book``), each once."""
         self._token: Token[RolloutScope | None] | None = None
         self._user: RolloutScope | None = None
 
@@ -70,6 +73,12 @@ class RolloutScope:
             self.urls = [url]
         else:
             self.urls.append(url)
+
+    def dropped_hosted(self, kinds: list[str]) -> None:
+        """Record that a request of this rollout went without these hosted tool types."""
+        if self.hosted is None:
+            self.hosted = []
+        self.hosted.extend(kind for kind in kinds if kind not in self.hosted)
 
     def __enter__(self) -> RolloutScope:
         self._token = ROLLOUT_SCOPE.set(self)

@@ -115,6 +115,9 @@ class RunFields(TypedDict, total=False):
     report: bool
     """At the end, write the run's report beside the output: ``<out>_report.md`` and
     ``<out>_report.html`` (``palaestra.evaluate.write_report``)."""
+    hosted_tools: bool
+    """Send provider-hosted tools (web search, ...) a task names even when its environment
+    declares no network (default: closed-book; ``CollectOptions.hosted_tools``)."""
     metrics_port: int
     """Serve the run's Prometheus metrics on ``http://127.0.0.1:PORT/metrics`` while it runs."""
     executor: Literal["local", "ray"]

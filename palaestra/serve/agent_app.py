@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.agents.base import Agent
+from palaestra.agents.base import Agent, scoped
 from palaestra.collection.tasks import task_problem
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import InputError, ServiceUnreachable
@@ -58,8 +58,13 @@ from palaestra.wire.rows import PARAMS
 _NO_ECHO_HEADER = NO_ECHO_HEADER.encode()
 
 
-def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
-    """An ASGI app running ``agent`` against ``env`` and ``model`` for each request."""
+def agent_app(
+    agent: Agent, env: EnvironmentClient, model: Model, *, closed_book: bool | None = None
+) -> Starlette:
+    """An ASGI app running ``agent`` against ``env`` and ``model`` for each request.
+
+    ``closed_book``: whether ``model`` is a closed-book route (``palaestra.models.closed_book``);
+    each ``/run`` row then says so, as a row collected in process does. None: not said."""
     agent = ObservedAgent(agent)  # counts its rollouts for /metrics (a few counters a request)
 
     async def health(request: Request) -> Response:
@@ -70,10 +75,7 @@ def agent_app(agent: Agent, env: EnvironmentClient, model: Model) -> Starlette:
         _check_task(task)
         with rollout_scope() as scope:  # one rollout: a model pool keeps it on one endpoint
             result = await agent.run(task, env, model)
-        if scope.urls is not None:  # where the calls went: the row says so, as in process
-            result.endpoints = scope.urls
-        if scope.versions is not None:  # which policy versions served them
-            result.policy_versions = scope.versions
+        scoped(result, scope, closed_book)  # the endpoints, versions, closed-book: as in process
         echoed = {} if header_of(request, _NO_ECHO_HEADER) == "1" else task
         return JSONResponse(run_answer(echoed, result))
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from palaestra.collection.assembly import (
     build_agent,
     build_model,
+    closed_book,
     find,
     open_environment,
     opened_user_model,
@@ -168,6 +169,7 @@ async def _listed_id(model: Model) -> str:
 
 
 async def _serve_agent(spec: ServeSpec) -> None:
+    from palaestra.models.closed_book import ClosedBookModel
     from palaestra.serve.agent_app import agent_app
 
     found = find(spec.env)
@@ -176,12 +178,14 @@ async def _serve_agent(spec: ServeSpec) -> None:
             f"the environment is served at {spec.env.url}: its user model is its server's"
         )
     user_model_for(found, spec.user_model)
-    model = build_model(spec.model)
+    built = build_model(spec.model)
+    closed = closed_book(spec.hosted_tools, found)
+    model: Model = ClosedBookModel(built) if closed else built
     async with contextlib.AsyncExitStack() as stack:
         app = None
         try:
             user_model = await stack.enter_async_context(
-                opened_user_model(spec.user_model, (spec.model, model))
+                opened_user_model(spec.user_model, (spec.model, model), closed_book=closed)
             )
             env, default = await open_environment(spec.env, found, user_model=user_model)
             try:
@@ -190,7 +194,7 @@ async def _serve_agent(spec: ServeSpec) -> None:
             except BaseException:
                 await env.aclose()
                 raise
-            app = agent_app(agent, env, model)  # its lifespan closes env and model
+            app = agent_app(agent, env, model, closed_book=closed)  # its lifespan closes both
         finally:
             if app is None:
                 await model.aclose()

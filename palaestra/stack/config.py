@@ -86,6 +86,9 @@ class ServerSpec(pydantic.BaseModel):
     """The agent's keyword arguments."""
     max_steps: int | None = pydantic.Field(default=None, ge=1)
     max_calls_per_turn: int | None = pydantic.Field(default=None, ge=1)
+    hosted_tools: bool = False
+    """agent: send provider-hosted tools a task names even when the environment declares no
+    network (``serve agent --hosted-tools``); default: closed-book."""
     user_model: str | list[str] | None = None
     """env (or agent, running its environment inside): the model of the environment's
     simulated user: a model server of the stack, ``local``, a URL or a configured name; or a
@@ -116,7 +119,7 @@ _KEYS = {
     "model": _MODEL_KEYS | {"backend", "model_id"},
     "agent": _MODEL_KEYS
     | {"env", "args", "model", "agent", "options", "max_steps", "max_calls_per_turn"}
-    | {"user_model"},
+    | {"user_model", "hosted_tools"},
 }
 """The keys each kind of server takes (besides ``kind`` and ``port``)."""
 
@@ -176,7 +179,13 @@ class StackConfig(pydantic.BaseModel):
             model = _model(server, server.model or "local", None, environ)
         agent = AgentSpec(name=server.agent, options=server.agent_options())
         return ServeSpec(
-            kind="agent", env=env, model=model, agent=agent, user_model=user_model, **where
+            kind="agent",
+            env=env,
+            model=model,
+            agent=agent,
+            user_model=user_model,
+            hosted_tools=server.hosted_tools,
+            **where,
         )
 
 

@@ -376,6 +376,10 @@ def run_answer(task: JsonDict, result: AgentResult) -> JsonDict:
     if result.branches is not None:  # the shape of a gateway's calls
         facts["branches"] = result.branches
         facts["retokenized"] = result.retokenized
+    if result.closed_book is not None:  # whether hosted tools were kept out of the requests
+        facts["closed_book"] = result.closed_book
+        if result.hosted_tools_dropped:
+            facts["hosted_tools_dropped"] = result.hosted_tools_dropped
     if failure is None and result.verdict is not None:
         return {**task, RESPONSE: response, **result.verdict.to_fields(), FACTS: facts}
     failure = failure or Failure(FailureKind.INTERNAL_ERROR, "no verdict")
@@ -412,6 +416,12 @@ def run_result(status: int, body: JsonDict, task: JsonDict) -> AgentResult:
         result.branches = branches
         retokenized = facts.get("retokenized")
         result.retokenized = retokenized if type(retokenized) is int else 0
+    closed = facts.get("closed_book")
+    if type(closed) is bool:
+        result.closed_book = closed
+        dropped = facts.get("hosted_tools_dropped")
+        if isinstance(dropped, list):
+            result.hosted_tools_dropped = [str(kind) for kind in dropped]
     failure = failure_from_fields(body)
     if failure is None and 200 <= status < 300 and REWARD in body:
         try:

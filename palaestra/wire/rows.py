@@ -118,6 +118,14 @@ class RunFacts(TypedDict, total=False):
     retokenized: int
     """Of those calls, the ones whose token ids do not extend the call their messages
     continue (re-tokenised on the way): counted and never spliced. Beside ``branches``."""
+    closed_book: bool
+    """Whether the rollout's model requests went without provider-hosted tools (web search,
+    file search, code interpreter...: ``palaestra.models.closed_book``): true when the
+    environment declares no network (``Environment.network``) and the run did not opt in to
+    them (``hosted_tools``). Absent in rows of older runs and of served agents."""
+    hosted_tools_dropped: list[str]
+    """The hosted tool types the closed-book route kept out of the rollout's requests (the
+    task named them); absent when it named none."""
 
 
 class SourceRef(TypedDict, total=False):

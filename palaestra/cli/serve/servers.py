@@ -20,6 +20,7 @@ from palaestra.cli.options import (
     env_arg_option,
     env_options,
     env_spec,
+    hosted_tools_flag,
     model_flags,
     user_model_config,
     user_model_flags,
@@ -158,6 +159,7 @@ def serve_env_command(env_name: str, **options: Any) -> None:
 @model_flags()
 @user_model_flags
 @agent_flags
+@hosted_tools_flag
 @host_option
 @port_option
 @unix_socket_option
@@ -175,6 +177,7 @@ def serve_agent_command(**options: Any) -> None:
             model=model_config_of(options),
             user_model=user_model_config(options),
             agent=agent_spec(options),
+            hosted_tools=options["hosted_tools"],
             **where,
         )
         _serve(spec)

