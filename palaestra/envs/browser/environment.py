@@ -63,7 +63,7 @@ class MiniWoBBrowser(Environment):
     def __init__(
         self,
         observation: str = "both",
-        browsers: int = 2,
+        browsers: int = 4,
         episode_seconds: float = 600.0,
         pages: str = "oracle",
     ) -> None:

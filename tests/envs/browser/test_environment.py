@@ -21,7 +21,7 @@ from palaestra.environment.registry import find_environment
 from palaestra.envs.browser.chromium import Browser
 from palaestra.envs.browser.environment import MiniWoBBrowser
 from palaestra.envs.browser.pool import BrowserPool
-from palaestra.errors import ConfigError, InvalidTask
+from palaestra.errors import ConfigError, InvalidTask, ToolCallRejected
 from palaestra.types import JsonDict, ToolOutput
 from tests.envs.browser.conftest import browser_processes
 
@@ -177,5 +177,24 @@ def test_a_temporary_directory_too_long_for_chromiums_socket_is_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", "/tmp/" + "x" * 60)
-    with pytest.raises(ConfigError, match="TMPDIR .* too long"):
+    with pytest.raises(ConfigError, match=r"TMPDIR .* too long"):
         Browser(160, 210)
+
+
+def test_a_key_press_is_a_real_key_event_tab_moves_the_focus_to_the_next_field() -> None:
+    row = example("login-user")
+
+    async def body(client: LocalEnvironmentClient, session: str) -> Any:
+        page = await client.call_tool(session, "observe", {})
+        user, _, _ = element(page, "#username")
+        await client.call_tool(session, "type", {"ref": user, "text": "ab"})
+        after = await client.call_tool(session, "press_key", {"key": "Tab"})
+        with pytest.raises(ToolCallRejected, match="unknown key"):
+            await client.call_tool(session, "press_key", {"key": "Hyper"})
+        return after
+
+    after = in_rollout(row, body)
+    (password,) = [line for line in after[0]["text"].splitlines() if "#password" in line]
+    assert "(focused)" in password
+    (user,) = [line for line in after[0]["text"].splitlines() if "#username" in line]
+    assert 'value="ab"' in user and "(focused)" not in user
