@@ -61,3 +61,22 @@ def test_kill_9_of_a_collector_mid_rollout_leaves_no_browser_behind(tmp_path: Pa
         if collector.stderr is not None:
             collector.stderr.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_palaestra_test_browser_passes_its_oracle_and_null_checks_and_leaves_nothing() -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="pbt-", dir="/tmp"))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "palaestra", "test", "browser", "--no-model"],
+            env=dict(os.environ, TMPDIR=str(scratch), PYTHONPATH=str(ROOT)),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "PASS oracle: replaying the gold actions scores 1 on 10 tasks" in done.stdout
+        assert "PASS null agent: doing nothing scores 0 on 10 tasks" in done.stdout
+        assert browser_processes(str(scratch)) == []
+        assert list(scratch.iterdir()) == []
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
