@@ -198,3 +198,18 @@ def test_a_key_press_is_a_real_key_event_tab_moves_the_focus_to_the_next_field()
     assert "(focused)" in password
     (user,) = [line for line in after[0]["text"].splitlines() if "#username" in line]
     assert 'value="ab"' in user and "(focused)" not in user
+
+
+def test_a_wheel_turn_over_a_text_area_scrolls_what_the_screenshot_shows() -> None:
+    row = {"responses_create_params": {"input": "scroll"}, "task_name": "scroll-text", "seed": 1}
+
+    async def body(client: LocalEnvironmentClient, session: str) -> Any:
+        before = await client.call_tool(session, "observe", {})
+        _, x, y = element(before, "textarea")
+        after = await client.call_tool(session, "scroll", {"x": x, "y": y, "dy": 200})
+        again = await client.call_tool(session, "observe", {})
+        return before, after, again
+
+    before, after, again = in_rollout(row, body)
+    assert before[1]["image_url"] != after[1]["image_url"]  # the text moved up
+    assert after[1]["image_url"] == again[1]["image_url"]  # and stays where it was scrolled
