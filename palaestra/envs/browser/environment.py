@@ -13,6 +13,7 @@ reward is the page's own (``core.endEpisode``), never palaestra's reading of the
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import random
 from collections.abc import Iterator
@@ -117,7 +118,7 @@ class MiniWoBBrowser(Environment):
             self.pool.give_back(browser, broken=state["broken"])
 
     async def aclose(self) -> None:
-        self.pool.close()
+        await asyncio.to_thread(self.pool.close)  # each close waits for its keeper to finish
 
     def _browser(self, session: Session) -> Browser:
         browser: Browser = session.state["browser"]
