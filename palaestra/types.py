@@ -146,7 +146,35 @@ def assistant_message(text: str, *, item_id: str = "msg_0") -> JsonDict:
     }
 
 
-def function_call_output(call_id: str, output: str) -> JsonDict:
+ToolOutput = str | list[JsonDict]
+"""What a tool call answers: text, or Responses content parts (``input_text`` and
+``input_image``, e.g. a screenshot) when the tool returned a list of them."""
+
+CONTENT_PART_TYPES = frozenset({"input_text", "input_image"})
+
+
+def content_parts(value: object) -> list[JsonDict] | None:
+    """``value`` as a tool output's content parts when it is a non-empty list of
+    ``input_text``/``input_image`` parts (what a tool returns to show an image), else None."""
+    if not isinstance(value, list) or not value:
+        return None
+    for part in value:
+        if not isinstance(part, dict) or part.get("type") not in CONTENT_PART_TYPES:
+            return None
+    return value
+
+
+def output_as_text(output: ToolOutput) -> str:
+    """A tool output as text, for readers of text only: an image part reads ``[image]``."""
+    if isinstance(output, str):
+        return output
+    return "".join(
+        str(part.get("text", "")) if part.get("type") == "input_text" else "[image]"
+        for part in output
+    )
+
+
+def function_call_output(call_id: str, output: ToolOutput) -> JsonDict:
     """A tool's output item, as NeMo Gym writes it (its field order; ``id`` unknown: null)."""
     return {
         "call_id": call_id,

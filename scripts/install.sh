@@ -120,6 +120,12 @@ if ! command -v java >/dev/null 2>&1 && ! apt_install default-jre-headless; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "scienceworld==1.2.3" "py4j==0.10.9.9"
+# browser runs MiniWoB++'s task pages (MIT, Farama Foundation) from this package's html folder
+# in a headless Chromium (Debian's, scripts/install_browser.sh); none of its Python code
+# (gymnasium, selenium) is imported, so none of its dependencies is installed.
+bash scripts/install_browser.sh \
+  || echo "WARNING: could not install Chromium (need root and apt-get): browser is off." >&2
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "miniwob==1.1.0"
 # One line per suite: ready (its modules import here) and what it was installed without.
 .venv/bin/python -m palaestra.environment.install_report \
   || echo "WARNING: a suite above is not ready: palaestra envs --details NAME says what it needs." >&2

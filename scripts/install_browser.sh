@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Debian's Chromium and its chromedriver, for the rollout viewer's browser tests
-# (tests/viewer/test_browser.py drives them through selenium; nothing is downloaded
-# at test time). Idempotent: does nothing when both are installed.
+# Debian's Chromium and its chromedriver: the browser environment runs Chromium (over the
+# DevTools protocol), and the rollout viewer's browser tests (tests/viewer/test_browser.py)
+# drive both through selenium; nothing is downloaded at run or test time. Idempotent: does
+# nothing when both are installed.
 set -euo pipefail
 
 if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then

@@ -34,7 +34,7 @@ await() {  # await NAME: wait for NAME, show its output, stop the check if it fa
 # cached under ~/.cache/palaestra/peers: any Python >= 3.11 builds them.
 start peers python3 -m tests.support.peers
 start harnesses bash scripts/install_harnesses.sh  # third-party harnesses from PyPI (mini-swe-agent, OpenHands' SDK), each in a venv of its own: the harness agents' tests run them
-start browser bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the rollout viewer's tests run in a real browser
+start browser bash scripts/install_browser.sh  # Debian's chromium + chromedriver: the browser environment and the viewer's tests
 start node_clients bash scripts/install_node_clients.sh  # the Vercel AI SDK's Open Responses provider (npm): a real client of the model and agent servers
 bash scripts/install.sh --dev
 echo "palaestra: installed ($((SECONDS - started)) s)"

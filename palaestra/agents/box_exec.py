@@ -32,7 +32,7 @@ from pathlib import Path
 
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import RolloutFailure
-from palaestra.types import JsonDict
+from palaestra.types import JsonDict, output_as_text
 
 BOX_TOOL = "bash"
 """The environment tool a box's commands run through (``MachineTools.bash``)."""
@@ -163,7 +163,7 @@ class BoxExec:
         except Exception as error:  # a client's own bug: told, not fatal here
             return FAILED, "", f"the box could not run it: {type(error).__name__}: {error}"
         self.commands += 1
-        return parsed(text)
+        return parsed(output_as_text(text))
 
 
 def parsed(text: str) -> tuple[int, str, str | None]:

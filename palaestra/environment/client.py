@@ -50,13 +50,14 @@ from palaestra.errors import (
     VerifierFailure,
     VerifierTimeout,
 )
-from palaestra.types import JsonDict, StepResult, Verdict
+from palaestra.types import JsonDict, StepResult, ToolOutput, Verdict, content_parts
 
 __all__ = [
     "EnvironmentClient",
     "LocalEnvironmentClient",
     "StepEnvironmentClient",
     "as_verdict",
+    "tool_output",
     "tool_output_text",
 ]
 
@@ -90,8 +91,9 @@ class EnvironmentClient(Protocol):
         """Start a session for ``task``; return its id."""
         ...
 
-    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
-        """Run a tool; return its output as the text the model will read.
+    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> ToolOutput:
+        """Run a tool; return its output as the model will read it: text, or content parts
+        (text and images) when the tool returned a list of them.
 
         Raises ``ToolCallRejected`` when the call is the model's mistake, ``ToolFailure``
         when the tool itself broke.
@@ -288,8 +290,8 @@ class LocalEnvironmentClient:
             )
         return state
 
-    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
-        return tool_output_text(await self.call_tool_value(session_id, name, arguments))
+    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> ToolOutput:
+        return tool_output(await self.call_tool_value(session_id, name, arguments))
 
     async def call_tool_value(self, session_id: str, name: str, arguments: JsonDict) -> object:
         """Run a tool and return what it returned (the HTTP server sends it as JSON)."""
@@ -476,8 +478,17 @@ class _Resumed:
                     return done.value
 
 
+def tool_output(result: object) -> ToolOutput:
+    """A tool's return value as the model reads it: a list of content parts (``input_text``,
+    ``input_image``) as they are, strings as-is, the rest as JSON text."""
+    parts = content_parts(result)
+    if parts is not None:
+        return parts
+    return tool_output_text(result)
+
+
 def tool_output_text(result: object) -> str:
-    """A tool's return value as the text the model reads: strings as-is, the rest as JSON."""
+    """A tool's return value as text: strings as-is, the rest as JSON."""
     if isinstance(result, str):
         return result
     if isinstance(result, pydantic.BaseModel):

@@ -55,7 +55,7 @@ from palaestra.transport import (
     TransportError,
     shown_url,
 )
-from palaestra.types import JsonDict, StepResult, Verdict
+from palaestra.types import JsonDict, StepResult, ToolOutput, Verdict, content_parts
 from palaestra.wire.protocol import (
     CLOSE_HEADER,
     CLOSE_SESSION,
@@ -293,10 +293,10 @@ class RemoteEnvironmentClient:
             self._cookies[handle] = {}
             self._remember_cookies(handle, response)
 
-    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> str:
+    async def call_tool(self, session_id: str, name: str, arguments: JsonDict) -> ToolOutput:
         status, body, _ = await self._post(tool_route(name), arguments, session_id, _TOOL)
         if status == 200:
-            return _as_text(body)
+            return _as_output(body)
         if status == 404:  # no such route (a lost session is raised by _post as SessionLost)
             raise ToolCallRejected(f"unknown tool '{name}'")
         if status in (400, 422):
@@ -591,13 +591,17 @@ def _seconds(value: str | None) -> float | None:
     return seconds if seconds is not None and seconds >= 0 else None
 
 
-def _as_text(body: bytes) -> str:
-    """A tool's JSON answer as the model reads it; a JSON string is unquoted, as in-process."""
+def _as_output(body: bytes) -> ToolOutput:
+    """A tool's JSON answer as the model reads it, as in-process: a JSON string unquoted,
+    content parts (text and images) as they are, anything else as its JSON text."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
         return body.decode(errors="replace")
-    return value if isinstance(value, str) else body.decode()
+    if isinstance(value, str):
+        return value
+    parts = content_parts(value)
+    return parts if parts is not None else body.decode()
 
 
 def _error_message(body: bytes) -> str:

@@ -34,6 +34,7 @@ from palaestra.types import (
     assistant_message,
     function_call_output,
     input_items,
+    output_as_text,
     user_message,
 )
 from palaestra.wire.rows import PARAMS
@@ -137,7 +138,8 @@ class Episode:
         self.producers.append(Producer.POLICY)
         self.step_count += 1
         try:
-            outcome = ToolOutcome(await self.client.call_tool(self.session_id, name, arguments))
+            output = await self.client.call_tool(self.session_id, name, arguments)
+            outcome = ToolOutcome(output_as_text(output))
         except ToolCallRejected as rejected:
             outcome = ToolOutcome(f"Error: {rejected}", rejected=True)  # as palaestra's agent
         self.items.append(function_call_output(call_id, outcome.text))

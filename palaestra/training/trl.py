@@ -64,7 +64,7 @@ from palaestra.errors import (
     ToolCallRejected,
 )
 from palaestra.models.chat_format import chat_request_to_responses_params, responses_to_chat
-from palaestra.types import Failure, FailureKind, JsonDict, Verdict
+from palaestra.types import Failure, FailureKind, JsonDict, Verdict, output_as_text
 from palaestra.wire.rows import PARAMS
 
 __all__ = ["TASK_COLUMN", "TrlEnvironment", "use_chatml_tool_template"]
@@ -237,8 +237,8 @@ class _Rollout:
         if self._failure is not None or self._session is None:
             raise RuntimeError(f"this rollout has failed: {self._failure_reason()}")
         try:
-            return self._adapter._run(
-                self._adapter.client.call_tool(self._session, name, arguments)
+            return output_as_text(
+                self._adapter._run(self._adapter.client.call_tool(self._session, name, arguments))
             )
         except ToolCallRejected as rejected:
             return f"Error: {rejected}"  # the model's mistake: it reads why and goes on

@@ -354,3 +354,44 @@ async def test_an_exception_in_environment_code_names_its_file_line_and_function
     assert "JSONDecodeError" in caught.value.reason
     assert caught.value.reason.endswith(BROKEN_AT)
     assert isinstance(caught.value.__cause__, json.JSONDecodeError)  # a server logs its traceback
+
+
+class Camera(Environment):
+    """Shows a picture."""
+
+    @tool
+    def look(self) -> list[JsonDict]:
+        """Look."""
+        return [
+            {"type": "input_text", "text": "the page"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0K"},
+        ]
+
+    @tool
+    def rows(self) -> list[JsonDict]:
+        """Rows that are not content parts."""
+        return [{"type": "row", "n": 1}]
+
+    def verify(self, session: Session, response: dict[str, object]) -> float:
+        return 1.0
+
+
+async def test_a_tool_that_returns_content_parts_puts_its_image_in_the_trajectory() -> None:
+    client = LocalEnvironmentClient(Camera())
+    session = await client.seed({})
+    output = await client.call_tool(session, "look", {})
+    assert isinstance(output, list) and output[1]["type"] == "input_image"
+    assert await client.call_tool(session, "rows", {}) == '[{"type":"row","n":1}]'
+    model = FakeModel(
+        lambda params: say("done") if outputs_so_far(params) else response(call("look", "{}"))
+    )
+    result = await ToolCallingAgent().run(
+        {"responses_create_params": {"input": "go"}}, client, model
+    )
+    assert result.response is not None
+    (shown,) = [
+        item for item in result.response["output"] if item["type"] == "function_call_output"
+    ]
+    assert shown["output"][1]["image_url"].startswith("data:image/png;base64,")
+    second = model.requests[1]["input"]
+    assert any(isinstance(i, dict) and isinstance(i.get("output"), list) for i in second)

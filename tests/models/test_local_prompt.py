@@ -105,3 +105,15 @@ def test_choice_grammar_and_its_parse() -> None:
     assert chosen_function("functions.unknown:", auto) is None
     required = plan_tools([WEATHER], "required")
     assert "message:" not in choice_grammar(required)
+
+
+def test_an_image_in_a_tool_answer_reads_as_a_placeholder_for_the_text_only_model() -> None:
+    screenshot = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}}
+    shown = [{"type": "text", "text": "page:"}, screenshot]
+    messages = [
+        {"role": "user", "content": "Click the button."},
+        {"role": "tool", "tool_call_id": "c1", "content": shown},
+    ]
+    prompt = render_prompt(messages, None, ToolPlan())
+    assert "page:[image]" in prompt
+    assert "base64" not in prompt

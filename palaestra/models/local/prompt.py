@@ -85,7 +85,9 @@ def plan_tools(tools: Any, tool_choice: Any) -> ToolPlan:
 
 
 def content_text(content: Any) -> str:
-    """Chat message content (a string, parts or null) as plain text; non-text parts are refused."""
+    """Chat message content (a string, parts or null) as plain text. The embedded model reads
+    text only: an image part (a browser's screenshot) reads ``[image]``, other parts are
+    refused."""
     if content is None or isinstance(content, str):
         return content or ""
     if not isinstance(content, list):
@@ -96,6 +98,8 @@ def content_text(content: Any) -> str:
             texts.append(str(part.get("text", "")))
         elif isinstance(part, str):
             texts.append(part)
+        elif isinstance(part, dict) and part.get("type") in ("image_url", "input_image"):
+            texts.append("[image]")
         else:
             raise InputError(f"the local model reads text only, not {part!r:.60}", field="messages")
     return "".join(texts)
