@@ -18,6 +18,7 @@ from palaestra._util.arguments import call_with, effective_keywords
 from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
 from palaestra.agents.registry import AGENTS, agent_options, make_agent
 from palaestra.environment.base import Environment
+from palaestra.environment.catalogue import environment_version
 from palaestra.environment.client import (
     DEFAULT_THREADS,
     EnvironmentClient,
@@ -63,11 +64,16 @@ class FoundEnvironment:
         return self.instance
 
     def facts(self) -> JsonDict:
-        """What a run's rows depend on: the name and the constructor's arguments (and which
-        of them only say where its tasks are: ``identity``'s ``env.located``)."""
+        """What a run's rows depend on: the name, the version and the constructor's arguments
+        (and which of them only say where its tasks are: ``identity``'s ``env.located``)."""
+        version = environment_version(self.cls)
         if self.given:
-            return {"name": self.name}
-        facts: JsonDict = {"name": self.name, "args": effective_keywords(self.cls, self.args)}
+            return {"name": self.name, "version": version}
+        facts: JsonDict = {
+            "name": self.name,
+            "version": version,
+            "args": effective_keywords(self.cls, self.args),
+        }
         located: tuple[str, ...] = getattr(self.cls, "location_args", ())
         if located:
             facts["located"] = list(located)
