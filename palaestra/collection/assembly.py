@@ -287,6 +287,8 @@ async def open_runner(
         if callable(close_agent):  # e.g. a harness agent's gateway, before the model closes
             stack.push_async_callback(close_agent)
         facts = bound_facts(spec, found, spec.agent.name or default)
+        if found is None:  # served: the version its server announces, if it does
+            facts["env"] = {**(facts["env"] or {}), **served_version(env)}
         yield Runner(BoundAgent(agent, env, model), f"{env.name}_{agent.name}", facts)
 
 
@@ -348,6 +350,16 @@ def remote_label(remote: RemoteAgent) -> str:
     both), else its agent's name alone."""
     environment = remote.environment
     return f"{environment}_{remote.name}" if environment else remote.name
+
+
+def served_version(env: EnvironmentClient) -> JsonDict:
+    """``{"version": N}`` for a served environment whose server announces its version (a
+    palaestra server's ``/tools``), else nothing."""
+    from palaestra.remote.env import RemoteEnvironmentClient
+
+    if isinstance(env, RemoteEnvironmentClient) and env.version is not None:
+        return {"version": env.version}
+    return {}
 
 
 def _env_facts(spec: EnvSpec, found: FoundEnvironment | None) -> JsonDict | None:

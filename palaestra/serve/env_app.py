@@ -46,6 +46,7 @@ from starlette.routing import Route
 
 from palaestra.collection.aggregate import verify_answer_metrics
 from palaestra.environment.base import Environment, check_tool_names
+from palaestra.environment.catalogue import environment_version
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.environment.sessions import Session
 from palaestra.environment.step import StepEnvironment
@@ -345,9 +346,11 @@ def _dataset_size(dataset: list[JsonDict]) -> Handler:
 
 
 def _tools(client: LocalEnvironmentClient) -> Handler:
+    version = environment_version(type(client.environment))
+
     async def tools(request: Request) -> Response:
         answer = tools_answer(
-            client.tools(), client.environment.default_agent, user=client.has_user
+            client.tools(), client.environment.default_agent, user=client.has_user, version=version
         )
         return JSONResponse(answer)
 
