@@ -677,9 +677,12 @@ async def closes_in_the_newest_form(
         assert status == 404 and answer["error"]["type"] == "session_lost"  # as before
 
 
+@pytest.mark.parametrize("workers", [None, 2])
 def test_a_served_environment_s_version_is_announced_and_recorded_in_every_row(
-    tmp_path: Path,
+    tmp_path: Path, workers: int | None
 ) -> None:
+    """In this process, and with worker processes (each reads the version from the server
+    as the run's identity did: a difference would refuse the run)."""
     import palaestra
     from palaestra.envs.weather.environment import Weather
     from tests.cli.test_collect_cli import many_tasks, rows, weather_script
@@ -695,7 +698,11 @@ def test_a_served_environment_s_version_is_announced_and_recorded_in_every_row(
         BackgroundServer(environment_app(Weather4())) as env,
     ):
         summary = palaestra.collect(
-            env_url=env.url, model=model.url, input=tasks, output=tmp_path / "o.jsonl"
+            env_url=env.url,
+            model=model.url,
+            input=tasks,
+            output=tmp_path / "o.jsonl",
+            workers=workers,
         )
     assert summary.done == 2
     assert [r["_palaestra"]["env_version"] for r in rows(tmp_path / "o.jsonl")] == [4, 4]
