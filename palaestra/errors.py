@@ -4,7 +4,7 @@ A user mistake (bad input file, unknown environment, wrong flag) is an ``InputEr
 ``ConfigError`` and is shown as one line. A failure during a rollout (model, environment,
 tool, verifier) is a ``RolloutFailure``: it becomes a failure record with a ``FailureKind``
 and is never scored as 0. The tree (``kind`` of each failure; classes defined elsewhere are
-named with their module)::
+named with their module; a built-in environment's own errors are its own)::
 
     PalaestraError                     every error palaestra raises on purpose
     ├── ConfigError                    a wrong flag, name, file or missing extra: one line
@@ -27,6 +27,8 @@ named with their module)::
     │   │   └── ModelOutage            another model (user's, judge) is gone: the run stops
     │   ├── EnvironmentFailure         env_error: the environment's seed/close/reset/step
     │   │   ├── EnvironmentUnreachable also a ServiceUnreachable: the run stops
+    │   │   │   └── MCPServerUnreachable palaestra.environment.mcp: the tools' server
+    │   │   ├── MCPServerFailure       palaestra.environment.mcp: a rollout's own server
     │   │   ├── EnvironmentTimeout     timeout
     │   │   └── SessionLost            session_lost: the environment forgot the session
     │   │       └── SessionExpired     its id is unknown, closed or expired (a LookupError)
@@ -37,6 +39,7 @@ named with their module)::
     │   │   ├── VerifierTimeout        timeout
     │   │   └── JudgeFailure           palaestra.environment.judge: the judge gave no verdict
     │   ├── InvalidTask                invalid_input: a task row the environment cannot use
+    │   ├── OrsFailure                 palaestra.environment.ors: a failure an ORS server named
     │   ├── AgentServerTimeout         timeout: a served agent did not answer in time
     │   ├── AgentFailure               agent_error: an external harness crashed, hung or
     │   │                              never called the model (palaestra.agents.command)
@@ -62,6 +65,16 @@ named with their module)::
     │                                  box is scored 0, the reason in ``unverified``)
     ├── ContextExceeded                palaestra.agents.episode: the prompt outgrew the model's
     │                                  context (the episode ends truncated and is verified)
+    ├── ShellEnded                     palaestra.environment.machine.shell: the shell is gone
+    ├── MCPConnectionLost              palaestra.environment.mcp_connection: the server went
+    ├── OrsServerError                 palaestra.environment.ors: a request the server refused
+    ├── OrsProtocolError               palaestra.wire.ors: a message of no ORS shape
+    ├── Refused                        palaestra.serve.ors_app: a request ORS answers refused
+    ├── SessionsBusy                   palaestra.serve.mcp_app: every machine is in use
+    ├── ContiguityError                palaestra.training.tokens: tokens not one sequence
+    ├── TasksSaturated                 palaestra.training.sampler: no task left to sample
+    ├── RolloutFailed                  palaestra.training.rollouts: a failed rollout, raised
+    ├── EpisodeFailed                  palaestra.training.openenv_episode: verify failed
     ├── BadQuery                       palaestra.viewer: a query parameter (a 400)
     ├── ChangedFile                    palaestra.viewer: a run rewritten after indexing
     └── BodyTooLarge                   palaestra.serve: a request body over the server's cap

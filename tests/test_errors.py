@@ -81,3 +81,44 @@ def test_the_errors_module_draws_every_class_it_defines_in_its_tree() -> None:
         and value.__module__ == errors.__name__
     ]
     assert [name for name in defined if f" {name} " not in tree.replace("\n", " \n ")] == []
+
+
+def _drawn_parents(tree: str) -> dict[str, str]:
+    """Each class the docstring's tree draws, with the class drawn above it (its parent)."""
+    parents: dict[str, str] = {}
+    path: list[str] = []
+    for line in tree.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("PalaestraError "):
+            path = ["PalaestraError"]
+            continue
+        marker = max(line.find("├── "), line.find("└── "))
+        if marker < 0 or not path:
+            continue
+        depth = (marker - line.find(stripped[0])) // 4 + 1
+        name = line[marker + 4 :].split()[0]
+        path = [*path[:depth], name]
+        parents[name] = path[-2]
+    return parents
+
+
+def test_every_palaestra_error_is_drawn_in_the_tree_under_one_of_its_bases() -> None:
+    import palaestra.errors as errors
+
+    parents = _drawn_parents(errors.__doc__ or "")
+    assert parents["SessionExpired"] == "SessionLost"  # the parser reads the drawing
+    assert parents["ContextLengthExceeded"] == "ModelHttpError"
+    public = [
+        c
+        for c in _palaestra_exceptions()
+        if issubclass(c, PalaestraError)
+        and c is not PalaestraError
+        and not c.__qualname__.startswith("_")
+        and not c.__module__.startswith("palaestra.envs.")  # an environment's own
+    ]
+    misdrawn = {
+        f"{c.__module__}.{c.__qualname__}": parents.get(c.__qualname__)
+        for c in public
+        if parents.get(c.__qualname__) not in {base.__name__ for base in c.__bases__}
+    }
+    assert misdrawn == {}

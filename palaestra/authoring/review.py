@@ -13,6 +13,7 @@ from typing import Any
 
 from palaestra._util.arguments import call_with, check_keywords
 from palaestra.authoring.cheats import DEFAULT_SAMPLE, cheat_check, is_machine_environment
+from palaestra.authoring.determinism import determinism_checks
 from palaestra.authoring.examples import check_task_tools, check_tasks_parse
 from palaestra.authoring.golden import check_golden_answers
 from palaestra.authoring.reference import reference_checks
@@ -62,6 +63,9 @@ def check_environment(
     - ``oracle``, ``null agent``: replaying each task's gold actions (``Environment.
       gold_actions``) scores 1, and an agent that only refuses scores 0 wherever the gold
       actions hold an action (skipped without gold actions; ``palaestra.authoring.reference``);
+    - ``generated tasks``, ``seeded start``: ``generate_tasks`` twice with ``seed`` gives the
+      same tasks, and one task seeded twice starts the same (``palaestra.authoring.
+      determinism``);
     - ``cheats`` (machine environments only: a ``HarborEnvironment``): every known way to forge
       a machine task's reward, replayed through the ``bash`` tool on ``cheat_sample`` example
       tasks of each category, scores exactly 0 (``palaestra.authoring.cheats``; 0 skips it);
@@ -124,6 +128,7 @@ async def check_environment_async(
         try:
             report.checks.append(await check_golden_answers(client, rows))
             report.checks += await reference_checks(client, rows, user_model=user is not None)
+            report.checks += await determinism_checks(client, rows, seed)
             if is_machine_environment(client):
                 report.checks.append(await cheat_check(client, rows, cheat_sample))
         finally:

@@ -16,17 +16,14 @@ from rich.console import Console
 
 from palaestra.cli.errors import EXIT_NOTHING_SCORED, EXIT_STOPPED, exit_on_user_error
 from palaestra.cli.options import (
-    agent_flags,
     agent_spec,
     env_options,
     env_spec,
-    hosted_tools_flag,
     metrics_port_option,
-    model_flags,
-    scale_fields,
-    scale_flags,
+    run_fields,
+    run_flags,
+    sampling_of,
     user_model_config,
-    user_model_flags,
 )
 from palaestra.cli.options import model_config as model_config_of
 
@@ -59,57 +56,14 @@ if TYPE_CHECKING:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Rollouts JSONL. Default: runs/<env>.jsonl.",
 )
-@model_flags()
-@user_model_flags
-@agent_flags
-@click.option(
-    "--repeats",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Rollouts per task (rollout_index 0..N-1).",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    help="Rollouts in flight at once; also bounds what is resident in memory. "
-    "Default: 16, or 1 for the local model (it answers one request at a time, "
-    "and one rollout at a time keeps its prompt cache warm).",
-)
-@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N tasks.")
-@click.option(
-    "--num-tasks",
-    type=click.IntRange(min=1),
-    help="Generate N tasks with the environment's generator instead of --input.",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the task generator.")
-@click.option(
-    "--resume",
-    is_flag=True,
-    help="Continue a killed run: skip finished rollouts. Refused unless it is the same run "
-    "(env and its args, input content, repeats, agent and its options, model, sampling: see "
-    "<output>_run.json).",
-)
-@click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over.")
-@click.option(
-    "--failures-as-zero",
-    is_flag=True,
-    help="Read failed rollouts as reward 0 in the figures shown at the end (default: left out).",
-)
+@run_flags
 @click.option(
     "--report",
     is_flag=True,
     help="At the end, write the run's report beside the output: <output>_report.md and a "
     "self-contained <output>_report.html (as `palaestra report` does).",
 )
-@hosted_tools_flag
 @metrics_port_option()
-@scale_flags
-@click.option("--temperature", type=float, help="Override the tasks' temperature.")
-@click.option("--top-p", type=float, help="Override the tasks' top_p.")
-@click.option(
-    "--max-output-tokens", type=click.IntRange(min=1), help="Override the tasks' max_output_tokens."
-)
 def collect_command(**options: Any) -> None:
     """Collect verified rollouts: one scored rollout per line, failures in a sidecar.
 
@@ -145,33 +99,19 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
     from palaestra.spec import AgentSpec, CollectOptions, RunSpec
 
     token = options["server_token"]
-    sampling = {
-        field: options[field]
-        for field in ("temperature", "top_p", "max_output_tokens")
-        if options[field] is not None
-    }
     agent = agent_spec(options)
     if options["agent_url"]:
         agent = AgentSpec(url=options["agent_url"], token=token, **_only_named(agent))
     return RunSpec(
         env=env_spec(options, token),
-        model=model_config_of(options, sampling=sampling),
+        model=model_config_of(options, sampling=sampling_of(options)),
         user_model=user_model_config(options),
         agent=agent,
         collection=CollectOptions(
             input=options["input_path"],
             output=options["output_path"],
-            repeats=options["repeats"],
-            concurrency=options["concurrency"],
-            limit=options["limit"],
-            num_tasks=options["num_tasks"],
-            seed=options["seed"],
-            resume=options["resume"],
-            overwrite=options["overwrite"],
-            failures_as_zero=options["failures_as_zero"],
             report=options["report"],
-            hosted_tools=options["hosted_tools"],
-            **scale_fields(options),
+            **run_fields(options),
         ),
     )
 

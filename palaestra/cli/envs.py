@@ -28,11 +28,13 @@ edit palaestra/envs/catalogue.toml (built-ins) or the environment's class attrib
 Every built-in environment, by category. **Tasks** are those available without generating
 any (`+ generator`: `--num-tasks N --seed S` makes more). **Needs** is what it uses beyond
 palaestra's core install and the command that installs it; `palaestra envs` says whether it is
-installed on your machine. **Peer** is the same suite elsewhere. **Baseline** is the embedded
-model (SmolLM2-135M-Instruct, `--model local`): mean reward, 95% interval and number of tasks,
-as measured in the environment's README, `palaestra/envs/<name>/README.md` (which also gives
-its data source, licence and reward); "not measured" where there is none. A 135M model is a
-floor to train from, not a benchmark.
+installed on your machine. **Version** is raised whenever a change scores the same answer
+differently (the README's "Version history" says what changed; a run records it, and
+`--resume` refuses a run of another version). **Peer** is the same suite elsewhere.
+**Baseline** is the embedded model (SmolLM2-135M-Instruct, `--model local`): mean reward, 95%
+interval and number of tasks, as measured in the environment's README,
+`palaestra/envs/<name>/README.md` (which also gives its data source, licence and reward); "not
+measured" where there is none. A 135M model is a floor to train from, not a benchmark.
 
 A new built-in environment adds one table to `palaestra/envs/catalogue.toml` (its comment lists
 the fields). An environment of your own package describes itself with class attributes, and
@@ -48,6 +50,7 @@ class Dice(Environment):
     peer = "verifiers: dice"
     requires = ("dice-engine",)           # PyPI distributions it needs at run time
     install = "pip install 'my-package[dice]'"
+    version = 1                           # raise it when scoring changes
     baseline = Baseline(0.42, (0.30, 0.55), 60, "palaestra collect --env dice --model local")
 ```
 """
@@ -86,6 +89,7 @@ def _table(entries: list[CatalogueEntry]) -> None:
     wide = console.width >= WIDE
     table = Table(show_header=True, header_style="bold", box=None)
     table.add_column("name", no_wrap=True)
+    table.add_column("v", no_wrap=True)
     table.add_column("category")
     table.add_column("tasks", no_wrap=True)
     table.add_column("needs")
@@ -97,6 +101,7 @@ def _table(entries: list[CatalogueEntry]) -> None:
         baseline = entry.baseline
         table.add_row(
             entry.name,
+            str(entry.version),
             entry.category or "-",
             (f"{count}+gen" if entry.generator else count)
             + (f"\n{entry.task_version}" if entry.task_version else ""),
@@ -106,7 +111,8 @@ def _table(entries: list[CatalogueEntry]) -> None:
         )
     console.print(table)
     console.print(
-        "baseline: the embedded model's mean reward [95% interval] n=tasks ('-': not measured)."
+        "v: the version (raised when scoring changes). baseline: the embedded model's mean"
+        " reward [95% interval] n=tasks ('-': not measured)."
         " palaestra envs --details NAME: one environment whole"
         + ("." if wide else ", its peer twin too."),
         highlight=False,
@@ -135,6 +141,7 @@ def _details(entries: list[CatalogueEntry], name: str) -> None:
     baseline = entry.baseline
     lines = [
         ("name", entry.name),
+        ("version", str(entry.version)),
         ("summary", entry.summary or found.description),
         ("category", entry.category or "-"),
         ("source", entry.source),
@@ -188,8 +195,8 @@ def catalogue_markdown(entries: list[CatalogueEntry]) -> str:
     """The catalogue page: one table, then each measured baseline's command (machine-neutral:
     nothing here depends on what is installed where it is generated)."""
     rows = [
-        "| environment | category | tasks | needs | peer | baseline (embedded model) |",
-        "|---|---|---|---|---|---|",
+        "| environment | version | category | tasks | needs | peer | baseline (embedded model) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for entry in entries:
         if entry.source != "built-in":
@@ -200,6 +207,7 @@ def catalogue_markdown(entries: list[CatalogueEntry]) -> str:
                 _cell(text)
                 for text in (
                     f"**{entry.name}**: {entry.summary}",
+                    str(entry.version),
                     entry.category,
                     entry.tasks_text()
                     + (f" ({entry.tasks_note})" if entry.tasks_note else "")

@@ -20,16 +20,13 @@ from rich.table import Table
 
 from palaestra.cli.errors import EXIT_NOTHING_SCORED, EXIT_STOPPED, exit_on_user_error
 from palaestra.cli.options import (
-    agent_flags,
     agent_spec,
     assignments,
-    hosted_tools_flag,
     metrics_port_option,
-    model_flags,
-    scale_fields,
-    scale_flags,
+    run_fields,
+    run_flags,
+    sampling_of,
     user_model_config,
-    user_model_flags,
 )
 from palaestra.cli.options import model_config as model_config_of
 from palaestra.errors import ConfigError
@@ -59,16 +56,7 @@ if TYPE_CHECKING:
     "(NAME exactly as given; repeatable), e.g. --env-arg ./maze.py:size=5; with one --env, "
     "KEY=VALUE is enough. The value is a YAML scalar (a number, true/false, null, else text).",
 )
-@model_flags()
-@user_model_flags
-@agent_flags
-@click.option(
-    "--repeats",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Rollouts per task: pass@k and pass^k for k up to this.",
-)
+@run_flags
 @click.option(
     "--output-dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -77,43 +65,11 @@ if TYPE_CHECKING:
     help="Where each environment's run (<env>.jsonl and its sidecars) and report.md / "
     "report.html go.",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    help="Rollouts in flight at once, per environment (they run one after the other). "
-    "Default: 16, or 1 for the local model.",
-)
-@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N tasks of each.")
-@click.option(
-    "--num-tasks",
-    type=click.IntRange(min=1),
-    help="Generate N tasks with each environment's generator instead of its example tasks.",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the task generator.")
-@click.option(
-    "--resume",
-    is_flag=True,
-    help="Continue an interrupted evaluation: every environment's run continues where it "
-    "stopped (finished rollouts are kept); refused unless it is the same evaluation.",
-)
-@click.option("--overwrite", is_flag=True, help="Delete an earlier evaluation's runs first.")
-@click.option(
-    "--failures-as-zero",
-    is_flag=True,
-    help="Read failed rollouts as reward 0 in the figures (default: left out).",
-)
-@hosted_tools_flag
 @metrics_port_option(
     "Serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the evaluation runs: the "
     "environment running now serves its run's metrics there (they run one after the other), "
     "so the counters start at 0 with each environment and the port is closed for a moment "
     "between two."
-)
-@scale_flags
-@click.option("--temperature", type=float, help="Override the tasks' temperature.")
-@click.option("--top-p", type=float, help="Override the tasks' top_p.")
-@click.option(
-    "--max-output-tokens", type=click.IntRange(min=1), help="Override the tasks' max_output_tokens."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the evaluation's figures as JSON.")
 def eval_command(**options: Any) -> None:
@@ -135,31 +91,17 @@ def eval_command(**options: Any) -> None:
     from palaestra.run.eval import plan, run_plan
 
     console = Console(stderr=True)
-    sampling = {
-        field: options[field]
-        for field in ("temperature", "top_p", "max_output_tokens")
-        if options[field] is not None
-    }
     with exit_on_user_error(console):
         envs = list(options["envs"])
         env_args = env_args_of(options["env_args"], envs)
         planned = plan(
             envs,
             output_dir=options["output_dir"],
-            model=model_config_of(options, sampling=sampling),
+            model=model_config_of(options, sampling=sampling_of(options)),
             user_model=user_model_config(options),
             agent=agent_spec(options),
-            repeats=options["repeats"],
-            concurrency=options["concurrency"],
-            limit=options["limit"],
-            num_tasks=options["num_tasks"],
-            seed=options["seed"],
-            resume=options["resume"],
-            overwrite=options["overwrite"],
-            failures_as_zero=options["failures_as_zero"],
-            hosted_tools=options["hosted_tools"],
             env_args=env_args,
-            **scale_fields(options),
+            **run_fields(options),
         )
 
         def progress_for(name: str) -> Headed:

@@ -355,6 +355,17 @@ def metrics_port_option(
     return click.option("--metrics-port", type=click.IntRange(min=1, max=65535), help=help)
 
 
+def scale_fields(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The collection fields the scale flags and ``--metrics-port`` give (``CollectOptions``'s
+    ``workers``, ``executor``, ``ray_address``, ``metrics_port``; ``RunFields``' too)."""
+    return {
+        "workers": options["workers"],
+        "executor": options["executor"],
+        "ray_address": options["ray_address"],
+        "metrics_port": options["metrics_port"],
+    }
+
+
 hosted_tools_flag = click.option(
     "--hosted-tools",
     is_flag=True,
@@ -365,12 +376,83 @@ hosted_tools_flag = click.option(
 """``--hosted-tools`` (``collect`` and ``eval``): ``CollectOptions.hosted_tools``."""
 
 
-def scale_fields(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The collection fields the scale flags and ``--metrics-port`` give (``CollectOptions``'s
-    ``workers``, ``executor``, ``ray_address``, ``metrics_port``; ``RunFields``' too)."""
-    return {
-        "workers": options["workers"],
-        "executor": options["executor"],
-        "ray_address": options["ray_address"],
-        "metrics_port": options["metrics_port"],
-    }
+SAMPLING = ("temperature", "top_p", "max_output_tokens")
+RUN_FIELDS = (
+    "repeats",
+    "concurrency",
+    "limit",
+    "num_tasks",
+    "seed",
+    "resume",
+    "overwrite",
+    "failures_as_zero",
+    "hosted_tools",
+)
+"""The sampling flags ``run_flags`` gives, by their option names."""
+
+run_flags = _stacked(
+    model_flags(),
+    user_model_flags,
+    agent_flags,
+    click.option(
+        "--repeats",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Rollouts per task (rollout_index 0..N-1): pass@k and pass^k for k up to N.",
+    ),
+    click.option(
+        "--concurrency",
+        type=click.IntRange(min=1),
+        help="Rollouts in flight at once (eval: per environment, run one after the other); "
+        "also bounds what is resident in memory. Default: 16, or 1 for the local model (it "
+        "answers one request at a time, and one rollout at a time keeps its prompt cache warm).",
+    ),
+    click.option(
+        "--limit", type=click.IntRange(min=1), help="Use only the first N tasks (of each)."
+    ),
+    click.option(
+        "--num-tasks",
+        type=click.IntRange(min=1),
+        help="Generate N tasks with the environment's generator instead of reading its tasks.",
+    ),
+    click.option(
+        "--seed", type=int, default=0, show_default=True, help="Seed of the task generator."
+    ),
+    click.option(
+        "--resume",
+        is_flag=True,
+        help="Continue a killed run: finished rollouts are kept. Refused unless it is the same "
+        "run (env, its version and args, input content, repeats, agent and its options, "
+        "model, sampling: see <output>_run.json).",
+    ),
+    click.option("--overwrite", is_flag=True, help="Delete an earlier run's files and start over."),
+    click.option(
+        "--failures-as-zero",
+        is_flag=True,
+        help="Read failed rollouts as reward 0 in the figures shown (default: left out).",
+    ),
+    hosted_tools_flag,
+    scale_flags,
+    click.option("--temperature", type=float, help="Override the tasks' temperature."),
+    click.option("--top-p", type=float, help="Override the tasks' top_p."),
+    click.option(
+        "--max-output-tokens",
+        type=click.IntRange(min=1),
+        help="Override the tasks' max_output_tokens.",
+    ),
+)
+"""What a run of rollouts takes, ``collect``'s and ``eval``'s alike: the model, user model and
+agent, repeats, concurrency, the tasks (limit, generated), resume or overwrite, how failures
+read, scale and sampling. Their values: ``run_fields``, ``sampling_of``."""
+
+
+def sampling_of(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The sampling overrides the flags set (``--temperature``, ``--top-p``, ...)."""
+    return {name: options[name] for name in SAMPLING if options[name] is not None}
+
+
+def run_fields(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The collection fields ``run_flags`` and ``--metrics-port`` give, as ``CollectOptions``
+    and ``palaestra.run.eval.plan`` name them."""
+    return {name: options[name] for name in RUN_FIELDS} | scale_fields(options)

@@ -42,6 +42,7 @@ from palaestra.environment.estimators import PASS_THRESHOLD, majority_vote
 from palaestra.environment.estimators import pass_at_k as task_pass_at_k
 from palaestra.types import JsonDict
 from palaestra.wire.jsonl import read_objects
+from palaestra.wire.protocol import failure_from_fields, is_failure_row
 from palaestra.wire.rows import (
     AGENT_REF,
     FACTS,
@@ -452,3 +453,29 @@ def aggregate(output: Path, failures: Path) -> list[AggregateEntry]:
 def write_aggregate(output: Path, failures: Path, path: Path) -> list[AggregateEntry]:
     """Write ``aggregate(output, failures)`` to ``path``; see ``RunMetrics.write``."""
     return RunMetrics.read(output, failures).write(path)
+
+
+def verify_answer_metrics(answers: list[JsonDict]) -> JsonDict:
+    """NeMo Gym's ``/aggregate_metrics`` answer over a list of verify answers.
+
+    One group over every answer, whatever agent produced it, as NeMo Gym's endpoint does.
+    NeMo Gym's collector sends its failed rollouts too: they are counted by kind, never
+    averaged.
+    """
+    scored = [{**row, AGENT_REF: {}} for row in answers if not is_failure_row(row)]
+    failures = [failure_from_fields(row) for row in answers if is_failure_row(row)]
+    aggregates = list(aggregate_rows(scored).values())
+    metrics: JsonDict = {"agent_metrics": {}, "key_metrics": {}, "group_level_metrics": []}
+    if aggregates:  # NeMo Gym's AggregateMetrics: the entry without its agent_ref
+        entry = aggregates[0].to_json()
+        metrics["agent_metrics"] = entry["agent_metrics"]
+        metrics["key_metrics"] = entry["key_metrics"]
+        metrics["group_level_metrics"] = entry.get("group_level_metrics", [])
+    if failures:
+        metrics["key_metrics"]["failures"] = len(failures)
+        kinds: dict[str, int] = {}
+        for failure in failures:
+            kind = str(failure.kind) if failure is not None else "internal_error"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        metrics["failures_by_kind"] = kinds
+    return metrics

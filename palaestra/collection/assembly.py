@@ -18,6 +18,7 @@ from palaestra._util.arguments import call_with, effective_keywords
 from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
 from palaestra.agents.registry import AGENTS, agent_options, make_agent
 from palaestra.environment.base import Environment
+from palaestra.environment.catalogue import environment_version
 from palaestra.environment.client import (
     DEFAULT_THREADS,
     EnvironmentClient,
@@ -64,11 +65,16 @@ class FoundEnvironment:
         return self.instance
 
     def facts(self) -> JsonDict:
-        """What a run's rows depend on: the name and the constructor's arguments (and which
-        of them only say where its tasks are: ``identity``'s ``env.located``)."""
+        """What a run's rows depend on: the name, the version and the constructor's arguments
+        (and which of them only say where its tasks are: ``identity``'s ``env.located``)."""
+        version = environment_version(self.cls)
         if self.given:
-            return {"name": self.name}
-        facts: JsonDict = {"name": self.name, "args": effective_keywords(self.cls, self.args)}
+            return {"name": self.name, "version": version}
+        facts: JsonDict = {
+            "name": self.name,
+            "version": version,
+            "args": effective_keywords(self.cls, self.args),
+        }
         located: tuple[str, ...] = getattr(self.cls, "location_args", ())
         if located:
             facts["located"] = list(located)
@@ -290,6 +296,8 @@ async def open_runner(
         if callable(close_agent):  # e.g. a harness agent's gateway, before the model closes
             stack.push_async_callback(close_agent)
         facts = bound_facts(spec, found, spec.agent.name or default)
+        if found is None:  # served: the version its server announces, if it does
+            facts["env"] = {**(facts["env"] or {}), **served_version(env)}
         bound = BoundAgent(agent, env, model, closed_book=closed)
         yield Runner(bound, f"{env.name}_{agent.name}", facts)
 
@@ -363,6 +371,16 @@ def remote_label(remote: RemoteAgent) -> str:
     both), else its agent's name alone."""
     environment = remote.environment
     return f"{environment}_{remote.name}" if environment else remote.name
+
+
+def served_version(env: EnvironmentClient) -> JsonDict:
+    """``{"version": N}`` for a served environment whose server announces its version (a
+    palaestra server's ``/tools``), else nothing."""
+    from palaestra.remote.env import RemoteEnvironmentClient
+
+    if isinstance(env, RemoteEnvironmentClient) and env.version is not None:
+        return {"version": env.version}
+    return {}
 
 
 def _env_facts(spec: EnvSpec, found: FoundEnvironment | None) -> JsonDict | None:

@@ -62,7 +62,15 @@ from palaestra.errors import (
 )
 from palaestra.observe.metrics_counts import runner_counts
 from palaestra.types import AgentResult, Failure, FailureKind, JsonDict
-from palaestra.wire.rows import AGENT_REF, AggregateEntry, SourceRef, TaskRow
+from palaestra.wire.rows import (
+    AGENT_REF,
+    FACTS,
+    AggregateEntry,
+    FailureRow,
+    RolloutRow,
+    SourceRef,
+    TaskRow,
+)
 
 UNREACHABLE_STOP = 3
 """Consecutive rollouts that found a service unreachable (after retries) before the run stops."""
@@ -352,6 +360,8 @@ class _Run:
         self.failures = JsonlAppender(files.failures)
         self.unreachable_streak = 0
         self.observer = config.observer
+        env = config.run_facts.get("env")  # its version is stamped in every rollout's row
+        self.env_version = env.get("version") if isinstance(env, dict) else None
 
     def stop(self, reason: str) -> None:
         """Take no more jobs; the first reason given is the one reported."""
@@ -482,6 +492,7 @@ class _Run:
             return
         try:  # a verdict that is not a score, or a row that is not JSON, fails this rollout
             row = rollout_row(dispatched, result, attempt=job.attempt)
+            self._stamp(row)
             line = encode(row)
         except VerifierFailure as error:
             self._record_failure(dispatched, Failure(error.kind, error.reason), result, job)
@@ -520,6 +531,7 @@ class _Run:
             dispatched, failure, result, attempt=job.attempt, worker_reruns=worker_reruns
         )
         row["source"] = source
+        self._stamp(row)
         try:
             line = encode(row)
         except Exception:  # the partial trajectory is not JSON: keep the record without it
@@ -527,6 +539,7 @@ class _Run:
                 dispatched, failure, None, attempt=job.attempt, worker_reruns=worker_reruns
             )
             row["source"] = source
+            self._stamp(row)
             line = encode(row)
         self.failures.write(line)
         self.metrics.add_failure(row)
@@ -534,6 +547,11 @@ class _Run:
         if self.observer is not None:
             self.observer.rollout_failed(str(failure.kind), result)
         self.progress.update(self.summary)
+
+    def _stamp(self, row: RolloutRow | FailureRow) -> None:
+        """Record the environment's version in the row's facts (``RunFacts.env_version``)."""
+        if self.env_version is not None:
+            row[FACTS]["env_version"] = self.env_version
 
     def record_input_error(self, error: InputError, task_index: int) -> None:
         row = input_error_row(error, task_index=task_index)

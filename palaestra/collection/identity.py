@@ -12,8 +12,10 @@ file: the next resume adopts the current identity.
 The file also holds the whole run specification under ``spec`` (``RunSpec.to_json``: no
 secrets), for the record; it is not compared as a whole, because most of it (concurrency,
 retries, timeouts, where the output goes) does not change the rows. What does is compared
-through the fields above it: the environment and its arguments, the agent and its options, the
-model (backend, url, model, backend options), the input's content, repeats and sampling.
+through the fields above it: the environment, its version (``Environment.version``: a resume
+after a change that scores answers differently is refused) and its arguments, the agent and
+its options, the model (backend, url, model, backend options), the input's content, repeats
+and sampling.
 
 The input is identified by its content (SHA-256), not its path, so a moved or copied input
 still resumes; see ``tasks.scan_input`` for what hashing costs and when it is skipped. Rows
@@ -57,6 +59,9 @@ NOT_COMPARED = frozenset(
 """Recorded, never compared: a top-level field (all of it) or one dotted key. A model pool's
 ``urls`` are replicas of one model: a resume with more or fewer of them is the same run (its
 ``url`` is null; a resume on a single URL instead of a pool is refused, naming ``model.url``)."""
+GROWN = frozenset({"env.version"})
+"""Keys recorded since a later palaestra: compared only when the recorded run has them too (a
+run recorded before environments had versions resumes; one of another version is refused)."""
 
 
 def run_identity(
@@ -128,6 +133,8 @@ def differences(recorded: JsonDict, current: JsonDict) -> list[str]:
             if key in skipped:
                 continue
             old, new = before.get(key, _ABSENT), now.get(key, _ABSENT)
+            if key in GROWN and old is _ABSENT:
+                continue
             if old != new:
                 found.append(f"{key}: the run has {_show(old)}, this command has {_show(new)}")
     return sorted(found)

@@ -175,3 +175,15 @@ def task_problem(row: object) -> tuple[str | None, str] | None:
     if tools is not None and not isinstance(tools, list):
         return "responses_create_params.tools", "must be a list"
     return None
+
+
+def load_dataset(path: Path | None) -> list[JsonDict]:
+    """The tasks a server offers by index; a bad line is a ``ConfigError`` naming it."""
+    if path is None:
+        return []
+    rows: list[JsonDict] = []
+    for line in read_tasks(path):
+        if line.error is not None:
+            raise ConfigError(line.error.describe())
+        rows.append(line.row)
+    return rows

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from palaestra.collection.assembly import bound_facts, build_agent
+from palaestra.collection.assembly import bound_facts, build_agent, served_version
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
 
@@ -30,19 +30,24 @@ async def describe(spec: RunSpec, found: FoundEnvironment | None) -> tuple[str, 
     """The run's label (``<environment>_<agent>``) and identity facts, as its workers will
     report them, without starting any: a served environment is asked its agent (one ``GET``),
     one run here is read from its class (or the instance given), not built."""
+    served: JsonDict = {}
     if spec.env.url is not None:
         from palaestra.remote.env import RemoteEnvironmentClient
 
         remote = await RemoteEnvironmentClient.connect(spec.env.url, token=spec.env.token)
         await remote.aclose()
         env_name, default = remote.name, remote.default_agent
+        served = served_version(remote)  # as each worker's runner records it
     elif found is not None:
         environment = found.instance if found.instance is not None else found.cls
         env_name, default = environment.name, environment.default_agent
     else:
         raise ConfigError("name an environment (a name, ./file.py or module:Class) or its url")
     agent = build_agent(spec.agent, default)  # a wrong agent option is one line, before workers
-    return f"{env_name}_{agent.name}", bound_facts(spec, found, spec.agent.name or default)
+    facts = bound_facts(spec, found, spec.agent.name or default)
+    if served:
+        facts["env"] = {**(facts["env"] or {}), **served}
+    return f"{env_name}_{agent.name}", facts
 
 
 class Executor:

@@ -80,6 +80,11 @@ class Environment:
     install: ClassVar[str] = ""
     """The command that installs ``requires`` (shown by ``palaestra envs``)."""
     baseline: ClassVar[Baseline | None] = None
+    version: ClassVar[int] = 1
+    """Raised by one whenever a change scores the same answer differently or gives a seed
+    other tasks: runs record it (the run identity, every row), ``--resume`` refuses a run of
+    another version, and ``palaestra envs`` shows it. A built-in's is its catalogue table's
+    ``version`` (``palaestra.environment.catalogue.environment_version``)."""
     """The embedded model's measured score on this environment, for the catalogue."""
     network: ClassVar[bool] = False
     """Whether this environment's tasks may use the network. False (the default, and every

@@ -3,7 +3,8 @@
 Built-in environments are described in one file, ``palaestra/envs/catalogue.toml``, read
 without importing them (``palaestra envs`` must stay quick and must not import a suite's
 package just to list it). A third-party environment describes itself with class attributes of
-``Environment`` (``category``, ``peer``, ``requires``, ``install``, ``baseline``); listing a
+``Environment`` (``category``, ``peer``, ``requires``, ``install``, ``baseline``,
+``version``); listing a
 plug-in loads its class, as ``palaestra envs`` always did. Whether what an environment needs
 is installed is read from the installed distributions' metadata and ``PATH``, then, for a
 built-in whose distributions are all there, by importing the suite modules it loads at run
@@ -86,6 +87,8 @@ class CatalogueEntry:
     install: str = ""
     peer: str = ""
     baseline: Baseline | None = None
+    version: int = 1
+    """Raised whenever a change scores the same answer differently (``Environment.version``)."""
     missing: tuple[str, ...] = field(default=())
     """What of ``requires`` and ``commands`` is not installed here, or what its ``imports``
     miss (a module, or the module that does not import and why)."""
@@ -105,6 +108,7 @@ class CatalogueEntry:
         baseline = self.baseline
         return {
             "name": self.name,
+            "version": self.version,
             "category": self.category,
             "summary": self.summary,
             "source": self.source,
@@ -209,6 +213,7 @@ def entry_from_table(name: str, table: dict[str, Any]) -> CatalogueEntry:
         install=_text(table, "install", where),
         peer=_text(table, "peer", where),
         baseline=None if baseline is None else _baseline(baseline, f"{where} baseline"),
+        version=_version(table.get("version", 1), f"{where} version"),
         missing=missing(requires, commands),
     )
 
@@ -225,8 +230,20 @@ def entry_from_class(name: str, cls: type[Environment], source: str) -> Catalogu
         install=cls.install,
         peer=cls.peer,
         baseline=cls.baseline if isinstance(cls.baseline, Baseline) else None,
+        version=_version(cls.version, f"{source}: version"),
         missing=missing(requires, ()),
     )
+
+
+def environment_version(cls: type[Environment]) -> int:
+    """The version of ``cls``: a built-in's from its catalogue table (default 1), any other
+    environment's from its class attribute; a one-line ``ConfigError`` if it is no version."""
+    if cls.__module__.startswith(f"{_BUILTIN_PACKAGE}."):
+        package = cls.__module__.split(".")[2]
+        table = builtin_tables().get(package)
+        if table is not None:
+            return _version(table.get("version", 1), f"{CATALOGUE_FILE} [{package}] version")
+    return _version(cls.version, f"{cls.__module__}:{cls.__qualname__}.version")
 
 
 def missing(requires: tuple[str, ...], commands: tuple[str, ...]) -> tuple[str, ...]:
@@ -255,6 +272,12 @@ def _strings(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
     return tuple(value)
+
+
+def _version(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: expected a version (1, 2, ...), got {value!r}")
+    return value
 
 
 def _count(value: object, where: str) -> int | None:

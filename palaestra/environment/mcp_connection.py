@@ -6,8 +6,8 @@ enters the transport and the ``ClientSession`` and waits to be told to close), a
 made beside it. Every connection of the process lives on one event loop in a daemon thread:
 an environment lists its server's tools from plain code (``Environment.tools`` is not async,
 and is called while the runner's own loop is running), and a server started then keeps
-serving the rollouts later. Calls from the runner's loop hop over with
-``asyncio.run_coroutine_threadsafe``; cancelling the awaiting side cancels the call.
+serving the rollouts later. Calls from the runner's loop hop over to it
+(``palaestra._util.loop.LoopThread``); cancelling the awaiting side cancels the call.
 
 ``mcp`` is imported here only, when a connection opens: ``import palaestra`` never loads it.
 """
@@ -23,6 +23,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+from palaestra._util.loop import LoopThread
 from palaestra.errors import ConfigError, PalaestraError
 
 if TYPE_CHECKING:
@@ -278,33 +279,25 @@ def _is_mcp_error(error: BaseException) -> bool:
     return type(error).__name__ == "MCPError" and len(error.args) >= 2
 
 
-_loop: asyncio.AbstractEventLoop | None = None
+_loop: LoopThread | None = None
 _loop_lock = threading.Lock()
 
 
-def mcp_loop() -> asyncio.AbstractEventLoop:
-    """The event loop every MCP connection of this process lives on (started on first use)."""
+def mcp_loop() -> LoopThread:
+    """The loop every MCP connection of this process lives on (started on first use)."""
     global _loop
     with _loop_lock:
-        if _loop is None or _loop.is_closed():
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="palaestra-mcp", daemon=True)
-            thread.start()
-            _loop = loop
+        if _loop is None or _loop.loop.is_closed():
+            _loop = LoopThread("palaestra-mcp")
         return _loop
 
 
 async def on_mcp_loop(coroutine: Coroutine[Any, Any, T]) -> T:
     """Await ``coroutine`` on the MCP loop from another loop (cancelling it with this)."""
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, mcp_loop()))
+    return await mcp_loop().wait(coroutine)
 
 
 def on_mcp_loop_blocking(coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
     """Run ``coroutine`` on the MCP loop and wait for it here (plain code, any thread but
     the MCP loop's own)."""
-    future = asyncio.run_coroutine_threadsafe(coroutine, mcp_loop())
-    try:
-        return future.result(timeout)
-    except TimeoutError:
-        future.cancel()
-        raise
+    return mcp_loop().run(coroutine, timeout)

@@ -121,6 +121,16 @@ def require(body: dict[str, Any], field: str, kinds: type | tuple[type, ...], wh
         raise RequestError(422, f"field '{field}' must be {what}", param=field)
 
 
+def require_objects(body: dict[str, Any], field: str, what: str) -> list[dict[str, Any]]:
+    """The list of objects at ``field``; 422 naming the field, or the item that is no object."""
+    require(body, field, list, what)
+    items: list[Any] = body[field]
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise RequestError(422, "must be an object", param=f"{field}[{position}]")
+    return items
+
+
 class HotRoutedApp(Starlette):
     """A Starlette app whose hot ``POST`` routes skip Starlette's middleware and router.
 

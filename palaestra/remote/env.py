@@ -86,6 +86,7 @@ from palaestra.wire.protocol import (
     typed_close_body,
     user_turn_of,
     verdict_from_answer,
+    version_of,
 )
 
 __all__ = ["RemoteEnvironmentClient", "verdict_from_answer"]
@@ -130,6 +131,8 @@ class RemoteEnvironmentClient:
         """The agent the served environment asks for (a NeMo Gym server: tool_calling)."""
         self.has_user = False
         """Whether the server announced a simulated user (``/user_turn``)."""
+        self.version: int | None = None
+        """The environment's version the server announced (a palaestra server's ``/tools``)."""
         self._owns_http = http is None
         self._http = http or HttpClient()  # no connection cap: --concurrency is the bound
         self._tools = tools or []
@@ -231,6 +234,7 @@ class RemoteEnvironmentClient:
         self._seeds_along = self._may_seed_along and palaestra
         self._no_echo = palaestra
         self.has_user = has_user_turn(answer)
+        self.version = version_of(answer)
 
     async def _openapi(self) -> JsonDict | None:
         """The ``GET /openapi.json`` document a server serves (every FastAPI app does: its

@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from palaestra.agents.base import Agent, scoped
+from palaestra.collection.aggregate import verify_answer_metrics
 from palaestra.collection.tasks import task_problem
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import InputError, ServiceUnreachable
@@ -34,13 +35,13 @@ from palaestra.http.json import (
     error_response,
     json_object,
     request_error_response,
+    require_objects,
 )
 from palaestra.http.sessions import header_of
 from palaestra.models.affinity import rollout_scope
 from palaestra.models.base import Model
 from palaestra.observe.metrics_counts import ObservedAgent
 from palaestra.observe.metrics_http import agent_metrics, metrics_route
-from palaestra.serve.env_app import aggregate_endpoint
 from palaestra.types import Failure, FailureKind, JsonDict
 from palaestra.wire.open_responses import conform, event_stream, refuse_unserved, take_stream
 from palaestra.wire.protocol import (
@@ -119,6 +120,13 @@ def agent_app(
             ServiceUnreachable: _unreachable,  # not the rollout's fault: the caller may stop
         },
     )
+
+
+async def aggregate_endpoint(request: Request) -> Response:
+    """``POST /aggregate_metrics``: NeMo Gym's aggregate of a list of verify answers."""
+    body = await json_object(request)
+    answers = require_objects(body, "verify_responses", "a list of verify answers")
+    return JSONResponse(verify_answer_metrics(answers))
 
 
 async def _unreachable(request: Request, exc: Exception) -> Response:

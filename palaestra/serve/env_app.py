@@ -37,15 +37,16 @@ import inspect
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from palaestra.collection.aggregate import aggregate_rows
+from palaestra.collection.aggregate import verify_answer_metrics
 from palaestra.environment.base import Environment, check_tool_names
+from palaestra.environment.catalogue import environment_version
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.environment.sessions import Session
 from palaestra.environment.step import StepEnvironment
@@ -61,6 +62,7 @@ from palaestra.http.json import (
     json_object,
     request_error_response,
     require,
+    require_objects,
 )
 from palaestra.http.sessions import SessionSigner, header_of, token_of
 from palaestra.observe.metrics_http import environment_metrics, metrics_route
@@ -80,7 +82,6 @@ from palaestra.types import Failure, JsonDict, Verdict
 if TYPE_CHECKING:
     from palaestra.models.base import Model
 from palaestra.wire.protocol import (
-    AGENT_REF,
     AGGREGATE_METRICS,
     CLOSE_HEADER,
     CLOSE_SESSION,
@@ -105,8 +106,6 @@ from palaestra.wire.protocol import (
     USER_TURN,
     VERIFY,
     failure_error,
-    failure_from_fields,
-    is_failure_row,
     reset_answer,
     step_answer,
     tool_route,
@@ -347,9 +346,11 @@ def _dataset_size(dataset: list[JsonDict]) -> Handler:
 
 
 def _tools(client: LocalEnvironmentClient) -> Handler:
+    version = environment_version(type(client.environment))
+
     async def tools(request: Request) -> Response:
         answer = tools_answer(
-            client.tools(), client.environment.default_agent, user=client.has_user
+            client.tools(), client.environment.default_agent, user=client.has_user, version=version
         )
         return JSONResponse(answer)
 
@@ -634,30 +635,8 @@ def _closed_name(body: JsonDict) -> str | None:
 async def aggregate_endpoint(request: Request) -> Response:
     """``POST /aggregate_metrics``: NeMo Gym's aggregate of a list of verify answers."""
     body = await json_object(request)
-    require(body, "verify_responses", list, "a list of verify answers")
-    rows: list[Any] = body["verify_responses"]
-    for position, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise RequestError(422, "must be an object", param=f"verify_responses[{position}]")
-    # One group over every row, whatever agent produced it, as NeMo Gym's endpoint does.
-    # NeMo Gym's collector sends its failed rollouts too: they are counted, never averaged.
-    scored = [{**row, AGENT_REF: {}} for row in rows if not is_failure_row(row)]
-    failures = [failure_from_fields(row) for row in rows if is_failure_row(row)]
-    aggregates = list(aggregate_rows(scored).values())
-    metrics: JsonDict = {"agent_metrics": {}, "key_metrics": {}, "group_level_metrics": []}
-    if aggregates:  # NeMo Gym's AggregateMetrics: the entry without its agent_ref
-        entry = aggregates[0].to_json()
-        metrics["agent_metrics"] = entry["agent_metrics"]
-        metrics["key_metrics"] = entry["key_metrics"]
-        metrics["group_level_metrics"] = entry.get("group_level_metrics", [])
-    if failures:
-        metrics["key_metrics"]["failures"] = len(failures)
-        kinds: dict[str, int] = {}
-        for failure in failures:
-            kind = str(failure.kind) if failure is not None else "internal_error"
-            kinds[kind] = kinds.get(kind, 0) + 1
-        metrics["failures_by_kind"] = kinds
-    return JSONResponse(metrics)
+    answers = require_objects(body, "verify_responses", "a list of verify answers")
+    return JSONResponse(verify_answer_metrics(answers))
 
 
 def _token_session(request: Request, signer: SessionSigner) -> str | None:

@@ -7,29 +7,13 @@ a ``/verify`` body with an ``expected`` key is the evaluator form: the answer is
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
 
-from palaestra.collection.tasks import read_tasks
-from palaestra.errors import ConfigError
 from palaestra.http.json import RequestError
 from palaestra.types import JsonDict, assistant_message, input_items
 from palaestra.wire.rows import PARAMS
 
 PROTOCOL = "nemo-gym+nemo-evaluator"
-
-
-def load_dataset(path: Path | None) -> list[JsonDict]:
-    """The tasks a server offers by index; a bad line is a ``ConfigError`` naming it."""
-    if path is None:
-        return []
-    rows: list[JsonDict] = []
-    for line in read_tasks(path):
-        if line.error is not None:
-            raise ConfigError(line.error.describe())
-        rows.append(line.row)
-    return rows
 
 
 def is_evaluator_seed(body: JsonDict) -> bool:

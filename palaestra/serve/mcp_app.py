@@ -395,7 +395,7 @@ async def serve_mcp(
     ``session_ttl`` bound the MCP sessions over HTTP (``serve_mcp_http``; None: the defaults).
     """
     from palaestra.collection.assembly import find
-    from palaestra.serve.evaluator import load_dataset
+    from palaestra.collection.tasks import load_dataset
 
     found = find(env)
     if found is None or env.url is not None or env.cmd is not None:

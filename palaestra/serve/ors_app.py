@@ -43,11 +43,11 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from palaestra.collection.tasks import load_dataset
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
 from palaestra.errors import ConfigError, InputError, PalaestraError, RolloutFailure
 from palaestra.http.json import JSONResponse
-from palaestra.serve.evaluator import load_dataset
 from palaestra.training.openenv_episode import Episode, EpisodeFailed
 from palaestra.types import JsonDict, Producer, Verdict, user_message
 from palaestra.wire import ors

@@ -63,13 +63,13 @@ async def serve_async(spec: ServeSpec) -> None:
 
 
 async def _serve_env(spec: ServeSpec) -> None:
+    from palaestra.collection.tasks import load_dataset
     from palaestra.serve.env_app import (
         DEFAULT_MAX_SESSIONS,
         DEFAULT_MAX_TASK_BYTES,
         DEFAULT_MAX_TOTAL_TASK_BYTES,
         environment_app,
     )
-    from palaestra.serve.evaluator import load_dataset
 
     if spec.env.cmd is not None:  # a stack's {kind: env, cmd: ...}: a command's server
         from palaestra.remote.managed import serve_command
@@ -95,8 +95,8 @@ async def _serve_env(spec: ServeSpec) -> None:
 
 
 async def _serve_openenv(spec: ServeSpec) -> None:
+    from palaestra.collection.tasks import load_dataset
     from palaestra.environment.client import LocalEnvironmentClient
-    from palaestra.serve.evaluator import load_dataset
     from palaestra.serve.openenv_app import openenv_app, task_source
 
     found = find(spec.env)

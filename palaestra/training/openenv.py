@@ -32,12 +32,11 @@ cost: benchmarks/results/micro.md), so it may be used from any thread. Close the
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from palaestra._util.loop import LoopThread
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.errors import ConfigError, InputError
@@ -71,30 +70,10 @@ __all__ = ["EpisodeFailed", "PalaestraSession", "PalaestraSessionFactory"]
 T = TypeVar("T")
 
 
-class _LoopThread:
-    """An event loop in a daemon thread; ``run`` executes a coroutine there from any thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="palaestra-openenv", daemon=True
-        )
-        self._thread.start()
-
-    def run(self, work: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
-        if not self._thread.is_alive():
-            self.loop.close()
-
-
 class PalaestraSession(ResourceSession):  # type: ignore[misc, unused-ignore]
     """One rollout: a seeded palaestra session (OpenEnv's ``ResourceSession``)."""
 
-    def __init__(self, episode: Episode, loop: _LoopThread) -> None:
+    def __init__(self, episode: Episode, loop: LoopThread) -> None:
         self.episode = episode
         self._loop = loop
         self._initial = episode.initial_messages()
@@ -151,7 +130,7 @@ class PalaestraSessionFactory(ResourceSessionFactory):  # type: ignore[misc, unu
         self._environment: Environment | None = None
         self._tasks = list(tasks or [])
         self._next_task: Iterator[int] = itertools.count()
-        self._loop = _LoopThread()
+        self._loop = LoopThread("palaestra-openenv")
         try:
             self.client = self._loop.run(self._client_of(env, token))
             if self.client.has_user:

@@ -17,12 +17,11 @@ work to it and waits. So it works from any thread, also one whose own event loop
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import AsyncGenerator, Coroutine, Generator, Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
+from palaestra._util.loop import LoopThread
 from palaestra.observe.metrics_counts import StalenessCounts
 from palaestra.training.rollouts import Group, RolloutStats
 from palaestra.training.sampler import TaskSampler
@@ -30,28 +29,6 @@ from palaestra.training.stream import Policy, RolloutSampler
 from palaestra.types import JsonDict
 
 __all__ = ["SyncRolloutSampler"]
-
-T = TypeVar("T")
-
-
-class _LoopThread:
-    """An event loop running in a daemon thread; ``run`` waits for a coroutine on it."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="palaestra-rollouts", daemon=True
-        )
-        self.thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        if not self.thread.is_alive():
-            self.loop.close()
 
 
 class SyncRolloutSampler:
@@ -72,7 +49,7 @@ class SyncRolloutSampler:
 
     def _start(self, sampler: RolloutSampler) -> None:
         self.sampler = sampler
-        self._loop = _LoopThread()
+        self._loop = LoopThread("palaestra-rollouts")
         try:
             self._loop.run(self.sampler.open())
         except BaseException:

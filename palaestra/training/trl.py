@@ -42,17 +42,16 @@ daemon thread and waits on it, so it never touches (or blocks) TRL's own async l
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Literal, TypeVar
 
 import orjson
 
+from palaestra._util.loop import LoopThread
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment.step import StepEnvironment
@@ -77,29 +76,6 @@ TASK_COLUMN = "palaestra_task"
 
 _RESERVED = frozenset({"reset", "get_reward"})
 """Method names TRL gives a meaning of its own: a tool cannot take them."""
-
-
-class _Loop:
-    """A private event loop in a daemon thread; ``run`` waits for a coroutine on it."""
-
-    def __init__(self, name: str) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self._thread:
-            coroutine.close()
-            raise RuntimeError("a TrlEnvironment method was called from its own event loop")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
-
-    def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        if not self._thread.is_alive():
-            self._loop.close()
 
 
 class TrlEnvironment:
@@ -135,7 +111,7 @@ class TrlEnvironment:
             )
         self.failures: dict[str, int] = {}
         """Failed rollouts so far, by failure kind."""
-        self._loop = _Loop(f"palaestra-trl-{self.name}")
+        self._loop = LoopThread(f"palaestra-trl-{self.name}")
         self._fatal: ServiceUnreachable | None = None
         self.environment_class = _environment_class(self, self.client.tools())
         """The class ``factory`` instantiates: ``reset`` plus one method per tool."""
@@ -144,11 +120,11 @@ class TrlEnvironment:
 
     def _loop_close_client(self) -> None:
         """Close the client opened for an environment that is then refused."""
-        loop = _Loop(f"palaestra-trl-{self.name}-refused")
+        loop = LoopThread(f"palaestra-trl-{self.name}-refused")
         try:
             loop.run(self.client.aclose())
         finally:
-            loop.close()
+            loop.stop()
 
     def factory(self) -> _Rollout:
         """One environment instance for TRL (``environment_factory=env.factory``)."""
@@ -186,7 +162,7 @@ class TrlEnvironment:
         try:
             self._loop.run(self.client.aclose())
         finally:
-            self._loop.close()
+            self._loop.stop()
 
     def __enter__(self) -> TrlEnvironment:
         return self

@@ -54,6 +54,7 @@ This module imports trl only when the worker starts (its ``RolloutSample``).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import importlib
 import math
@@ -63,6 +64,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from palaestra._util.loop import LoopThread
 from palaestra.errors import ConfigError
 from palaestra.training.openenv_episode import prompt_messages
 from palaestra.training.rollouts import Group, Rollout
@@ -110,9 +112,7 @@ class AsyncGrpoRolloutWorker:
         self.metrics_queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=4096)
         self.model_version = 0
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._main: asyncio.Task[None] | None = None
+        self._loop: LoopThread | None = None
         self._error: BaseException | None = None
         self._heartbeat = time.monotonic()
         self._sample_type: Any = None
@@ -129,24 +129,20 @@ class AsyncGrpoRolloutWorker:
 
     def start(self) -> None:
         """Start producing samples in a daemon thread (TRL calls it on train begin)."""
-        if self._thread is not None:
+        if self._loop is not None:
             return
         worker = importlib.import_module("trl.experimental.async_grpo.async_rollout_worker")
         self._sample_type = worker.RolloutSample
         self._heartbeat = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="palaestra-async-grpo", daemon=True)
-        self._thread.start()
+        self._loop = LoopThread("palaestra-async-grpo")
+        self._loop.submit(self._produce()).add_done_callback(self._ended)
 
     def stop(self) -> None:
         """Stop the rollouts in flight, close the sampler and join the thread."""
         self._stop.set()
-        loop, main = self._loop, self._main
-        if loop is not None and main is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended
-                loop.call_soon_threadsafe(main.cancel)
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            self._thread = None
+        if self._loop is not None:
+            self._loop.stop(timeout=30)  # the rollouts in flight are cancelled, then unwind
+            self._loop = None
 
     def update_model_version(self, model_version: int) -> None:
         """TRL synced its weights: model calls from now on are served by ``model_version``."""
@@ -158,24 +154,15 @@ class AsyncGrpoRolloutWorker:
         if self._error is not None:
             raise RuntimeError("palaestra's rollout worker failed") from self._error
         age = time.monotonic() - self._heartbeat
-        if self._thread is not None and age > stale_after_s:
+        if self._loop is not None and age > stale_after_s:
             raise RuntimeError(f"palaestra's rollout worker is hung: no heartbeat for {age:.0f}s")
 
     # --- the worker's thread -------------------------------------------------------------
 
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            self._main = loop.create_task(self._produce())
-            loop.run_until_complete(self._main)
-        except asyncio.CancelledError:
-            pass
-        except BaseException as error:  # kept for check_health: the trainer raises it
-            self._error = error
-        finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+    def _ended(self, done: concurrent.futures.Future[None]) -> None:
+        """Keep what stopped the worker for ``check_health`` (the trainer raises it)."""
+        if not done.cancelled() and done.exception() is not None:
+            self._error = done.exception()
 
     async def _produce(self) -> None:
         beat = asyncio.create_task(self._beat())

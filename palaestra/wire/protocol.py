@@ -476,7 +476,9 @@ def step_from_answer(answer: JsonDict) -> StepResult:
 # --- tools (/tools) and liveness ---------------------------------------------------------------
 
 
-def tools_answer(tools: list[JsonDict], default_agent: str, *, user: bool = False) -> JsonDict:
+def tools_answer(
+    tools: list[JsonDict], default_agent: str, *, user: bool = False, version: int | None = None
+) -> JsonDict:
     answer: JsonDict = {
         "tools": tools,
         "default_agent": default_agent,
@@ -484,7 +486,15 @@ def tools_answer(tools: list[JsonDict], default_agent: str, *, user: bool = Fals
     }
     if user:  # only when there is one: the answer of a server without a user is as it was
         answer["user_turn"] = True
+    if version is not None:  # the environment's version (``Environment.version``)
+        answer["version"] = version
     return answer
+
+
+def version_of(answer: Any) -> int | None:
+    """The environment's version a ``/tools`` answer announces; None when it says none."""
+    version = answer.get("version") if isinstance(answer, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 def has_user_turn(answer: Any) -> bool:

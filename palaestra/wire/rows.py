@@ -75,6 +75,9 @@ class RunFacts(TypedDict, total=False):
     """``_palaestra``: how the rollout ran. Timings are seconds per phase (seed, model, ...)."""
 
     attempt: int
+    env_version: int
+    """The environment's version (``Environment.version``) the rollout was scored by; absent
+    in rows of older runs and of a served environment (its version is its server's)."""
     model_calls: int
     tool_calls: int
     timings: dict[str, float]

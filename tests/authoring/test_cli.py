@@ -39,7 +39,7 @@ def test_a_failing_check_is_one_red_line_and_exit_1(tmp_path: Path) -> None:
     assert "  SKIP golden answers: no golden answers" in result.output
     assert "  SKIP smoke run: no model (--no-model)" in result.output
     assert "  SKIP oracle: no gold actions (implement Environment.gold_actions" in result.output
-    assert lines[-1] == "failed: 10 checks, 1 failed, 6 skipped"
+    assert lines[-1] == "failed: 12 checks, 1 failed, 7 skipped"
 
 
 def test_json_prints_the_whole_report(tmp_path: Path) -> None:
@@ -50,7 +50,8 @@ def test_json_prints_the_whole_report(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     report = orjson.loads(result.output)
     assert report["environment"] == "quiz" and report["ok"] is True
-    assert [c["status"] for c in report["checks"]] == ["pass"] * 5 + ["skip"] * 5
+    statuses = [c["status"] for c in report["checks"]]
+    assert statuses == ["pass"] * 5 + ["skip"] * 3 + ["pass"] + ["skip"] * 3
     assert report["checks"][4]["details"] == {"tasks": 5}
 
 

@@ -52,6 +52,8 @@ def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> 
         ["PASS", "golden answers"],
         ["SKIP", "oracle"],
         ["SKIP", "null agent"],
+        ["SKIP", "generated tasks"],
+        ["PASS", "seeded start"],
         ["PASS", "smoke run"],
         ["PASS", "sessions closed"],
         ["PASS", "framework CPU"],
@@ -59,7 +61,7 @@ def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> 
     assert "2 rollouts with SmolLM2" in result.output
     assert "2 sessions opened, all closed by their rollout" in result.output
     assert "ms of CPU per rollout outside the model" in result.output
-    assert lines[-1] == "passed: 10 checks, 0 failed, 2 skipped"
+    assert lines[-1] == "passed: 12 checks, 0 failed, 3 skipped"
 
 
 def prompt_size(line: str) -> int:

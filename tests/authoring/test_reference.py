@@ -219,7 +219,7 @@ def test_palaestra_test_prints_one_line_per_reference_check(
         else "ok   task {}: doing nothing scored 0"
     )
     assert [line.strip() for line in below] == [wanted.format(n) for n in range(2)]
-    assert lines[-1].endswith(f"10 checks, {code} failed, 4 skipped")
+    assert lines[-1].endswith(f"12 checks, {code} failed, 5 skipped")
 
 
 @pytest.mark.parametrize("name", ["workplace", "function_calling"])

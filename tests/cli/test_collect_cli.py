@@ -293,3 +293,40 @@ def test_hosted_tools_reach_the_model_only_with_the_flag(tmp_path: Path) -> None
     assert sent == [["function"]] * 2 + [["function", "web_search"]] * 2
     assert rows(tmp_path / "c.jsonl")[0]["_palaestra"]["closed_book"] is True
     assert rows(tmp_path / "o.jsonl")[0]["_palaestra"]["closed_book"] is False
+
+
+VERSIONED_ENV = '''
+from palaestra import Environment, Session, Verdict, output_text
+
+
+class Echo(Environment):
+    """Say yes, unless the task cannot be scored."""
+
+    version = {version}
+
+    def verify(self, session: Session, response: dict) -> Verdict:
+        if session.task.get("unscorable"):
+            return Verdict.failed("no gold answer")
+        return Verdict(reward=float("yes" in output_text(response)))
+'''
+
+
+def test_rows_record_the_environment_version_and_a_resume_after_a_bump_is_refused(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "echo.py").write_text(VERSIONED_ENV.format(version=1))
+    task = {"responses_create_params": {"input": "Say yes."}}
+    tasks = [task, {**task, "unscorable": True}]
+    (tmp_path / "tasks.jsonl").write_bytes(b"".join(orjson.dumps(t) + b"\n" for t in tasks))
+    args = ["collect", "--env", "./echo.py", "--input", "tasks.jsonl", "--output", "o.jsonl"]
+    with ScriptedModelServer(lambda params: text_response("yes")) as server:
+        first = run_cli(*args, "--model", server.url, "--repeats", "1", cwd=tmp_path)
+        assert first.returncode == 0, first.stderr
+        (tmp_path / "echo.py").write_text(VERSIONED_ENV.format(version=2))
+        bumped = run_cli(*args, "--model", server.url, "--repeats", "1", "--resume", cwd=tmp_path)
+    for written in ("o.jsonl", "o_failures.jsonl"):  # a scored rollout, then a failed one
+        assert [r["_palaestra"]["env_version"] for r in rows(tmp_path / written)] == [1]
+    assert orjson.loads((tmp_path / "o_run.json").read_bytes())["env"]["version"] == 1
+    assert bumped.returncode == 1
+    assert "env.version: the run has 1, this command has 2" in bumped.stderr
+    assert len(bumped.stderr.strip().splitlines()) == 1, bumped.stderr

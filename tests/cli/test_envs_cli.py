@@ -67,11 +67,13 @@ def test_the_catalogue_page_is_what_palaestra_envs_prints() -> None:
     )
 
 
-def test_the_table_shows_category_tasks_needs_baseline_and_peer() -> None:
+def test_the_table_shows_version_category_tasks_needs_baseline_and_peer() -> None:
     done = envs()
     assert done.returncode == 0, done.stderr
     line = next(row for row in done.stdout.splitlines() if row.strip().startswith("calculator"))
-    assert line.split()[:3] == ["calculator", "tool", "use"]
+    assert line.split()[:4] == ["calculator", "1", "tool", "use"]
+    games = next(row for row in done.stdout.splitlines() if row.strip().startswith("games"))
+    assert games.split()[:3] == ["games", "2", "games"]
     assert "10+gen" in line and "0.70 [0.40,0.89] n=10" in line
     equivalence = next(r for r in done.stdout.splitlines() if "equivalence_judge" in r)
     assert "NeMo Gym: equivalence_llm_judge" in equivalence

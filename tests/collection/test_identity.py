@@ -91,3 +91,11 @@ def test_a_damaged_identity_file_is_one_line(tmp_path: Path) -> None:
     path.write_text("{half")
     with pytest.raises(ConfigError, match=r"out_run.json is not valid JSON.*delete it"):
         read_identity(path)
+
+
+def test_a_run_of_another_environment_version_is_refused_and_one_before_versions_resumes() -> None:
+    versioned = {**RUN, "env": {"name": "games", "version": 1}}
+    bumped = {**RUN, "env": {"name": "games", "version": 2}}
+    assert differences(versioned, bumped) == ["env.version: the run has 1, this command has 2"]
+    before_versions = {**RUN, "env": {"name": "games"}}
+    assert differences(before_versions, bumped) == []

@@ -14,12 +14,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from palaestra.collection.served_tasks import served_tasks, task_from_seed
+from palaestra.collection.tasks import load_dataset
 from palaestra.environment.registry import find_environment
 from palaestra.envs.mcqa.environment import MultipleChoice
 from palaestra.errors import ConfigError
 from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.evaluator import load_dataset
 from palaestra.transport import unix_url
 from tests.cli.test_collect_cli import rows, run_cli
 from tests.cli.test_serve_cli import Served

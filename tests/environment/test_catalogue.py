@@ -12,7 +12,9 @@ import pytest
 from palaestra.environment.catalogue import (
     builtin_tables,
     catalogue,
+    entry_from_class,
     entry_from_table,
+    environment_version,
     missing,
 )
 from palaestra.environment.registry import builtin_names
@@ -102,3 +104,32 @@ def test_a_built_in_entry_reads_its_table_whole() -> None:
     assert entry.missing == ("surely-not-a-distribution-xyz",) and not entry.installed
     assert entry.baseline_text() == "0.250 [0.100, 0.500] n=20"
     assert entry.as_json()["baseline"]["interval"] == [0.1, 0.5]
+
+
+def test_each_readme_tells_the_history_of_every_version_down_from_the_current_one() -> None:
+    """A built-in's README ends its history at the version the catalogue gives it, newest
+    first, one entry per version: a bump that is not explained fails here."""
+    entries = {entry.name: entry for entry in catalogue()[0]}
+    for name in builtin_names():
+        readme = (ENVS / name / "README.md").read_text(encoding="utf-8")
+        _, heading, history = readme.partition("\n## Version history\n")
+        assert heading, f"{name}: its README has no 'Version history' section"
+        told = [int(v) for v in re.findall(r"^- \*\*v(\d+)\*\*:", history, re.MULTILINE)]
+        assert told == list(range(entries[name].version, 0, -1)), name
+
+
+def test_a_built_in_version_is_its_table_s_and_any_other_its_class_s() -> None:
+    from palaestra import Environment
+    from palaestra.envs.games.environment import Games
+    from palaestra.envs.weather.environment import Weather
+
+    class Mine(Environment):
+        version = 3
+
+    assert environment_version(Games) == 2  # games' lenient reading of moves
+    assert environment_version(Weather) == 1  # no version in its table: the first
+    assert environment_version(Mine) == 3
+    assert entry_from_class("mine", Mine, "plug-in m:Mine").version == 3
+    assert entry_from_table("mine", {"category": "math", "summary": "s"}).version == 1
+    with pytest.raises(ConfigError, match=r"\[mine\] version: expected a version \(1, 2, ...\)"):
+        entry_from_table("mine", {"category": "math", "summary": "s", "version": "2"})

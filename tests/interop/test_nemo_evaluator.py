@@ -12,12 +12,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from palaestra.collection.tasks import load_dataset
 from palaestra.environment.registry import find_environment
 from palaestra.environment.sessions import Session
 from palaestra.envs.mcqa.environment import MultipleChoice
 from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app
-from palaestra.serve.evaluator import load_dataset
 from palaestra.types import FailureKind, JsonDict, Verdict
 from tests.cli.test_run_cli import read_until
 from tests.interop.peer_run import run_peer

@@ -110,7 +110,8 @@ def test_a_finished_run_stops_the_server_and_all_it_started(
     assert len(rows) == 2
     assert_all_gone(tmp_path)
     identity = orjson.loads((tmp_path / "out" / "rollouts_run.json").read_bytes())
-    assert identity["env"] == {"cmd": command(tmp_path)}  # not the port it got this time
+    # the command, not the port it got this time; the version its server announced
+    assert identity["env"] == {"cmd": command(tmp_path), "version": 1}
     assert "counter" in (tmp_path / "out" / "rollouts_env_server.log").read_text()
 
 

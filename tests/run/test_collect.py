@@ -153,7 +153,11 @@ def test_environment_arguments_reach_the_constructor_and_a_wrong_one_is_one_line
             collect(env=Target, model=server.url, input=tasks, output=tmp_path / "y.jsonl")
     assert (seven.mean_reward, eight.mean_reward) == (1.0, 0.0)
     identity = orjson.loads((tmp_path / "seven_run.json").read_bytes())
-    assert identity["env"] == {"name": "target", "args": {"target": 7, "strict": False}}
+    assert identity["env"] == {
+        "name": "target",
+        "version": 1,
+        "args": {"target": 7, "strict": False},
+    }
     assert str(unknown.value) == (
         "environment 'target' takes no argument 'colour' (it takes: target, strict)"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -674,3 +675,36 @@ async def closes_in_the_newest_form(
         assert (await _post(http, "/close_session", {}, token))[:2] == (200, {})
         status, answer, _ = await _post(http, "/close_session", {}, token)
         assert status == 404 and answer["error"]["type"] == "session_lost"  # as before
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_a_served_environment_s_version_is_announced_and_recorded_in_every_row(
+    tmp_path: Path, workers: int | None
+) -> None:
+    """In this process, and with worker processes (each reads the version from the server
+    as the run's identity did: a difference would refuse the run)."""
+    import palaestra
+    from palaestra.envs.weather.environment import Weather
+    from tests.cli.test_collect_cli import many_tasks, rows, weather_script
+    from tests.support.scripted_model import ScriptedModelServer
+
+    class Weather4(Weather):
+        name = "weather"
+        version = 4
+
+    tasks = many_tasks(tmp_path / "tasks.jsonl", 2)
+    with (
+        ScriptedModelServer(weather_script()) as model,
+        BackgroundServer(environment_app(Weather4())) as env,
+    ):
+        summary = palaestra.collect(
+            env_url=env.url,
+            model=model.url,
+            input=tasks,
+            output=tmp_path / "o.jsonl",
+            workers=workers,
+        )
+    assert summary.done == 2
+    assert [r["_palaestra"]["env_version"] for r in rows(tmp_path / "o.jsonl")] == [4, 4]
+    identity = orjson.loads((tmp_path / "o_run.json").read_bytes())
+    assert identity["env"] == {"url": env.url, "version": 4}
