@@ -37,7 +37,9 @@ named with their module; a built-in environment's own errors are its own)::
     │   ├── UserModelFailure           user_model_error: the simulated user's model failed
     │   ├── VerifierFailure            verifier_error: verify raised or returned no score
     │   │   ├── VerifierTimeout        timeout
-    │   │   └── JudgeFailure           palaestra.environment.judge: the judge gave no verdict
+    │   │   ├── JudgeFailure           palaestra.environment.judge: the judge gave no verdict
+    │   │   └── RewardRefused          palaestra.environment.harbor: reward.json holds a value
+    │   │                              that is not a number
     │   ├── InvalidTask                invalid_input: a task row the environment cannot use
     │   ├── OrsFailure                 palaestra.environment.ors: a failure an ORS server named
     │   ├── AgentServerTimeout         timeout: a served agent did not answer in time

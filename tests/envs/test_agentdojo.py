@@ -499,8 +499,8 @@ def test_a_row_whose_injection_task_id_is_empty_text_has_no_injection(
 ) -> None:
     """Rows an earlier palaestra wrote say "" for no injection: read as the suite's None."""
     plain = next(row for row in rows if row.get("injection_task_id") is None)
-    assert dojo.case_of({**plain, "injection_task_id": ""}, env.loaded, env.version) == (
-        dojo.case_of(plain, env.loaded, env.version)
+    assert dojo.case_of({**plain, "injection_task_id": ""}, env.loaded, env.benchmark_version) == (
+        dojo.case_of(plain, env.loaded, env.benchmark_version)
     )
 
 

@@ -69,7 +69,7 @@ class AgentDojo(Environment):
             raise ConfigError(f"cases: {cases!r} is not one of {', '.join(dojo.CASES)}")
         self.suites = dojo.suite_names(suite)
         self.reward = reward
-        self.version = version
+        self.benchmark_version = version
         self.attack = attack
         self.cases = cases
         self.loaded = {name: dojo.load(version)[name] for name in self.suites}
@@ -156,13 +156,13 @@ class AgentDojo(Environment):
         if count < len(every):
             chosen = sorted(random.Random(seed).sample(chosen, count))
         for index in chosen:
-            yield dojo.task_row(self.loaded, every[index], self.version)
+            yield dojo.task_row(self.loaded, every[index], self.benchmark_version)
 
     def _case(self, task: JsonDict) -> dojo.Case:
         """The case a task row names; ``InvalidTask`` (an ``invalid_input`` failure) naming
         the wrong field, and the ``--env-arg`` that runs a suite this environment lacks."""
         try:
-            return dojo.case_of(task, self.loaded, self.version)
+            return dojo.case_of(task, self.loaded, self.benchmark_version)
         except ValueError as error:
             hint = ""
             if task.get("suite") in dojo.SUITES and task["suite"] not in self.loaded:
