@@ -97,19 +97,28 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}_{os.urandom(12).hex()}"
 
 
+_TOOL_FIELDS: Final = frozenset({"description", "parameters", "strict"})
+_NO_PARAMS: Final[JsonDict] = {}
+
+
 def conform(response: JsonDict, params: JsonDict | None = None) -> JsonDict:
     """``response`` as the spec's ``ResponseResource`` (a new dict; ``response`` is untouched).
 
     ``params`` are the create params it answers (their settings fill what the answer left
     out). Idempotent: a conformed Response comes back equal.
+
+    Every row and every served answer passes here: an item, tool or usage that conforms
+    already is taken as it is, and an item's id is hashed only when it has none.
     """
-    asked = params if isinstance(params, dict) else {}
+    asked = params if isinstance(params, dict) else _NO_PARAMS
     whole: JsonDict = dict(response)
-    whole.setdefault("object", "response")
+    if "object" not in whole:
+        whole["object"] = "response"
     if not isinstance(whole.get("id"), str):
         whole["id"] = _new_id("resp")
     created = whole.get("created_at")
-    whole["created_at"] = int(created) if isinstance(created, int | float) else int(time.time())
+    if created.__class__ is not int:
+        whole["created_at"] = int(created) if isinstance(created, int | float) else int(time.time())
     if not isinstance(whole.get("model"), str):
         model = asked.get("model")
         whole["model"] = model if isinstance(model, str) else ""
@@ -128,13 +137,25 @@ def conform(response: JsonDict, params: JsonDict | None = None) -> JsonDict:
         if whole.get(key) is None:
             value = asked.get(key)
             whole[key] = default if value is None else value
-    if isinstance(whole["text"], dict) and whole["text"].get("verbosity") is None:
-        whole["text"] = {**whole["text"], "verbosity": "medium"}  # the model's own default
-    whole["tools"] = [_tool(tool) for tool in _listed(whole.get("tools") or asked.get("tools"))]
-    whole["output"] = [
-        _item(item, f"{whole['id']}:{index}")
-        for index, item in enumerate(_listed(whole.get("output")))
-    ]
+    text = whole["text"]
+    if isinstance(text, dict) and text.get("verbosity") is None:
+        whole["text"] = {**text, "verbosity": "medium"}  # the model's own default
+    tools = whole.get("tools") or asked.get("tools")
+    whole["tools"] = (
+        [
+            tool if tool.__class__ is dict and tool.keys() >= _TOOL_FIELDS else _tool(tool)
+            for tool in tools
+        ]
+        if isinstance(tools, list)
+        else []
+    )
+    output = whole.get("output")
+    answer = whole["id"]
+    whole["output"] = (
+        [_item(item, answer, index) for index, item in enumerate(output)]
+        if isinstance(output, list)
+        else []
+    )
     if whole["usage"] is not None:
         whole["usage"] = _usage(whole["usage"])
     details = whole["incomplete_details"]
@@ -143,36 +164,34 @@ def conform(response: JsonDict, params: JsonDict | None = None) -> JsonDict:
     return whole
 
 
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _tool(tool: Any) -> Any:
     """A function tool with the fields ``FunctionTool`` requires (null when the task has none)."""
     if not isinstance(tool, dict) or tool.get("type") != "function":
         return tool
-    if all(key in tool for key in ("description", "parameters", "strict")):
+    if tool.keys() >= _TOOL_FIELDS:
         return tool
     return {"description": None, "parameters": None, "strict": None, **tool}
 
 
-def _item(item: Any, place: str) -> Any:
+def _item(item: Any, answer: str, index: int) -> Any:
     """An output item with its ``id`` and ``status``; a message's content as parts.
 
-    A missing id is made from ``place`` (the response's id and the item's index), so the same
-    answer conforms to the same row every time (a resumed or re-encoded result included)."""
+    A missing id is made from the response's id ``answer`` and the item's ``index``, so the
+    same answer conforms to the same row every time (a resumed or re-encoded result
+    included)."""
     if not isinstance(item, dict):
         return item
     kind = item.get("type")
     if kind is None and "role" in item:  # an easy input message: {"role", "content"}
         item = {"type": "message", **item}
         kind = "message"
-    prefix = _ID_PREFIXES.get(str(kind))
+    prefix = _ID_PREFIXES.get(kind) if isinstance(kind, str) else None
     if prefix is None:  # another implementation's item: passed on as it is
         return item
     fixed = item
     if not isinstance(item.get("id"), str):
-        fixed = {**fixed, "id": f"{prefix}_{hashlib.sha256(place.encode()).hexdigest()[:24]}"}
+        place = f"{answer}:{index}".encode()
+        fixed = {**fixed, "id": f"{prefix}_{hashlib.sha256(place).hexdigest()[:24]}"}
     if kind != "reasoning" and fixed.get("status") not in _STATUSES:
         fixed = {**fixed, "status": "completed"}
     if kind == "message" and not isinstance(fixed.get("content"), list):
@@ -192,6 +211,18 @@ def _parts(role: Any, content: Any) -> list[JsonDict]:
 def _usage(usage: Any) -> Any:
     if not isinstance(usage, dict):
         return None
+    inputs = usage.get("input_tokens_details")
+    outputs = usage.get("output_tokens_details")
+    if (
+        isinstance(usage.get("input_tokens"), int)
+        and isinstance(usage.get("output_tokens"), int)
+        and isinstance(usage.get("total_tokens"), int)
+        and isinstance(inputs, dict)
+        and isinstance(inputs.get("cached_tokens"), int)
+        and isinstance(outputs, dict)
+        and isinstance(outputs.get("reasoning_tokens"), int)
+    ):
+        return dict(usage)  # whole already
     fixed: JsonDict = dict(usage)
     for key in ("input_tokens", "output_tokens"):
         if not isinstance(fixed.get(key), int):
