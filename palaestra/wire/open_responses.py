@@ -138,7 +138,9 @@ def conform(response: JsonDict, params: JsonDict | None = None) -> JsonDict:
             value = asked.get(key)
             whole[key] = default if value is None else value
     text = whole["text"]
-    if isinstance(text, dict) and text.get("verbosity") is None:
+    if text is _SETTINGS["text"]:  # each Response its own: a row's text is not the default's
+        whole["text"] = {"format": {"type": "text"}, "verbosity": "medium"}
+    elif isinstance(text, dict) and text.get("verbosity") is None:
         whole["text"] = {**text, "verbosity": "medium"}  # the model's own default
     tools = whole.get("tools") or asked.get("tools")
     whole["tools"] = (

@@ -180,3 +180,10 @@ def test_a_stream_flag_that_is_not_a_boolean_is_refused_naming_the_field() -> No
     with pytest.raises(InputError) as caught:
         take_stream({"input": "hi", "stream": "yes"})
     assert caught.value.field == "stream"
+
+
+def test_a_conformed_response_owns_its_text_setting_so_editing_it_changes_no_other() -> None:
+    first = conform({"output": []})
+    first["text"]["format"]["type"] = "json_object"
+    second = conform({"output": []})
+    assert second["text"] == {"format": {"type": "text"}, "verbosity": "medium"}
