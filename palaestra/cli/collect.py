@@ -51,6 +51,11 @@ if TYPE_CHECKING:
     "not '-'). Default: the environment's example tasks.",
 )
 @click.option(
+    "--split",
+    help="Run the environment's named task split instead of its example tasks (smoke: a few "
+    "of the suite's easiest tasks, on which the embedded model can score; docs/collecting.md).",
+)
+@click.option(
     "--output",
     "output_path",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -109,6 +114,7 @@ def run_spec_of(options: dict[str, Any]) -> RunSpec:
         agent=agent,
         collection=CollectOptions(
             input=options["input_path"],
+            split=options["split"],
             output=options["output_path"],
             report=options["report"],
             **run_fields(options),

@@ -53,6 +53,10 @@ from palaestra.cli.options import assignments, env_arg_option
     help="Keep only the tasks this selects (environments with a task catalogue; swe_local: "
     "e.g. 'language=python,difficulty=medium|hard,clean').",
 )
+@click.option(
+    "--split",
+    help="Write the environment's named task split (e.g. smoke) instead of its example tasks.",
+)
 def tasks_command(env_name: str, **options: Any) -> None:
     """Write ENV's tasks as NeMo Gym input JSONL: for `collect --input`, NeMo Gym's
     ng_collect_rollouts, and NeMo Evaluator (gym://HOST:PORT?data=FILE against
@@ -62,6 +66,8 @@ def tasks_command(env_name: str, **options: Any) -> None:
     """
     console = Console(stderr=True)
     task_filter = options["task_filter"]
+    if options["split"] is not None and (options["summary"] or task_filter is not None):
+        raise click.UsageError("--split names its tasks itself: not with --filter or --summary")
     if options["summary"] or task_filter is not None:
         from palaestra.environment.registry import find_environment
 
@@ -79,6 +85,13 @@ def tasks_command(env_name: str, **options: Any) -> None:
             if options["output_format"] == "harbor" or options["num_tasks"] is not None:
                 raise click.UsageError("--filter selects among the example tasks (nemo-gym)")
             selection = cls.example_tasks_file(task_filter)  # type: ignore[attr-defined]
+    elif options["split"] is not None:
+        from palaestra.environment.registry import find_environment, task_split
+
+        if options["output_format"] == "harbor" or options["num_tasks"] is not None:
+            raise click.UsageError("--split writes the split's task file: not with --num-tasks")
+        with exit_on_user_error(console):
+            selection = task_split(find_environment(env_name).environment, options["split"])
     else:
         selection = None
     if options["output_path"] is None:

@@ -220,3 +220,32 @@ def tasks_beside(cls: type[Environment]) -> Path | None:
         return None
     tasks = Path(file).with_name("tasks.jsonl")
     return tasks if tasks.exists() else None
+
+
+SPLITS_FOLDER = "splits"
+"""The folder beside an environment's module that holds its named task splits."""
+
+
+def task_split(cls: type[Environment], name: str) -> Path:
+    """The task file of the environment's split ``name`` (e.g. ``smoke``): what the class's
+    ``split_tasks_file(name)`` makes (a split written from a package's data), else
+    ``splits/<name>.jsonl`` beside its module. A split it does not have is one ``ConfigError``
+    line naming those it has."""
+    made = getattr(cls, "split_tasks_file", None)
+    if callable(made):
+        own = made(name)
+        if own is not None:
+            return Path(own)
+    folder = _splits_folder(cls)
+    if folder is not None and (folder / f"{name}.jsonl").is_file():
+        return folder / f"{name}.jsonl"
+    names = sorted(p.stem for p in folder.glob("*.jsonl")) if folder is not None else []
+    names += list(getattr(cls, "split_names", ()))
+    has = f"its splits: {', '.join(sorted(set(names)))}" if names else "it has none"
+    raise ConfigError(f"environment '{cls.name}' has no task split '{name}' ({has})")
+
+
+def _splits_folder(cls: type[Environment]) -> Path | None:
+    module = sys.modules.get(cls.__module__)
+    file: str | None = getattr(module, "__file__", None)
+    return Path(file).with_name(SPLITS_FOLDER) if file else None

@@ -40,6 +40,7 @@ from palaestra.collection.runtime import run_collector
 from palaestra.collection.tasks import check_input_file
 from palaestra.environment.base import Environment
 from palaestra.environment.boundary import raised
+from palaestra.environment.registry import task_split
 from palaestra.errors import CallbackError, ConfigError
 from palaestra.run.metrics import MetricsServer, run_metrics
 from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec, validated
@@ -96,6 +97,8 @@ class RunFields(TypedDict, total=False):
     """Bearer token of ``env_url`` / ``agent_url`` servers (never saved)."""
     input: str | os.PathLike[str]
     """Tasks JSONL (default: the environment's example tasks)."""
+    split: str
+    """Run the environment's named task split (``smoke``) instead of its example tasks."""
     output: str | os.PathLike[str]
     """Rollouts JSONL (default: ``runs/<env>.jsonl``); the other files go beside it."""
     repeats: int
@@ -300,7 +303,7 @@ async def _served_input(spec: RunSpec, found: FoundEnvironment | None, output: P
     options = spec.collection
     if found is not None or spec.env.url is None or spec.agent.url is not None:
         return None
-    if options.input is not None or options.num_tasks is not None:
+    if options.input is not None or options.num_tasks is not None or options.split is not None:
         return None
     from palaestra.collection.served_tasks import served_tasks
 
@@ -309,7 +312,17 @@ async def _served_input(spec: RunSpec, found: FoundEnvironment | None, output: P
 
 
 def _input_path(options: CollectOptions, found: FoundEnvironment | None, output: Path) -> Path:
-    """The tasks to run: ``input``, generated tasks (``num_tasks``), or the example tasks."""
+    """The tasks to run: ``input``, generated tasks (``num_tasks``), a named ``split``, or
+    the example tasks."""
+    if options.split is not None:
+        if options.input is not None or options.num_tasks is not None or found is None:
+            raise ConfigError(
+                "--split runs a split of --env's own tasks; it cannot be combined with --input, "
+                "--num-tasks or a remote environment"
+            )
+        split = task_split(found.cls, options.split)
+        check_input_file(split)
+        return split
     if options.num_tasks is not None:
         if options.input is not None or found is None:
             raise ConfigError(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.environment.registry import find_environment
+from palaestra.environment.registry import find_environment, task_split
 from palaestra.errors import ConfigError
 
 PLUGIN = '''
@@ -82,3 +82,27 @@ def test_find_by_import_path_and_file(tmp_path: Path) -> None:
     assert find_environment(f"{tmp_path / 'two.py'}:Coin").name == "coin"
     with pytest.raises(ConfigError, match="not found"):
         find_environment(str(tmp_path / "absent.py"))
+
+
+def test_a_split_is_the_file_of_its_name_in_the_splits_folder_beside_the_module(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "dice_env.py").write_text(PLUGIN)
+    (tmp_path / "splits").mkdir()
+    row = '{"responses_create_params": {"input": "Roll."}}\n'
+    (tmp_path / "splits" / "smoke.jsonl").write_text(row)
+    (tmp_path / "splits" / "hard.jsonl").write_text(row)
+    dice = find_environment(str(tmp_path / "dice_env.py")).environment
+    assert task_split(dice, "smoke") == tmp_path / "splits" / "smoke.jsonl"
+    with pytest.raises(ConfigError) as absent:
+        task_split(dice, "tiny")
+    named = "environment 'dice' has no task split 'tiny' (its splits: hard, smoke)"
+    assert str(absent.value) == named
+
+
+def test_a_split_of_an_environment_without_any_says_it_has_none(tmp_path: Path) -> None:
+    (tmp_path / "dice_env.py").write_text(PLUGIN)
+    dice = find_environment(str(tmp_path / "dice_env.py")).environment
+    with pytest.raises(ConfigError) as absent:
+        task_split(dice, "smoke")
+    assert str(absent.value) == "environment 'dice' has no task split 'smoke' (it has none)"

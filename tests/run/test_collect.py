@@ -239,3 +239,32 @@ def test_bad_keyword_values_are_one_line_and_unknown_keywords_a_type_error() -> 
         palaestra.run_spec(env="weather", repeat=2)  # type: ignore[call-arg]
     with pytest.raises(ConfigError, match=r"unknown environment 'wether'"):
         collect(env="wether")
+
+
+def test_a_named_split_runs_its_tasks_and_is_refused_beside_an_input(tmp_path: Path) -> None:
+    module = tmp_path / "guess.py"
+    module.write_text(
+        "from palaestra import Environment, output_text\n\n\n"
+        "class Guess(Environment):\n"
+        '    """Reward 1 when the answer names the task\'s number."""\n\n'
+        "    def verify(self, session, response):\n"
+        '        return float(str(session.task["number"]) in output_text(response))\n'
+    )
+    (tmp_path / "splits").mkdir()
+    row = '{{"responses_create_params": {{"input": "Which number?"}}, "number": {}}}\n'
+    (tmp_path / "splits" / "smoke.jsonl").write_text(row.format(7) + row.format(8))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(row.format(7))
+    with ScriptedModelServer(lambda params: text_response("It is 7.")) as server:
+        smoke = collect(
+            env=str(module), split="smoke", model=server.url, output=tmp_path / "smoke.jsonl",
+            agent="single_turn",
+        )  # fmt: skip
+        with pytest.raises(ConfigError) as both:
+            collect(
+                env=str(module), split="smoke", input=tasks, model=server.url,
+                output=tmp_path / "both.jsonl",
+            )  # fmt: skip
+    assert (smoke.scored, smoke.mean_reward) == (2, 0.5)
+    assert [r["number"] for r in rows(tmp_path / "smoke.jsonl")] == [7, 8]
+    assert "cannot be combined with --input" in str(both.value)

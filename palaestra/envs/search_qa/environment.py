@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,17 @@ SUBSETS = {
 EXAMPLES = (("hotpotqa", "all", 4), ("squad", "answerable", 2), ("squad", "unanswerable", 2))
 """The example tasks: the first questions of each (set, subset), written from the package."""
 EXAMPLES_LAYOUT = 2
+SMOKE = (
+    "5ab8736455429916710eb058",  # Are Yut and Tsuro both board games? (yes)
+    "5ac3ac8255429939154138ad",  # APB and Sleeper are both from britain? (yes)
+    "5ac39bd8554299657fa290fe",  # Are both Ixia and Rhexia a plant genus? (yes)
+    "5adc53f75542996e6852530a",  # Are both Cypress and Ajuga genera? (no)
+    "5ac4f12d55429924173fb4f6",  # Pravda and Stiffelio are both operas? (no)
+    "5ae0847455429945ae959394",  # Are Hanafuda and Okey both card games? (no)
+)
+"""The ``smoke`` split: the HotpotQA comparison questions answered yes or no with the
+shortest wording, three of each, so a constant answer scores half and only reading scores
+all."""
 """Bumped when the example rows change (their file is named by it and the package version)."""
 _ANSWER_FORMAT = (
     "When you know the answer, end your reply with one line 'Answer: <answer>', the answer "
@@ -212,23 +223,50 @@ class SearchQA(Environment):
     def example_tasks_file(cls) -> Path | None:
         """The example rows, written from the installed package once per version (the
         questions are not shipped here); None when the package is not installed."""
-        version = package_version()
-        if version == "unknown":
+        return _written_once(
+            f"examples-{{version}}-{EXAMPLES_LAYOUT}",
+            lambda: [
+                example_row(dataset, question)
+                for dataset, subset, count in EXAMPLES
+                for question in selected(dataset, subset)[:count]
+            ],
+        )
+
+    split_names = ("smoke",)
+
+    @classmethod
+    def split_tasks_file(cls, name: str) -> Path | None:
+        """The ``smoke`` split's rows (``SMOKE``), written from the installed package once per
+        version as the example rows are; None for another name or without the package."""
+        if name != "smoke":
             return None
-        path = cache_directory() / f"examples-{version}-{EXAMPLES_LAYOUT}.jsonl"
-        if path.is_file():
-            return path
-        rows = [
-            example_row(dataset, question)
-            for dataset, subset, count in EXAMPLES
-            for question in selected(dataset, subset)[:count]
-        ]
-        data = b"".join(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE) for row in rows)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
-        partial.write_bytes(data)
-        partial.replace(path)
+        return _written_once(
+            f"smoke-{{version}}-{EXAMPLES_LAYOUT}",
+            lambda: [question_row("hotpotqa", q) for q in by_id("hotpotqa", SMOKE)],
+        )
+
+
+def _written_once(stem: str, rows: Callable[[], list[JsonDict]]) -> Path | None:
+    """``<cache>/<stem>.jsonl`` (``{version}`` in ``stem``: the package's), written from
+    ``rows`` on first use; None when the package is not installed."""
+    version = package_version()
+    if version == "unknown":
+        return None
+    path = cache_directory() / f"{stem.format(version=version)}.jsonl"
+    if path.is_file():
         return path
+    data = b"".join(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE) for row in rows())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    partial.write_bytes(data)
+    partial.replace(path)
+    return path
+
+
+def by_id(dataset: str, ids: tuple[str, ...]) -> list[Question]:
+    """The questions of ``dataset`` with these ids, in the order given."""
+    questions = {q.id: q for q in load(dataset).questions}
+    return [questions[i] for i in ids]
 
 
 def selected(dataset: str, subset: str) -> list[Question]:
