@@ -31,3 +31,34 @@ def test_a_task_whose_rewards_differ_or_fail_is_marked_not_the_same() -> None:
     assert oracle["same"] == 1
     assert oracle["original_runs"] == [1.0, 1.0, None]
     assert oracle["original"] == "1.000 +/- 0.000"
+
+
+def test_both_runners_refusing_the_reward_file_is_the_same_and_other_failures_are_not() -> None:
+    refused = Score(None, "Non-numeric reward 'x' in JSON file", "VerifierOutputParseError")
+    ours = Score(None, "verifier_error: reward.json: key 'note' is 'x'", "verifier_error")
+    harbor_crashed = Score(None, "docker build failed", "RuntimeError")
+    sandbox = Score(None, "sandbox_error: no image", "sandbox_error")
+    assert parity("both-refuse", refused, ours).same("oracle", "oracle")
+    assert not parity("harbor-crashed", harbor_crashed, ours).same("oracle", "oracle")
+    assert not parity("ours-broke", refused, sandbox).same("oracle", "oracle")
+    assert not parity("ours-scored", refused, Score(0.0)).same("oracle", "oracle")
+    assert "| both-refuse | error (Non-numeric reward 'x' in JSON file) |" in table(
+        [parity("both-refuse", refused, ours)]
+    )
+    assert table([parity("both-refuse", refused, ours)]).endswith("| yes |")
+
+
+def test_tests_that_leave_no_reward_are_harbors_missing_reward_and_palaestras_unverified_0() -> (
+    None
+):
+    missing = Score(None, "No reward file found at /logs/verifier", "RewardFileNotFoundError")
+    unverified = Score(0.0, unverified="the tests wrote no reward | exit 0")
+    crashed = Score(None, "docker compose up failed", "RuntimeError")
+    assert parity("none-written", missing, unverified).same("oracle", "oracle")
+    assert not parity("harbor-crashed", crashed, unverified).same("oracle", "oracle")
+    assert not parity("harbor-scored", Score(1.0), unverified).same("oracle", "oracle")
+    assert not parity("harbor-1", missing, Score(0.0)).same("oracle", "oracle")
+    assert table([parity("none-written", missing, unverified)]).splitlines()[-1] == (
+        "| none-written | error (No reward file found at /logs/verifier) "
+        "| 0 (unverified: the tests wrote no reward \\| exit 0) | 0 | 0 | yes |"
+    )
