@@ -239,7 +239,9 @@ def harbor_score(harbor: Path, task: Path, agent: str, work: Path, timeout: floa
     rewards = (result.get("verifier_result") or {}).get("rewards") or {}
     if not rewards:
         exception = result.get("exception_info") or {}
-        error = str(exception.get("exception_message") or "no reward").splitlines() or [""]
+        message = str(exception.get("exception_message") or "no reward")
+        # Paths in the trial's folder, which is gone when the command ends, said from it.
+        error = message.replace(f"{results[0].parent}/", "").splitlines() or [""]
         return Score(None, error[0] or "no reward", exception.get("exception_type"))
     # Harbor's scalar, as its mean metric takes it: ``reward``, else the only component.
     if "reward" in rewards or len(rewards) == 1:

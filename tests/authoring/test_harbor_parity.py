@@ -3,7 +3,18 @@ is never counted as the same."""
 
 from __future__ import annotations
 
-from palaestra.authoring.harbor_parity import Score, TaskParity, experiment, table
+import json
+from pathlib import Path
+
+import pytest
+
+from palaestra.authoring.harbor_parity import (
+    Score,
+    TaskParity,
+    experiment,
+    harbor_score,
+    table,
+)
 
 
 def parity(name: str, harbor_oracle: Score, ours_oracle: Score) -> TaskParity:
@@ -62,3 +73,46 @@ def test_tests_that_leave_no_reward_are_harbors_missing_reward_and_palaestras_un
         "| none-written | error (No reward file found at /logs/verifier) "
         "| 0 (unverified: the tests wrote no reward \\| exit 0) | 0 | 0 | yes |"
     )
+
+
+FAKE_HARBOR = """\
+#!/bin/bash
+# Writes the result.json a Harbor trial of the real runner would leave in --trials-dir.
+while [ $# -gt 0 ]; do [ "$1" = --trials-dir ] && trials=$2; shift; done
+mkdir -p "$trials/t__1"
+sed "s|TRIAL|$trials/t__1|g" "$(dirname "$0")/result.json" > "$trials/t__1/result.json"
+"""
+
+
+def harbor_result(tmp_path: Path, result: str) -> Score:
+    harbor = tmp_path / "bin" / "harbor"
+    harbor.parent.mkdir()
+    harbor.write_text(FAKE_HARBOR)
+    harbor.chmod(0o755)
+    (harbor.parent / "result.json").write_text(result)
+    return harbor_score(harbor, tmp_path / "task", "oracle", tmp_path / "work", 60)
+
+
+def test_harbors_trial_without_reward_says_why_with_paths_from_its_folder(tmp_path: Path) -> None:
+    message = "No reward file found at TRIAL/verifier/reward.txt or TRIAL/verifier/reward.json"
+    result = {"exception_info": {"exception_type": "RewardFileNotFoundError"}}
+    result["exception_info"]["exception_message"] = message
+    assert harbor_result(tmp_path, json.dumps(result)) == Score(
+        None,
+        "No reward file found at verifier/reward.txt or verifier/reward.json",
+        "RewardFileNotFoundError",
+    )
+
+
+@pytest.mark.parametrize(
+    ("rewards", "score"),
+    [
+        ({"reward": 0.5, "exists": 1}, Score(0.5)),
+        ({"exists": 1}, Score(1.0)),
+        ({"a": 1, "b": 0}, Score(None, "components a, b, none named reward")),
+    ],
+)
+def test_harbors_reward_is_its_reward_component_or_its_only_one(
+    tmp_path: Path, rewards: dict[str, float], score: Score
+) -> None:
+    assert harbor_result(tmp_path, json.dumps({"verifier_result": {"rewards": rewards}})) == score
