@@ -20,6 +20,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
@@ -200,14 +201,26 @@ def docker_images() -> set[str]:
     return set(done.stdout.split()) if done.returncode == 0 else set()
 
 
+def image_prefix(folder: Path) -> str:
+    """How the names of the images Harbor's trials of ``folder`` build begin: a trial is
+    named after the task's first 32 characters (``_`` and ``-`` at their end dropped), its
+    Compose project after the trial, lowercase, a leading ``0`` when it starts with neither a
+    letter nor a digit, every other character but ``_`` and ``-`` made ``-``; docker-compose
+    names the image after the project."""
+    name = f"{folder.name[:32].rstrip('_-')}__".lower()
+    if not re.match(r"[a-z0-9]", name):
+        name = "0" + name
+    return re.sub(r"[^a-z0-9_-]", "-", name)
+
+
 @contextmanager
 def built_images_kept(folders: list[Path]) -> Iterator[None]:
     """Harbor's trials inside keep the images they build (docker-compose names each
-    ``TASK__TRIAL__env_main``), so the second trial of a folder, and every folder whose
+    ``TRIAL__env_main``), so the second trial of a folder, and every folder whose
     Dockerfile shares steps with one built before, reuses the layers; at the end the new
     images named after these folders' trials are removed."""
     before = docker_images()
-    prefixes = tuple(f"{folder.name.lower()}__" for folder in folders)
+    prefixes = tuple(image_prefix(folder) for folder in folders)
     try:
         yield
     finally:

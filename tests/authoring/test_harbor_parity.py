@@ -13,6 +13,7 @@ from palaestra.authoring.harbor_parity import (
     TaskParity,
     experiment,
     harbor_score,
+    image_prefix,
     table,
 )
 
@@ -116,3 +117,16 @@ def test_harbors_reward_is_its_reward_component_or_its_only_one(
     tmp_path: Path, rewards: dict[str, float], score: Score
 ) -> None:
     assert harbor_result(tmp_path, json.dumps({"verifier_result": {"rewards": rewards}})) == score
+
+
+def test_the_images_of_a_folders_trials_are_known_by_harbors_trial_name() -> None:
+    long = Path("tasks/sympy__polytools__fromdict__0c2c1234abcd")
+    assert image_prefix(long) == "sympy__polytools__fromdict__0c2c__"
+    assert (
+        image_prefix(Path("automat__core__initialState_ab")) == "automat__core__initialstate_ab__"
+    )
+    assert image_prefix(Path("a-b_c" + "x" * 26 + "__tail")) == "a-b_c" + "x" * 26 + "__"
+    assert image_prefix(Path("yaql__language.lexer__tFUNC__8f0a5edf")) == (
+        "yaql__language-lexer__tfunc__8f0__"
+    )
+    assert image_prefix(Path("_x.y")) == "0_x-y__"
