@@ -6,8 +6,10 @@ test``, on the chosen provider) each run the task; the table says whether the re
 Harbor's Docker environment speaks Compose v2 and puts an egress-control sidecar beside a
 ``no-network`` task, which it builds from the network; here it runs offline through a small
 environment plug-in (``PLUGIN``, handed to Harbor as ``-e offline_docker:...``): Debian's
-``docker-compose`` (v1, so ``exec -T`` and no ``--wait``), and ``network_mode: none`` on the
-task's container (Harbor's own no-network override) instead of the sidecar.
+``docker-compose`` (v1: no ``--wait``, no ``compose cp``) to build, start and stop the
+machine, Harbor's ``exec`` and ``cp`` sent to the engine (``docker exec``, ``docker cp``), and
+``network_mode: none`` on the task's container (Harbor's own no-network override) instead of
+the sidecar.
 
 Harbor runs in its own Python (``--harbor``: its ``harbor`` command; by default the peer venv
 the interop tests use). The result is written as Harbor asks of adapters
