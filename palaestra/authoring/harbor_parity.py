@@ -6,8 +6,10 @@ test``, on the chosen provider) each run the task; the table says whether the re
 Harbor's Docker environment speaks Compose v2 and puts an egress-control sidecar beside a
 ``no-network`` task, which it builds from the network; here it runs offline through a small
 environment plug-in (``PLUGIN``, handed to Harbor as ``-e offline_docker:...``): Debian's
-``docker-compose`` (v1, so ``exec -T`` and no ``--wait``), and ``network_mode: none`` on the
-task's container (Harbor's own no-network override) instead of the sidecar.
+``docker-compose`` (v1: no ``--wait``, no ``compose cp``) to build, start and stop the
+machine, Harbor's ``exec`` and ``cp`` sent to the engine (``docker exec``, ``docker cp``), and
+``network_mode: none`` on the task's container (Harbor's own no-network override) instead of
+the sidecar.
 
 Harbor runs in its own Python (``--harbor``: its ``harbor`` command; by default the peer venv
 the interop tests use). The result is written as Harbor asks of adapters
@@ -20,9 +22,12 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,11 +35,14 @@ from pathlib import Path
 from palaestra.agents.oracle import NoModel, NullAgent, OracleAgent
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.environment.harbor import HarborEnvironment
+from palaestra.environment.harbor.environment import UNVERIFIED
 from palaestra.environment.harbor.tasks import task_row
-from palaestra.types import JsonDict
+from palaestra.types import FailureKind, JsonDict
 
 PLUGIN = '''\
 """Harbor's Docker environment, offline: docker-compose v1, no sidecar, no network."""
+
+import asyncio
 
 from harbor.environments.docker import COMPOSE_NO_NETWORK_PATH
 from harbor.environments.docker.docker import DockerEnvironment
@@ -64,10 +72,48 @@ class OfflineDockerEnvironment(DockerEnvironment):
     def _docker_compose_paths(self):
         return [*super()._docker_compose_paths, COMPOSE_NO_NETWORK_PATH]
 
-    async def _run_docker_compose_command(self, command, *args, **kwargs):
-        if command and command[0] == "exec" and not {"-T", "--no-TTY"} & set(command):
-            command = ["exec", "-T", *command[1:]]
-        return await super()._run_docker_compose_command(command, *args, **kwargs)
+    async def _run_docker_compose_command(
+        self, command, check=True, timeout_sec=None, stdin_data=None, on_output=None
+    ):
+        # exec and cp go to the engine's own commands (what Compose v2 runs underneath):
+        # docker-compose v1 is a Python program that takes seconds to start on each call.
+        if command and command[0] in ("exec", "cp"):
+            engine = await self._engine_command(command)
+            stdin = asyncio.subprocess.DEVNULL if stdin_data is None else asyncio.subprocess.PIPE
+            process = await asyncio.create_subprocess_exec(
+                *engine,
+                stdin=stdin,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            collect = self._collect_streamed_output if on_output else self._collect_buffered_output
+            extra = {"on_output": on_output} if on_output else {}
+            result = await collect(process, timeout_sec=timeout_sec, stdin_data=stdin_data, **extra)
+            if check and result.return_code != 0:
+                raise RuntimeError(f"{' '.join(engine)} failed: {result.stdout}")
+            return result
+        return await super()._run_docker_compose_command(
+            command, check=check, timeout_sec=timeout_sec, stdin_data=stdin_data,
+            on_output=on_output,
+        )
+
+    async def _engine_command(self, command):
+        if command[0] == "cp":
+            ends = []
+            for end in command[1:]:
+                service, colon, path = end.partition(":")
+                if colon and "/" not in service:
+                    end = f"{await self._platform._resolve_service_container(service)}:{path}"
+                ends.append(end)
+            return ["docker", "cp", *ends]
+        engine, rest = ["docker", "exec", "-i"], list(command[1:])
+        while rest[0].startswith("-"):
+            option = rest.pop(0)
+            if option in ("-T", "--no-TTY"):
+                continue
+            engine += [option, rest.pop(0)]
+        service = rest.pop(0)
+        return [*engine, await self._platform._resolve_service_container(service), *rest]
 '''
 PLUGIN_CLASS = "offline_docker:OfflineDockerEnvironment"
 PAIRS = (("oracle", "oracle"), ("nop", "null"))
@@ -81,15 +127,33 @@ def default_harbor() -> Path:
     return peers / "harbor" / "bin" / "harbor"
 
 
+HARBOR_REFUSALS = frozenset({"VerifierOutputParseError"})
+"""Harbor's verifier exception for a reward file it cannot read as numbers: palaestra refuses
+the same files (a ``reward.json`` value that is not a number) with a ``verifier_error``."""
+HARBOR_NO_REWARD = frozenset(
+    {"RewardFileNotFoundError", "RewardFileEmptyError", "VerifierTimeoutError", *HARBOR_REFUSALS}
+)
+"""Harbor's verifier exceptions when the tests left no reward it can read (none written, empty,
+unparseable, not finite, or the tests ran past their time): the trial has no reward, which
+Harbor's ``mean`` metric counts as 0, and palaestra's verdict is that 0 with the reason
+(``unverified``)."""
+
+
 @dataclass
 class Score:
-    """One side's reward on one task and agent, or why there is none."""
+    """One side's reward on one task and agent, or why there is none (``kind``: Harbor's
+    exception type or palaestra's failure kind). ``unverified``: palaestra's 0 because the
+    tests gave no reward (the row's reason)."""
 
     reward: float | None
     error: str | None = None
+    kind: str | None = None
+    unverified: str | None = None
 
     def text(self) -> str:
-        return f"{self.reward:g}" if self.reward is not None else f"error ({self.error})"
+        if self.reward is None:
+            return f"error ({self.error})"
+        return f"{self.reward:g}" + (f" (unverified: {self.unverified})" if self.unverified else "")
 
 
 @dataclass
@@ -101,8 +165,20 @@ class TaskParity:
     """palaestra's agent name -> its score."""
 
     def same(self, harbor_agent: str, palaestra_agent: str) -> bool:
+        """The same reward on both sides; both refusing the reward file the tests wrote
+        (neither scores it); or the tests leaving no reward, a trial without one in Harbor
+        (its metric's 0) and palaestra's 0 that says why. Any other failure is never the
+        same."""
         ours, theirs = self.palaestra[palaestra_agent], self.harbor[harbor_agent]
-        return ours.reward is not None and ours.reward == theirs.reward
+        if ours.unverified is not None and theirs.reward is None:
+            return theirs.kind in HARBOR_NO_REWARD
+        if ours.reward is not None:
+            return ours.reward == theirs.reward
+        return (
+            theirs.reward is None
+            and ours.kind == FailureKind.VERIFIER_ERROR
+            and theirs.kind in HARBOR_REFUSALS
+        )
 
 
 def task_folders(path: Path, sample: int | None, seed: int) -> list[Path]:
@@ -116,6 +192,45 @@ def task_folders(path: Path, sample: int | None, seed: int) -> list[Path]:
     return folders
 
 
+def docker_images() -> set[str]:
+    """The ``repository:tag`` names of the Docker daemon's images."""
+    done = subprocess.run(
+        ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return set(done.stdout.split()) if done.returncode == 0 else set()
+
+
+def image_prefix(folder: Path) -> str:
+    """How the names of the images Harbor's trials of ``folder`` build begin: a trial is
+    named after the task's first 32 characters (``_`` and ``-`` at their end dropped), its
+    Compose project after the trial, lowercase, a leading ``0`` when it starts with neither a
+    letter nor a digit, every other character but ``_`` and ``-`` made ``-``; docker-compose
+    names the image after the project."""
+    name = f"{folder.name[:32].rstrip('_-')}__".lower()
+    if not re.match(r"[a-z0-9]", name):
+        name = "0" + name
+    return re.sub(r"[^a-z0-9_-]", "-", name)
+
+
+@contextmanager
+def built_images_kept(folders: list[Path]) -> Iterator[None]:
+    """Harbor's trials inside keep the images they build (docker-compose names each
+    ``TRIAL__env_main``), so the second trial of a folder, and every folder whose
+    Dockerfile shares steps with one built before, reuses the layers; at the end the new
+    images named after these folders' trials are removed."""
+    before = docker_images()
+    prefixes = tuple(image_prefix(folder) for folder in folders)
+    try:
+        yield
+    finally:
+        made = sorted(name for name in docker_images() - before if name.startswith(prefixes))
+        if made:
+            subprocess.run(["docker", "rmi", *made], capture_output=True, timeout=600)
+
+
 def harbor_score(harbor: Path, task: Path, agent: str, work: Path, timeout: float) -> Score:
     """Run ``harbor trial start`` on ``task`` with ``agent`` offline; its reward."""
     plugin = work / "plugin"
@@ -124,7 +239,9 @@ def harbor_score(harbor: Path, task: Path, agent: str, work: Path, timeout: floa
     trials = Path(tempfile.mkdtemp(prefix=f"{task.name}-{agent}-", dir=work))
     env = {**os.environ, "PYTHONPATH": str(plugin)}
     command = [str(harbor), "trial", "start", "-p", str(task), "-a", agent]
-    command += ["-e", PLUGIN_CLASS, "--trials-dir", str(trials)]
+    # --no-delete keeps the built image (the container still goes): the next trial of this
+    # folder, and of any folder whose Dockerfile shares its steps, reuses its layers.
+    command += ["-e", PLUGIN_CLASS, "--trials-dir", str(trials), "--no-delete"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -135,10 +252,16 @@ def harbor_score(harbor: Path, task: Path, agent: str, work: Path, timeout: floa
         return Score(None, f"harbor wrote no result (exit {done.returncode}): {last}")
     result = json.loads(results[0].read_text())
     rewards = (result.get("verifier_result") or {}).get("rewards") or {}
-    if "reward" not in rewards:
-        error = (result.get("exception_info") or {}).get("exception_message", "no reward")
-        return Score(None, str(error).splitlines()[0] if error else "no reward")
-    return Score(float(rewards["reward"]))
+    if not rewards:
+        exception = result.get("exception_info") or {}
+        message = str(exception.get("exception_message") or "no reward")
+        # Paths in the trial's folder, which is gone when the command ends, said from it.
+        error = message.replace(f"{results[0].parent}/", "").splitlines() or [""]
+        return Score(None, error[0] or "no reward", exception.get("exception_type"))
+    # Harbor's scalar, as its mean metric takes it: ``reward``, else the only component.
+    if "reward" in rewards or len(rewards) == 1:
+        return Score(float(rewards.get("reward", next(iter(rewards.values())))))
+    return Score(None, f"components {', '.join(sorted(rewards))}, none named reward")
 
 
 async def palaestra_scores(folder: Path, sandbox: str) -> dict[str, dict[str, Score]]:
@@ -155,10 +278,15 @@ async def palaestra_scores(folder: Path, sandbox: str) -> dict[str, dict[str, Sc
                 result = await agent.run(row, client, NoModel())
                 if result.failure is not None:
                     failure = f"{result.failure.kind}: {result.failure.reason}"
-                    scores[name][label] = Score(None, failure)
+                    scores[name][label] = Score(None, failure, result.failure.kind)
                 else:
-                    reward = result.verdict.reward if result.verdict is not None else None
-                    scores[name][label] = Score(None if reward is None else float(reward))
+                    verdict = result.verdict
+                    reward = verdict.reward if verdict is not None else None
+                    reason = verdict.metrics.get(UNVERIFIED) if verdict is not None else None
+                    scores[name][label] = Score(
+                        None if reward is None else float(reward),
+                        unverified=str(reason) if reason else None,
+                    )
     finally:
         await client.aclose()
     return scores
@@ -226,6 +354,7 @@ def table(results: list[TaskParity]) -> str:
         cells = [r.name]
         for harbor_agent, palaestra_agent in PAIRS:
             cells += [r.harbor[harbor_agent].text(), r.palaestra[palaestra_agent].text()]
+        cells = [cell.replace("|", "\\|") for cell in cells]
         lines.append("| " + " | ".join([*cells, "yes" if same else "**no**"]) + " |")
     return "\n".join(lines)
 

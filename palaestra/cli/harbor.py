@@ -64,8 +64,27 @@ def harbor_parity_command(
     if not folders:
         raise click.ClickException(f"{path} holds no task folder (no task.toml)")
     size = len(parity.task_folders(path, None, seed))
+    version = parity.harbor_version(harbor)
     results: list[parity.TaskParity] = []
-    with tempfile.TemporaryDirectory(prefix="palaestra-harbor-parity-") as scratch:
+
+    def written() -> str:
+        """The table so far, and with ``--output`` its files (a stopped run keeps them)."""
+        table = parity.table(results)
+        if output is not None:
+            notes = (
+                f"{version} (its Docker environment through docker-compose, offline) against "
+                f"palaestra (sandbox={sandbox}); {len(results)} of {size} tasks, seed {seed}"
+            )
+            entries = parity.experiment(name or path.name, results, size, notes)
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.with_suffix(".md").write_text(table + "\n")
+            output.with_suffix(".json").write_text(json.dumps(entries, indent=2) + "\n")
+        return table
+
+    with (
+        tempfile.TemporaryDirectory(prefix="palaestra-harbor-parity-") as scratch,
+        parity.built_images_kept(folders),
+    ):
         work = Path(scratch)
         for folder in folders:
             harbor_scores = {
@@ -75,18 +94,7 @@ def harbor_parity_command(
             ours = asyncio.run(parity.palaestra_scores(folder, sandbox))[folder.name]
             results.append(parity.TaskParity(folder.name, harbor_scores, ours))
             same = all(results[-1].same(h, p) for h, p in parity.PAIRS)
-            click.echo(f"{'same' if same else 'DIFF'} {folder.name}", err=True)
-    table = parity.table(results)
-    notes = (
-        f"{parity.harbor_version(harbor)} (its Docker environment through docker-compose, "
-        "offline) against "
-        f"palaestra (sandbox={sandbox}); {len(results)} of {size} tasks, seed {seed}"
-    )
-    entries = parity.experiment(name or path.name, results, size, notes)
-    click.echo(table)
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.with_suffix(".md").write_text(table + "\n")
-        output.with_suffix(".json").write_text(json.dumps(entries, indent=2) + "\n")
+            click.echo(f"{'same' if same else 'DIFF'} {written().splitlines()[-1]}", err=True)
+    click.echo(written())
     if not all(r.same(h, p) for r in results for h, p in parity.PAIRS):
         raise SystemExit(1)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from palaestra.authoring.harbor_parity import docker_images
 from palaestra.cli import cli
 from tests.environment.harbor.conftest import docker_or_skip
 from tests.support.harbor_folders import components_task
@@ -36,6 +37,8 @@ def test_harbor_and_palaestra_give_one_task_the_same_rewards(tmp_path: Path) -> 
     arguments += ["--harbor", str(harbor), "--name", "handmade", "--output", str(output)]
     result = CliRunner().invoke(cli, arguments)
     assert result.exit_code == 0, result.output
+    # Harbor's trials kept their images for each other; the command removed them at the end.
+    assert not [name for name in docker_images() if name.startswith("ok-file__")]
     assert "| ok-file | 1 | 1 | 0 | 0 | yes |" in result.output.splitlines()
     entries = json.loads(output.with_suffix(".json").read_text())
     assert [entry["agent"] for entry in entries] == [

@@ -1,14 +1,13 @@
 """The reward a Harbor verifier left in ``/logs/verifier``, read as Harbor reads it.
 
-Harbor's rule (``harbor.verifier.Verifier``): ``reward.json``, when present, wins; it must be a
-JSON object whose every value is a finite number (a boolean counts as 1 or 0, as in Python),
-each one a component of the reward; a value that is not (text, null, a list, an object) makes
-the file unreadable to Harbor, its trial left without a reward, and here a ``RewardRefused``:
-the rollout fails as ``verifier_error`` naming the file and the key, never a silent 0. When it
-has no ``reward`` key and ``reward.txt`` exists, that file's number is added as ``reward``.
-Without ``reward.json``, ``reward.txt`` holds one number. An
-empty or unparseable file, or neither file, is a ``RewardProblem`` saying which, never read
-as a number (the environment scores such a box 0, the problem as its reason).
+Harbor's rule (``harbor.verifier.Verifier``): ``reward.json``, when present, is the only file
+read (a ``reward.txt`` beside it is ignored, even when ``reward.json`` has no ``reward`` key);
+it must be a JSON object whose every value is a finite number (a boolean counts as 1 or 0, as
+in Python), each one a component of the reward; a value that is not (text, null, a list, an
+object) makes the file unreadable to Harbor, its trial left without a reward, and here a
+``RewardRefused``: the rollout fails as ``verifier_error`` naming the file and the key, never a
+silent 0. Without ``reward.json``, ``reward.txt`` holds one number. An empty or unparseable
+file, or neither file, is a ``RewardProblem`` saying which, never read as a number (the environment scores such a box 0, the problem as its reason).
 
 Harbor's scalar is the ``reward`` component; its ``mean`` metric takes a dictionary with exactly
 one key as that key's value, and fails on more. The same here: ``reward`` if present, else the
@@ -18,7 +17,6 @@ A reward that is not finite is an error too.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from collections.abc import Callable
@@ -57,14 +55,11 @@ def read_reward(read: Reader, where: str = "reward.json") -> Reward:
     """The reward the tests wrote, ``read`` giving the files of the box's ``/logs/verifier``;
     ``RewardProblem`` when there is none to read, ``RewardRefused`` when ``reward.json`` (its
     path in the box: ``where``) holds a value that is not a number."""
-    text_data, json_data = read("reward.txt"), read("reward.json")
+    json_data = read("reward.json")
     if json_data is not None:
         components = _json_components(json_data, where)
-        if REWARD_KEY not in components and text_data is not None:
-            # Harbor too falls back on reward.txt only when it can be read.
-            with contextlib.suppress(RewardProblem):
-                components[REWARD_KEY] = _text_reward(text_data)
         return Reward(_scalar(components), components, "reward.json")
+    text_data = read("reward.txt")
     if text_data is not None:
         value = _text_reward(text_data)
         return Reward(value, {REWARD_KEY: value}, "reward.txt")

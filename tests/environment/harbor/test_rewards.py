@@ -48,10 +48,11 @@ def test_reward_json_wins_over_reward_txt() -> None:
     assert files(reward_json='{"reward": 1}', reward_txt="0").reward == 1.0
 
 
-def test_reward_json_without_reward_takes_reward_txt_as_reward() -> None:
-    got = files(reward_json='{"accuracy": 0.5, "f1": 0.25}', reward_txt="0.75")
-    assert got.reward == 0.75
-    assert got.components == {"accuracy": 0.5, "f1": 0.25, "reward": 0.75}
+def test_reward_txt_beside_a_reward_json_without_reward_is_ignored_as_harbor_ignores_it() -> None:
+    got = files(reward_json='{"exists": 1}', reward_txt="0")
+    assert got == Reward(1.0, {"exists": 1.0}, "reward.json")
+    with pytest.raises(RewardProblem, match="no 'reward' key and 2 numeric components"):
+        files(reward_json='{"accuracy": 0.5, "f1": 0.25}', reward_txt="0.75")
 
 
 def test_a_single_component_is_the_reward() -> None:
