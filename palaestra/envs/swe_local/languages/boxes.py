@@ -99,7 +99,7 @@ def dockerfile_prefix(language: str, repo: Repo) -> str:
         "# and so is the local Debian archive an offline base image carries (/opt/palaestra).\n"
         "FROM debian:bookworm-slim\n"
         "RUN apt-get update && apt-get install -y --no-install-recommends "
-        f"{toolchain} {repo.deb} git patch{_APT_CLEAN}"
+        f"{' '.join([toolchain, repo.deb, *repo.extras])} git patch{_APT_CLEAN}"
         f"{setup}{_GIT_SETUP}"
         "    && cd /testbed && git init -q && git add -A\n"
         f"ENV {env}\n"
@@ -266,7 +266,9 @@ class NativeLanguage:
 
     def repos(self) -> Mapping[str, SeamRepo]:
         return {
-            name: SeamRepo(name, repo.deb, repo.upstream, repo.license, repo.source)
+            name: SeamRepo(
+                name, repo.deb, repo.upstream, repo.license, repo.source, extras=repo.extras
+            )
             for name, repo in repos(self.name).items()
         }
 

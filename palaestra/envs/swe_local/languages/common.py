@@ -46,6 +46,9 @@ class Repo:
     whole: bool = False
     """Go: every mutation is tested by the whole module's tests (its tests are a package of
     their own), not only by its own package's."""
+    extras: tuple[str, ...] = ()
+    """Debian packages the machine installs beside ``deb``: Rust, the crates its
+    ``Cargo.lock`` names that ``deb`` does not depend on (optional and dev-dependencies)."""
 
 
 @dataclass
