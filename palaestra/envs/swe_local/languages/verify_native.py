@@ -49,8 +49,10 @@ GO_ENV = {
     "GOSUMDB": "off",
     "GOTELEMETRY": "off",
     "CGO_ENABLED": "0",
+    "GOWORK": "off",
 }
-"""The Go environment of the machine's test run (no proxy, no C compiler)."""
+"""The Go environment of the machine's test run (no proxy, no C compiler, and no workspace:
+a ``go.work`` above ``/testbed`` would choose which module's tests run)."""
 CARGO_CONFIG = (
     "[source.crates-io]\n"
     'replace-with = "debian"\n'
@@ -248,6 +250,22 @@ def restore(
     return restored + base.restore(root, files, objects, protected)
 
 
+def _clean_above(config: Config, root: Path) -> list[str]:
+    """Remove what the toolchain would read from the directories above ``root``: cargo reads
+    ``.cargo/config.toml`` in each (a runner, a linker or flags named there would decide what
+    the tests report). Go's workspace file is switched off instead (``GO_ENV``). Only in the
+    machine (``root`` is ``/testbed``): a test's repository elsewhere has the host above it."""
+    removed: list[str] = []
+    if config.language != "rust" or root != base.TESTBED:
+        return removed
+    for parent in root.parents:
+        above = parent / ".cargo"
+        if above.exists() or above.is_symlink():
+            base._remove(above)
+            removed.append(f"{above} (removed: a cargo configuration above {root})")
+    return removed
+
+
 def _put_back_tests(target: Path, base_text: bytes) -> bool:
     """Put a bug's file's trailing test module back (``with_base_tests``); whether it changed
     anything. A file that is not a regular file is left to ``clean``, which removed it."""
@@ -265,7 +283,7 @@ def prepare(config: Config, root: Path, scratch: Path, rewards: Path = base.REWA
     """``/testbed`` as the base with the agent's fix; 0, or ``DAMAGED`` (reward 0 written)."""
 
     def tests(root: Path, files: dict[str, base.Entry], objects: base.Objects) -> list[str]:
-        return restore(config, root, files, objects)
+        return _clean_above(config, root) + restore(config, root, files, objects)
 
     return base.put_back_base(config.base_tree, root, scratch, rewards, tests)
 

@@ -1,5 +1,6 @@
 """A Go and a Rust task in real boxes, on each provider: their machines build from the
-offline base's packs, the oracle scores 1 and the untouched machine 0.
+offline base's packs, the oracle scores 1, the untouched machine 0, and what an agent plants
+outside the repository for the toolchain to read never scores.
 
 The packs are built by ``python -m palaestra.sandbox.machines.images --pack go --pack rust``
 (Debian's mirror, a few minutes): without them these tests skip, saying so.
@@ -15,6 +16,7 @@ import pytest
 from palaestra.envs.swe_local.environment import PACKS
 from palaestra.sandbox.machines import images
 from tests.environment.harbor.conftest import docker_or_skip
+from tests.envs.swe_local.languages.test_verify_native import SILENCE
 from tests.envs.swe_local.test_verifier_boxes import GOLD, Player, scored
 
 TASKS = {
@@ -22,6 +24,30 @@ TASKS = {
     "rust": "bytesize__src.lib__add__7a7aaa8a",
 }
 """One shipped task of each language (small repositories: quick builds and test runs)."""
+
+GO_WORKSPACE = [
+    "mkdir -p /opt/fake && cp -r /testbed/. /opt/fake/ && rm -rf /opt/fake/.git",
+    "cd /opt/fake && for f in $(find . -name '*_test.go'); do "
+    + SILENCE.format(file="$f")
+    + " && sed -i 's/t\\.Fail()/t.Log()/g' $f; done",
+    "chmod -R a+rX /opt/fake && printf 'go 1.19\\nuse /opt/fake\\n' > /go.work",
+]
+"""A workspace above ``/testbed`` whose module of the same path is a copy with its tests'
+failures silenced: ``go test`` of the module's import path would run the copy's tests."""
+
+RUNNER = r"""cat > /opt/run.sh <<'END'
+#!/bin/sh
+"$@" 2>&1 | sed 's/ \.\.\. FAILED$/ ... ok/'
+exit 0
+END
+chmod 755 /opt/run.sh"""
+CARGO_RUNNER = [
+    RUNNER,
+    "mkdir -p /.cargo && printf '[target.x86_64-unknown-linux-gnu]\\nrunner = \"/opt/run.sh\"\\n'"
+    " > /.cargo/config.toml && chmod -R a+rX /.cargo",
+]
+"""A cargo configuration above ``/testbed`` naming a runner that reports every failed test
+as passed (cargo reads ``.cargo/config.toml`` in every directory above its own)."""
 
 
 @pytest.fixture(scope="session")
@@ -59,3 +85,17 @@ async def play(request: pytest.FixtureRequest, packs: list[str]) -> AsyncIterato
 async def test_the_oracle_scores_1_and_the_untouched_machine_0(play: Player) -> None:
     assert scored(await play([])) == 0.0
     assert scored(await play([GOLD])) == 1.0
+
+
+@pytest.mark.parametrize("play", [("go", "rootfs")], indirect=True, ids="-".join)
+async def test_a_go_workspace_above_the_repository_does_not_choose_the_tests(
+    play: Player,
+) -> None:
+    assert scored(await play(GO_WORKSPACE)) == 0.0
+
+
+@pytest.mark.parametrize("play", [("rust", "rootfs")], indirect=True, ids="-".join)
+async def test_a_cargo_configuration_above_the_repository_does_not_run_the_tests(
+    play: Player,
+) -> None:
+    assert scored(await play(CARGO_RUNNER)) == 0.0
