@@ -23,29 +23,47 @@ from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.folders import materialize_set
 from palaestra.envs.swe_local.selection import parse_filter, selected, summary
 from palaestra.errors import ConfigError
+from palaestra.sandbox.machines import images
 
-RUNNABLE_LANGUAGES = frozenset({"python"})
-"""The languages whose machines the providers can build today: the offline base image's Debian
-archive (``sandbox/machines/debian_packages.txt``) does not yet hold the Go and Rust
-toolchains, so Go and Rust tasks are listed (``tasks --summary``) but not run."""
+RUNNABLE_LANGUAGES = frozenset({"python", "go", "rust"})
+"""The languages whose machines the providers can build (Python's from the offline base's own
+archive, the others once their pack is built: ``PACKS``)."""
+PACKS = {"go": "go", "rust": "rust"}
+"""The offline base's pack (``images.packs``) each language's machines install from: Debian's
+toolchain and the repositories' packages, built only when a user asks for them
+(``python -m palaestra.sandbox.machines.images --pack NAME``)."""
+
+
+def buildable(language: str) -> bool:
+    """Whether ``language``'s machines can be built here: it is runnable and its pack, if it
+    needs one, is built."""
+    pack = PACKS.get(language)
+    return language in RUNNABLE_LANGUAGES and (pack is None or pack in images.built_packs())
 
 
 def task_folders(directory: Path = manifest.SHIPPED, filter: str | None = None) -> Path:
     """The directory of the task folders of the manifest at ``directory`` (made on demand,
     cached), only those ``filter`` selects when given, and only in languages whose machines
-    can be built (a filter that selects only others is refused in one line)."""
+    can be built here (``buildable``; a selection of none of those is refused in one line
+    that says what to build)."""
     lines = manifest.read_directory(directory)
     if filter:
         lines = selected(lines, parse_filter(filter))
-    runnable = [line for line in lines if line["language"] in RUNNABLE_LANGUAGES]
-    if lines and not runnable:
-        languages = ", ".join(sorted({str(line["language"]) for line in lines}))
-        raise ConfigError(
-            f"swe_local: the selected tasks are in {languages}, whose machines cannot be built "
-            f"yet (their toolchains are not in the offline base image); runnable: "
-            f"{', '.join(sorted(RUNNABLE_LANGUAGES))}"
+    languages = sorted({str(line["language"]) for line in lines})
+    ready = {language for language in languages if buildable(language)}
+    if lines and not ready:
+        missing = sorted(PACKS[language] for language in languages if language in PACKS)
+        how = (
+            f"build their toolchains once with `python -m palaestra.sandbox.machines.images "
+            f"{' '.join(f'--pack {pack}' for pack in missing)}` (Debian's mirror)"
+            if missing
+            else f"runnable: {', '.join(sorted(RUNNABLE_LANGUAGES))}"
         )
-    return materialize_set(runnable)
+        raise ConfigError(
+            f"swe_local: the selected tasks are in {', '.join(languages)}, whose machines "
+            f"cannot be built here yet: {how}"
+        )
+    return materialize_set([line for line in lines if line["language"] in ready])
 
 
 class SweLocal(HarborEnvironment):
@@ -70,6 +88,8 @@ class SweLocal(HarborEnvironment):
         if path is None:
             directory = Path(manifest) if manifest is not None else _shipped()
             path = str(task_folders(directory, filter))
+            if sandbox == "docker" and images.built_packs():
+                images.docker_base()  # the daemon's base holds the packs built since
         super().__init__(path=path, sandbox=sandbox)
 
     @classmethod

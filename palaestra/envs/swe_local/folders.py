@@ -32,6 +32,27 @@ from palaestra.wire.harbor import (
 
 BUG_PATCH = "bug.patch"
 FIX_MARKER = "PALAESTRA_FIX"
+APT_CLEAN = " && rm -rf /var/lib/apt/lists/* \\\n    /var/cache/apt/archives/*.deb /opt/palaestra\n"
+"""The end of every machine's ``apt-get install`` step: apt's lists and downloads and the
+offline base's local archives removed (no copy of the original release stays)."""
+GIT_SETUP = (
+    "    && git config --system user.name palaestra \\\n"
+    "    && git config --system user.email palaestra@localhost \\\n"
+    "    && git config --system gc.auto 0 \\\n"
+    "    && git config --system core.checkStat minimal \\\n"
+    "    && git config --system core.trustctime false \\\n"
+)
+"""Every machine's git: who commits, no automatic gc, checks by content."""
+
+
+def bug_steps(files: list[str], also: str = "") -> str:
+    """A Dockerfile's last two steps: the bug's patch applied (then ``also``, a command) and
+    committed over ``/testbed``'s first state as the only commit, the original pruned."""
+    return (
+        f"COPY {BUG_PATCH} /tmp/{BUG_PATCH}\n"
+        f"RUN patch -s -p1 < /tmp/{BUG_PATCH} && rm /tmp/{BUG_PATCH}{also} \\\n"
+        f"    && git add -- {' '.join(files)} && git commit -qm base && git prune --expire=now\n"
+    )
 
 
 def git_blob(text: bytes) -> str:

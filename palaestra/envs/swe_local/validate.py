@@ -20,8 +20,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 SITE = "/usr/lib/python3/dist-packages"
 TESTBED = "/testbed"
@@ -72,6 +74,34 @@ def judge(baseline: RunResult, mutated: RunResult | None, *, max_fail: int = 10)
     if len(failing) > max_fail:
         return f"{len(failing)} tests fail (more than {max_fail})"
     return Verdict(fail_to_pass=failing, pass_to_pass=passing)
+
+
+def bounded(
+    command: list[str],
+    env: Mapping[str, str],
+    timeout: float,
+    *,
+    cwd: Path | None = None,
+    output: IO[bytes] | None = None,
+) -> bool:
+    """Run ``command`` in a session of its own (its output to ``output``, or nowhere);
+    whether it ended within ``timeout`` seconds (if not, the whole session is killed)."""
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=dict(env),
+        stdout=output if output is not None else subprocess.DEVNULL,
+        stderr=subprocess.STDOUT if output is not None else subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        return False
+    return True
 
 
 class Runner:
@@ -145,19 +175,7 @@ class Runner:
                     "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--chdir", TESTBED,
                     *pytest,
                 ]  # fmt: skip
-            process = subprocess.Popen(
-                command,
-                cwd=self.work,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            if not bounded(command, env, timeout, cwd=self.work):
                 return None
             result = out / "result.json"
             if not result.is_file():

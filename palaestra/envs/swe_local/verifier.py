@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -270,29 +270,40 @@ def _same(path: Path, entry: Entry) -> bool:
     )
 
 
-def restore(root: Path, files: dict[str, Entry], objects: Objects) -> list[str]:
-    """Put every test and test-infrastructure file of the base back as it was (content
-    checked against its blob id; written beside, then moved over); the paths put back."""
+def restore(
+    root: Path,
+    files: dict[str, Entry],
+    objects: Objects,
+    protected: Callable[[str, Entry], bool] | None = None,
+) -> list[str]:
+    """Put every file of the base that is ``protected`` (by default ``is_test_file``: the tests
+    and their infrastructure) back as it was (content checked against its blob id); the
+    paths put back."""
     restored: list[str] = []
     for path, entry in sorted(files.items()):
-        if not is_test_file(path):
+        if not (protected(path, entry) if protected is not None else is_test_file(path)):
             continue
         target = root / path
         if (target.exists() or target.is_symlink()) and _same(target, entry):
             continue
-        data = objects.read(entry.blob, "blob")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        beside = target.with_name(f".{target.name}.verifier")
-        if beside.exists() or beside.is_symlink():
-            _remove(beside)
-        if entry.mode == "120000":
-            os.symlink(os.fsdecode(data), beside)
-        else:
-            beside.write_bytes(data)
-            beside.chmod(0o755 if entry.mode == "100755" else 0o644)
-        os.replace(beside, target)
+        put_back(target, objects.read(entry.blob, "blob"), entry.mode)
         restored.append(path)
     return restored
+
+
+def put_back(target: Path, data: bytes, mode: str) -> None:
+    """Make ``target`` the file (or, mode ``120000``, the link) ``data``: written beside,
+    then moved over, so nothing the agent left at ``target`` is written through."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    beside = target.with_name(f".{target.name}.verifier")
+    if beside.exists() or beside.is_symlink():
+        _remove(beside)
+    if mode == "120000":
+        os.symlink(os.fsdecode(data), beside)
+    else:
+        beside.write_bytes(data)
+        beside.chmod(0o755 if mode == "100755" else 0o644)
+    os.replace(beside, target)
 
 
 def _settle(path: str, info: os.stat_result) -> None:
@@ -397,9 +408,20 @@ def load_config(path: Path = CONFIG) -> Config:
     return Config(base_tree=str(data["base_tree"]), node_ids=ids)
 
 
+Restore = Callable[[Path, dict[str, Entry], Objects], list[str]]
+"""Puts a language's test files of the base back (``restore`` with its predicate)."""
+
+
 def prepare(config: Config, root: Path, scratch: Path, rewards: Path = REWARD_DIR) -> int:
     """``/testbed`` as the base with the agent's changes to its tracked files (see above);
     0, or ``DAMAGED`` when the repository cannot give the base (reward 0 written)."""
+    return put_back_base(config.base_tree, root, scratch, rewards, restore)
+
+
+def put_back_base(tree: str, root: Path, scratch: Path, rewards: Path, tests: Restore) -> int:
+    """The base commit's ``tree`` at ``root``: untracked paths removed, the test files put
+    back by ``tests``, the agent's other changes kept, all settled; 0, or ``DAMAGED`` when
+    the repository cannot give it (reward 0 written, with the reason)."""
     if root.is_symlink() or not root.is_dir():
         print(f"{root} is not a directory: nothing to test")
         write_reward(0, rewards)
@@ -407,9 +429,9 @@ def prepare(config: Config, root: Path, scratch: Path, rewards: Path = REWARD_DI
     deadline = Deadline()
     objects = Objects(root / ".git" / "objects", scratch)
     try:
-        files = base_files(objects, config.base_tree)
+        files = base_files(objects, tree)
         removed = clean(root, files, deadline)
-        restored = restore(root, files, objects)
+        restored = tests(root, files, objects)
         settle(root, deadline)
     except (Unusable, OSError) as problem:
         # Root may remove and write anything here: what fails is what the agent left
@@ -437,14 +459,19 @@ def judge(config: Config, report: Path, rewards: Path = REWARD_DIR) -> int:
     if outcomes is None:
         print(f"no usable test report at {report}: every test counts as not passed")
         outcomes = {}
-    wrong = []
-    for node in config.node_ids:
-        outcome = outcomes.get(junit_address(node), "missing")
-        if outcome != "passed":
-            wrong.append(f"{node}: {outcome}")
+    found = {node: outcomes.get(junit_address(node), "missing") for node in config.node_ids}
+    return decide(config.node_ids, found, rewards)
+
+
+def decide(ids: list[str], outcomes: Mapping[str, str], rewards: Path = REWARD_DIR) -> int:
+    """Write the reward: 1 when every one of ``ids`` (there is at least one) ``passed`` in
+    ``outcomes``, else 0, the ones that did not printed; 0."""
+    wrong = [
+        f"{test}: {outcomes.get(test, 'missing')}" for test in ids if outcomes.get(test) != "passed"
+    ]
     for line in wrong[:20]:
         print(f"not passed: {line}")
-    write_reward(0 if wrong else 1, rewards)
+    write_reward(0 if wrong or not ids else 1, rewards)
     return 0
 
 

@@ -16,7 +16,14 @@ machine, at install time:
   ``docker build --network none`` and in the rootfs provider's builder alike.
 
 The result is a tar (``base_tar``) under ``~/.cache/palaestra/images/``, named by a digest of
-the package list, the suite and this recipe: a changed list builds a new base. The Docker
+the package list, the suite and this recipe: a changed list builds a new base.
+
+Toolchains only some tasks need (Go's, Rust's) are **packs** (``debian_packs.txt``): each its
+own local archive at ``/opt/palaestra/packs/<name>`` with its own apt source, built only when
+a user asks (``--pack NAME``: Debian's mirror again) into a tar of its own
+(``pack_tar``). Once a pack is built, the bookworm base is the base tar with every built
+pack appended (its own file, named by the digests of both): a machine without packs
+downloads and carries none of them. The Docker
 provider imports it into the local daemon as ``debian:bookworm-slim`` and ``debian:bookworm``
 (``docker_base``). We tag Debian's names on purpose: the image *is* Debian bookworm, made from
 Debian's packages, so a task's Dockerfile stays the one Harbor runs elsewhere, unchanged; what
@@ -49,6 +56,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +93,8 @@ ALIASES = {"debian:12-slim": "bookworm", "debian:12": "bookworm"}
 SUITE = BOOKWORM.name
 ARCHIVE = "/opt/palaestra/debian"
 """Where the local Debian archive lives inside the image."""
+PACKS_DIR = "/opt/palaestra/packs"
+"""Where each pack's local archive lives inside the image (``<name>/``)."""
 WHEELHOUSE = "/opt/palaestra/wheels"
 """Where a base's Python wheels live inside the image."""
 TAGS = BOOKWORM.tags
@@ -103,6 +114,7 @@ LABEL = "palaestra.base"
 RECIPE = "2"
 """Bump when the build below changes in a way the package list does not show."""
 PACKAGES_FILE = Path(__file__).with_name("debian_packages.txt")
+PACKS_FILE = Path(__file__).with_name("debian_packs.txt")
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BUILD_COMMAND = f"{Path(sys.executable).name} -m palaestra.sandbox.machines.images"
 
@@ -138,11 +150,97 @@ def base_path(suite: Suite = BOOKWORM) -> Path:
     return cache_dir() / f"debian-{suite.name}-{base_key(suite)}.tar"
 
 
+def packs() -> dict[str, list[str]]:
+    """The packs of ``debian_packs.txt``: each ``[name]`` to its package names, in order."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for number, line in enumerate(PACKS_FILE.read_text().splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if text.startswith("[") and text.endswith("]"):
+            current = found.setdefault(text[1:-1].strip(), [])
+        elif text and current is None:
+            raise SandboxFailure(f"{PACKS_FILE}:{number}: a package before any [pack] line")
+        elif text and current is not None:
+            current.extend(text.split())
+    return found
+
+
+def pack(name: str) -> list[str]:
+    """The packages of the pack ``name``; one line naming the packs when there is none."""
+    known = packs()
+    if name not in known:
+        raise SandboxFailure(
+            f"no pack '{name}' in {PACKS_FILE.name} (packs: {', '.join(sorted(known))})"
+        )
+    return known[name]
+
+
+def pack_key(name: str) -> str:
+    """A pack's cache key: a digest of the suite, the recipe, its name and sorted packages."""
+    text = "\n".join([SUITE, RECIPE, "pack", name, *sorted(set(pack(name)))])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pack_path(name: str) -> Path:
+    """Where the pack's tar of the current list is (or will be)."""
+    return cache_dir() / f"debian-{SUITE}-pack-{name}-{pack_key(name)}.tar"
+
+
+def built_packs() -> list[str]:
+    """The packs whose tar of the current list is built on this machine, by name."""
+    return sorted(name for name in packs() if pack_path(name).is_file())
+
+
+def image_key(suite: Suite = BOOKWORM) -> str:
+    """What the base image is: the base's key alone, or with every built pack's."""
+    names = built_packs() if suite == BOOKWORM else []
+    if not names:
+        return base_key(suite)
+    text = "\n".join([base_key(suite), *(f"{name}={pack_key(name)}" for name in names)])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def image_path(suite: Suite = BOOKWORM) -> Path:
+    """Where the base tar with the built packs is (``base_path`` when none is built)."""
+    return cache_dir() / f"debian-{suite.name}-{image_key(suite)}.tar"
+
+
+def pack_tar(name: str, *, build: bool = False, timeout: float = 1800.0) -> Path:
+    """The pack ``name``'s tar (its archive and apt source, as paths of the image). Built
+    (``build=True``, needs Debian's mirror) or found in the cache; missing and not built →
+    ``SandboxFailure`` saying what to run."""
+    path = pack_path(name)
+    if path.is_file():
+        return path
+    if not build:
+        raise SandboxFailure(
+            f"the offline Debian {name} pack is not built ({path}): run "
+            f"`{BUILD_COMMAND} --pack {name}` once (it needs Debian's mirror)"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path.parent / ".build.lock"):
+        if not path.is_file():
+            _build_pack(name, path, timeout)
+    return path
+
+
 def base_tar(*, build: bool = False, timeout: float = 1800.0, suite: Suite = BOOKWORM) -> Path:
-    """The offline base root filesystem as a tar. Built (``build=True``, needs Debian's
-    mirror, and PyPI for a suite with wheels) or found in the cache; missing and not built →
-    ``SandboxFailure`` saying what to run. Two processes building at once: one builds, the
-    other waits and reuses it."""
+    """The offline base root filesystem as a tar, with every built pack (bookworm). Built
+    (``build=True``, needs Debian's mirror, and PyPI for a suite with wheels) or found in the
+    cache; missing and not built → ``SandboxFailure`` saying what to run. Two processes
+    building at once: one builds, the other waits and reuses it."""
+    plain = _plain_tar(build=build, timeout=timeout, suite=suite)
+    names = built_packs() if suite == BOOKWORM else []
+    if not names:
+        return plain
+    path = image_path(suite)
+    with _locked(path.parent / ".build.lock"):
+        if not path.is_file():
+            _append_packs(plain, names, path)
+    return path
+
+
+def _plain_tar(*, build: bool, timeout: float, suite: Suite) -> Path:
     path = base_path(suite)
     if path.is_file():
         return path
@@ -209,17 +307,106 @@ def _build(path: Path, timeout: float, suite: Suite = BOOKWORM) -> None:
         f"deb {mirror} {suite.name} main",
     ]
     try:
+        _mmdebstrap(command, timeout, "the offline Debian base")
+    except SandboxFailure:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, path)
+
+
+def _mmdebstrap(command: list[str], timeout: float, what: str) -> None:
+    """Run ``mmdebstrap``; its failure or timeout is one line naming ``what`` it built."""
+    try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        partial.unlink(missing_ok=True)
-        raise SandboxFailure(
-            f"building the offline Debian base took over {timeout:.0f}s (mmdebstrap)"
-        ) from None
+        raise SandboxFailure(f"building {what} took over {timeout:.0f}s (mmdebstrap)") from None
     if result.returncode != 0:
-        partial.unlink(missing_ok=True)
         last = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise SandboxFailure(f"building the offline Debian base failed (mmdebstrap): {last}")
+        raise SandboxFailure(f"building {what} failed (mmdebstrap): {last}")
+
+
+def _build_pack(name: str, path: Path, timeout: float) -> None:
+    """Download the pack's packages and their dependencies (what a fresh base lacks) with
+    ``mmdebstrap``'s apt into a scratch directory, index them, and tar them with their apt
+    source as the image's paths, owned by root."""
+    if shutil.which("mmdebstrap") is None:
+        raise SandboxFailure(
+            f"mmdebstrap is not installed: the {name} pack is built with it (apt-get install "
+            "mmdebstrap, or scripts/install_machines.sh)"
+        )
+    mirror = os.environ.get("PALAESTRA_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+    with tempfile.TemporaryDirectory(prefix=".pack-", dir=path.parent) as scratch:
+        root = Path(scratch)
+        archive = root / PACKS_DIR.lstrip("/") / name
+        hook = "; ".join(
+            [
+                "set -e",
+                _download_command(pack(name)),
+                f"mkdir -p {shlex.quote(str(archive))}",
+                'find "$1"/var/cache/apt/archives -maxdepth 1 -name "*.deb"'
+                f" -exec mv -t {shlex.quote(str(archive))} {{}} +",
+                f"({_index_command(shlex.quote(str(archive)))})",
+            ]
+        )
+        command = [
+            "mmdebstrap", "--quiet", "--variant=minbase", f"--include={','.join(BOOKWORM.include)}",
+            "--format=null", f"--customize-hook={hook}", SUITE, "/dev/null",
+            f"deb {mirror} {SUITE} main",
+        ]  # fmt: skip
+        _mmdebstrap(command, timeout, f"the {name} pack")
+        sources = root / "etc/apt/sources.list.d" / f"palaestra-{name}.list"
+        sources.parent.mkdir(parents=True)
+        sources.write_text(f"deb [trusted=yes] file:{PACKS_DIR}/{name} ./\n")
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        with tarfile.open(partial, "w", format=tarfile.GNU_FORMAT) as tar:
+            for member in (PACKS_DIR, f"/etc/apt/sources.list.d/{sources.name}"):
+                tar.add(root / member.lstrip("/"), arcname=f".{member}", filter=_root_owned)
+        os.replace(partial, path)
+
+
+def _root_owned(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    member.uid = member.gid = 0
+    member.uname = member.gname = "root"
+    member.mode = 0o755 if member.isdir() else 0o644
+    return member
+
+
+def _append_packs(plain: Path, names: list[str], path: Path) -> None:
+    """The base tar with the packs' members after its own, each path once (a pack adds
+    paths, it changes none of the base's files)."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        shutil.copyfile(plain, partial)
+        with tarfile.open(partial, "a", format=tarfile.GNU_FORMAT) as tar:
+            seen = set(tar.getnames())  # Docker refuses a path twice (packs share a directory)
+            for name in names:
+                with tarfile.open(pack_tar(name)) as source:
+                    for member in source:
+                        if member.name not in seen:
+                            seen.add(member.name)
+                            data = source.extractfile(member) if member.isfile() else None
+                            tar.addfile(member, data)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     os.replace(partial, path)
+
+
+def _download_command(names: list[str]) -> str:
+    """Download ``names`` and what they depend on with the new root's apt (``$1``)."""
+    return (
+        'chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -qq -y'
+        f" --download-only --no-install-recommends {shlex.join(names)} >/dev/null"
+    )
+
+
+def _index_command(archive: str) -> str:
+    """Index the ``.deb`` files in ``archive`` as a flat apt repository."""
+    return (
+        f"cd {archive} && if command -v apt-ftparchive >/dev/null; then"
+        " apt-ftparchive packages . > Packages && apt-ftparchive release . > Release;"
+        " else dpkg-scanpackages --multiversion . > Packages 2>/dev/null; fi"
+    )
 
 
 def _archive_hook(names: list[str]) -> str:
@@ -228,20 +415,14 @@ def _archive_hook(names: list[str]) -> str:
     this image), move them into the local archive, index it, and point apt only at it.
     mmdebstrap's cleanup then empties ``/var/lib/apt/lists`` and apt's cache."""
     archive = f'"$1"{ARCHIVE}'
-    index = (
-        f"cd {archive} && if command -v apt-ftparchive >/dev/null; then"
-        " apt-ftparchive packages . > Packages && apt-ftparchive release . > Release;"
-        " else dpkg-scanpackages --multiversion . > Packages 2>/dev/null; fi"
-    )
     return "; ".join(
         [
             "set -e",
-            'chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -qq -y'
-            f" --download-only --no-install-recommends {shlex.join(names)} >/dev/null",
+            _download_command(names),
             f"mkdir -p {archive}",
             'find "$1"/var/cache/apt/archives -maxdepth 1 -name "*.deb"'
             f" -exec mv -t {archive} {{}} +",
-            f"({index})",
+            f"({_index_command(archive)})",
             'rm -f "$1"/etc/apt/sources.list.d/*',
             f"echo 'deb [trusted=yes] file:{ARCHIVE} ./' > \"$1\"/etc/apt/sources.list",
         ]
@@ -317,10 +498,11 @@ def imported_key(tag: str) -> str | None:
 
 
 def docker_base(*, build: bool = False, suite: Suite = BOOKWORM) -> str:
-    """Import the base tar into the local Docker daemon under the suite's tags
-    (``debian:bookworm-slim`` and ``debian:bookworm``) unless they already are this base
-    (their ``palaestra.base`` label holds this base's key). Returns the image id."""
-    key = base_key(suite)
+    """Import the base tar (with the built packs) into the local Docker daemon under the
+    suite's tags (``debian:bookworm-slim`` and ``debian:bookworm``) unless they already are
+    this base (their ``palaestra.base`` label holds its ``image_key``). Returns the image
+    id."""
+    key = image_key(suite)
     tags = suite.tags
     if all(imported_key(tag) == key for tag in tags):
         return _docker("image", "inspect", "--format", "{{.Id}}", tags[0])
@@ -334,17 +516,27 @@ def docker_base(*, build: bool = False, suite: Suite = BOOKWORM) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the base tar (if missing) and import it into Docker (if a daemon answers)."""
+    """Build the base tar (if missing), and the packs asked for, and import it into Docker."""
     parser = argparse.ArgumentParser(prog=BUILD_COMMAND, description=main.__doc__)
     parser.add_argument("--no-docker", action="store_true", help="only build the tar")
     parser.add_argument("--print", action="store_true", help="print the tar's path and exit")
     parser.add_argument("--suite", choices=sorted(SUITES), default=SUITE, help="which base")
+    parser.add_argument(
+        "--pack",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"also build this pack of {PACKS_FILE.name} into the bookworm base (repeatable)",
+    )
     args = parser.parse_args(argv)
     suite = SUITES[args.suite]
     if args.print:
-        print(base_path(suite))
+        print(image_path(suite))
         return 0
     try:
+        for name in args.pack:
+            built = pack_tar(name, build=True)
+            print(f"pack {name}: {built} ({built.stat().st_size / 2**20:.0f} MiB)")
         tar = base_tar(build=True, suite=suite)
         print(f"base: {tar} ({tar.stat().st_size / 2**20:.0f} MiB)")
         if not args.no_docker:

@@ -70,17 +70,19 @@ GOLD = "<the oracle>"
 
 
 class Player:
-    """Plays the agent's commands (``GOLD``: the oracle's) on fresh boxes of ``TASK``."""
+    """Plays the agent's commands (``GOLD``: the oracle's) on fresh boxes of ``task``
+    (``TASK``), one of the tasks ``filter`` keeps (all by default)."""
 
-    def __init__(self, sandbox: str) -> None:
-        self.environment = SweLocal(sandbox=sandbox)
+    def __init__(self, sandbox: str, task: str = TASK, filter: str | None = None) -> None:
+        self.environment = SweLocal(sandbox=sandbox, filter=filter)
+        self.task = task
         self.sessions: list[Session] = []
         self.said: list[str] = []
         """What each ``bash`` call of the last play answered."""
 
     async def __call__(self, commands: list[str]) -> Verdict:
         """Run ``commands`` in a new box, then verify it: the verdict."""
-        row = task_row(TASK, self.environment.tasks[TASK])
+        row = task_row(self.task, self.environment.tasks[self.task])
         session = Session(f"s{len(self.sessions)}", row, await self.environment.seed(row))
         self.sessions.append(session)
         self.said = []

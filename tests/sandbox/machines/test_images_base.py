@@ -3,6 +3,8 @@ daemon needed; the image itself is exercised in test_docker_provider)."""
 
 from __future__ import annotations
 
+import io
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,69 @@ def test_a_missing_base_says_what_to_run_and_builds_nothing(
         images.base_tar()
     assert "\n" not in str(failure.value)
     assert not (tmp_path / "images").exists()
+
+
+def test_the_packs_are_read_by_section_apart_from_the_base_list() -> None:
+    packs = images.packs()
+    assert "golang-go" in packs["go"] and {"cargo", "rustc"} <= set(packs["rust"])
+    assert not {"golang-go", "cargo", "rustc"} & set(images.packages())
+
+
+def test_a_package_before_any_pack_is_refused_naming_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listing = tmp_path / "packs.txt"
+    listing.write_text("# packs\n\ngolang-go\n[go]\n")
+    monkeypatch.setattr(images, "PACKS_FILE", listing)
+    with pytest.raises(SandboxFailure, match=r"packs\.txt:3: a package before any \[pack\]"):
+        images.packs()
+
+
+def test_a_missing_pack_says_what_to_run_and_builds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PALAESTRA_IMAGES_DIR", str(tmp_path / "images"))
+    with pytest.raises(SandboxFailure, match=r"images --pack go` once") as failure:
+        images.pack_tar("go")
+    assert "\n" not in str(failure.value)
+    with pytest.raises(SandboxFailure, match=r"no pack 'cobol' in debian_packs\.txt"):
+        images.pack_tar("cobol")
+    assert not (tmp_path / "images").exists()
+
+
+def _tar(path: Path, files: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w") as tar:
+        for name, data in files.items():
+            member = tarfile.TarInfo(name)
+            member.type = tarfile.DIRTYPE if name.endswith("/") else tarfile.REGTYPE
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+
+
+def test_a_built_pack_is_appended_to_the_base_and_names_a_new_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PALAESTRA_IMAGES_DIR", str(tmp_path))
+    plain = images.base_path()
+    _tar(plain, {"./etc/apt/sources.list": b"deb [trusted=yes] file:/opt/palaestra/debian ./\n"})
+    assert images.base_tar() == plain and images.image_key() == images.base_key()
+    packs = "./opt/palaestra/packs/"
+    _tar(images.pack_path("go"), {packs: b"", f"{packs}go/Packages": b"Package: golang-go\n"})
+    _tar(images.pack_path("rust"), {packs: b"", f"{packs}rust/Packages": b"Package: cargo\n"})
+    assert images.built_packs() == ["go", "rust"]
+    combined = images.base_tar()
+    assert combined != plain and images.image_key() != images.base_key()
+    assert combined == images.image_path()
+    with tarfile.open(combined) as tar:
+        names = tar.getnames()
+        member = tar.extractfile("./opt/palaestra/packs/go/Packages")
+        assert member is not None and member.read() == b"Package: golang-go\n"
+    # each path once: docker import refuses a tar that names one twice
+    assert names == [
+        "./etc/apt/sources.list",
+        packs.rstrip("/"),
+        f"{packs}go/Packages",
+        f"{packs}rust/Packages",
+    ]
+    with tarfile.open(plain) as tar:  # the base itself is left as it was
+        assert tar.getnames() == ["./etc/apt/sources.list"]

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from palaestra.envs.swe_local.folders import BUG_PATCH, solve_script
+from palaestra.envs.swe_local.folders import APT_CLEAN, GIT_SETUP, bug_steps
 from palaestra.envs.swe_local.languages import Repo as SeamRepo
 from palaestra.envs.swe_local.languages import SourceMutation
 from palaestra.envs.swe_local.languages.common import Repo
@@ -31,31 +31,11 @@ from palaestra.envs.swe_local.languages.verify_native import (
     parse_go,
     parse_libtest,
 )
-from palaestra.wire.harbor import (
-    AgentConfig,
-    EnvironmentConfig,
-    PackageInfo,
-    TaskConfig,
-    TaskFolder,
-    VerifierConfig,
-    write_task,
-)
 
 NATIVE = Path(__file__).with_name("verify_native.py")
 VERIFIER = Path(__file__).resolve().parent.parent / "verifier.py"
 GITIGNORE = "/target/\n"
 """A Rust ``/testbed/.gitignore`` (the crate's own is replaced: it ignores ``Cargo.lock``)."""
-
-_GIT_SETUP = (
-    "    && git config --system user.name palaestra \\\n"
-    "    && git config --system user.email palaestra@localhost \\\n"
-    "    && git config --system gc.auto 0 \\\n"
-    "    && git config --system core.checkStat minimal \\\n"
-    "    && git config --system core.trustctime false \\\n"
-)
-_APT_CLEAN = (
-    " && rm -rf /var/lib/apt/lists/* \\\n    /var/cache/apt/archives/*.deb /opt/palaestra\n"
-)
 
 
 def repos(language: str) -> dict[str, Repo]:
@@ -99,8 +79,8 @@ def dockerfile_prefix(language: str, repo: Repo) -> str:
         "# and so is the local Debian archive an offline base image carries (/opt/palaestra).\n"
         "FROM debian:bookworm-slim\n"
         "RUN apt-get update && apt-get install -y --no-install-recommends "
-        f"{toolchain} {repo.deb} git patch{_APT_CLEAN}"
-        f"{setup}{_GIT_SETUP}"
+        f"{' '.join([toolchain, repo.deb, *repo.extras])} git patch{APT_CLEAN}"
+        f"{setup}{GIT_SETUP}"
         "    && cd /testbed && git init -q && git add -A\n"
         f"ENV {env}\n"
         "WORKDIR /testbed\n"
@@ -109,12 +89,8 @@ def dockerfile_prefix(language: str, repo: Repo) -> str:
 
 def dockerfile(line: Mapping[str, Any]) -> str:
     """The whole Dockerfile: the shared prefix, then the bug (one patch, committed as base)."""
-    files = " ".join(str(path) for path in line["files"])
-    return dockerfile_prefix(str(line["language"]), repo_of(line)) + (
-        f"COPY {BUG_PATCH} /tmp/{BUG_PATCH}\n"
-        f"RUN patch -s -p1 < /tmp/{BUG_PATCH} && rm /tmp/{BUG_PATCH} \\\n"
-        f"    && git add -- {files} && git commit -qm base && git prune --expire=now\n"
-    )
+    files = [str(path) for path in line["files"]]
+    return dockerfile_prefix(str(line["language"]), repo_of(line)) + bug_steps(files)
 
 
 TEST_SCRIPT = """\
@@ -204,60 +180,6 @@ def instruction_footer(line: Mapping[str, Any]) -> str:
     )
 
 
-def instruction(line: Mapping[str, Any]) -> str:
-    """What the agent is told: the statement, then the footer."""
-    return f"{str(line['statement']).rstrip()}\n\n---\n\n{instruction_footer(line)}"
-
-
-def task_folder(line: Mapping[str, Any]) -> TaskFolder:
-    """The Harbor folder of one Go or Rust manifest line."""
-    repo = repo_of(line)
-    config = TaskConfig(
-        task=PackageInfo(name=f"palaestra/{line['instance_id']}"),
-        metadata={
-            "author_name": "palaestra",
-            "category": "swe_local",
-            "difficulty": line["difficulty"]["level"],
-            "tags": ["swe", str(line["language"]), str(line["repo"]), str(line["kind"])],
-            "package": repo.deb,
-            "package_version": line["version"],
-            "license": repo.license,
-            "mutation_kind": line["kind"],
-            "seed": line["seed"],
-        },
-        source=f"palaestra:swe_local:{repo.deb}={line['version']}",
-        verifier=VerifierConfig(timeout_sec=300.0),
-        agent=AgentConfig(timeout_sec=1800.0),
-        environment=EnvironmentConfig(
-            build_timeout_sec=900.0,
-            cpus=1,
-            memory_mb=2048,
-            storage_mb=4096,
-            network_mode="no-network",
-            workdir="/testbed",
-        ),
-    )
-    return TaskFolder(
-        config=config,
-        instruction=instruction(line),
-        dockerfile=dockerfile(line),
-        test_script=TEST_SCRIPT,
-        tests={
-            "config.json": json.dumps(config_json(line), indent=1) + "\n",
-            "verify.py": VERIFIER.read_text(encoding="utf-8"),
-            "verify_native.py": NATIVE.read_text(encoding="utf-8"),
-        },
-        solve_script=solve_script(str(line["patch"])),
-    )
-
-
-def write_instance(line: Mapping[str, Any], path: Path) -> Path:
-    """Write the folder of ``line`` at ``path`` (which must not exist), with its bug patch."""
-    root = write_task(task_folder(line), path)
-    (root / "environment" / BUG_PATCH).write_text(str(line["bug"]), encoding="utf-8")
-    return root
-
-
 class NativeLanguage:
     """Go or Rust as ``languages.Language`` (the set's seam), over this package's parts."""
 
@@ -266,7 +188,9 @@ class NativeLanguage:
 
     def repos(self) -> Mapping[str, SeamRepo]:
         return {
-            name: SeamRepo(name, repo.deb, repo.upstream, repo.license, repo.source)
+            name: SeamRepo(
+                name, repo.deb, repo.upstream, repo.license, repo.source, extras=repo.extras
+            )
             for name, repo in repos(self.name).items()
         }
 
@@ -280,7 +204,13 @@ class NativeLanguage:
         return TEST_SCRIPT
 
     def verifier_files(self, line: Mapping[str, Any]) -> dict[str, str]:
-        return dict(task_folder(line).tests)
+        """``tests/`` beside ``test.sh``: the task's settings, ``verify.py`` (the text of
+        ``verifier.py``, whose steps the other uses) and ``verify_native.py``."""
+        return {
+            "config.json": json.dumps(config_json(line), indent=1) + "\n",
+            "verify.py": VERIFIER.read_text(encoding="utf-8"),
+            "verify_native.py": NATIVE.read_text(encoding="utf-8"),
+        }
 
     def instruction_footer(self, line: Mapping[str, Any]) -> str:
         return instruction_footer(line)

@@ -11,20 +11,16 @@ machine's release (Debian bookworm) with the repository's package installed.
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from palaestra.envs.swe_local.validate import RunResult, Verdict, judge
+from palaestra.envs.swe_local.validate import RunResult, Verdict, bounded, judge
 
 TESTBED = "/testbed"
 CACHE = "/cache"
@@ -46,6 +42,9 @@ class Repo:
     whole: bool = False
     """Go: every mutation is tested by the whole module's tests (its tests are a package of
     their own), not only by its own package's."""
+    extras: tuple[str, ...] = ()
+    """Debian packages the machine installs beside ``deb``: Rust, the crates its
+    ``Cargo.lock`` names that ``deb`` does not depend on (optional and dev-dependencies)."""
 
 
 @dataclass
@@ -99,19 +98,7 @@ def sandboxed(
     ]  # fmt: skip
     started = time.monotonic()
     with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(
-            wrapped,
-            env=dict(env),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if not bounded(wrapped, env, timeout, output=out):
             return None
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
@@ -190,37 +177,6 @@ def changed_lines(patch: str) -> int:
     return sum(
         1 for line in patch.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))
     )
-
-
-def with_digest(line: dict[str, Any]) -> dict[str, Any]:
-    """``line`` with its ``digest``: sha256 of the canonical JSON of the rest."""
-    body = {key: value for key, value in line.items() if key != "digest"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return {**body, "digest": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()}
-
-
-def read_lines(path: Path) -> dict[str, dict[str, Any]]:
-    """The lines of a manifest file by instance id (none when there is no file)."""
-    if not path.is_file():
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    for text in path.read_text(encoding="utf-8").splitlines():
-        if text.strip():
-            line = json.loads(text)
-            found[line["instance_id"]] = line
-    return found
-
-
-def write_lines(path: Path, lines: Iterable[dict[str, Any]]) -> None:
-    """Write ``lines`` sorted by instance id, beside and then moved (never half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ordered = sorted(lines, key=lambda line: str(line["instance_id"]))
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(
-        "".join(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n" for line in ordered),
-        encoding="utf-8",
-    )
-    os.replace(partial, path)
 
 
 def leaks_fix(statement: str, bug: str) -> bool:

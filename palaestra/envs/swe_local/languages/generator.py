@@ -35,11 +35,8 @@ from palaestra.envs.swe_local.languages.common import (
     decide,
     leaks_fix,
     level,
-    read_lines,
     tree_id,
     unified,
-    with_digest,
-    write_lines,
 )
 from palaestra.envs.swe_local.languages.treesitter import (
     Function,
@@ -50,6 +47,7 @@ from palaestra.envs.swe_local.languages.treesitter import (
     functions,
     mutations,
 )
+from palaestra.envs.swe_local.manifest import read_file, sealed, write_file
 from palaestra.envs.swe_local.validate import Verdict
 
 MANIFEST_DIR = Path(__file__).resolve().parent.parent / "manifest"
@@ -178,7 +176,7 @@ def line_for(
         re.search(rf"\b{re.escape(short)}\b", tool.test_source(work, test) + test)
         for test in verdict.fail_to_pass
     )
-    return with_digest(
+    return sealed(
         {
             "instance_id": instance_id(repo, relative, mutation),
             "repo": repo.name,
@@ -216,6 +214,11 @@ def line_for(
     )
 
 
+def _read(path: Path) -> list[dict[str, Any]]:
+    """The lines of a manifest file (none when there is none yet)."""
+    return [dict(line) for line in read_file(path)] if path.is_file() else []
+
+
 def mark_duplicates(lines: dict[str, dict[str, Any]]) -> None:
     """Set ``flags.duplicate_of`` of every line whose bug is another's (the same diff; the
     first by instance id is the original), re-sealing the lines it changes."""
@@ -226,7 +229,7 @@ def mark_duplicates(lines: dict[str, dict[str, Any]]) -> None:
         wanted = None if original == identifier else original
         if line["flags"].get("duplicate_of") != wanted:
             line["flags"] = {**line["flags"], "duplicate_of": wanted}
-            lines[identifier] = with_digest(line)
+            lines[identifier] = sealed(line)
 
 
 def candidates(tool: Toolchain, work: Path, seed: int) -> list[tuple[str, Function, Mutation]]:
@@ -277,7 +280,7 @@ def generate(
     tool.prepare(repo, base)
     copy_base(base, work)
     manifest = manifest_dir / f"{repo.name}.jsonl"
-    lines = read_lines(manifest)
+    lines = {str(line["instance_id"]): dict(line) for line in _read(manifest)}
     tried_path = here / "tried.jsonl"
     tried = {
         json.loads(text)["key"]
@@ -319,7 +322,7 @@ def generate(
             flaky, mutated, min(pair[0].seconds, pair[1].seconds), tree, base,
         )  # fmt: skip
         mark_duplicates(lines)
-        write_lines(manifest, lines.values())
+        write_file(manifest, lines.values())
         kept += 1
         print(f"  KEEP {identifier} ({len(verdict.fail_to_pass)} fail)", flush=True)
     hours = (time.monotonic() - start) / 3600

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from palaestra.envs.swe_local.folders import APT_CLEAN, GIT_SETUP, bug_steps
 from palaestra.envs.swe_local.languages import Repo, SourceMutation
 from palaestra.envs.swe_local.mutations import apply, functions, mutations
 from palaestra.envs.swe_local.verifier import junit_address, junit_outcomes
@@ -72,7 +73,6 @@ REPOS: dict[str, Repo] = {
 SITE = "/usr/lib/python3/dist-packages"
 VERIFIER = Path(__file__).parent.parent / "verifier.py"
 """The verifier's own steps (``verifier.py``), shipped in every task as ``tests/verify.py``."""
-BUG_PATCH = "bug.patch"
 
 TEST_SCRIPT = """\
 #!/bin/bash
@@ -159,16 +159,11 @@ class Python:
             "# so is the local Debian archive an offline base image carries (/opt/palaestra).\n"
             "FROM debian:bookworm-slim\n"
             "RUN apt-get update && apt-get install -y --no-install-recommends python3 "
-            f"python3-pytest {installed} git patch && rm -rf /var/lib/apt/lists/* \\\n"
-            "    /var/cache/apt/archives/*.deb /opt/palaestra\n"
+            f"python3-pytest {installed} git patch{APT_CLEAN}"
             f"RUN mkdir /testbed && mv {SITE}/{package} /testbed/{package} \\\n"
             f"    && rm -f /var/lib/dpkg/info/{deb}.md5sums \\\n"
             "    && printf '__pycache__/\\n*.pyc\\n' > /testbed/.gitignore \\\n"
-            "    && git config --system user.name palaestra \\\n"
-            "    && git config --system user.email palaestra@localhost \\\n"
-            "    && git config --system gc.auto 0 \\\n"
-            "    && git config --system core.checkStat minimal \\\n"
-            "    && git config --system core.trustctime false \\\n"
+            f"{GIT_SETUP}"
             "    && cd /testbed && git init -q && git add -A\n"
             "ENV PYTHONPATH=/testbed\n"
             "WORKDIR /testbed\n"
@@ -180,12 +175,7 @@ class Python:
         cached = " ".join(
             f"{Path(path).parent}/__pycache__/{Path(path).stem}.cpython-*.pyc" for path in files
         )
-        return self.dockerfile_prefix(str(line["repo"])) + (
-            f"COPY {BUG_PATCH} /tmp/{BUG_PATCH}\n"
-            f"RUN patch -s -p1 < /tmp/{BUG_PATCH} && rm /tmp/{BUG_PATCH} && rm -f {cached} \\\n"
-            f"    && git add -- {' '.join(files)} && git commit -qm base "
-            "&& git prune --expire=now\n"
-        )
+        return self.dockerfile_prefix(str(line["repo"])) + bug_steps(files, f" && rm -f {cached}")
 
     def test_script(self, line: Mapping[str, Any]) -> str:
         return TEST_SCRIPT

@@ -42,7 +42,7 @@ from palaestra.envs.swe_local.languages.verify_native import (
 REGISTRY = "/usr/share/cargo/registry"
 
 
-def _repo(crate: str, version: str, license: str, upstream: str) -> Repo:
+def _repo(crate: str, version: str, license: str, upstream: str, *extras: str) -> Repo:
     return Repo(
         name=crate,
         deb=f"librust-{crate.replace('_', '-')}-dev",
@@ -50,18 +50,26 @@ def _repo(crate: str, version: str, license: str, upstream: str) -> Repo:
         license=license,
         source=f"{REGISTRY}/{crate}-{version}",
         module=crate,
+        extras=extras,
     )
 
 
 REPOS: dict[str, Repo] = {
     repo.name: repo
     for repo in (
-        _repo("semver", "1.0.14", "MIT OR Apache-2.0", "dtolnay/semver"),
+        _repo("semver", "1.0.14", "MIT OR Apache-2.0", "dtolnay/semver", "librust-serde-dev"),
         _repo("strsim", "0.10.0", "MIT", "dguo/strsim-rs"),
         _repo("heck", "0.4.0", "MIT OR Apache-2.0", "withoutboats/heck"),
         _repo("version-compare", "0.1.1", "MIT", "timvisee/version-compare"),
         _repo("itoa", "1.0.1", "MIT OR Apache-2.0", "dtolnay/itoa"),
-        _repo("bytesize", "1.1.0", "Apache-2.0", "hyunsik/bytesize"),
+        _repo(
+            "bytesize",
+            "1.1.0",
+            "Apache-2.0",
+            "hyunsik/bytesize",
+            "librust-serde-dev",
+            "librust-serde-derive-dev",
+        ),
         _repo("unicase", "2.6.0", "MIT OR Apache-2.0", "seanmonstar/unicase"),
     )
 }

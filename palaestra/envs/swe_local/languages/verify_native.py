@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -50,8 +49,10 @@ GO_ENV = {
     "GOSUMDB": "off",
     "GOTELEMETRY": "off",
     "CGO_ENABLED": "0",
+    "GOWORK": "off",
 }
-"""The Go environment of the machine's test run (no proxy, no C compiler)."""
+"""The Go environment of the machine's test run (no proxy, no C compiler, and no workspace:
+a ``go.work`` above ``/testbed`` would choose which module's tests run)."""
 CARGO_CONFIG = (
     "[source.crates-io]\n"
     'replace-with = "debian"\n'
@@ -232,34 +233,37 @@ def restore(
     """Put every test file of the base back as it was (see the module's docstring); the
     paths put back. What the base had is read from its objects, never from ``root``."""
     restored: list[str] = []
-    for path, entry in sorted(files.items()):
-        if config.language == "go":
-            protected = go_is_test_file(path)
-        else:
-            text = objects.read(entry.blob, "blob") if path.endswith(".rs") else b""
-            protected = rust_is_test_file(path, text, config.gold)
-        if config.language == "rust" and path in config.gold and path.endswith(".rs"):
-            if _put_back_tests(root / path, objects.read(entry.blob, "blob")):
+    if config.language == "rust":
+        for path in sorted(set(config.gold) & set(files)):
+            blob = files[path].blob
+            if path.endswith(".rs") and _put_back_tests(root / path, objects.read(blob, "blob")):
                 restored.append(f"{path} (its test module)")
-            continue
-        if not protected:
-            continue
-        target = root / path
-        if (target.exists() or target.is_symlink()) and base._same(target, entry):
-            continue
-        data = objects.read(entry.blob, "blob")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        beside = target.with_name(f".{target.name}.verifier")
-        if beside.exists() or beside.is_symlink():
-            base._remove(beside)
-        if entry.mode == "120000":
-            os.symlink(os.fsdecode(data), beside)
-        else:
-            beside.write_bytes(data)
-            beside.chmod(0o755 if entry.mode == "100755" else 0o644)
-        os.replace(beside, target)
-        restored.append(path)
-    return restored
+
+    def protected(path: str, entry: base.Entry) -> bool:
+        if config.language == "go":
+            return go_is_test_file(path)
+        if path in config.gold and path.endswith(".rs"):
+            return False  # its test module is put back above, the agent's changes kept
+        text = objects.read(entry.blob, "blob") if path.endswith(".rs") else b""
+        return rust_is_test_file(path, text, config.gold)
+
+    return restored + base.restore(root, files, objects, protected)
+
+
+def _clean_above(config: Config, root: Path) -> list[str]:
+    """Remove what the toolchain would read from the directories above ``root``: cargo reads
+    ``.cargo/config.toml`` in each (a runner, a linker or flags named there would decide what
+    the tests report). Go's workspace file is switched off instead (``GO_ENV``). Only in the
+    machine (``root`` is ``/testbed``): a test's repository elsewhere has the host above it."""
+    removed: list[str] = []
+    if config.language != "rust" or root != base.TESTBED:
+        return removed
+    for parent in root.parents:
+        above = parent / ".cargo"
+        if above.exists() or above.is_symlink():
+            base._remove(above)
+            removed.append(f"{above} (removed: a cargo configuration above {root})")
+    return removed
 
 
 def _put_back_tests(target: Path, base_text: bytes) -> bool:
@@ -271,39 +275,17 @@ def _put_back_tests(target: Path, base_text: bytes) -> bool:
     fixed = with_base_tests(agent, base_text)
     if fixed is None or fixed == agent:
         return False
-    beside = target.with_name(f".{target.name}.verifier")
-    if beside.exists() or beside.is_symlink():
-        base._remove(beside)
-    beside.write_bytes(fixed)
-    beside.chmod(0o644)
-    os.replace(beside, target)
+    base.put_back(target, fixed, "100644")
     return True
 
 
 def prepare(config: Config, root: Path, scratch: Path, rewards: Path = base.REWARD_DIR) -> int:
     """``/testbed`` as the base with the agent's fix; 0, or ``DAMAGED`` (reward 0 written)."""
-    if root.is_symlink() or not root.is_dir():
-        print(f"{root} is not a directory: nothing to test")
-        base.write_reward(0, rewards)
-        return base.DAMAGED
-    deadline = base.Deadline()
-    objects = base.Objects(root / ".git" / "objects", scratch)
-    try:
-        files = base.base_files(objects, config.base_tree)
-        removed = base.clean(root, files, deadline)
-        restored = restore(config, root, files, objects)
-        base.settle(root, deadline)
-    except (base.Unusable, OSError) as problem:
-        print(f"the repository cannot be put back to its base: {problem}")
-        base.write_reward(0, rewards)
-        return base.DAMAGED
-    finally:
-        objects.close()
-    for verb, paths in (("removed (not in the base commit)", removed), ("put back", restored)):
-        if paths:
-            shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if paths[10:] else "")
-            print(f"{verb}: {shown}")
-    return 0
+
+    def tests(root: Path, files: dict[str, base.Entry], objects: base.Objects) -> list[str]:
+        return _clean_above(config, root) + restore(config, root, files, objects)
+
+    return base.put_back_base(config.base_tree, root, scratch, rewards, tests)
 
 
 def command(config: Config, out: Path) -> list[str]:
@@ -347,15 +329,7 @@ def judge(config: Config, report_path: Path, rewards: Path = base.REWARD_DIR) ->
         report = parse_libtest(text, crate)
     if report.broken:
         print(f"the code does not build:\n{report.broken}")
-    wrong = [
-        f"{test}: {report.outcomes.get(test, 'missing')}"
-        for test in config.ids
-        if report.outcomes.get(test) != "passed"
-    ]
-    for line in wrong[:20]:
-        print(f"not passed: {line}")
-    base.write_reward(0 if wrong or not config.ids else 1, rewards)
-    return 0
+    return base.decide(config.ids, report.outcomes, rewards)
 
 
 def main(argv: list[str]) -> int:

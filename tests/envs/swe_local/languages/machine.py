@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from palaestra.envs.swe_local.folders import write_instance
 from palaestra.envs.swe_local.languages import go, rust
-from palaestra.envs.swe_local.languages.boxes import repo_of, write_instance
+from palaestra.envs.swe_local.languages.boxes import repo_of
 from palaestra.envs.swe_local.languages.common import copy_base
 
 GIT_CONFIG = (

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.envs.swe_local.languages.common import Repo, Run, decide, with_digest
+from palaestra.envs.swe_local.languages.common import Repo, Run, decide
 from palaestra.envs.swe_local.languages.generator import generate, mark_duplicates
 from palaestra.envs.swe_local.languages.go import Go, is_test_file, parse_events
+from palaestra.envs.swe_local.manifest import sealed as with_digest
 
 pytestmark = pytest.mark.skipif(
     shutil.which("go") is None or shutil.which("bwrap") is None,
