@@ -7,7 +7,8 @@ in Python), each one a component of the reward; a value that is not (text, null,
 object) makes the file unreadable to Harbor, its trial left without a reward, and here a
 ``RewardRefused``: the rollout fails as ``verifier_error`` naming the file and the key, never a
 silent 0. Without ``reward.json``, ``reward.txt`` holds one number. An empty or unparseable
-file, or neither file, is a ``RewardProblem`` saying which, never read as a number (the environment scores such a box 0, the problem as its reason).
+file, or neither file, is a ``RewardProblem`` saying which, never read as a number (the
+environment scores such a box 0, the problem as its reason).
 
 Harbor's scalar is the ``reward`` component; its ``mean`` metric takes a dictionary with exactly
 one key as that key's value, and fails on more. The same here: ``reward`` if present, else the
