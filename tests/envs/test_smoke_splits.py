@@ -52,3 +52,20 @@ def test_search_qas_smoke_split_is_six_yes_or_no_questions_half_of_each() -> Non
     rows = smoke_rows("search_qa")
     assert [r["id"] for r in rows][:1] == ["5ab8736455429916710eb058"]
     assert [r["answers"] for r in rows] == [["yes"]] * 3 + [["no"]] * 3
+
+
+def test_terminals_smoke_split_is_four_one_command_agentbench_questions() -> None:
+    assert [r["harbor_task"] for r in smoke_rows("terminal")] == [
+        "agentbench-test-012",
+        "agentbench-test-013",
+        "agentbench-test-015",
+        "agentbench-test-017",
+    ]
+
+
+def test_swe_locals_smoke_split_is_three_one_line_python_fixes() -> None:
+    assert [r["harbor_task"] for r in smoke_rows("swe_local")] == [
+        "mpmath__libmpf__mpfge__139b1330",
+        "networkx__isolate__isisolate__4dfb7925",
+        "networkx__isolate__numberofisolates__e680d770",
+    ]

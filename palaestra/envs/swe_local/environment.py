@@ -25,6 +25,14 @@ from palaestra.envs.swe_local.selection import parse_filter, selected, summary
 from palaestra.errors import ConfigError
 from palaestra.sandbox.machines import images
 
+SMOKE = (
+    "mpmath__libmpf__mpfge__139b1330",
+    "networkx__isolate__isisolate__4dfb7925",
+    "networkx__isolate__numberofisolates__e680d770",
+)
+"""The ``smoke`` split: easy Python tasks whose fix is one changed line (a constant or a
+comparison) named by the issue text, judged by three fast tests of the package."""
+
 RUNNABLE_LANGUAGES = frozenset({"python", "go", "rust"})
 """The languages whose machines the providers can build (Python's from the offline base's own
 archive, the others once their pack is built: ``PACKS``)."""
@@ -106,6 +114,19 @@ class SweLocal(HarborEnvironment):
         """The rows of every shipped task, or of those ``filter`` selects (their folders made
         on demand)."""
         return write_rows(load_tasks(task_folders(_shipped(), filter)), rows_directory())
+
+    split_names: ClassVar[tuple[str, ...]] = ("smoke",)
+
+    @classmethod
+    def split_tasks_file(cls, name: str) -> Path | None:
+        """The ``smoke`` split's rows (``SMOKE``'s tasks of the shipped manifest, their
+        folders made on demand); None for another name."""
+        if name != "smoke":
+            return None
+        lines = [
+            line for line in manifest.read_directory(_shipped()) if line["instance_id"] in SMOKE
+        ]
+        return write_rows(load_tasks(materialize_set(lines)), rows_directory())
 
 
 def _shipped() -> Path:

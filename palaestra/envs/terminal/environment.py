@@ -12,6 +12,16 @@ from pathlib import Path
 from typing import ClassVar
 
 from palaestra.environment.harbor import HarborEnvironment
+from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write_rows
+
+SMOKE = (
+    "agentbench-test-012",
+    "agentbench-test-013",
+    "agentbench-test-015",
+    "agentbench-test-017",
+)
+"""The ``smoke`` split: AgentBench OS questions each answered by one short command (CPUs,
+groups, whether npm is installed, the kernel's threads-max), checked by their own tests."""
 
 
 class Terminal(HarborEnvironment):
@@ -22,3 +32,15 @@ class Terminal(HarborEnvironment):
         "shell tasks in a Debian machine, checked by its final state (Harbor task folders)"
     )
     folder: ClassVar[Path | None] = Path(__file__).with_name("tasks")
+
+    split_names: ClassVar[tuple[str, ...]] = ("smoke",)
+
+    @classmethod
+    def split_tasks_file(cls, name: str) -> Path | None:
+        """The ``smoke`` split's rows (``SMOKE``'s folders, read and checked like every
+        task's); None for another name."""
+        if name != "smoke":
+            return None
+        folder = Path(__file__).with_name("tasks")
+        tasks = {task: load_tasks(folder / task)[task] for task in SMOKE}
+        return write_rows(tasks, rows_directory())
