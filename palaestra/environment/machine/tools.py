@@ -146,7 +146,10 @@ class MachineTools:
         state = _open(session)
         limit = self.shell_timeout if timeout is None else timeout
         if not 0 < limit <= self.max_shell_timeout:
-            raise ToolError(f"timeout must be between 0 and {self.max_shell_timeout:g} seconds")
+            raise ToolError(
+                f"timeout must be more than 0 and at most {self.max_shell_timeout:g} seconds, "
+                f"not {limit:g}"
+            )
         if "\0" in command:
             raise ToolError("the command contains a NUL byte")
         machine = self.machine_of(session)
