@@ -39,4 +39,10 @@ def test_tasks_writes_the_folders_of_an_environment_made_of_harbor_tasks(tmp_pat
     for task in written:
         original = shipped / task.path.name
         assert task.instruction == (original / "instruction.md").read_text()
-        assert (task.path / "task.toml").read_bytes() == (original / "task.toml").read_bytes()
+        # The shipped task.toml, and Harbor's own lint setting for a shared verifier by design.
+        lint = (
+            b"\n# The tests check the machine the agent leaves (a shared verifier), by design.\n"
+            b'[metadata.harbor.lint]\nignore = ["shared-verifier"]\n'
+        )
+        made = (task.path / "task.toml").read_bytes()
+        assert made == (original / "task.toml").read_bytes() + lint

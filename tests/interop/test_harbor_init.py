@@ -64,8 +64,10 @@ def _made_runnable(tmp_path: Path) -> Path:
     with pytest.raises(ConfigError) as raised:
         load_tasks(task, "rootfs")
     assert str(raised.value) == (
-        f"{task / 'task.toml'}: environment.network_mode = 'public': machines here have no "
-        f'network; a task that needs none says network_mode = "no-network"'
+        f"{task / 'task.toml'}: environment.network_mode = 'public': the open network is not "
+        "given to a task unless the user opts in (--env-arg network_public=true); a task that "
+        'needs no network says network_mode = "no-network", one that needs a few hosts '
+        '"allowlist" with allowed_hosts'
     )
     config = task / "task.toml"
     config.write_text(config.read_text().replace('"public"', '"no-network"'))
