@@ -21,7 +21,7 @@ passes every public host (still no private address), each one counted on the row
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,6 @@ from palaestra.environment.harbor.boxes import AgentView
 from palaestra.errors import ConfigError, SandboxFailure
 from palaestra.sandbox.machines.egress import NO_NETWORK, EgressProxy, Policy
 from palaestra.sandbox.machines.provider import Box, Image
-from palaestra.sandbox.process import SandboxProcess
 from palaestra.types import JsonDict
 from palaestra.wire.harbor import EnvironmentConfig, StepConfig, TaskConfig, VerifierConfig
 
@@ -130,27 +129,6 @@ class NetworkedBox(AgentView):
     @image.setter
     def image(self, value: Image) -> None:
         """The image is the box's."""
-
-    async def launch(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: int,
-        user: str | None = None,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        stream_limit: int = 2**16,
-        protocol: bool = False,
-    ) -> SandboxProcess:
-        return await self.box.launch(
-            argv,
-            stdin=stdin,
-            user=user,
-            cwd=cwd,
-            env={**self._env, **(env or {})},
-            stream_limit=stream_limit,
-            protocol=protocol,
-        )
 
     async def serve(self) -> None:
         """Listen in the box's network namespace (``SandboxFailure`` when it has none)."""

@@ -20,14 +20,9 @@ import pytest
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import images
+from palaestra.sandbox.machines.container_procs import _container_pids, lease_alive, lease_of
 from palaestra.sandbox.machines.digest import folder_digest
-from palaestra.sandbox.machines.docker import (
-    DockerProvider,
-    _container_pids,
-    from_images,
-    lease_alive,
-    lease_of,
-)
+from palaestra.sandbox.machines.docker import DockerProvider, from_images
 from palaestra.sandbox.machines.provider import BoxSpec, Image
 from palaestra.sandbox.process import supervise
 from tests.sandbox.machines.docker_support import container_exists, daemon_or_skip, run

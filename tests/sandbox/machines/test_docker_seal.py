@@ -14,7 +14,8 @@ import pytest
 from palaestra.environment.machine import Machine
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.machines import images
-from palaestra.sandbox.machines.docker import DockerBox, DockerProvider, _container_pids
+from palaestra.sandbox.machines.container_procs import _container_pids
+from palaestra.sandbox.machines.docker import DockerBox, DockerProvider
 from palaestra.sandbox.machines.layers import drop_from_upper
 from palaestra.sandbox.machines.provider import TOOLCHAIN, BoxSpec, Image
 from tests.sandbox.machines.docker_support import daemon_or_skip, run
