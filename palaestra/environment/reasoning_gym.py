@@ -9,8 +9,10 @@ from __future__ import annotations
 import functools
 import json
 import random
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 from palaestra.environment.answers import last_boxed, last_tagged, task_row
@@ -37,11 +39,28 @@ _RUN_FIELDS = ("seed", "size")
 """A generator's config fields the run sets (``--seed``, the number of tasks)."""
 
 
+def _package() -> ModuleType:
+    """reasoning-gym, with its generator registry loaded.
+
+    One of its dependencies (cellpylib) holds code Python warns about when it first compiles it
+    (``SyntaxWarning``, printed on the user's terminal on a first run): nothing the user can act
+    on, so those warnings are silenced for this import only.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        import reasoning_gym
+        import reasoning_gym.factory
+    return reasoning_gym
+
+
+def _datasets() -> dict[str, Any]:
+    datasets: dict[str, Any] = _package().factory.DATASETS
+    return datasets
+
+
 def dataset_names() -> list[str]:
     """Every generator reasoning-gym registers (``composite`` aside: use a mixture instead)."""
-    from reasoning_gym.factory import DATASETS
-
-    return sorted(name for name in DATASETS if name != "composite")
+    return sorted(name for name in _datasets() if name != "composite")
 
 
 def check_mixture(weights: Mapping[str, float]) -> None:
@@ -57,8 +76,6 @@ def check_configs(configs: Mapping[str, Any]) -> None:
     """``ConfigError`` (one line) unless every entry of ``configs`` names a generator and
     gives it an object of fields its config takes, with values it accepts (reasoning-gym's own
     check, as ``create_dataset`` would make it)."""
-    from reasoning_gym.factory import DATASETS
-
     known = dataset_names()
     what = "reasoning_gym: dataset_configs"
     for name, config in configs.items():
@@ -66,7 +83,7 @@ def check_configs(configs: Mapping[str, Any]) -> None:
             raise ConfigError(f"{what}: {name!r} is not a reasoning-gym dataset; known: {known}")
         if not isinstance(config, Mapping):
             raise ConfigError(f"{what}: {name!r} takes an object of config fields, not {config!r}")
-        config_cls = DATASETS[name][1]
+        config_cls = _datasets()[name][1]
         fields = [f for f in sorted(config_cls.__dataclass_fields__) if f not in _RUN_FIELDS]
         unknown = sorted(set(config) - set(fields))
         if unknown:
@@ -92,8 +109,7 @@ def generate(
     weights: Mapping[str, float], configs: Mapping[str, Mapping[str, Any]], count: int, seed: int
 ) -> Iterator[JsonDict]:
     """``count`` task rows drawn from the weighted mixture; the same seed gives the same rows."""
-    import reasoning_gym
-
+    reasoning_gym = _package()
     check_mixture(weights)
     names = sorted(weights)
     picks = random.Random(seed).choices(names, [weights[n] for n in names], k=count)
@@ -171,6 +187,4 @@ def score(task: JsonDict, answer: str) -> JsonDict:
 
 @functools.lru_cache(maxsize=64)
 def _dataset(name: str, config: str, seed: int, size: int) -> Any:
-    import reasoning_gym
-
-    return reasoning_gym.create_dataset(name, seed=seed, size=size, **json.loads(config))
+    return _package().create_dataset(name, seed=seed, size=size, **json.loads(config))

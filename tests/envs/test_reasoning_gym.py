@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -116,6 +119,18 @@ def test_every_generator_makes_tasks_whose_reference_answer_scores_one() -> None
         stored = {k: v for k, v in row.items() if k != "index"}  # a task without provenance
         if name not in ("arc_agi", "rearc"):  # their boards are tuples, lost in JSON
             assert scoring.score(stored, str(row["answer"]))["score"] == 1.0, name
+
+
+def test_a_first_run_prints_nothing_of_the_suites_own_compile_warnings(tmp_path: Path) -> None:
+    """A fresh cache makes Python compile reasoning-gym and its dependencies, as on a user's
+    first run; what one of them warns about then must not reach the user's terminal."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
+    code = "from palaestra.environment import reasoning_gym as r; print(len(r.dataset_names()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and int(done.stdout) > 100, done.stderr
+    assert done.stderr == ""
 
 
 def test_generation_is_deterministic_and_follows_the_mixture() -> None:
