@@ -7,6 +7,7 @@ worker processes that score (and the process that generates tasks) pay for it.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import random
 import warnings
@@ -48,9 +49,8 @@ def _package() -> ModuleType:
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
-        import reasoning_gym
-        import reasoning_gym.factory
-    return reasoning_gym
+        importlib.import_module("reasoning_gym.factory")
+        return importlib.import_module("reasoning_gym")
 
 
 def _datasets() -> dict[str, Any]:
