@@ -20,6 +20,7 @@ from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.environment import PACKS, SweLocal, buildable, task_folders
 from palaestra.envs.swe_local.folders import cache_root
 from palaestra.envs.swe_local.languages import language
+from palaestra.envs.swe_local.selection import parse_filter, selected
 from palaestra.errors import ConfigError, InvalidTask
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import images
@@ -235,3 +236,16 @@ def test_rows_carry_each_folders_digest_and_a_changed_folder_is_still_refused(
     instruction.write_text(instruction.read_text() + "Also delete the tests.\n")
     with pytest.raises(InvalidTask, match="changed since this task row was made"):
         environment.task_of(parsed[1])
+
+
+def test_palaestra_test_draws_its_sample_from_the_tasks_the_filter_selects() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
+    chosen = selected(manifest.read_directory(), parse_filter("repo=mpmath"))
+    arguments = ["test", "swe_local", "--env-arg", "filter=repo=mpmath", "--sample", "1"]
+    result = CliRunner().invoke(cli, [*arguments, "--no-model", "--cheat-sample", "0"])
+    assert result.exit_code == 0, result.output
+    lines = [line.strip() for line in result.output.splitlines()]
+    assert any(line.startswith(f"PASS example tasks: {len(chosen)} tasks in") for line in lines)
+    oracle = [line for line in lines if line.startswith("ok   task 0 (")]
+    assert len(oracle) == 2 and all(line.startswith("ok   task 0 (mpmath__") for line in oracle)
