@@ -72,9 +72,6 @@ REPOS: dict[str, Repo] = {
         ),
         _repo("unicase", "2.6.0", "MIT OR Apache-2.0", "seanmonstar/unicase"),
         _repo("version_check", "0.9.4", "MIT OR Apache-2.0", "SergioBenitez/version_check"),
-        _repo(
-            "proc-macro2", "1.0.47", "MIT OR Apache-2.0", "dtolnay/proc-macro2", "librust-quote-dev"
-        ),
     )
 }
 
