@@ -43,6 +43,11 @@ def _parameters(target: Callable[..., Any]) -> list[inspect.Parameter] | None:
     return [p for p in parameters if p.kind in _NAMED]
 
 
+def keyword_names(target: Callable[..., Any]) -> frozenset[str]:
+    """The names ``target`` takes by keyword (none when its signature cannot be read)."""
+    return frozenset(p.name for p in _parameters(target) or [])
+
+
 def check_keywords(target: Callable[..., Any], given: Mapping[str, Any], what: str) -> None:
     """``ConfigError`` when ``target`` does not take every name in ``given`` by keyword, or
     needs one that is not there, or a text value cannot become its parameter's type. ``what``

@@ -2,8 +2,16 @@
 
 seed → repeat { call the model with the input plus every output item so far; stop when the
 answer is incomplete; when it calls no tool, ask the environment's simulated user for its turn
-(none: stop); run each function call and append its output } at most ``max_steps`` model calls
-→ verify → close.
+(none: stop); run each function call and append its output; after a call of a tool that ends
+the episode, ask the user likewise (none: stop) } at most ``max_steps`` model calls → verify →
+close.
+
+A tool that ends the episode (``tool(ends_episode=True)``, ``client.ending_tools``: the machine
+tools' ``submit``) ends it when a call of it runs (a refused call, with wrong arguments or a
+``ToolError``, does not): the calls after it in the same answer are answered "not executed",
+and the model is asked no more; the verdict is what ``verify`` says then. With a simulated
+user it ends the policy's turn instead, as an answer without a tool does: the user speaks
+next (a multi-step task's next step) and the episode goes on unless the user is done.
 
 A rollout whose last allowed answer still called tools is verified as it stands and marked
 ``truncated = "max_steps"``. At most ``max_calls_per_turn`` calls of one answer run; the rest
@@ -116,6 +124,7 @@ class ToolCallingAgent:
         elif durable is not None:  # the seeded state, before the first turn can act on it
             await checkpoint(durable, env, session_id, result)
         has_user = env.has_user
+        ending = env.ending_tools
         for _ in range(result.model_calls, self.max_steps):
             response = await conversation.ask(model)
             calls = function_calls(response)
@@ -128,13 +137,25 @@ class ToolCallingAgent:
                     await checkpoint(durable, env, session_id, result)
                 continue
             phase = time.perf_counter()
+            ended: str | None = None
             for call in calls[: self.max_calls_per_turn]:
-                conversation.add(await self._run_call(call, session_id, env), Producer.TOOL)
+                if ended is not None:
+                    refused = f"Error: not executed: it came after '{ended}'"
+                    conversation.add(function_call_output(call_id_of(call), refused), Producer.TOOL)
+                    continue
+                output, ran = await self._run_call(call, session_id, env)
+                conversation.add(output, Producer.TOOL)
                 result.tool_calls += 1
+                if ran and call.get("name") in ending:
+                    ended = str(call["name"])
             for call in calls[self.max_calls_per_turn :]:
                 output = function_call_output(call_id_of(call), self._over_cap)
                 conversation.add(output, Producer.TOOL)
             result.add_time("tools", phase)
+            if ended is not None and not (
+                has_user and await self._user_turn(conversation, session_id, env)
+            ):
+                break  # verified as it stands: no checkpoint, a resume redoes this turn
             if durable is not None:
                 await checkpoint(durable, env, session_id, result)
         else:  # the model still called tools (or the user still talked) when the budget ran out
@@ -158,17 +179,20 @@ class ToolCallingAgent:
             result.user_turns += 1
         return not turn.done
 
-    async def _run_call(self, call: JsonDict, session_id: str, env: EnvironmentClient) -> JsonDict:
+    async def _run_call(
+        self, call: JsonDict, session_id: str, env: EnvironmentClient
+    ) -> tuple[JsonDict, bool]:
+        """The call's output item, and whether the tool ran (not refused)."""
         call_id = call_id_of(call)
         name = str(call.get("name", ""))
         arguments = parse_arguments(call.get("arguments"))
         if isinstance(arguments, str):
-            return function_call_output(call_id, arguments)
+            return function_call_output(call_id, arguments), False
         try:
             output = await env.call_tool(session_id, name, arguments)
         except ToolCallRejected as rejected:
-            output = f"Error: {rejected}"
-        return function_call_output(call_id, output)
+            return function_call_output(call_id, f"Error: {rejected}"), False
+        return function_call_output(call_id, output), True
 
 
 def request_params(task: JsonDict, env: EnvironmentClient) -> JsonDict:

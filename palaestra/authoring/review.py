@@ -172,12 +172,12 @@ def _environment(
         return type(env), "given from Python", lambda: env, tasks_beside(type(env))
     examples: Path | None
     if isinstance(env, str):
-        entry = find_environment(env)
+        entry = find_environment(env, args)
         cls, source, examples = entry.environment, entry.source, entry.example_tasks
         args = {**entry.args, **args}
     elif isinstance(env, type) and issubclass(env, Environment):
         cls, source = env, f"{env.__module__}:{env.__qualname__}"
-        examples = tasks_beside(cls)
+        examples = tasks_beside(cls, args)
     else:
         raise ConfigError(f"env must be a name, an Environment or its class, not {env!r}")
     if scripted:

@@ -100,12 +100,13 @@ def find(spec: EnvSpec) -> FoundEnvironment | None:
         cls = type(given)
         return FoundEnvironment(given.name, cls, {}, tasks_beside(cls), given, given=True)
     if isinstance(given, type) and issubclass(given, Environment):
-        return FoundEnvironment(given.name, given, dict(spec.args), tasks_beside(given))
+        args = dict(spec.args)
+        return FoundEnvironment(given.name, given, args, tasks_beside(given, args))
     if given is not None:
         raise ConfigError(f"env must be a name, an Environment or its class, not {given!r}")
     if spec.name is None:
         return None
-    entry = find_environment(spec.name)
+    entry = find_environment(spec.name, spec.args)
     args = {**entry.args, **spec.args}
     return FoundEnvironment(entry.name, entry.environment, args, entry.example_tasks)
 

@@ -261,7 +261,10 @@ def _collect_tools(cls: type[Environment]) -> dict[str, ToolSpec]:
             options = tool_options(attribute)
             if options is not None:
                 spec = build_tool_spec(
-                    attribute, name=options["name"], blocking=options["blocking"]
+                    attribute,
+                    name=options["name"],
+                    blocking=options["blocking"],
+                    ends_episode=bool(options.get("ends_episode", False)),
                 )
                 specs[spec.name] = spec
     if specs:

@@ -84,6 +84,9 @@ class EnvironmentClient(Protocol):
     has_user: bool
     """Whether the environment has a simulated user (``user_turn``): known once, when the
     client is made, so an agent asks for user turns only where there is a user."""
+    ending_tools: frozenset[str]
+    """The tools a call of which, when it runs, ends the episode (``tool(ends_episode=True)``:
+    ``submit``): the agent asks the model no more after one."""
 
     def tools(self) -> list[JsonDict]: ...
 
@@ -188,6 +191,7 @@ class LocalEnvironmentClient:
         export_state``): an agent then checkpoints its rollouts at turn boundaries."""
         self.sessions = SessionStore(environment.session_ttl)
         self._tools = environment.tools()
+        self.ending_tools = ending_tools(environment)
         self.tool_calls: Counter[str] = Counter()
         """Calls of each tool by name (names the environment lacks count as ``UNKNOWN_TOOL``)."""
         self.tool_errors: Counter[tuple[str, str]] = Counter()
@@ -431,6 +435,11 @@ def has_user(environment: Environment | type[Environment]) -> bool:
             return declared
     cls = environment if isinstance(environment, type) else type(environment)
     return getattr(cls, "user_turn", None) is not Environment.user_turn
+
+
+def ending_tools(environment: Environment) -> frozenset[str]:
+    """The names of ``environment``'s tools that end the episode (``ToolSpec.ends_episode``)."""
+    return frozenset(name for name, spec in environment.tool_specs.items() if spec.ends_episode)
 
 
 async def within(seconds: float, awaitable: Awaitable[Any]) -> Any:

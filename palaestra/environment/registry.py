@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from palaestra._util.arguments import keyword_names, typed_keywords
 from palaestra._util.plugins import Plugin, Registry
 from palaestra.environment.base import Environment
 from palaestra.errors import ConfigError
@@ -68,23 +69,25 @@ def available_environments() -> tuple[list[EnvironmentEntry], list[str]]:
     A broken plug-in is reported, not fatal: it must not hide the others.
     """
     found, problems = environments().available()
-    return [_entry(plugin) for plugin in found], problems
+    return [_entry(plugin, None) for plugin in found], problems
 
 
-def find_environment(spec: str) -> EnvironmentEntry:
-    """Resolve ``--env``; a one-line ``ConfigError`` when nothing matches."""
+def find_environment(spec: str, args: Mapping[str, object] | None = None) -> EnvironmentEntry:
+    """Resolve ``--env``; a one-line ``ConfigError`` when nothing matches. ``args``: the
+    environment's arguments (``--env-arg``), of which its example tasks take those they
+    name (``tasks_beside``)."""
     if spec.startswith(HARBOR_PREFIX):
         return _harbor(spec.removeprefix(HARBOR_PREFIX))
     if spec.startswith(ORS_PREFIX):
         return _ors(spec.removeprefix(ORS_PREFIX))
     path_part, _, class_name = spec.partition(":")
     if path_part.endswith(".py"):
-        return _from_file(Path(path_part), class_name or None)
+        return _from_file(Path(path_part), class_name or None, args)
     if class_name:
-        return _from_import(path_part, class_name)
+        return _from_import(path_part, class_name, args)
     registry = environments()
     if registry.has(spec):
-        return _entry(registry.load(spec))
+        return _entry(registry.load(spec), args)
     raise ConfigError(
         f"unknown environment '{spec}'. Known: {', '.join(registry.names())}. Or pass a file "
         f"(./my_env.py), an import path (package.module:Class) or Harbor task folders "
@@ -145,12 +148,18 @@ def _ors(url: str) -> EnvironmentEntry:
     )
 
 
-def _entry(plugin: Plugin[type[Environment]]) -> EnvironmentEntry:
+def _entry(
+    plugin: Plugin[type[Environment]], args: Mapping[str, object] | None
+) -> EnvironmentEntry:
     cls = plugin.value
-    return EnvironmentEntry(plugin.name, cls.description, plugin.source, cls, tasks_beside(cls))
+    return EnvironmentEntry(
+        plugin.name, cls.description, plugin.source, cls, tasks_beside(cls, args)
+    )
 
 
-def _from_file(path: Path, class_name: str | None) -> EnvironmentEntry:
+def _from_file(
+    path: Path, class_name: str | None, args: Mapping[str, object] | None
+) -> EnvironmentEntry:
     if not path.is_file():
         raise ConfigError(f"environment file not found: {path}")
     module_name = f"palaestra_user_env_{abs(hash(path.resolve()))}"
@@ -164,17 +173,19 @@ def _from_file(path: Path, class_name: str | None) -> EnvironmentEntry:
     except Exception as error:
         raise ConfigError(f"{path}: importing it raised {type(error).__name__}: {error}") from error
     cls = _environment_in(module, str(path), class_name)
-    return EnvironmentEntry(cls.name, cls.description, str(path), cls, tasks_beside(cls))
+    return EnvironmentEntry(cls.name, cls.description, str(path), cls, tasks_beside(cls, args))
 
 
-def _from_import(module_name: str, class_name: str) -> EnvironmentEntry:
+def _from_import(
+    module_name: str, class_name: str, args: Mapping[str, object] | None
+) -> EnvironmentEntry:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigError(f"cannot import environment module '{module_name}': {error}") from error
     cls = _environment_in(module, module_name, class_name)
     return EnvironmentEntry(
-        cls.name, cls.description, f"{module_name}:{class_name}", cls, tasks_beside(cls)
+        cls.name, cls.description, f"{module_name}:{class_name}", cls, tasks_beside(cls, args)
     )
 
 
@@ -205,13 +216,16 @@ def _environment_in(target: object, where: str, class_name: str | None = None) -
     return found[0]
 
 
-def tasks_beside(cls: type[Environment]) -> Path | None:
+def tasks_beside(cls: type[Environment], args: Mapping[str, object] | None = None) -> Path | None:
     """The ``tasks.jsonl`` beside the module that defines ``cls`` (its example tasks), if any;
     a class that makes its task file (``example_tasks_file``: one shipping Harbor folders)
-    gives its own."""
+    gives its own, given those of the environment's ``args`` it takes by name (a filter or
+    another manifest chooses the tasks as it chooses the environment's)."""
     made = getattr(cls, "example_tasks_file", None)
     if callable(made):
-        own = made()
+        taken = keyword_names(made)
+        given = {name: value for name, value in (args or {}).items() if name in taken}
+        own = made(**typed_keywords(made, given, f"environment '{cls.name}'"))
         if own is not None:
             return Path(own)
     module = sys.modules.get(cls.__module__)

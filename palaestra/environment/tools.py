@@ -37,6 +37,9 @@ class ToolSpec:
     wants_session: bool
     blocking: bool
     """Kept for compatibility: every synchronous tool runs in a worker thread."""
+    ends_episode: bool = False
+    """A call of it that runs ends the episode: the agent asks the model no more
+    (``tool(ends_episode=True)``)."""
 
     @property
     def is_async(self) -> bool:
@@ -63,18 +66,29 @@ class ToolSpec:
 @overload
 def tool(function: F, /) -> F: ...
 @overload
-def tool(*, name: str | None = None, blocking: bool = False) -> Callable[[F], F]: ...
+def tool(
+    *, name: str | None = None, blocking: bool = False, ends_episode: bool = False
+) -> Callable[[F], F]: ...
 
 
 def tool(
-    function: F | None = None, /, *, name: str | None = None, blocking: bool = False
+    function: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    blocking: bool = False,
+    ends_episode: bool = False,
 ) -> F | Callable[[F], F]:
     """Declare an environment method as a tool.
 
     A plain (synchronous) tool runs in a worker thread and an ``async def`` tool on the event
     loop, both within the environment's ``tool_timeout``: a slow tool stalls only its own
     rollout. ``blocking`` is accepted for compatibility and changes nothing (every
-    synchronous tool runs in a thread now).
+    synchronous tool runs in a thread now). ``ends_episode``: a call of it that runs (not one
+    refused: wrong arguments, a ``ToolError``) ends the episode, and the tool-calling agent
+    asks the model no more (the machine tools' ``submit``); the verdict follows. With a
+    simulated user it ends the policy's turn: the user speaks next (a multi-step task's next
+    step), as after an answer without a tool.
 
     A tool is served at ``POST /<name>``: a name the environment server answers itself
     (``seed_session``, ``verify``, ``close_session``, ``tools``, ``reset``, ``step``, ...; see
@@ -82,7 +96,8 @@ def tool(
     """
 
     def mark(fn: F) -> F:
-        setattr(fn, _TOOL_MARK, {"name": name or fn.__name__, "blocking": blocking})
+        options = {"name": name or fn.__name__, "blocking": blocking, "ends_episode": ends_episode}
+        setattr(fn, _TOOL_MARK, options)
         return fn
 
     return mark(function) if function is not None else mark
@@ -93,7 +108,9 @@ def tool_options(attribute: object) -> dict[str, Any] | None:
     return cast(dict[str, Any] | None, getattr(attribute, _TOOL_MARK, None))
 
 
-def build_tool_spec(function: Callable[..., Any], *, name: str, blocking: bool) -> ToolSpec:
+def build_tool_spec(
+    function: Callable[..., Any], *, name: str, blocking: bool, ends_episode: bool = False
+) -> ToolSpec:
     summary, arg_docs = parse_docstring(inspect.getdoc(function) or "")
     hints = get_type_hints(function)
     fields: dict[str, Any] = {}
@@ -116,7 +133,7 @@ def build_tool_spec(function: Callable[..., Any], *, name: str, blocking: bool) 
     model = pydantic.create_model(
         f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )
-    return ToolSpec(name, summary or name, function, model, wants_session, blocking)
+    return ToolSpec(name, summary or name, function, model, wants_session, blocking, ends_episode)
 
 
 _ARG_LINE = re.compile(r"^(\s*)\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")

@@ -75,6 +75,7 @@ from palaestra.wire.protocol import (
     USER_TURN,
     VERIFY,
     close_fields,
+    ending_tools_of,
     error_of,
     failure_from_fields,
     has_user_turn,
@@ -131,6 +132,8 @@ class RemoteEnvironmentClient:
         """The agent the served environment asks for (a NeMo Gym server: tool_calling)."""
         self.has_user = False
         """Whether the server announced a simulated user (``/user_turn``)."""
+        self.ending_tools: frozenset[str] = frozenset()
+        """The tools the server announced end the episode when called (``submit``)."""
         self.version: int | None = None
         """The environment's version the server announced (a palaestra server's ``/tools``)."""
         self._owns_http = http is None
@@ -234,6 +237,7 @@ class RemoteEnvironmentClient:
         self._seeds_along = self._may_seed_along and palaestra
         self._no_echo = palaestra
         self.has_user = has_user_turn(answer)
+        self.ending_tools = ending_tools_of(answer)
         self.version = version_of(answer)
 
     async def _openapi(self) -> JsonDict | None:

@@ -350,7 +350,11 @@ def _tools(client: LocalEnvironmentClient) -> Handler:
 
     async def tools(request: Request) -> Response:
         answer = tools_answer(
-            client.tools(), client.environment.default_agent, user=client.has_user, version=version
+            client.tools(),
+            client.environment.default_agent,
+            user=client.has_user,
+            version=version,
+            ending=client.ending_tools,
         )
         return JSONResponse(answer)
 

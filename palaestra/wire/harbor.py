@@ -20,7 +20,9 @@ Sections palaestra does not interpret (``[[steps]]``, ``artifacts``,
 ``healthcheck``, ...) are known keys kept as read; a runner refuses what it cannot honour.
 
 ``folder_digest`` stamps rows: sha256 over every file's relative path, executable bit and
-content, so a resumed run can refuse a task whose folder changed.
+content, so a resumed run can refuse a task whose folder changed. Reading a folder lists its
+entries (refusing what ``folder_digest`` refuses) but hashes its files only when the task's
+digest is first asked for: a folder of thousands of tasks is read without hashing them all.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -40,6 +43,7 @@ import pydantic
 
 from palaestra.errors import ConfigError
 from palaestra.sandbox.machines.digest import folder_digest as folder_digest
+from palaestra.sandbox.machines.digest import walk
 
 SCHEMA_VERSION = "1.4"
 """The ``schema_version`` palaestra writes (Harbor 0.26's)."""
@@ -431,8 +435,6 @@ class HarborTask:
     config: TaskConfig
     instruction: str
     """What the agent is told first (a multi-step task's first step's)."""
-    digest: str
-    """``folder_digest(path)`` when read."""
     has_solution: bool
     steps: tuple[HarborStep, ...] = ()
     """A multi-step task's steps, in order; empty for a single-step task."""
@@ -441,6 +443,12 @@ class HarborTask:
     def name(self) -> str:
         """The registry name when ``[task]`` gives one, else the folder's name."""
         return self.config.task.name if self.config.task is not None else self.path.name
+
+    @cached_property
+    def digest(self) -> str:
+        """``folder_digest(path)``, made when first asked for (a row is stamped with it, a
+        rollout checks its row against it) and kept: the folder as it was then."""
+        return folder_digest(self.path)
 
 
 def read_task(folder: str | os.PathLike[str]) -> HarborTask:
@@ -464,6 +472,7 @@ def read_task(folder: str | os.PathLike[str]) -> HarborTask:
             raise ConfigError(
                 f"{path}: missing {TEST_SCRIPT} (the verifier, which writes the reward)"
             )
+    walk(path)  # a FIFO, socket or device, or nesting too deep: refused now, nothing opened
     has_solution = (
         all(step.solution is not None for step in steps)
         if steps
@@ -473,7 +482,6 @@ def read_task(folder: str | os.PathLike[str]) -> HarborTask:
         path=path,
         config=config,
         instruction=instruction,
-        digest=folder_digest(path),
         has_solution=has_solution,
         steps=steps,
     )

@@ -477,7 +477,12 @@ def step_from_answer(answer: JsonDict) -> StepResult:
 
 
 def tools_answer(
-    tools: list[JsonDict], default_agent: str, *, user: bool = False, version: int | None = None
+    tools: list[JsonDict],
+    default_agent: str,
+    *,
+    user: bool = False,
+    version: int | None = None,
+    ending: frozenset[str] = frozenset(),
 ) -> JsonDict:
     answer: JsonDict = {
         "tools": tools,
@@ -486,6 +491,8 @@ def tools_answer(
     }
     if user:  # only when there is one: the answer of a server without a user is as it was
         answer["user_turn"] = True
+    if ending:  # the tools a call of which ends the episode (``submit``)
+        answer["ends_episode"] = sorted(ending)
     if version is not None:  # the environment's version (``Environment.version``)
         answer["version"] = version
     return answer
@@ -495,6 +502,14 @@ def version_of(answer: Any) -> int | None:
     """The environment's version a ``/tools`` answer announces; None when it says none."""
     version = answer.get("version") if isinstance(answer, dict) else None
     return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+def ending_tools_of(answer: Any) -> frozenset[str]:
+    """The tools a ``/tools`` answer says end the episode when called (none unless said)."""
+    names = answer.get("ends_episode") if isinstance(answer, dict) else None
+    if not isinstance(names, list):
+        return frozenset()
+    return frozenset(name for name in names if isinstance(name, str))
 
 
 def has_user_turn(answer: Any) -> bool:

@@ -171,3 +171,39 @@ def test_the_default_cap_on_calls_per_turn_is_64() -> None:
 def test_make_agent_with_an_unknown_name_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"unknown agent 'tool-calling'.*tool_calling"):
         make_agent("tool-calling")
+
+
+class Exam(Notes):
+    """Notes, handed in with ``hand_in`` (which ends the episode)."""
+
+    @tool(ends_episode=True)
+    def hand_in(self, session: Session, pages: int) -> str:
+        """Hand the notes in."""
+        session.state.append(f"handed in {pages}")
+        return "handed in"
+
+
+async def test_a_call_of_a_tool_that_ends_the_episode_is_the_last_the_model_is_asked_for() -> None:
+    def script(params: JsonDict) -> JsonDict:
+        done = outputs_so_far(params)
+        if not done:
+            return response(call("note", '{"text": "a"}', "c0"))
+        if len(done) == 1:  # a refused hand-in (no pages) does not end it
+            return response(call("hand_in", "{}", "c1"))
+        if len(done) == 2:  # the calls after a hand-in in the same answer are not run
+            return response(
+                call("hand_in", '{"pages": 1}', "c2"), call("note", '{"text": "b"}', "c3")
+            )
+        return response(call("note", '{"text": "late"}', f"c{len(done)}"))  # never asked
+
+    model = FakeModel(script)
+    env = LocalEnvironmentClient(Exam())
+    assert env.ending_tools == frozenset({"hand_in"})
+    result = await ToolCallingAgent(max_steps=10).run(TASK, env, model)
+    assert result.failure is None and result.truncated is None
+    assert len(model.requests) == 3 and result.tool_calls == 3
+    assert result.verdict is not None and result.verdict.reward == 2.0  # "a", "handed in 1"
+    assert result.response is not None
+    outputs = [item["output"] for item in outputs_so_far({"input": result.response["output"]})]
+    assert outputs[1].startswith("Error: invalid arguments for tool 'hand_in'")
+    assert outputs[2:] == ["handed in", "Error: not executed: it came after 'hand_in'"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from palaestra import Environment, LocalEnvironmentClient, Session
+from palaestra import Environment, LocalEnvironmentClient, Session, tool
 from palaestra.agents import ToolCallingAgent
 from palaestra.environment.users import UserTurn
 from palaestra.errors import ModelError
@@ -132,3 +132,29 @@ async def test_an_environment_without_a_user_is_never_asked_for_a_turn() -> None
     client.user_turn = never  # type: ignore[method-assign]
     result = await ToolCallingAgent().run(TASK, client, FakeModel(lambda params: say("bye")))
     assert result.failure is None and result.model_calls == 1 and result.producers == ["policy"]
+
+
+class SteppedInterview(Interview):
+    """An interview whose ``next`` hands the word back to the user (a step ends)."""
+
+    @tool(ends_episode=True)
+    def next(self) -> str:
+        """Say this part is done."""
+        return "done with this part"
+
+
+async def test_a_tool_that_ends_the_episode_gives_the_user_the_word_until_it_is_done() -> None:
+    def script(params: JsonDict) -> JsonDict:
+        return response(call("next", "{}", f"c{len(params['input'])}"))  # always "next"
+
+    model = FakeModel(script)
+    env = LocalEnvironmentClient(SteppedInterview())
+    result = await ToolCallingAgent(max_steps=10).run(TASK, env, model)
+    assert result.failure is None and result.truncated is None
+    assert [user_texts(r) for r in model.requests] == [
+        ["hello"],
+        ["hello", "book it"],
+        ["hello", "book it", "thanks"],
+    ]  # after each "next" the user spoke; after its last turn the model was not asked again
+    assert result.user_turns == 2 and result.tool_calls == 3
+    assert result.verdict is not None and result.verdict.reward == 1.0

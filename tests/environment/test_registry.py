@@ -106,3 +106,45 @@ def test_a_split_of_an_environment_without_any_says_it_has_none(tmp_path: Path) 
     with pytest.raises(ConfigError) as absent:
         task_split(dice, "smoke")
     assert str(absent.value) == "environment 'dice' has no task split 'smoke' (it has none)"
+
+
+EXAMPLES = '''
+import json
+from pathlib import Path
+
+from palaestra import Environment, tool
+
+
+class Dice(Environment):
+    """Roll a die of some sides; its example tasks are made for the sides it is given."""
+
+    def __init__(self, sides: int = 6, colour: str = "red") -> None:
+        self.sides = sides
+
+    @classmethod
+    def example_tasks_file(cls, sides: int = 6) -> Path:
+        path = Path(__file__).with_name(f"tasks-{sides}.jsonl")
+        row = {"responses_create_params": {"input": f"Roll a d{sides}."}, "sides": sides}
+        path.write_text(json.dumps(row) + "\\n")
+        return path
+
+    @tool
+    def roll(self) -> int:
+        """Roll the die."""
+        return 4
+
+    def verify(self, session, response):
+        return 1.0
+'''
+
+
+def test_the_example_tasks_are_made_with_the_environment_arguments_they_take(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "dice_env.py").write_text(EXAMPLES)
+    found = find_environment(str(tmp_path / "dice_env.py"), {"sides": "20", "colour": "blue"})
+    assert found.example_tasks == tmp_path / "tasks-20.jsonl"
+    assert '"sides": 20' in found.example_tasks.read_text()  # typed as the method says
+    assert find_environment(str(tmp_path / "dice_env.py")).example_tasks == (
+        tmp_path / "tasks-6.jsonl"
+    )

@@ -407,3 +407,34 @@ async def test_a_first_call_to_a_tool_the_server_lacks_is_an_unknown_tool_the_mo
     assert result.failure is None and result.verdict is not None
     assert http.posts[-4:] == ["teleport", "seed_session", "teleport", "verify"]
     assert len(served.app.state.client.sessions) == 0
+
+
+class Stopwatch(Counter):
+    """A counter whose ``stop`` ends the episode."""
+
+    @tool(ends_episode=True)
+    def stop(self, session: Session) -> int:
+        """Stop counting."""
+        return int(session.state["value"])
+
+
+async def test_a_served_tool_that_ends_the_episode_ends_it_through_the_remote_client() -> None:
+    def script(params: JsonDict) -> JsonDict:
+        done = len(outputs_so_far(params))
+        name = "increment" if done % 2 == 0 else "stop"  # stop, then increment if asked again
+        return response(call(name, "{}", f"c{done}"))
+
+    server = BackgroundServer(environment_app(Stopwatch()), port=free_port())
+    url = server.start().url
+    try:
+        remote = await RemoteEnvironmentClient.connect(url)
+        try:
+            assert remote.ending_tools == frozenset({"stop"})
+            model = FakeModel(script)
+            result = await ToolCallingAgent().run({**TASK, "target_value": 1}, remote, model)
+        finally:
+            await remote.aclose()
+    finally:
+        server.stop()
+    assert len(model.requests) == 2 and result.truncated is None
+    assert result.verdict is not None and result.verdict.reward == 1.0

@@ -231,7 +231,7 @@ class HarborEnvironment(MachineTools, Environment):
         self.path = Path(path) if path is not None else Path(str(self.folder))
         self.sandbox = sandbox
         self.network_private = private_ranges(network_private)
-        self.tasks = load_tasks(self.path, sandbox, public=network_public is True)
+        self.tasks = self.loaded_tasks(sandbox, public=network_public is True)
         self._provider: Provider | None = None
         self._boxes: set[Box] = set()
         self._oracle_key = secrets.token_hex(16)
@@ -257,6 +257,11 @@ class HarborEnvironment(MachineTools, Environment):
         """A next user turn (the next step's instruction) only for multi-step tasks."""
         # A step's tests run in a user turn, and the next step's health checks.
         vars(self)["user_turn_timeout"] = self.verify_timeout + self.seed_timeout
+
+    def loaded_tasks(self, sandbox: str, *, public: bool) -> dict[str, HarborTask]:
+        """The tasks at ``path`` by name, each read and checked (``load_tasks``); a subclass
+        that makes its folders from data of its own may give them without reading them."""
+        return load_tasks(self.path, sandbox, public=public)
 
     @classmethod
     def example_tasks_file(cls) -> Path | None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 import orjson
@@ -244,21 +244,27 @@ def box_spec(
     )
 
 
-def task_row(name: str, task: HarborTask) -> JsonDict:
+def task_row(name: str, task: HarborTask, digest: str | None = None) -> JsonDict:
     """The task row of folder ``name``: the instruction as the user's message, the folder's
-    name and its digest (what the row is bound to)."""
+    name and its digest (what the row is bound to: ``digest`` when the caller knows it, else
+    the task's)."""
     return {
         PARAMS: {"input": [{"role": "user", "content": task.instruction}]},
         TASK_FIELD: name,
-        TASK_DIGEST: {"path": str(task.path.resolve()), "digest": task.digest},
+        TASK_DIGEST: {"path": str(task.path.resolve()), "digest": digest or task.digest},
     }
 
 
-def write_rows(tasks: dict[str, HarborTask], directory: Path) -> Path:
+def write_rows(
+    tasks: Mapping[str, HarborTask], directory: Path, digests: Mapping[str, str] | None = None
+) -> Path:
     """The tasks' rows as a JSONL file in ``directory``, named by its content (the same folders
-    give the same file, so a resumed run reads the same input); written beside, then renamed."""
+    give the same file, so a resumed run reads the same input); written beside, then renamed.
+    ``digests``: the folders' digests by name where the caller keeps them (else each task's
+    folder is hashed)."""
+    known = digests or {}
     data = b"".join(
-        orjson.dumps(task_row(name, task), option=orjson.OPT_APPEND_NEWLINE)
+        orjson.dumps(task_row(name, task, known.get(name)), option=orjson.OPT_APPEND_NEWLINE)
         for name, task in sorted(tasks.items())
     )
     return content_named(data, directory)

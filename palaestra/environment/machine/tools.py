@@ -17,8 +17,10 @@ tools on a per-rollout sandboxed ``Machine`` (started on the first call, killed 
   to its head and tail with the bytes dropped said, its exit status shown.
 - ``str_replace_editor``: view / create / str_replace / insert / undo_edit, the command set
   SWE-agent and OpenHands agents are trained on, confined to the work dir.
-- ``submit``: the agent says it is done; recorded in ``MachineState.submitted``, and any
-  later call is refused with a note that the episode is over.
+- ``submit``: the agent says it is done; recorded in ``MachineState.submitted``. It ends the
+  episode (``tool(ends_episode=True)``): the tool-calling agent asks the model no more and
+  the rollout is verified; any later call (another agent's) is refused with a note that the
+  episode is over.
 
 A task whose machine is a whole image (a Harbor task's ``environment/``) overrides
 ``machine_box`` to start a box per rollout from a sandbox provider
@@ -213,7 +215,7 @@ class MachineTools:
         state.edits += 1
         return output
 
-    @tool
+    @tool(ends_episode=True)
     def submit(self, session: Session) -> str:
         """Submit your work: call it once the task is done; it ends the episode."""
         state = _open(session)

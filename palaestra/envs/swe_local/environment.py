@@ -18,12 +18,13 @@ from typing import ClassVar
 
 from palaestra.environment.harbor import HarborEnvironment
 from palaestra.environment.harbor.environment import DEFAULT_SANDBOX
-from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write_rows
+from palaestra.environment.harbor.tasks import rows_directory, write_rows
 from palaestra.envs.swe_local import manifest
-from palaestra.envs.swe_local.folders import materialize_set
+from palaestra.envs.swe_local.folders import materialize_set, set_digests, task
 from palaestra.envs.swe_local.selection import parse_filter, selected, summary
 from palaestra.errors import ConfigError
 from palaestra.sandbox.machines import images
+from palaestra.wire.harbor import HarborTask
 
 SMOKE = (
     "mpmath__libmpf__mpfge__139b1330",
@@ -52,8 +53,14 @@ def buildable(language: str) -> bool:
 def task_folders(directory: Path = manifest.SHIPPED, filter: str | None = None) -> Path:
     """The directory of the task folders of the manifest at ``directory`` (made on demand,
     cached), only those ``filter`` selects when given, and only in languages whose machines
-    can be built here (``buildable``; a selection of none of those is refused in one line
-    that says what to build)."""
+    can be built here (``chosen_lines``)."""
+    return materialize_set(chosen_lines(directory, filter))
+
+
+def chosen_lines(directory: Path, filter: str | None = None) -> list[manifest.Line]:
+    """The lines of the manifest at ``directory``, only those ``filter`` selects when given,
+    and only in languages whose machines can be built here (``buildable``; a selection of
+    none of those is refused in one line that says what to build)."""
     lines = manifest.read_directory(directory)
     if filter:
         lines = selected(lines, parse_filter(filter))
@@ -71,7 +78,22 @@ def task_folders(directory: Path = manifest.SHIPPED, filter: str | None = None) 
             f"swe_local: the selected tasks are in {', '.join(languages)}, whose machines "
             f"cannot be built here yet: {how}"
         )
-    return materialize_set([line for line in lines if line["language"] in ready])
+    return [line for line in lines if line["language"] in ready]
+
+
+def line_tasks(lines: list[manifest.Line]) -> tuple[Path, dict[str, HarborTask]]:
+    """The set directory of ``lines`` (``materialize_set``) and their tasks by instance id,
+    made from the lines without reading a folder (``folders.task``)."""
+    view = materialize_set(lines)
+    return view, {
+        str(line["instance_id"]): task(line, view / str(line["instance_id"])) for line in lines
+    }
+
+
+def line_rows(lines: list[manifest.Line]) -> Path:
+    """The task rows of ``lines``, stamped with the set's kept digests (``set_digests``)."""
+    view, tasks = line_tasks(lines)
+    return write_rows(tasks, rows_directory(), set_digests(view))
 
 
 class SweLocal(HarborEnvironment):
@@ -93,12 +115,22 @@ class SweLocal(HarborEnvironment):
         """``path``: a directory of Harbor task folders instead of the manifest's.
         ``manifest``: a manifest directory (default: the shipped one). ``filter``: keep the
         tasks it selects (``palaestra tasks swe_local --filter``'s syntax)."""
+        self._made: dict[str, HarborTask] | None = None
         if path is None:
             directory = Path(manifest) if manifest is not None else _shipped()
-            path = str(task_folders(directory, filter))
+            view, self._made = line_tasks(chosen_lines(directory, filter))
+            path = str(view)
             if sandbox == "docker" and images.built_packs():
                 images.docker_base()  # the daemon's base holds the packs built since
         super().__init__(path=path, sandbox=sandbox)
+
+    def loaded_tasks(self, sandbox: str, *, public: bool) -> dict[str, HarborTask]:
+        """The manifest's tasks as made from their lines, no folder read (each folder's digest
+        is made when a rollout first asks for it; the provider refuses a Dockerfile it cannot
+        build when it builds it); folders given by ``path`` are read as Harbor's."""
+        if self._made is None:
+            return super().loaded_tasks(sandbox, public=public)
+        return self._made
 
     @classmethod
     def task_summary(cls, filter: str | None = None, directory: Path | None = None) -> str:
@@ -110,10 +142,13 @@ class SweLocal(HarborEnvironment):
         return summary(lines)
 
     @classmethod
-    def example_tasks_file(cls, filter: str | None = None) -> Path | None:
-        """The rows of every shipped task, or of those ``filter`` selects (their folders made
-        on demand)."""
-        return write_rows(load_tasks(task_folders(_shipped(), filter)), rows_directory())
+    def example_tasks_file(
+        cls, filter: str | None = None, manifest: str | None = None
+    ) -> Path | None:
+        """The rows of every task of the manifest (``manifest``, else the shipped one), or of
+        those ``filter`` selects (their folders made on demand)."""
+        directory = Path(manifest) if manifest is not None else _shipped()
+        return line_rows(chosen_lines(directory, filter))
 
     split_names: ClassVar[tuple[str, ...]] = ("smoke",)
 
@@ -126,7 +161,7 @@ class SweLocal(HarborEnvironment):
         lines = [
             line for line in manifest.read_directory(_shipped()) if line["instance_id"] in SMOKE
         ]
-        return write_rows(load_tasks(materialize_set(lines)), rows_directory())
+        return line_rows(lines)
 
 
 def _shipped() -> Path:

@@ -11,6 +11,7 @@ folders (a changed verifier gives new folders; an unchanged line is never writte
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -19,18 +20,24 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from palaestra.envs.swe_local.languages import language
 from palaestra.wire.harbor import (
     AgentConfig,
     EnvironmentConfig,
+    HarborTask,
     PackageInfo,
     TaskConfig,
     TaskFolder,
     VerifierConfig,
+    folder_digest,
     write_task,
 )
 
 BUG_PATCH = "bug.patch"
+DIGESTS = ".digests.json"
+"""The file in a set's directory keeping its folders' digests (``set_digests``)."""
 FIX_MARKER = "PALAESTRA_FIX"
 APT_CLEAN = " && rm -rf /var/lib/apt/lists/* \\\n    /var/cache/apt/archives/*.deb /opt/palaestra\n"
 """The end of every machine's ``apt-get install`` step: apt's lists and downloads and the
@@ -134,10 +141,9 @@ def instruction(line: Mapping[str, Any]) -> str:
     return f"{str(line['statement']).rstrip()}\n\n---\n\n{footer}"
 
 
-def task_folder(line: Mapping[str, Any]) -> TaskFolder:
-    """The Harbor folder of one manifest line."""
-    speaker = language(str(line["language"]))
-    repo = speaker.repos()[str(line["repo"])]
+def task_config(line: Mapping[str, Any]) -> TaskConfig:
+    """The ``task.toml`` of one manifest line."""
+    repo = language(str(line["language"])).repos()[str(line["repo"])]
     metadata: dict[str, Any] = {
         "author_name": "palaestra",
         "category": "swe_local",
@@ -151,7 +157,7 @@ def task_folder(line: Mapping[str, Any]) -> TaskFolder:
     }
     if "mutation" in line:
         metadata["mutation"] = line["mutation"]
-    config = TaskConfig(
+    return TaskConfig(
         task=PackageInfo(name=f"palaestra/{line['instance_id']}"),
         metadata=metadata,
         source=f"palaestra:swe_local:{line['source']}={line['version']}",
@@ -166,13 +172,27 @@ def task_folder(line: Mapping[str, Any]) -> TaskFolder:
             workdir="/testbed",
         ),
     )
+
+
+def task_folder(line: Mapping[str, Any]) -> TaskFolder:
+    """The Harbor folder of one manifest line."""
+    speaker = language(str(line["language"]))
     return TaskFolder(
-        config=config,
+        config=task_config(line),
         instruction=instruction(line),
         dockerfile=speaker.dockerfile(line),
         test_script=speaker.test_script(line),
         tests=speaker.verifier_files(line),
         solve_script=solve_script(str(line["patch"])),
+    )
+
+
+def task(line: Mapping[str, Any], folder: Path) -> HarborTask:
+    """The task of ``line`` whose folder is (or will be) at ``folder``, as ``read_task`` reads
+    that folder but made from the line, without reading it: its digest is made from the
+    folder when first asked for."""
+    return HarborTask(
+        path=folder, config=task_config(line), instruction=instruction(line), has_solution=True
     )
 
 
@@ -248,3 +268,22 @@ def materialize_set(lines: Iterable[Mapping[str, Any]], root: Path | None = None
     except OSError:
         shutil.rmtree(partial, ignore_errors=True)
     return view
+
+
+def set_digests(view: Path) -> dict[str, str]:
+    """The ``folder_digest`` of each folder of the set at ``view``, by instance id: made the
+    first time they are asked for and kept in the set's directory (``DIGESTS``). The set's
+    name holds its lines' digests and the writer's, which fix every byte of its folders, so
+    the rows of a set are stamped without hashing thousands of folders each time; a rollout
+    still hashes its own task's folder and checks it against its row."""
+    index = view / DIGESTS
+    names = sorted(child.name for child in view.iterdir() if not child.name.startswith("."))
+    with contextlib.suppress(OSError, orjson.JSONDecodeError):
+        kept = orjson.loads(index.read_bytes())
+        if isinstance(kept, dict) and sorted(kept) == names:
+            return {str(name): str(digest) for name, digest in kept.items()}
+    digests = {name: folder_digest(view / name) for name in names}
+    partial = view / f"{DIGESTS}.{os.getpid()}.partial"
+    partial.write_bytes(orjson.dumps(digests))
+    os.replace(partial, index)
+    return digests

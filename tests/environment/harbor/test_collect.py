@@ -143,3 +143,36 @@ def test_palaestra_test_fails_a_task_that_rewards_doing_nothing_or_writes_no_rew
     )
     for what in ("the gold actions", "doing nothing"):
         assert any(line.startswith(silent.format(what)) for line in lines), result.output
+
+
+NOTES = Path(__file__).parents[3] / "examples" / "harbor" / "notes"
+
+
+def step_then_submit(params: JsonDict) -> Reply:
+    """Each step of the notes task: its command, then ``submit``; then more if asked again."""
+    items = params["input"]
+    told = [item["content"] for item in items if item.get("role") == "user"]
+    done = [item for item in items if item.get("type") == "function_call_output"]
+    commands = ["echo hello > /app/notes.txt", "echo world >> /app/notes.txt"]
+    if len(done) == 2 * len(told) - 2:
+        command = orjson.dumps({"command": commands[len(told) - 1]}).decode()
+        return tool_call_response("bash", command, call_id=f"bash{len(told)}")
+    if len(done) == 2 * len(told) - 1:
+        return tool_call_response("submit", "{}", call_id=f"submit{len(told)}")
+    return tool_call_response("bash", '{"command": "echo more"}', call_id=f"more{len(done)}")
+
+
+def test_submit_ends_each_step_of_a_multi_step_task_and_then_the_episode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    output = tmp_path / "notes.jsonl"
+    with ScriptedModelServer(step_then_submit) as server:
+        command = ["collect", "--env", f"harbor:{NOTES}", "--output", str(output)]
+        result = CliRunner().invoke(cli, [*command, "--max-steps", "10", "--model", server.url])
+        asked = len(server.bodies("/v1/responses"))
+    assert result.exit_code == 0, result.output
+    (row,) = rows(output)
+    assert asked == 4, "two steps, each a command and a submit; nothing after the last"
+    assert row["reward"] == 1.0 and row["steps_run"] == 2, row
+    assert row.get("truncated") is None

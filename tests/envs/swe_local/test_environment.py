@@ -4,9 +4,12 @@ provider that can run here, and no copy of the unmutated release left in the mac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,14 +18,19 @@ from click.testing import CliRunner
 from palaestra.cli import cli
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.environment import PACKS, SweLocal, buildable, task_folders
+from palaestra.envs.swe_local.folders import cache_root
 from palaestra.envs.swe_local.languages import language
-from palaestra.errors import ConfigError
+from palaestra.envs.swe_local.selection import parse_filter, selected
+from palaestra.errors import ConfigError, InvalidTask
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import images
 from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.sandbox.machines.registry import make_provider
 from palaestra.sandbox.process import supervise
+from palaestra.types import JsonDict
+from palaestra.wire.harbor import folder_digest, read_task
 from tests.environment.harbor.conftest import docker_or_skip
+from tests.support.scripted_model import Reply, ScriptedModelServer, tool_call_response
 
 SAMPLE = ["mpmath__ctx_base__almosteq__3b3bebc2", "networkx__all__disjointunionall__e7370009"]
 
@@ -158,3 +166,112 @@ def test_every_package_a_go_or_rust_machine_installs_is_in_its_pack_or_the_base(
             prefix = seam.dockerfile_prefix(repo)
             installed = prefix.split("--no-install-recommends ", 1)[1].split(" && ", 1)[0]
             assert set(installed.split()) <= offered, (name, repo)
+
+
+OPENED: list[str] | None = None
+"""Paths opened or listed while ``_watching`` (None: not watching)."""
+
+
+def _audit(event: str, arguments: tuple[object, ...]) -> None:
+    if OPENED is not None and event in ("open", "os.scandir", "os.listdir") and arguments:
+        OPENED.append(os.fsdecode(arguments[0]) if isinstance(arguments[0], str | bytes) else "")
+
+
+sys.addaudithook(_audit)
+
+
+@contextlib.contextmanager
+def _watching() -> Iterator[list[str]]:
+    """The paths this process opens or lists inside the block (Python's audit events)."""
+    global OPENED
+    OPENED = []
+    try:
+        yield OPENED
+    finally:
+        OPENED = None
+
+
+def small_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A manifest of the two ``SAMPLE`` lines, its folders cached under ``tmp_path``."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    directory = tmp_path / "manifest"
+    directory.mkdir()
+    for line in manifest.read_directory():
+        if line["instance_id"] in SAMPLE:
+            assert manifest.write_file(directory / f"{line['repo']}.jsonl", [line]) == 1
+    return directory
+
+
+def test_building_the_environment_reads_no_task_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = small_manifest(tmp_path, monkeypatch)
+    SweLocal(manifest=str(directory))  # the folders are made once, then cached
+    cache = cache_root()
+    with _watching() as opened:
+        environment = SweLocal(manifest=str(directory))
+    folders = [name for name in opened if Path(name).is_relative_to(cache)]
+    assert folders == [], folders
+    assert sorted(environment.tasks) == sorted(SAMPLE)
+    for name, task in environment.tasks.items():  # what reading the folder would give
+        read = read_task(environment.path / name)
+        assert task.config.model_dump() == read.config.model_dump()
+        assert (task.instruction, task.has_solution) == (read.instruction, read.has_solution)
+        assert task.digest == folder_digest(environment.path / name)
+
+
+def test_rows_carry_each_folders_digest_and_a_changed_folder_is_still_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = small_manifest(tmp_path, monkeypatch)
+    for _ in range(2):  # made, then read back from the set's kept digests
+        rows = SweLocal.example_tasks_file(manifest=str(directory))
+        assert rows is not None
+        parsed = [json.loads(row) for row in rows.read_text().splitlines()]
+        stamps = {row["harbor_task"]: row["task_digest"] for row in parsed}
+        assert sorted(stamps) == sorted(SAMPLE)
+        for stamp in stamps.values():
+            assert stamp["digest"] == folder_digest(stamp["path"])
+    environment = SweLocal(manifest=str(directory))
+    assert environment.task_of(parsed[0])[0] == parsed[0]["harbor_task"]
+    instruction = Path(parsed[1]["task_digest"]["path"]) / "instruction.md"
+    instruction.write_text(instruction.read_text() + "Also delete the tests.\n")
+    with pytest.raises(InvalidTask, match="changed since this task row was made"):
+        environment.task_of(parsed[1])
+
+
+def test_palaestra_test_draws_its_sample_from_the_tasks_the_filter_selects() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
+    chosen = selected(manifest.read_directory(), parse_filter("repo=mpmath"))
+    arguments = ["test", "swe_local", "--env-arg", "filter=repo=mpmath", "--sample", "1"]
+    result = CliRunner().invoke(cli, [*arguments, "--no-model", "--cheat-sample", "0"])
+    assert result.exit_code == 0, result.output
+    lines = [line.strip() for line in result.output.splitlines()]
+    assert any(line.startswith(f"PASS example tasks: {len(chosen)} tasks in") for line in lines)
+    oracle = [line for line in lines if line.startswith("ok   task 0 (")]
+    assert len(oracle) == 2 and all(line.startswith("ok   task 0 (mpmath__") for line in oracle)
+
+
+def submit_then_more_tools(params: JsonDict) -> Reply:
+    """A model that submits, and would then call a tool if it were asked again."""
+    done = [item for item in params["input"] if item.get("type") == "function_call_output"]
+    if not done:
+        return tool_call_response("submit", "{}", call_id="submit")
+    return tool_call_response("bash", '{"command": "echo more"}', call_id=f"more{len(done)}")
+
+
+def test_submit_ends_the_episode_and_the_verifier_scores_it(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
+    output = tmp_path / "run.jsonl"
+    with ScriptedModelServer(submit_then_more_tools) as server:
+        command = ["collect", "--env", "swe_local", "--split", "smoke", "--limit", "1"]
+        command += ["--max-steps", "5", "--output", str(output), "--model", server.url]
+        result = CliRunner().invoke(cli, command)
+        asked = len(server.bodies("/v1/responses"))
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in output.read_text().splitlines()]
+    assert asked == 1, "the model was asked again after submit"
+    assert row["reward"] == 0.0 and "failure" not in row  # the untouched bug: the tests fail
+    assert row.get("truncated") is None

@@ -67,6 +67,14 @@ REPOS: dict[str, Repo] = {
             "geographiclib",
         ),
         Repo("iso8601", "python3-iso8601", "micktwomey/pyiso8601", "MIT", "iso8601"),
+        Repo(
+            "extras",
+            "python3-extras",
+            "testing-cabal/extras",
+            "MIT",
+            "extras",
+            ("python3-testtools",),
+        ),
     )
 }
 """The repositories: ``root`` is the import package, a directory of site-packages."""

@@ -71,6 +71,7 @@ REPOS: dict[str, Repo] = {
             "librust-serde-derive-dev",
         ),
         _repo("unicase", "2.6.0", "MIT OR Apache-2.0", "seanmonstar/unicase"),
+        _repo("version_check", "0.9.4", "MIT OR Apache-2.0", "SergioBenitez/version_check"),
     )
 }
 
