@@ -16,8 +16,8 @@ The groups are made here from the test ids (``GroupScheduling``), not by xdist's
 (computed, not stored) ignore, so every test was a group of its own and a file's module
 fixtures were made once per worker. The groups of ``FIRST`` are handed out before the others,
 longest first, so the run does not end with one worker on a long group and the others idle.
-The groups of ``HEAVY`` files keep both cores busy (the embedded model, PyTorch): while two of
-them are on the other workers, a worker takes the next group that is not heavy, so the third
+The groups of ``HEAVY`` files keep both cores busy (the embedded model, PyTorch): while two
+other workers hold one, a worker takes the next group that is not heavy, so the third
 worker fills the cores' idle time (tests waiting on servers, boxes, Docker) instead of
 splitting them three ways (llama.cpp's threads slow down far more than a third when they do).
 
@@ -86,7 +86,7 @@ HEAVY = frozenset(
 """Files whose tests spend their time computing on both cores: the embedded model's rollouts,
 PyTorch's training steps."""
 HEAVY_AT_ONCE = 2
-"""How many heavy groups may run at once (two cores)."""
+"""How many workers may run heavy groups at once (two cores)."""
 
 
 def group_of(nodeid: str) -> str:
@@ -107,7 +107,7 @@ def _heavy(group: str) -> bool:
 
 def next_group(waiting: list[str], heavy_elsewhere: int) -> str:
     """The group a worker takes next from ``waiting`` (in the queue's order) when
-    ``heavy_elsewhere`` heavy groups are unfinished on the other workers: the first by
+    ``heavy_elsewhere`` other workers hold an unfinished heavy group: the first by
     ``FIRST``'s rank, but not a heavy one while ``HEAVY_AT_ONCE`` of them are elsewhere and a
     group that is not heavy waits."""
     ranked = sorted(waiting, key=_rank)  # stable: equal ranks keep the queue's order
@@ -124,11 +124,12 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
         return group_of(nodeid)
 
     def _assign_work_unit(self, node: WorkerController) -> None:
+        # workers, not groups: a worker holds a few groups at a time (a spread file's are
+        # single tests), run one after the other
         heavy_elsewhere = sum(
-            _heavy(group) and not all(tests.values())
+            any(_heavy(group) and not all(tests.values()) for group, tests in work.items())
             for other, work in self.assigned_work.items()
             if other is not node
-            for group, tests in work.items()
         )
         chosen = next_group(list(self.workqueue), heavy_elsewhere)
         self.workqueue.move_to_end(chosen, last=False)

@@ -16,7 +16,7 @@ def test_the_first_groups_go_first_in_their_order_then_the_queues() -> None:
     assert next_group([QUICK, "tests/a.py"], heavy_elsewhere=0) == QUICK
 
 
-def test_a_worker_takes_a_light_group_while_two_heavy_ones_run_elsewhere() -> None:
+def test_a_worker_takes_a_light_group_while_two_others_run_heavy_ones() -> None:
     assert group_of(MODEL) in {MODEL} and MODEL.partition("::")[0] in HEAVY
     waiting = [MODEL, TRAINER, QUICK, BOXES]
     assert next_group(waiting, heavy_elsewhere=1) == TRAINER
