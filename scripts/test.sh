@@ -43,10 +43,12 @@ start machines bash scripts/install_machines.sh --bookworm-only  # Docker daemon
 .venv/bin/ruff check palaestra tests benchmarks
 .venv/bin/ruff format --check palaestra tests benchmarks
 .venv/bin/lint-imports --no-cache  # floors only point down; environments use only the kit (pyproject.toml)
-await training  # mypy reads the training stack's types
-.venv/bin/mypy
-.venv/bin/mkdocs build --strict --quiet  # the API reference (docs/ -> site/): a reference to a name that does not exist fails the check
 .venv/bin/python -c "from palaestra.models.local import default_model_path; default_model_path()"  # the local model must be installed: its tests must not silently skip
+await training  # mypy reads the training stack's types
+# The type check and the docs build run beside the installs still going and then beside the
+# tests (whose workers leave the cores idle while they wait); their output comes after the tests'.
+start mypy .venv/bin/mypy
+start docs .venv/bin/mkdocs build --strict --quiet  # the API reference (docs/ -> site/): a reference to a name that does not exist fails the check
 await browser
 await machines
 await peers
@@ -55,4 +57,8 @@ await node_clients
 # Three workers on two cores: outside the embedded model's and the trainer's tests, a test spends
 # about 40% of its time waiting (on its servers, boxes and subprocesses), so a third worker fills
 # it (tests/conftest.py groups them); the 20 slowest tests are printed at the end of every run.
-.venv/bin/pytest -q -n 3 --dist loadgroup --durations=20 "$@"
+tested=0
+.venv/bin/pytest -q -n 3 --dist loadgroup --durations=20 "$@" || tested=$?
+await mypy
+await docs
+exit "$tested"

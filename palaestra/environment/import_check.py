@@ -94,7 +94,8 @@ def _key(checks: Mapping[str, Sequence[str]]) -> str:
     )
     parts = {
         "python": sys.executable,
-        "path": sys.path,
+        # "" is the working directory (``python -c``), as its path is (``python -m``)
+        "path": [os.path.abspath(entry) for entry in sys.path],
         "cwd": os.getcwd(),
         "installed": installed,
         "checks": {name: list(modules) for name, modules in sorted(checks.items())},

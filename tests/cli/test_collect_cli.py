@@ -230,13 +230,6 @@ def test_bad_lines_are_reported_and_the_rest_goes_on(tmp_path: Path) -> None:
     assert "invalid_input 2" in done.stdout
 
 
-def test_envs_lists_the_built_in_environments(tmp_path: Path) -> None:
-    done = run_cli("envs", cwd=tmp_path)
-    assert done.returncode == 0
-    for name in ("weather", "synonyms", "counter"):
-        assert name in done.stdout
-
-
 def test_generated_tasks_need_no_input_file_and_resume_on_the_same_tasks(tmp_path: Path) -> None:
     (tmp_path / "gen_env.py").write_text('''
 import random

@@ -70,6 +70,8 @@ def test_the_catalogue_page_is_what_palaestra_envs_prints() -> None:
 def test_the_table_shows_version_category_tasks_needs_baseline_and_peer() -> None:
     done = envs()
     assert done.returncode == 0, done.stderr
+    names = {row.split()[0] for row in done.stdout.splitlines() if row.strip()}
+    assert {"weather", "synonyms", "counter"} <= names  # the built-in environments are listed
     line = next(row for row in done.stdout.splitlines() if row.strip().startswith("calculator"))
     assert line.split()[:4] == ["calculator", "1", "tool", "use"]
     games = next(row for row in done.stdout.splitlines() if row.strip().startswith("games"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,17 @@ def test_the_answer_is_kept_until_what_is_installed_or_asked_changes(suite_path:
     (suite_path / "broken_suite.py").write_text("")
     assert import_failures({"broken": ["broken_suite"]}) != {}, "the kept answer"
     assert import_failures({"broken": ["broken_suite", "json"]}) == {}
+
+
+def test_the_working_directory_on_the_path_as_empty_text_or_its_path_is_one_answer(
+    suite_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -c`` puts "" on the path for the working directory, ``python -m`` its path: the
+    same search path, asked once."""
+    (suite_path / "whole_suite.py").write_text("import json\n")
+    monkeypatch.chdir(suite_path)
+    monkeypatch.syspath_prepend("")
+    assert import_failures({"whole": ["whole_suite"]}) == {}
+    monkeypatch.setattr(sys, "path", [os.getcwd() if p == "" else p for p in sys.path])
+    assert import_failures({"whole": ["whole_suite"]}) == {}
+    assert len(list((suite_path / "cache").iterdir())) == 1

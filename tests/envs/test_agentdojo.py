@@ -365,6 +365,22 @@ def test_the_injection_is_in_the_data_the_tools_return(
     assert any("<INFORMATION>" in text and goal in text for text in texts)
 
 
+@pytest.mark.parametrize(("suite", "user", "injection"), [("workspace", 3, 5), ("slack", 2, 1)])
+def test_a_rollout_starts_from_the_environment_agentdojo_itself_loads_for_its_case(
+    env: AgentDojo, rows: list[JsonDict], suite: str, user: int, injection: int
+) -> None:
+    """palaestra parses the suites' YAML with libyaml: the same environment as AgentDojo's own
+    ``load_and_inject_default_environment`` (pure-Python parser), injections included."""
+    row = row_of(rows, suite, user, injection)
+    loaded = env.loaded[suite]
+    episode = env.seed(row)
+    theirs = loaded.get_user_task_by_id(f"user_task_{user}").init_environment(
+        loaded.load_and_inject_default_environment(row["injections"])
+    )
+    assert episode.pre_environment.model_dump() == theirs.model_dump()
+    assert "<INFORMATION>" in str(theirs.model_dump())  # the attack's text is in the data
+
+
 def test_each_rollout_changes_only_its_own_environment(
     env: AgentDojo, rows: list[JsonDict]
 ) -> None:

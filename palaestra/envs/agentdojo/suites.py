@@ -139,6 +139,17 @@ def tool_schema(function: Any) -> JsonDict:
     }
 
 
+def _suite_tools(suite: Any) -> list[JsonDict]:
+    """The suite's tools as Responses function tools, a fresh copy for each task row (pydantic
+    builds each JSON schema anew: once per suite, not once per row of its thousand)."""
+    return orjson.loads(_suite_tools_json(suite))  # type: ignore[no-any-return]
+
+
+@cache
+def _suite_tools_json(suite: Any) -> bytes:
+    return orjson.dumps([tool_schema(f) for f in suite.tools])
+
+
 @cache
 def system_message() -> str:
     """AgentDojo's default system message (its ``data/system_messages.yaml``)."""
@@ -163,7 +174,22 @@ def attack_for(suite: Any, name: str) -> Any:
     usable = sorted(n for n in ATTACKS if n != "manual")  # "manual" asks a person at a prompt
     if name not in usable:
         raise ConfigError(f"attack: unknown AgentDojo attack {name!r} (known: {', '.join(usable)})")
-    return load_attack(name, suite, Target())
+    return load_attack(name, _AttackedSuite(suite), Target())
+
+
+class _AttackedSuite:
+    """A suite as an attack reads it: the suite itself, but the environment it loads (once per
+    user task, with the same canary injections, to find the vectors the task's ground truth
+    reads) is parsed once and copied (``_injected``)."""
+
+    def __init__(self, suite: Any) -> None:
+        self._suite = suite
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._suite, name)
+
+    def load_and_inject_default_environment(self, injections: dict[str, str]) -> Any:
+        return _injected(self._suite, tuple(sorted(injections.items()))).model_copy(deep=True)
 
 
 def cases(
@@ -215,7 +241,7 @@ def task_row(suites: Mapping[str, Any], case: Case, version: str) -> JsonDict:
                 {"role": "system", "content": system_message()},
                 {"role": "user", "content": user_task.PROMPT},
             ],
-            "tools": [tool_schema(f) for f in suite.tools],
+            "tools": _suite_tools(suite),
         },
         "benchmark_version": version,
         "suite": case.suite,
@@ -289,9 +315,32 @@ def start(loaded: Mapping[str, Any], case: Case) -> Episode:
 
 @lru_cache(maxsize=128)
 def _injected(suite: Any, injections: tuple[tuple[str, str], ...]) -> Any:
-    """The suite's environment with ``injections`` placed, by AgentDojo; never changed (each
-    rollout deep-copies it: parsing and validating the YAML costs 50-600 ms, a copy about 1)."""
-    return suite.load_and_inject_default_environment(dict(injections))
+    """The suite's environment with ``injections`` placed; never changed (each rollout
+    deep-copies it: parsing and validating the YAML costs far more than a copy).
+
+    The steps of AgentDojo's ``TaskSuite.load_and_inject_default_environment``, on its own
+    files and checks (``read_suite_file``, ``get_injection_vector_defaults``,
+    ``validate_injections``), but the text is parsed by libyaml's safe loader when PyYAML has
+    it: the pure-Python one AgentDojo calls takes most of the time of writing the suites' task
+    rows (each rebuilds its case's environment for the ground truth)."""
+    import yaml
+    from agentdojo.task_suite.task_suite import read_suite_file, validate_injections
+
+    text = read_suite_file(suite.name, "environment.yaml", suite.data_path)
+    defaults = _vector_defaults(suite)
+    placed = dict(injections)
+    validate_injections(placed, defaults)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return suite.environment_type.model_validate(
+        yaml.load(text.format(**dict(defaults, **placed)), Loader=loader)
+    )
+
+
+@cache
+def _vector_defaults(suite: Any) -> dict[str, str]:
+    """The default text of each of the suite's injection vectors (AgentDojo's)."""
+    defaults: dict[str, str] = suite.get_injection_vector_defaults()
+    return defaults
 
 
 def run_call(episode: Episode, name: str, arguments: Mapping[str, Any]) -> str:
