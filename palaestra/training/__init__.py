@@ -2,7 +2,8 @@
 
 ``RolloutSampler`` (async) and ``SyncRolloutSampler`` stream GRPO groups of token-exact
 rollouts; ``TaskSampler`` skips saturated tasks; ``TrlRolloutFunc`` is TRL's ``rollout_func``;
-``AsyncGrpoRolloutWorker`` is the rollout worker of TRL's asynchronous GRPO.
+``AsyncGrpoRolloutWorker`` is the rollout worker of TRL's asynchronous GRPO;
+``local_policy_model`` is the embedded model as a trainable ``transformers`` model.
 Names load on first use: ``import palaestra.training`` imports no trainer, torch or model.
 """
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 from palaestra._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from palaestra.training.local_policy import local_policy_model
     from palaestra.training.rollouts import Group, OnFailure, Rollout, RolloutFailed, RolloutStats
     from palaestra.training.sampler import TaskSampler, TasksSaturated
     from palaestra.training.stream import RolloutSampler
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "AsyncGrpoRolloutWorker": "palaestra.training.trl_async",
     "Group": "palaestra.training.rollouts",
+    "local_policy_model": "palaestra.training.local_policy",
     "OnFailure": "palaestra.training.rollouts",
     "Rollout": "palaestra.training.rollouts",
     "RolloutFailed": "palaestra.training.rollouts",
@@ -50,4 +53,5 @@ __all__ = [
     "TaskSampler",
     "TasksSaturated",
     "TrlRolloutFunc",
+    "local_policy_model",
 ]
