@@ -16,9 +16,16 @@ import random
 import re
 from collections.abc import Iterator
 
-from palaestra import Environment, Session, Verdict, output_text
-from palaestra.environment.answers import last_tagged, strip_reasoning, task_row
-from palaestra.types import JsonDict
+from palaestra import (
+    Environment,
+    JsonDict,
+    Session,
+    Verdict,
+    last_tagged,
+    output_text,
+    strip_reasoning,
+    task_row,
+)
 
 SYSTEM = "You are a helpful assistant."
 QUESTION = "What is {a} + {b}? Put the final answer between <answer> and </answer> tags."

@@ -137,6 +137,7 @@ def input_items(params: JsonDict) -> list[JsonDict]:
 
 
 def assistant_message(text: str, *, item_id: str = "msg_0") -> JsonDict:
+    """A completed assistant message saying ``text``, as a Responses output item."""
     return {
         "type": "message",
         "id": item_id,

@@ -41,8 +41,7 @@ the fields). An environment of your own package describes itself with class attr
 `palaestra envs` lists it beside these:
 
 ```python
-from palaestra import Environment
-from palaestra.environment.catalogue import Baseline
+from palaestra import Baseline, Environment
 
 
 class Dice(Environment):

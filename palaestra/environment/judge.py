@@ -52,6 +52,8 @@ class JudgeFailure(VerifierFailure):
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
+    """What the judge said of a candidate answer against the reference."""
+
     equivalent: bool
     """True only when every order asked said EQUIVALENT."""
     labels: tuple[str, ...]
@@ -244,4 +246,5 @@ class JudgeModels:
 
 
 def judge_metrics(result: Judgement) -> dict[str, Any]:
+    """A verdict's metrics of a judgement: its labels, and whether both orders agreed."""
     return {"judge_labels": ",".join(result.labels), "judge_agreed": result.agreed}

@@ -188,6 +188,7 @@ def task_field(key: str) -> Callable[[Submission], str]:
             raise InvalidTask(f"the task has no '{key}'")
         return str(value)
 
+    read.__doc__ = f"The task's ``{key}``, as text (``InvalidTask`` when it has none)."
     return read
 
 

@@ -22,9 +22,18 @@ from typing import Any, ClassVar
 import orjson
 import pydantic
 
-from palaestra import ConfigError, Environment, FailureKind, InvalidTask, JsonDict, Session, Verdict
-from palaestra.environment.base import check_tool_names
-from palaestra.environment.tools import SESSION_PARAMETER, ToolSpec
+from palaestra import (
+    SESSION_PARAMETER,
+    ConfigError,
+    Environment,
+    FailureKind,
+    InvalidTask,
+    JsonDict,
+    Session,
+    ToolSpec,
+    Verdict,
+    check_tool_names,
+)
 from palaestra.envs.agentdojo import suites as dojo
 
 REWARDS = ("utility", "utility_and_not_hijacked")

@@ -22,8 +22,7 @@ from typing import Any
 
 import orjson
 
-from palaestra import ConfigError, JsonDict
-from palaestra.types import assistant_message
+from palaestra import ConfigError, JsonDict, assistant_message
 
 VERSION = "v1.2.2"
 """The benchmark version whose tasks are run (AgentDojo's latest in agentdojo 0.1.35:

@@ -20,8 +20,7 @@ from typing import Any
 
 import orjson
 
-from palaestra import ConfigError, JsonDict
-from palaestra.wire.jsonl import read_objects
+from palaestra import ConfigError, JsonDict, read_objects
 
 CATEGORIES: tuple[str, ...] = ("base", "miss_func", "miss_param", "long_context")
 """BFCL's four multi-turn categories, 200 tasks each."""

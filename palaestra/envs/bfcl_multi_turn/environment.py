@@ -18,9 +18,19 @@ from typing import Any
 import orjson
 import pydantic
 
-from palaestra import ConfigError, Environment, FailureKind, InvalidTask, JsonDict, Session, Verdict
-from palaestra.environment.tools import ToolSpec
-from palaestra.environment.users import ScriptedUser, UserTurn
+from palaestra import (
+    ConfigError,
+    Environment,
+    FailureKind,
+    InvalidTask,
+    JsonDict,
+    ScriptedUser,
+    Session,
+    ToolSpec,
+    UserTurn,
+    Verdict,
+    read_objects,
+)
 from palaestra.envs.bfcl_multi_turn.backend import (
     Backends,
     Call,
@@ -36,7 +46,6 @@ from palaestra.envs.bfcl_multi_turn.data import (
     parse_call,
     parse_categories,
 )
-from palaestra.wire.jsonl import read_objects
 
 
 @dataclass(slots=True)

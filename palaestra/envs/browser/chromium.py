@@ -30,8 +30,7 @@ from typing import Any
 
 import orjson
 
-from palaestra.errors import ConfigError, EnvironmentFailure
-from palaestra.types import JsonDict
+from palaestra import ConfigError, EnvironmentFailure, JsonDict
 
 INSTALL = "bash scripts/install_browser.sh (Debian's chromium)"
 WATCHDOG = Path(__file__).with_name("watchdog.py")

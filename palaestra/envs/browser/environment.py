@@ -19,12 +19,21 @@ import random
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from palaestra import Environment, JsonDict, Session, ToolError, Verdict, task_row, tool
+from palaestra import (
+    ConfigError,
+    Environment,
+    InvalidTask,
+    JsonDict,
+    Session,
+    ToolError,
+    Verdict,
+    task_row,
+    tool,
+)
 from palaestra.envs.browser import miniwob
 from palaestra.envs.browser.chromium import Browser, chromium_path
 from palaestra.envs.browser.oracles import SOLVERS
 from palaestra.envs.browser.pool import BrowserPool
-from palaestra.errors import ConfigError, InvalidTask
 
 OBSERVATIONS = ("both", "screenshot", "dom")
 RULES = (

@@ -23,9 +23,8 @@ from typing import Any
 
 import orjson
 
+from palaestra import ConfigError, EnvironmentFailure, InvalidTask, JsonDict
 from palaestra.envs.browser.chromium import Browser
-from palaestra.errors import ConfigError, EnvironmentFailure, InvalidTask
-from palaestra.types import JsonDict
 
 INSTALL = "pip install --no-deps miniwob==1.1.0 (or bash scripts/install.sh)"
 WIDTH, HEIGHT = 160, 210

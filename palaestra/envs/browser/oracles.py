@@ -9,8 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from palaestra.errors import InvalidTask
-from palaestra.types import JsonDict
+from palaestra import InvalidTask, JsonDict
 
 Solver = Callable[[str, list[JsonDict]], list[JsonDict]]
 

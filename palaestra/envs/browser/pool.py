@@ -16,8 +16,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from palaestra import ConfigError, EnvironmentTimeout
 from palaestra.envs.browser.chromium import Browser
-from palaestra.errors import ConfigError, EnvironmentTimeout
 
 LEASE_WAIT = 240.0
 """Seconds a rollout waits for a free browser before it fails as a timeout."""

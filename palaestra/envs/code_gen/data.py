@@ -14,8 +14,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from palaestra import ConfigError, JsonDict, task_row
-from palaestra.wire.jsonl import read_objects
+from palaestra import ConfigError, JsonDict, read_objects, task_row
 
 SYSTEM_PROMPT = (
     "You are an expert Python programmer. Answer with Python code (standard library only) in a "

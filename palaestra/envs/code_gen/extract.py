@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from palaestra import strip_reasoning
-from palaestra.environment.answers import PYTHON_TAGS, code_blocks
+from palaestra import PYTHON_TAGS, code_blocks, strip_reasoning
 
 
 def extract_code(text: str, entry_point: str | None = None) -> str | None:

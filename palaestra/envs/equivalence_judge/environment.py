@@ -16,15 +16,18 @@ from palaestra import (
     Environment,
     FailureKind,
     JsonDict,
+    JudgeFailure,
+    JudgeModels,
     Model,
     Session,
     Verdict,
+    judge,
+    judge_metrics,
     output_text,
     strip_reasoning,
     task_row,
 )
 from palaestra.environment import puzzles as generator
-from palaestra.environment.judge import JudgeFailure, JudgeModels, judge, judge_metrics
 
 SHORT_ANSWER_HINT = "Answer with the final answer only, as briefly as possible."
 

@@ -12,9 +12,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from palaestra import ConfigError, JsonDict
+from palaestra import ConfigError, JsonDict, read_objects
 from palaestra.envs.function_calling.compare import answerable
-from palaestra.wire.jsonl import read_objects
 
 CATEGORIES: tuple[str, ...] = (
     "simple_python",

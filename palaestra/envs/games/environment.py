@@ -15,7 +15,16 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
+from palaestra import (
+    ConfigError,
+    InvalidTask,
+    JsonDict,
+    Session,
+    StepEnvironment,
+    StepResult,
+    Verdict,
+    task_row,
+)
 from palaestra.envs.games.core import DIFFICULTIES, Game, Illegal, clean
 from palaestra.envs.games.hanoi import Hanoi
 from palaestra.envs.games.mastermind import Mastermind
@@ -23,7 +32,6 @@ from palaestra.envs.games.minesweeper import Minesweeper
 from palaestra.envs.games.sokoban import Sokoban
 from palaestra.envs.games.sudoku import Sudoku
 from palaestra.envs.games.wordle import Wordle
-from palaestra.errors import ConfigError, InvalidTask
 
 GAMES: dict[str, Game] = {
     game.name: game

@@ -12,9 +12,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from palaestra import JsonDict
+from palaestra import ConfigError, JsonDict
 from palaestra.envs.games.core import Game, Illegal, Outcome, State
-from palaestra.errors import ConfigError
 
 WORDS_FILE = Path("/usr/share/dict/words")
 """Debian's ``wamerican`` package (SCOWL, American English, size 50)."""

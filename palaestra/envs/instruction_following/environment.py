@@ -22,6 +22,7 @@ from palaestra import (
     Session,
     Verdict,
     output_text,
+    read_objects,
     strip_reasoning,
     task_row,
 )
@@ -31,7 +32,6 @@ from palaestra.envs.instruction_following import (
     checks_format,
     checks_words,
 )
-from palaestra.wire.jsonl import read_objects
 
 CHECKERS: dict[str, checks_counts.Checker] = {
     **checks_counts.CHECKERS,

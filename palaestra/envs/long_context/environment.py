@@ -24,6 +24,7 @@ from pathlib import Path
 import orjson
 
 from palaestra import (
+    ConfigError,
     Environment,
     FailureKind,
     JsonDict,
@@ -36,7 +37,6 @@ from palaestra import (
 from palaestra.envs.long_context import suite
 from palaestra.envs.long_context.generators import generate
 from palaestra.envs.long_context.tokens import COUNTERS, EMBEDDED_CONTEXT, token_counter
-from palaestra.errors import ConfigError
 
 GROUPS = {
     "niah_single": ("niah_single_1", "niah_single_2", "niah_single_3"),

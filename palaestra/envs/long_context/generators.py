@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from palaestra import ConfigError
 from palaestra.envs.long_context import suite
 from palaestra.envs.long_context.tokens import TokenCounter
-from palaestra.errors import ConfigError
 
 Built = tuple[str, list[str]]
 """A prompt and its references (what the answer must contain)."""

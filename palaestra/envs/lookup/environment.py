@@ -14,10 +14,7 @@ import random
 import re
 from collections.abc import Iterator
 
-from palaestra import Environment, JsonDict, Session, Verdict, tool
-from palaestra.environment.answers import task_row
-from palaestra.types import message_text
-from palaestra.wire.rows import PARAMS
+from palaestra import PARAMS, Environment, JsonDict, Session, Verdict, message_text, task_row, tool
 
 SYSTEM = "You are a helpful assistant with access to a directory of PIN codes."
 QUESTION = "What is the PIN code of {name}?"

@@ -17,10 +17,15 @@ from pathlib import Path
 
 import orjson
 
-from palaestra import InputError, JsonDict
-from palaestra.environment.estimators import PASS_THRESHOLD, mean_pass_at_k
-from palaestra.wire.jsonl import read_objects
-from palaestra.wire.rows import ROLLOUT_INDEX, TASK_INDEX
+from palaestra import (
+    PASS_THRESHOLD,
+    ROLLOUT_INDEX,
+    TASK_INDEX,
+    InputError,
+    JsonDict,
+    mean_pass_at_k,
+    read_objects,
+)
 
 Equivalent = Callable[[str, str], bool]
 

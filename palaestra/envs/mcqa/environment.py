@@ -25,11 +25,11 @@ from palaestra import (
     Session,
     Verdict,
     last_boxed,
+    last_labelled,
     output_text,
     strip_reasoning,
     task_row,
 )
-from palaestra.environment.answers import last_labelled
 from palaestra.environment.puzzles import make_question
 
 GRADING_MODES = ("strict_boxed", "lenient_boxed", "answer_colon", "regex")

@@ -20,8 +20,16 @@ import random
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
-from palaestra.environment.answers import first_command
+from palaestra import (
+    ConfigError,
+    JsonDict,
+    Session,
+    StepEnvironment,
+    StepResult,
+    Verdict,
+    first_command,
+    task_row,
+)
 from palaestra.envs.science_world.games import (
     MAX_GAMES,
     SIMPLIFICATIONS,
@@ -32,7 +40,6 @@ from palaestra.envs.science_world.games import (
     task_names,
     variations,
 )
-from palaestra.errors import ConfigError
 
 RULES = (
     "You are doing a science task in a text simulation of a house with a kitchen, a "

@@ -21,8 +21,7 @@ import threading
 from importlib import metadata
 from typing import Any
 
-from palaestra.errors import ConfigError, EnvironmentTimeout, InvalidTask
-from palaestra.types import JsonDict
+from palaestra import ConfigError, EnvironmentTimeout, InvalidTask, JsonDict
 
 SPLITS = ("train", "dev", "test")
 SIMPLIFICATIONS = (

@@ -28,11 +28,11 @@ from palaestra import (
     Session,
     ToolError,
     Verdict,
+    last_labelled,
     strip_reasoning,
     task_row,
     tool,
 )
-from palaestra.environment.answers import last_labelled
 from palaestra.envs.search_qa.data import DATASETS, Question, load, package_version
 from palaestra.envs.search_qa.index import CorpusIndex, cache_directory, ensure_index, fold
 from palaestra.envs.search_qa.scoring import ABSTAIN, ruler_match, score

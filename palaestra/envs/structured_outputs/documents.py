@@ -24,7 +24,7 @@ from xml.etree import ElementTree
 
 import yaml
 
-from palaestra.environment.answers import code_blocks
+from palaestra import code_blocks
 
 FORMATS = ("json", "yaml", "toml", "xml", "csv")
 JsonSchema = dict[str, Any]

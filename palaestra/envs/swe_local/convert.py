@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from palaestra import ConfigError
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.flags import difficulty, duplicates, flags
 from palaestra.envs.swe_local.folders import BUG_PATCH, FIX_MARKER
-from palaestra.errors import ConfigError
 from palaestra.wire.harbor import read_task
 
 

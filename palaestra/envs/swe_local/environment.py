@@ -16,13 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from palaestra.environment.harbor import HarborEnvironment
+from palaestra import ConfigError, HarborEnvironment
 from palaestra.environment.harbor.environment import DEFAULT_SANDBOX
 from palaestra.environment.harbor.tasks import rows_directory, write_rows
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.folders import materialize_set, set_digests, task
 from palaestra.envs.swe_local.selection import parse_filter, selected, summary
-from palaestra.errors import ConfigError
 from palaestra.sandbox.machines import images
 from palaestra.wire.harbor import HarborTask
 

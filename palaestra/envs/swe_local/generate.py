@@ -37,13 +37,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from palaestra import ConfigError
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.flags import duplicates
 from palaestra.envs.swe_local.languages.python import REPOS, package_of
 from palaestra.envs.swe_local.validate import SITE, Runner
 from palaestra.envs.swe_local.variants import make_variants, work_directory
 from palaestra.envs.swe_local.worker import Options, Outcome, Unit, work_unit
-from palaestra.errors import ConfigError
 
 DONE = "done.jsonl"
 

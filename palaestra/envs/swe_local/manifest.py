@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from palaestra.errors import ConfigError
+from palaestra import ConfigError
 
 Line = dict[str, Any]
 """One task of the manifest (a parsed JSON line)."""

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from palaestra import ConfigError
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.flags import Observations, flags, off_target
 from palaestra.envs.swe_local.generate import merge
@@ -35,7 +36,6 @@ from palaestra.envs.swe_local.languages.python import package_of
 from palaestra.envs.swe_local.selection import parse_filter, selected
 from palaestra.envs.swe_local.validate import Runner
 from palaestra.envs.swe_local.worker import Gold, Unit, function_index, gold_state
-from palaestra.errors import ConfigError
 
 
 def _patch(runner: Runner, diff: str) -> None:

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from palaestra.errors import ConfigError
+from palaestra import ConfigError
 
 FLAG_TERMS = ("flaky", "slow", "duplicate", "leaks_fix", "off_target")
 TEXT_TERMS = ("repo", "language", "kind", "source", "difficulty")

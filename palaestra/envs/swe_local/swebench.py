@@ -46,7 +46,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from palaestra.errors import ConfigError
+from palaestra import ConfigError
 from palaestra.wire.harbor import (
     AgentConfig,
     EnvironmentConfig,

@@ -19,11 +19,20 @@ from typing import Any, ClassVar
 
 import pydantic
 
-from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
-from palaestra.environment.base import check_tool_names
-from palaestra.environment.context import EnvironmentContext
-from palaestra.environment.tools import ToolSpec
-from palaestra.environment.users import ModelUser, SimulatedUser, UserTurn
+from palaestra import (
+    ConfigError,
+    Environment,
+    EnvironmentContext,
+    FailureKind,
+    JsonDict,
+    ModelUser,
+    Session,
+    SimulatedUser,
+    ToolSpec,
+    UserTurn,
+    Verdict,
+    check_tool_names,
+)
 from palaestra.envs.tau2.scoring import components, evaluate, tau2_messages
 from palaestra.envs.tau2.suite import (
     DOMAINS,

@@ -19,9 +19,8 @@ from typing import Any
 
 import orjson
 
-from palaestra import JsonDict
+from palaestra import JsonDict, message_text
 from palaestra.envs.tau2.suite import Domain, Message, RewardInfo, Task, tau2_module
-from palaestra.types import message_text
 
 USER_STOP = "user_stop"
 PREMATURE = "max_steps"

@@ -19,16 +19,20 @@ from typing import Any
 
 import orjson
 
-from palaestra import JsonDict, ModelError, function_calls, output_text
-from palaestra.environment.users import (
+from palaestra import (
+    InvalidTask,
+    JsonDict,
+    ModelError,
     ModelUser,
+    UserModelFailure,
     UserTurn,
     as_seen_by_user,
+    function_calls,
+    output_text,
     user_model_failed,
     user_model_named,
 )
 from palaestra.envs.tau2.suite import Action, Message, Tau2Environment, tau2_module
-from palaestra.errors import InvalidTask, UserModelFailure
 
 MAX_TOOL_ROUNDS = 10
 """User tool calls one user turn may make before it must answer (then: user_model_error)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from palaestra.environment.harbor import HarborEnvironment
+from palaestra import HarborEnvironment
 from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write_rows
 
 SMOKE = (

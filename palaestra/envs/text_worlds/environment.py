@@ -16,8 +16,17 @@ import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from palaestra import JsonDict, Session, StepEnvironment, StepResult, Verdict, task_row
-from palaestra.environment.answers import first_command, strip_reasoning
+from palaestra import (
+    ConfigError,
+    JsonDict,
+    Session,
+    StepEnvironment,
+    StepResult,
+    Verdict,
+    first_command,
+    strip_reasoning,
+    task_row,
+)
 from palaestra.envs.text_worlds.worlds import (
     DIFFICULTIES,
     World,
@@ -27,7 +36,6 @@ from palaestra.envs.text_worlds.worlds import (
 )
 from palaestra.envs.text_worlds.worlds import start as start_game
 from palaestra.envs.text_worlds.worlds import walkthrough as game_walkthrough
-from palaestra.errors import ConfigError
 
 RULES = (
     "You are playing a text adventure game. Each turn I show you what you see; you answer "

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import orjson
 
+from palaestra import JsonDict, PalaestraError, read_objects
 from palaestra.envs.text_worlds.environment import TextWorlds
 from palaestra.envs.text_worlds.worlds import DIFFICULTIES, KINDS, cache_dir, game_file, world_of
-from palaestra.errors import PalaestraError
-from palaestra.types import JsonDict
-from palaestra.wire.jsonl import read_objects
 
 
 def main(argv: list[str] | None = None) -> int:

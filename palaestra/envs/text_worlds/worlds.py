@@ -24,8 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from palaestra.errors import ConfigError, InvalidTask
-from palaestra.types import JsonDict
+from palaestra import ConfigError, InvalidTask, JsonDict
 
 KINDS = ("cooking", "custom")
 DIFFICULTIES = ("easy", "medium", "hard")

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from palaestra.errors import ConfigError
+from palaestra import ConfigError
 
 
 @dataclass(frozen=True)
