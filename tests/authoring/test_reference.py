@@ -228,3 +228,21 @@ def test_builtins_with_gold_actions_pass_the_oracle_and_null_checks(name: str) -
     oracle, null = report.check("oracle"), report.check("null agent")
     assert (oracle.status, null.status) == (Status.PASS, Status.PASS), (oracle, null)
     assert oracle.details["tasks"] == 5
+
+
+class Counted(Ledger):
+    """A ledger that counts how often its gold actions are asked for."""
+
+    asked = 0
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        type(self).asked += 1
+        return super().gold_actions(task)
+
+
+def test_each_tasks_gold_actions_are_asked_for_once(tmp_path: Path) -> None:
+    # ScienceWorld starts a simulator for a task's gold path: the oracle's rollout takes the
+    # gold actions the task list read, never asks again
+    report = check(Counted, tasks_file(tmp_path / "t.jsonl", PAY))
+    assert report.check("oracle").status is Status.PASS
+    assert Counted.asked == 2
