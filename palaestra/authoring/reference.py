@@ -1,7 +1,8 @@
 """The oracle and null checks: the gold actions score 1, doing nothing scores 0. No model.
 
 For an environment whose tasks carry gold actions (``Environment.gold_actions``),
-``palaestra test`` runs two agents on every example task, in this process:
+``palaestra test`` runs two agents on every example task, in this process (one task at a time;
+two at a time for a machine environment, whose rollouts mostly wait on their boxes):
 
 - ``oracle``: the oracle agent (``palaestra.agents.oracle``) replays the task's gold calls turn
   by turn, with the environment's simulated user answering between turns; ``verify`` must give
@@ -23,7 +24,8 @@ both checks with a note. An environment whose simulated user needs a model gets 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +40,7 @@ from palaestra.agents.oracle import (
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.base import Environment
 from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.harbor import HarborEnvironment
 from palaestra.environment.harbor.environment import TESTS_NETWORK, UNVERIFIED
 from palaestra.environment.harbor.tasks import TASK_FIELD
 from palaestra.errors import RolloutFailure
@@ -49,6 +52,9 @@ SHOWN = 3
 """Problems a check's reason names (the details list them all)."""
 SHOWN_METRICS = 4
 """Metrics of a verdict shown beside its reward in a problem."""
+MACHINES_AT_ONCE = 2
+"""Rollouts of a machine environment in flight at once (each a box of its own, most of its
+time spent waiting on the box); other environments' run one at a time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +142,27 @@ class _Runs:
         self.results: list[str] = []
         """One line per task run: what it scored, or why it was not scored."""
 
-    async def run(self, agent: OracleAgent | NullAgent, task: GoldTask, wanted: int) -> None:
-        result = await agent.run(task.row, self.client, NoModel())
+    async def run(
+        self,
+        make: Callable[[GoldTask], OracleAgent | NullAgent],
+        tasks: list[GoldTask],
+        *,
+        oracle: bool,
+    ) -> None:
+        """Run each task with its agent (``make(task)``): one at a time, in task order, or
+        ``MACHINES_AT_ONCE`` at a time for a machine environment; record them in task order."""
+        machines = isinstance(self.client.environment, HarborEnvironment)
+        gate = asyncio.Semaphore(MACHINES_AT_ONCE if machines else 1)
+
+        async def one(task: GoldTask) -> AgentResult:
+            async with gate:
+                return await make(task).run(task.row, self.client, NoModel())
+
+        results = await asyncio.gather(*(one(task) for task in tasks))
+        for task, result in zip(tasks, results, strict=True):
+            self.record(task, result, oracle)
+
+    def record(self, task: GoldTask, result: AgentResult, oracle: bool) -> None:
         failure = result.failure
         needs_model = failure is not None and failure.kind is FailureKind.USER_MODEL_ERROR
         label = _label(task)
@@ -145,7 +170,7 @@ class _Runs:
             self.unmade.append(task.index)
             self.results.append(f"{label}: not run (the simulated user needs a user model)")
             return
-        what = "the gold actions" if isinstance(agent, OracleAgent) else "doing nothing"
+        what, wanted = ("the gold actions", 1) if oracle else ("doing nothing", 0)
         if not scored(result, float(wanted)):
             outcome = _outcome(result, what, wanted)
             self.problems.append(f"{label}: {outcome}")
@@ -172,9 +197,8 @@ class _Runs:
 
 
 async def _oracle_check(runs: _Runs, tasks: list[GoldTask]) -> Check:
-    for task in tasks:
-        # Every gold turn is answered, however many: the budget is not what is checked.
-        await runs.run(OracleAgent(max_steps=len(task.gold) + 16), task, 1)
+    # Every gold turn is answered, however many: the budget is not what is checked.
+    await runs.run(lambda task: OracleAgent(max_steps=len(task.gold) + 16), tasks, oracle=True)
     calls = sum(task.calls for task in tasks)
     return runs.verdict(
         ORACLE,
@@ -190,8 +214,7 @@ async def _null_check(runs: _Runs, tasks: list[GoldTask]) -> Check:
     idle = len(tasks) - len(acting)
     if not acting:
         return Check.skipped(NULL, "no example task requires an action")
-    for task in acting:
-        await runs.run(NullAgent(), task, 0)
+    await runs.run(lambda task: NullAgent(), acting, oracle=False)
     aside = f"; {counted(idle, 'task')} needing no action not checked" if idle else ""
     return runs.verdict(
         NULL,

@@ -13,6 +13,7 @@ from typing import Any
 
 from palaestra._util.arguments import call_with, check_keywords
 from palaestra.authoring.cheats import DEFAULT_SAMPLE, cheat_check, is_machine_environment
+from palaestra.authoring.client import ReviewClient
 from palaestra.authoring.determinism import determinism_checks
 from palaestra.authoring.examples import check_task_tools, check_tasks_parse
 from palaestra.authoring.golden import check_golden_answers
@@ -22,7 +23,6 @@ from palaestra.authoring.schemas import check_tool_docs, check_tool_schemas
 from palaestra.authoring.smoke import SmokeOptions, smoke_checks
 from palaestra.collection.assembly import build_model
 from palaestra.environment.base import Environment
-from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.environment.registry import find_environment, tasks_beside
 from palaestra.errors import ConfigError
 from palaestra.models.base import Model
@@ -120,7 +120,7 @@ async def check_environment_async(
             parsed, reason=f"{parsed.reason}; {sample} drawn with seed {seed}"
         )
     async with _opened(user_model) as user:
-        client = LocalEnvironmentClient(build(), user_model=user)
+        client = ReviewClient(build(), user_model=user)
         # the built instance's tools: an MCP server's are listed on it, not on the class
         specs = client.environment.tool_specs
         report.checks += [check_tool_schemas(cls, specs), check_tool_docs(cls, specs)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-import pytest
 
 from palaestra import Environment, JsonDict, Session, Verdict, output_text, tool
 from palaestra.authoring import EnvironmentReport, Status, check_environment
@@ -226,26 +225,6 @@ def test_without_golden_answers_the_check_is_skipped_not_passed(tmp_path: Path) 
     assert golden.status is Status.SKIP
     assert golden.reason.startswith("no golden answers")
     assert report.ok  # a skip does not fail the report
-
-
-GOLDEN_BUILTINS = (
-    "counter",
-    "function_calling",
-    "math",
-    "mcqa",
-    "python_tool",
-    "reasoning_gym",
-    "synonyms",
-    "text_to_sql",
-    "workplace",
-)
-
-
-@pytest.mark.parametrize("name", GOLDEN_BUILTINS)
-def test_builtin_golden_answers_score_1_and_wrong_ones_0(name: str) -> None:
-    golden = check_environment(name, smoke=None).check("golden answers")
-    assert golden.status is Status.PASS, golden.reason
-    assert golden.details == {"tasks": 5}
 
 
 def test_a_golden_call_of_a_tool_the_task_brings_is_scored_not_run(tmp_path: Path) -> None:

@@ -7,13 +7,8 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from palaestra import Environment, JsonDict, Session, StepEnvironment, StepResult
 from palaestra.authoring import Status, check_environment
-from palaestra.authoring.determinism import determinism_checks
-from palaestra.environment.client import LocalEnvironmentClient
-from palaestra.environment.registry import builtin_names, find_environment
 from tests.authoring.test_checks import QUESTION, tasks_file
 
 _unseeded = random.Random()  # a source no seed reaches, as a careless generator's would be
@@ -116,26 +111,57 @@ def test_a_state_that_is_not_json_is_skipped_never_passed(tmp_path: Path) -> Non
     assert status is Status.SKIP
 
 
-@pytest.mark.parametrize("name", builtin_names())
-def test_every_builtin_environment_is_deterministic_from_its_seeds(name: str) -> None:
-    entry = find_environment(name)
-    args = {**entry.environment.scripted_user_args, **entry.args}
-    client = LocalEnvironmentClient(entry.environment(**args))
-    rows = [] if entry.example_tasks is None else _first_task(entry.example_tasks)
+class Corridor(StepEnvironment):
+    """Two steps to the door; the gold actions take them. Counts the sessions it seeds."""
 
-    async def run() -> list[tuple[str, Status, str]]:
-        try:
-            return [(c.name, c.status, c.reason) for c in await determinism_checks(client, rows, 0)]
-        finally:
-            await client.aclose()
+    seeded = 0
 
-    found = asyncio.run(run())
-    assert [f for f in found if f[1] is Status.FAIL] == []
+    def seed(self, task: JsonDict) -> JsonDict:
+        type(self).seeded += 1
+        return {"at": 0}
+
+    def reset(self, session: Session) -> str:
+        return "You stand two steps from the door."
+
+    def step(self, session: Session, action: str) -> StepResult:
+        session.state["at"] += action == "step"
+        out = session.state["at"] >= 2
+        return StepResult("You are out." if out else "One more step.", terminated=out)
+
+    def verify(self, session: Session, response: JsonDict) -> float:
+        return float(session.state["at"] >= 2)
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]]:
+        return [[{"role": "assistant", "content": "step"}]] * 2
 
 
-def _first_task(path: Path) -> list[JsonDict]:
-    from palaestra.collection.tasks import read_tasks
+class ShiftingCorridor(Corridor):
+    """A corridor whose length is drawn anew at each reset."""
 
-    for line in read_tasks(path):
-        return [line.row] if line.error is None else []
-    return []
+    def reset(self, session: Session) -> str:
+        return f"You stand {_unseeded.randint(2, 10**9)} steps from the door."
+
+
+def test_a_game_the_oracle_and_null_agent_started_is_not_seeded_again(tmp_path: Path) -> None:
+    # a ScienceWorld game is a simulator to start: the starts of the two rollouts that played
+    # the first task are compared, and the check seeds nothing itself
+    report = check_environment(
+        Corridor, tasks=tasks_file(tmp_path / "t.jsonl", QUESTION), smoke=None
+    )
+    assert (report.check("oracle").status, report.check("null agent").status) == (
+        Status.PASS,
+        Status.PASS,
+    )
+    start = report.check("seeded start")
+    assert start.status is Status.PASS, start.reason
+    assert start.details == {"seeded_by": "earlier checks"}
+    assert Corridor.seeded == 2  # the oracle's rollout and the null agent's
+
+
+def test_a_start_that_differs_between_the_oracle_and_null_rollouts_fails(tmp_path: Path) -> None:
+    report = check_environment(
+        ShiftingCorridor, tasks=tasks_file(tmp_path / "t.jsonl", QUESTION), smoke=None
+    )
+    start = report.check("seeded start")
+    assert start.status is Status.FAIL and "two different first observations" in start.reason
+    assert start.details == {"seeded_by": "earlier checks"}

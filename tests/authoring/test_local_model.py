@@ -4,12 +4,14 @@ The smoke runs are kept small (two tasks, short answers, one model turn each: th
 prompt is most of the cost, and two one-turn rollouts cost what one two-turn rollout did) so
 the whole file stays within its budget on two cores; the two rollouts run side by side, as
 every smoke run's do, so a built-in that is not safe under concurrent rollouts fails here.
-Workplace's 25 tool schemas make its prompt the longest (about 20 s of model CPU for one
-rollout).
+The model reads each prompt once (a second prompt that begins like the first reuses its
+prefix), so each built-in's smoke run takes the two tasks whose prompts cost least together
+(``smoke_first``).
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import orjson
@@ -17,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from palaestra.authoring import SmokeOptions, Status, check_environment, init_environment
+from palaestra.authoring.golden import GOLDEN
 from palaestra.cli.review import test_env_command as palaestra_test
 from palaestra.environment.registry import builtin_names, find_environment
 from tests.models.test_local import needs_local
@@ -64,17 +67,45 @@ def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> 
     assert lines[-1] == "passed: 12 checks, 0 failed, 3 skipped"
 
 
-def prompt_size(line: str) -> int:
-    """How long a task's prompt is: the characters of its input and tools."""
+SHORT_SMOKE = {"long_context": {"family": "niah_single_1,niah_single_2", "length": 512}}
+"""Built-ins whose smoke run takes two tasks generated shorter than their examples, put before
+them (the oracle and null checks still take every example): long_context's examples fill 2,048
+tokens, and the two 512-token needle tasks are a quarter of the model's work."""
+
+
+SYSTEM_ROLES = ("system", "developer")
+
+
+def prompt_text(line: str) -> str:
+    """A task's prompt as the model reads it, in its order: the system turn (instructions,
+    system messages, the tools), then the conversation."""
     params = orjson.loads(line).get("responses_create_params", {})
-    return len(orjson.dumps([params.get("input"), params.get("tools")]))
+    given = params.get("input")
+    turns = [{"role": "user", "content": given}] if isinstance(given, str) else given or []
+    system = [t for t in turns if isinstance(t, dict) and t.get("role") in SYSTEM_ROLES]
+    rest = [t for t in turns if t not in system]
+    return orjson.dumps([params.get("instructions"), system, params.get("tools"), rest]).decode()
 
 
-def shortest_first(lines: list[str]) -> list[str]:
-    """The task lines with the shortest prompts first (ties in their order): the smoke run
-    takes the first two, and the model's prompt is most of its cost (AgentDojo's first two
-    examples are three times its last two); the oracle and null checks still take them all."""
-    return sorted(lines, key=prompt_size)
+def smoke_first(lines: list[str]) -> list[str]:
+    """The task lines with the two the model reads fastest first (the others in their order):
+    the smoke run takes the first two, and the model's prompt is most of its cost. Two prompts
+    that begin alike cost little more than one (llama.cpp keeps the first's prefix): their
+    cost is both lengths less what they share. The oracle and null checks still take them all.
+    """
+    texts = [prompt_text(line) for line in lines]
+
+    def cost(pair: tuple[int, int]) -> int:
+        a, b = texts[pair[0]], texts[pair[1]]
+        shared = next(
+            (n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        return len(a) + len(b) - shared
+
+    if len(lines) < 2:
+        return lines
+    first = min(itertools.combinations(range(len(lines)), 2), key=cost)
+    return [lines[i] for i in first] + [line for i, line in enumerate(lines) if i not in first]
 
 
 @pytest.mark.parametrize("name", builtin_names())
@@ -82,10 +113,19 @@ def test_every_builtin_environment_passes_palaestra_test(name: str, tmp_path: Pa
     examples = find_environment(name).example_tasks
     assert examples is not None
     lines = [line for line in examples.read_text().splitlines() if line.strip()]
+    lines = lines[:: SAMPLED.get(name, 1)]
+    if name in SHORT_SMOKE:
+        environment = find_environment(name).environment(**SHORT_SMOKE[name])
+        lines = [orjson.dumps(row).decode() for row in environment.generate_tasks(2, 0)] + lines
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("\n".join(shortest_first(lines[:: SAMPLED.get(name, 1)])) + "\n")
+    tasks.write_text("\n".join(smoke_first(lines)) + "\n")
     report = check_environment(name, env_args=ENV_ARGS.get(name), tasks=tasks, smoke=SMALL)
     assert report.ok, [(check.name, check.reason) for check in report.failures]
+    golden = sum(GOLDEN in orjson.loads(line) for line in lines)  # every one is scored
+    answers = report.check("golden answers")
+    assert (answers.status, answers.details.get("tasks")) == (
+        (Status.PASS, golden) if golden else (Status.SKIP, None)
+    )
     run = report.check("smoke run")
     assert run.status is Status.PASS and run.details["rollouts"] == 2
     assert report.check("sessions closed").details == {"opened": 2, "closed": 2, "left_open": 0}

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import orjson
 import pytest
 
 from palaestra import Environment, JsonDict, Session, tool
-from palaestra.authoring import EnvironmentReport, Status, check_environment
+from palaestra.authoring import EnvironmentReport, Status, check_environment, reference
 from palaestra.models.base import ModelStats
 from palaestra.types import assistant_message, empty_usage
 from tests.support.gold_envs import Counter, Dictation, Ledger, Lenient, Misled
@@ -228,3 +229,53 @@ def test_builtins_with_gold_actions_pass_the_oracle_and_null_checks(name: str) -
     oracle, null = report.check("oracle"), report.check("null agent")
     assert (oracle.status, null.status) == (Status.PASS, Status.PASS), (oracle, null)
     assert oracle.details["tasks"] == 5
+
+
+class Counted(Ledger):
+    """A ledger that counts how often its gold actions are asked for."""
+
+    asked = 0
+
+    def gold_actions(self, task: JsonDict) -> list[list[JsonDict]] | None:
+        type(self).asked += 1
+        return super().gold_actions(task)
+
+
+def test_each_tasks_gold_actions_are_asked_for_once(tmp_path: Path) -> None:
+    # ScienceWorld starts a simulator for a task's gold path: the oracle's rollout takes the
+    # gold actions the task list read, never asks again
+    report = check(Counted, tasks_file(tmp_path / "t.jsonl", PAY))
+    assert report.check("oracle").status is Status.PASS
+    assert Counted.asked == 2
+
+
+class Meeting(Ledger):
+    """A ledger whose payments each wait (a few seconds at most) for another one in flight."""
+
+    @tool
+    def pay(self, session: Session, amount: int) -> str:
+        """Pay an amount into the ledger.
+
+        Args:
+            amount: How much to pay.
+        """
+        MEETING.wait()
+        session.state["paid"] += amount
+        return f"paid {amount}"
+
+
+MEETING = threading.Barrier(2, timeout=5)
+
+
+def test_a_machine_environments_rollouts_run_two_at_a_time_reported_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a box's rollout mostly waits on the box: two run at once, and each payment here passes
+    # only when the other task's is in flight
+    monkeypatch.setattr(reference, "HarborEnvironment", Meeting)  # a machine, as far as it knows
+    report = check(Meeting, tasks_file(tmp_path / "t.jsonl", PAY))
+    oracle = report.check("oracle")
+    assert oracle.status is Status.PASS, oracle.reason
+    assert oracle.details["results"] == [
+        f"ok   task {n}: the gold actions scored 1" for n in range(2)
+    ]

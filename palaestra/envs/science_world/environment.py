@@ -53,6 +53,9 @@ REFUSED = frozenset({"reset task", "quit", "exit", "restart"})
 """Commands that would leave or restart the task: refused, never sent."""
 _HIDDEN = REFUSED | {"wait1"}
 """Templates not shown: the refused ones and ``wait1`` (``wait`` for one tick)."""
+SPLIT_LISTS: dict[tuple[str, str], list[int]] = {}
+"""Each task's variations in a split, by (task name, split): the package's own fixed lists,
+read once per process (asking starts a simulator)."""
 
 
 class ScienceWorld(StepEnvironment):
@@ -169,7 +172,8 @@ class ScienceWorld(StepEnvironment):
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """``count`` (task, variation) pairs of the chosen split: the task types in a shuffled
         round, each with a variation drawn from the package's split. Listing a task's split
-        loads it in a simulator, so one game is started for the listing and stopped."""
+        loads it in a simulator, so one game is started for the listings this process has not
+        made yet (``SPLIT_LISTS``) and stopped."""
         rng = random.Random(seed)
         names = task_names()
         picks: list[str] = []
@@ -177,16 +181,18 @@ class ScienceWorld(StepEnvironment):
             round_ = list(names)
             rng.shuffle(round_)
             picks.extend(round_[: count - len(picks)])
-        split_of: dict[str, list[int]] = {}
-        game = self.games.start(names[0], 0)
-        try:
-            for name in picks:
-                if name not in split_of:
+        unlisted = [name for name in dict.fromkeys(picks) if (name, self.split) not in SPLIT_LISTS]
+        if unlisted:
+            game = self.games.start(names[0], 0)
+            try:
+                for name in unlisted:
                     game.env.load(name, 0, "")
-                    split_of[name] = variations(game, self.split)
-                yield task(name, rng.choice(split_of[name]), self.split, self.simplifications)
-        finally:
-            game.close()
+                    SPLIT_LISTS[name, self.split] = variations(game, self.split)
+            finally:
+                game.close()
+        for name in picks:
+            variation = rng.choice(SPLIT_LISTS[name, self.split])
+            yield task(name, variation, self.split, self.simplifications)
 
 
 def task(name: str, variation: int, split: str = "dev", simplifications: str = "") -> JsonDict:
