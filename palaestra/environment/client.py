@@ -84,6 +84,10 @@ class EnvironmentClient(Protocol):
     has_user: bool
     """Whether the environment has a simulated user (``user_turn``): known once, when the
     client is made, so an agent asks for user turns only where there is a user."""
+    restorable: bool
+    """Whether the client can export a session's state (``export_state``) and open a session
+    from one (``restore``): its environment implements ``export_state`` and
+    ``restore_state``. Only then does a rollout checkpoint (``palaestra.agents.durable``)."""
 
     def tools(self) -> list[JsonDict]: ...
 

@@ -24,9 +24,8 @@ def runner_sources(runner: RolloutRunner, counts: RolloutCounts) -> list[Source]
     env = getattr(runner, "env", None)
     if env is not None:
         found += local_sources(env)
-    workers = getattr(runner, "worker_counts", None)
-    if callable(workers):  # rollouts run in workers: their model and environment counters
-        found.append(metrics.worker_families(workers))
+    if runner.worker_counts() is not None:  # rollouts run in workers: their counters
+        found.append(metrics.worker_families(lambda: runner.worker_counts() or {}))
     return found
 
 

@@ -131,6 +131,8 @@ class RemoteEnvironmentClient:
         """The agent the served environment asks for (a NeMo Gym server: tool_calling)."""
         self.has_user = False
         """Whether the server announced a simulated user (``/user_turn``)."""
+        self.restorable = False
+        """A served environment's state stays on its server: its rollouts do not checkpoint."""
         self.version: int | None = None
         """The environment's version the server announced (a palaestra server's ``/tools``)."""
         self._owns_http = http is None
