@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from palaestra.agents.base import takes_context
+from palaestra.agents.base import BoundAgent, takes_context
 from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.types import FailureKind, JsonDict
@@ -256,11 +256,12 @@ def runner_counts(runner: object) -> JsonDict:
     every result, encoding included (measured: benchmarks/results/micro.md).
     """
     counts: JsonDict = {}
-    model: Any = getattr(runner, "model", None)
-    if model is not None:
-        counts["endpoints"] = endpoint_stats(model)
-        counts["pool"] = callable(getattr(model, "endpoint_stats", None))
-    env: Any = getattr(runner, "env", None)
+    if not isinstance(runner, BoundAgent):  # a served agent counts on its server
+        return counts
+    model = runner.model
+    counts["endpoints"] = endpoint_stats(model)
+    counts["pool"] = callable(getattr(model, "endpoint_stats", None))
+    env = runner.env
     if isinstance(env, LocalEnvironmentClient):  # a served one counts on its server
         counts["tools"] = dict(env.tool_calls)
         counts["tool_errors"] = [[tool, kind, n] for (tool, kind), n in env.tool_errors.items()]
