@@ -20,6 +20,7 @@ call is made to ask (``has_user`` is known once, when the client is made).
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 import orjson
@@ -66,13 +67,11 @@ class ToolCallingAgent:
         model: Model,
         context: RolloutContext = NO_CONTEXT,
     ) -> AgentResult:
-        async def turns(conversation: Conversation) -> None:
-            await self._loop(conversation, env, model)
-
+        turns = partial(self._loop, env, model)  # not a closure: one coroutine less a rollout
         params = request_params(task, env)
         return await run_conversation(task, env, context, turns, params=params)
 
-    async def _loop(self, conversation: Conversation, env: EnvironmentClient, model: Model) -> None:
+    async def _loop(self, env: EnvironmentClient, model: Model, conversation: Conversation) -> None:
         """The turns; a durable rollout checkpoints after each (``conversation.checkpoint``)."""
         result, session_id = conversation.result, conversation.session_id
         durable = conversation.checkpoints is not None
