@@ -25,7 +25,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from palaestra.agents.context import RolloutContext
 from palaestra.agents.durable import Checkpoints
@@ -196,14 +197,14 @@ Turns = Callable[["Conversation"], Awaitable[None]]
 """An agent's turns over one rollout's ``Conversation`` (``run_conversation``)."""
 
 
-async def run_conversation(
+def run_conversation(
     task: JsonDict,
     env: EnvironmentClient,
     context: RolloutContext,
     turns: Turns,
     *,
     params: JsonDict | None = None,
-) -> AgentResult:
+) -> Coroutine[Any, Any, AgentResult]:
     """``run_episode`` for an agent whose rollout is one ``Conversation`` (of ``params``, by
     default the task's): ``turns`` asks the model, adds what others produce, and calls
     ``conversation.checkpoint()`` at each turn boundary.
@@ -213,7 +214,10 @@ async def run_conversation(
     it) and at every boundary ``turns`` marks; a rollout stopped by the run goes on from its
     last checkpoint when the run resumes: the session restored instead of seeded, the
     conversation and the counters as they were, ``turns`` called on it (``result.model_calls``
-    then counts the turns already made)."""
+    then counts the turns already made).
+
+    Returns ``run_episode``'s coroutine to await (not a coroutine of its own: one frame less
+    on every suspension of the rollout)."""
     checkpoints = context.checkpoints(env)
     params = dict(task[PARAMS]) if params is None else params
 
@@ -228,7 +232,7 @@ async def run_conversation(
         await turns(conversation)
 
     start = None if checkpoints is None else checkpoints.start(task)
-    return await run_episode(task, env, body, start=start)
+    return run_episode(task, env, body, start=start)
 
 
 _CLOSE = Boundary(EnvironmentFailure, EnvironmentTimeout, "close")
