@@ -239,12 +239,8 @@ def micro() -> list[tuple[str, float]]:
     """Microseconds per rollout (or per turn) of each piece, in process."""
     import timeit
 
-    from palaestra.agents.durable import (
-        DURABILITY,
-        Durability,
-        checkpoint_of,
-        encoded_checkpoint,
-    )
+    from palaestra.agents.context import RolloutContext
+    from palaestra.agents.durable import Durability, checkpoint_of, encoded_checkpoint
     from palaestra.collection.checkpoints import CheckpointLog
     from palaestra.collection.files import encode
     from palaestra.types import AgentResult
@@ -259,8 +255,7 @@ def micro() -> list[tuple[str, float]]:
         def lend() -> None:  # what every rollout pays, restorable or not
             pair = (next(pairs), 0)
             durability = log.begin(pair)
-            token = DURABILITY.set(durability)
-            DURABILITY.reset(token)
+            RolloutContext(durability)
             log.current(pair, durability.attempt)
             log.end(pair, durability.attempt)
 

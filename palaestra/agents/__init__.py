@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from palaestra._util.lazy import lazy_exports
 from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
+from palaestra.agents.context import RolloutContext
 from palaestra.agents.oracle import NullAgent, OracleAgent
 from palaestra.agents.single_turn import SingleTurnAgent
 from palaestra.agents.step import StepAgent
@@ -42,6 +43,7 @@ __all__ = [
     "BoundAgent",
     "NullAgent",
     "OracleAgent",
+    "RolloutContext",
     "RolloutRunner",
     "SingleTurnAgent",
     "StepAgent",

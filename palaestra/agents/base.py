@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from typing import Protocol, runtime_checkable
 
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.environment.client import EnvironmentClient
-from palaestra.models.affinity import RolloutScope, rollout_scope
+from palaestra.models.affinity import RolloutScope
 from palaestra.models.base import Model
 from palaestra.types import AgentResult, JsonDict
 
@@ -14,26 +17,53 @@ from palaestra.types import AgentResult, JsonDict
 class RolloutRunner(Protocol):
     """What the collector drives: something that turns a task into a finished rollout.
 
-    ``BoundAgent`` runs an agent in this process; a remote agent server is another runner.
-    A runner may say ``durable = False`` when none of its rollouts can checkpoint: the
-    collector then lends them no ``Durability`` (``palaestra.agents.durable``); a runner
-    that does not say is lent one for every rollout.
+    ``BoundAgent`` runs an agent in this process; a remote agent server and the workers'
+    dispatcher are others. Each subclasses this protocol, so the optional parts below have
+    their defaults and the collector asks for them without probing.
     """
+
+    durable: bool = True
+    """Whether a rollout may checkpoint: False when none can (a served agent), and the
+    collector then lends them no ``Durability`` (``palaestra.agents.durable``); True: each
+    rollout is lent one."""
 
     async def check(self) -> None:
         """Fail fast (``ModelUnreachable``, ``ConfigError``) when nothing could run."""
         ...
 
-    async def run(self, task: JsonDict) -> AgentResult: ...
+    async def run(self, task: JsonDict, context: RolloutContext = NO_CONTEXT) -> AgentResult:
+        """Run one rollout of ``task``; ``context`` is what its writer lends it (the
+        ``Durability`` to checkpoint with, for a ``durable`` runner)."""
+        ...
+
+    def endpoint_stats(self) -> list[JsonDict]:
+        """Per-endpoint counts of the runner's model pool, for the run summary and the
+        aggregate file; none by default (a single endpoint, or a model run elsewhere)."""
+        return []
+
+    def worker_counts(self) -> JsonDict | None:
+        """The model and environment counters of the worker processes running the rollouts,
+        added up; None by default: the rollouts run in this process."""
+        return None
 
 
 @runtime_checkable
 class Agent(Protocol):
-    """The harness that drives one rollout of a task against an environment and a model."""
+    """The harness that drives one rollout of a task against an environment and a model.
+
+    Write one as a subclass (``class MyAgent(Agent)``) or as any class with a ``name`` and
+    this ``run``. Its ``context`` says what the run lends the rollout: an agent that hands it
+    to ``run_conversation`` (``palaestra.agents.episode``) checkpoints at its turn
+    boundaries and resumes a stopped rollout where it was, against an environment that can
+    restore. An agent whose ``run`` takes no ``context`` (written before it existed) still
+    runs, with a ``DeprecationWarning``, and never checkpoints; that form goes in 0.3.
+    """
 
     name: str
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self, task: JsonDict, env: EnvironmentClient, model: Model, context: RolloutContext
+    ) -> AgentResult:
         """Run the task to a verdict or a failure, which it returns rather than raises.
 
         An agent may also define ``async preflight(env, model)``: ``BoundAgent.check`` calls
@@ -63,11 +93,12 @@ def scoped(result: AgentResult, scope: RolloutScope, closed_book: bool | None) -
     return result
 
 
-class BoundAgent:
+class BoundAgent(RolloutRunner):
     """An agent bound to the environment and model it runs against, in this process.
 
     Each ``run`` is one rollout scope (``palaestra.models.affinity``): a model pool keeps the
-    rollout's calls on one endpoint, and the result says which (``endpoints``).
+    rollout's calls on one endpoint, and the result says which (``endpoints``). The agent
+    gets the scope and the lent ``Durability`` in its ``RolloutContext``.
     """
 
     def __init__(
@@ -82,9 +113,12 @@ class BoundAgent:
         self.closed_book = closed_book
         """Whether ``model`` is a closed-book route (``palaestra.models.closed_book``): each
         result says so, and which hosted tools its requests went without. None: not said."""
-        self.durable: bool = bool(getattr(env, "restorable", False))
+        self.durable: bool = env.restorable
         """Whether its rollouts may checkpoint: an agent checkpoints only against an
         environment that can export and restore its state (``RolloutRunner``)."""
+        self.takes_context = takes_context(agent)
+        """Whether ``agent.run`` takes the ``RolloutContext`` (an agent written before it
+        did is called without, warned once here)."""
 
     async def check(self) -> None:
         """Fail fast when nothing could run. An agent with a ``preflight(env, model)``
@@ -96,9 +130,16 @@ class BoundAgent:
         else:
             await self.model.check()
 
-    async def run(self, task: JsonDict) -> AgentResult:
-        with rollout_scope() as scope:
-            result = await self.agent.run(task, self.env, self.model)
+    async def run(self, task: JsonDict, context: RolloutContext = NO_CONTEXT) -> AgentResult:
+        scope = context.scope
+        if scope is None:
+            scope = RolloutScope()
+            context = RolloutContext(context.durability, scope)
+        with scope:  # the model clients beneath the agent see it (``ROLLOUT_SCOPE``)
+            if self.takes_context:
+                result = await self.agent.run(task, self.env, self.model, context)
+            else:
+                result = await self.agent.run(task, self.env, self.model)  # type: ignore[call-arg]
         return scoped(result, scope, self.closed_book)
 
     def endpoint_stats(self) -> list[JsonDict]:
@@ -106,3 +147,26 @@ class BoundAgent:
         else none; the collector puts them in the run summary and the aggregate file."""
         stats = getattr(self.model, "endpoint_stats", None)
         return list(stats()) if callable(stats) else []
+
+
+def takes_context(agent: Agent) -> bool:
+    """Whether ``agent.run`` takes a fourth argument, the ``RolloutContext``. One that does not
+    (written for ``run(task, env, model)``) is warned with a ``DeprecationWarning``: it still
+    runs, but cannot checkpoint; the form is removed in 0.3."""
+    try:
+        parameters = inspect.signature(agent.run).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): assume the new form
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if sum(p.kind in positional for p in parameters) >= 4 or any(
+        p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters
+    ):
+        return True
+    warnings.warn(
+        f"agent {type(agent).__name__}'s run(task, env, model) takes no context: give it a "
+        "fourth argument, context (palaestra.agents.RolloutContext), and pass it on to "
+        "run_conversation so its rollouts can checkpoint; the old form is removed in 0.3",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return False

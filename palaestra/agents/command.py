@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from palaestra.agents.box_exec import BoxExec, has_box
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import run_episode
 from palaestra.agents.harness_process import HarnessExit, run_harness
 from palaestra.environment.client import EnvironmentClient
@@ -137,12 +138,18 @@ class CommandAgent:
         """Variables the harness gets beside the placeholders' (a subclass' settings)."""
         return {}
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self,
+        task: JsonDict,
+        env: EnvironmentClient,
+        model: Model,
+        context: RolloutContext = NO_CONTEXT,
+    ) -> AgentResult:
         gateway = await self.gateway(model)
         boxed = has_box(env)
 
         async def body(session_id: str, result: AgentResult) -> None:
-            rollout = gateway.open()
+            rollout = gateway.open(scope=context.scope)
             try:
                 await self._drive(task, env, session_id, rollout, boxed, result)
             finally:

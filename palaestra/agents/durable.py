@@ -1,10 +1,11 @@
 """Durable rollouts: what an agent checkpoints at turn boundaries, and how it resumes.
 
 The collector (the single writer of a run's files) lends each rollout it starts a
-``Durability`` through a context variable: the rollout's last checkpoint when a stopped
-collection left one, and ``save`` to record a new one. An agent checkpoints only against an
-environment client that is ``restorable`` (its environment implements ``export_state`` and
-``restore_state``); every other rollout pays one attribute test and restarts as before.
+``Durability`` in the rollout's context (``RolloutContext``, an argument of ``Agent.run``):
+the rollout's last checkpoint when a stopped collection left one, and ``save`` to record a new
+one. An agent checkpoints only against an environment client that is ``restorable`` (its
+environment implements ``export_state`` and ``restore_state``); ``RolloutContext.checkpoints``
+makes the agent's ``Checkpoints`` then, and every other rollout restarts as before.
 
 A checkpoint is taken before the first model call (the seeded state, or the reset episode:
 without it a rollout stopped during its first turn would be seeded again, and an idempotency
@@ -25,20 +26,20 @@ agent then stops checkpointing; the collector refuses its result the same way.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import EnvironmentFailure
-from palaestra.models.affinity import ROLLOUT_SCOPE
+from palaestra.models.affinity import RolloutScope
 from palaestra.types import AgentResult, JsonDict
 
 __all__ = [
-    "DURABILITY",
     "DURABLE_FIELD",
+    "Checkpoints",
     "Durability",
     "checkpoint",
     "checkpoint_of",
@@ -79,11 +80,51 @@ DURABLE_FIELD = "_palaestra_durable"
 """A task sent to a worker process carries its rollout's ``{"resume", "attempt"}`` under this
 key (popped by the worker before the agent sees the task)."""
 
-DURABILITY: ContextVar[Durability | None] = ContextVar("palaestra_durability", default=None)
+
+class Checkpoints:
+    """One durable rollout's checkpointing, as its agent uses it (made by
+    ``RolloutContext.checkpoints`` for a rollout lent a ``Durability`` against an environment
+    that can restore): the checkpoint to resume from, if one this version can read, how the
+    session then opens, and ``save`` at each turn boundary."""
+
+    __slots__ = ("durability", "env", "resume", "scope")
+
+    def __init__(
+        self, durability: Durability, env: EnvironmentClient, scope: RolloutScope | None
+    ) -> None:
+        self.durability, self.env, self.scope = durability, env, scope
+        resume = durability.resume
+        self.resume: JsonDict | None = resume if readable(resume) else None
+        """The checkpoint the rollout goes on from; None: it starts afresh (none was left, or
+        one this version cannot read)."""
+
+    def start(self, task: JsonDict, *more: Any) -> Callable[[], Awaitable[str]] | None:
+        """How the rollout's session opens: restored from the checkpoint's state when it
+        resumes (``more``: what the client's ``restore`` takes after the state), else None
+        (seeded, ``run_episode``'s default)."""
+        resume = self.resume
+        if resume is None:
+            return None
+        state: JsonDict = resume["env_state"]
+        restore = self.env.restore  # type: ignore[attr-defined]  # a restorable client has it
+        return lambda: restore(task, state, *more)
+
+    async def save(self, session_id: str, result: AgentResult, extra: JsonDict | None) -> None:
+        """Record the rollout at this turn boundary (``checkpoint``)."""
+        await checkpoint(self.durability, self.env, session_id, result, extra, scope=self.scope)
+
+    def restored(self, result: AgentResult) -> None:
+        """Put the checkpoint's counters back into ``result`` (``restore_result``)."""
+        assert self.resume is not None
+        restore_result(result, self.resume, self.durability, scope=self.scope)
 
 
 def checkpoint_of(
-    result: AgentResult, env_state: JsonDict, *, with_response: bool = True
+    result: AgentResult,
+    env_state: JsonDict,
+    *,
+    with_response: bool = True,
+    scope: RolloutScope | None = None,
 ) -> JsonDict:
     """The rollout as it stands at a turn boundary (JSON-safe as its parts are)."""
     checkpoint: JsonDict = {
@@ -97,7 +138,6 @@ def checkpoint_of(
     }
     if with_response:
         checkpoint["response"] = result.response
-    scope = ROLLOUT_SCOPE.get()
     if scope is not None:
         if scope.versions is not None:
             checkpoint["policy_versions"] = scope.versions
@@ -112,15 +152,18 @@ async def checkpoint(
     session_id: str,
     result: AgentResult,
     extra: JsonDict | None = None,
+    *,
+    scope: RolloutScope | None = None,
 ) -> None:
-    """Record the rollout at this turn boundary (``extra``: the agent's own fields); once the
-    writer refused a save (a newer attempt exists), this stale attempt saves no more."""
+    """Record the rollout at this turn boundary (``extra``: the agent's own fields; ``scope``:
+    the rollout's, whose policy versions and endpoints so far are kept); once the writer
+    refused a save (a newer attempt exists), this stale attempt saves no more."""
     if durable.fenced:
         return
     phase = time.perf_counter()
     state = await env.export_state(session_id)  # type: ignore[attr-defined]
     try:
-        encoded = encoded_checkpoint(durable, result, state, extra)
+        encoded = encoded_checkpoint(durable, result, state, extra, scope=scope)
     except TypeError:
         try:  # only now, on the error path: which part JSON could not hold
             orjson.dumps(state)
@@ -144,7 +187,12 @@ _NO_PRODUCERS: list[str] = []
 
 
 def encoded_checkpoint(
-    durable: Durability, result: AgentResult, env_state: JsonDict, extra: JsonDict | None
+    durable: Durability,
+    result: AgentResult,
+    env_state: JsonDict,
+    extra: JsonDict | None,
+    *,
+    scope: RolloutScope | None = None,
 ) -> bytes:
     """``checkpoint_of`` as written: JSON of the output items this attempt has not saved yet
     (``durable.sent`` on), their producers, the usage, the counters and ``env_state``.
@@ -172,7 +220,6 @@ def encoded_checkpoint(
         "producers": (result.producers or _NO_PRODUCERS)[start:],
         "usage": response.get("usage"),
     }
-    scope = ROLLOUT_SCOPE.get()
     if scope is not None:
         if scope.versions is not None:
             checkpoint["policy_versions"] = scope.versions
@@ -219,15 +266,21 @@ def folded(checkpoints: list[JsonDict]) -> JsonDict | None:
     return whole
 
 
-def restore_result(result: AgentResult, checkpoint: JsonDict, durable: Durability) -> None:
-    """Put a checkpoint's counters back into ``result`` (and the rollout scope's versions and
-    endpoints), so the finished row counts the whole rollout, not only its last attempt, and
-    say it resumed; ``durable`` goes on from the checkpoint's items (the collector wrote the
-    checkpoint again for this attempt, so its next ones carry only the items after them)."""
+def restore_result(
+    result: AgentResult,
+    checkpoint: JsonDict,
+    durable: Durability,
+    *,
+    scope: RolloutScope | None = None,
+) -> None:
+    """Put a checkpoint's counters back into ``result`` (and ``scope``'s versions and
+    endpoints: the rollout's), so the finished row counts the whole rollout, not only its
+    last attempt, and say it resumed; ``durable`` goes on from the checkpoint's items (the
+    collector wrote the checkpoint again for this attempt, so its next ones carry only the
+    items after them)."""
     result.model_calls = int(checkpoint["model_calls"])
     result.tool_calls = int(checkpoint["tool_calls"])
     result.user_turns = int(checkpoint["user_turns"])
-    scope = ROLLOUT_SCOPE.get()
     if scope is not None:
         versions, urls = checkpoint.get("policy_versions"), checkpoint.get("endpoints")
         if isinstance(versions, list):

@@ -25,8 +25,11 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
+from palaestra.agents.context import RolloutContext
+from palaestra.agents.durable import Checkpoints
 from palaestra.environment.boundary import Boundary
 from palaestra.environment.client import EnvironmentClient
 from palaestra.environment.verdicts import verdict_problem
@@ -190,6 +193,48 @@ def whole_response(response: JsonDict, task: JsonDict) -> JsonDict:
     return whole
 
 
+Turns = Callable[["Conversation"], Awaitable[None]]
+"""An agent's turns over one rollout's ``Conversation`` (``run_conversation``)."""
+
+
+def run_conversation(
+    task: JsonDict,
+    env: EnvironmentClient,
+    context: RolloutContext,
+    turns: Turns,
+    *,
+    params: JsonDict | None = None,
+) -> Coroutine[Any, Any, AgentResult]:
+    """``run_episode`` for an agent whose rollout is one ``Conversation`` (of ``params``, by
+    default the task's): ``turns`` asks the model, adds what others produce, and calls
+    ``conversation.checkpoint()`` at each turn boundary.
+
+    Durable by the ``context``: lent a ``Durability`` against a restorable ``env``, the
+    rollout is checkpointed once its session is seeded (before the first turn can act on
+    it) and at every boundary ``turns`` marks; a rollout stopped by the run goes on from its
+    last checkpoint when the run resumes: the session restored instead of seeded, the
+    conversation and the counters as they were, ``turns`` called on it (``result.model_calls``
+    then counts the turns already made).
+
+    Returns ``run_episode``'s coroutine to await (not a coroutine of its own: one frame less
+    on every suspension of the rollout)."""
+    checkpoints = context.checkpoints(env)
+    params = dict(task[PARAMS]) if params is None else params
+
+    async def body(session_id: str, result: AgentResult) -> None:
+        conversation = Conversation(params, result, session_id, checkpoints)
+        if checkpoints is not None:
+            if checkpoints.resume is not None:
+                conversation.restore(checkpoints.resume)
+                checkpoints.restored(result)
+            else:  # the seeded state, before the first turn can act on it
+                await conversation.checkpoint()
+        await turns(conversation)
+
+    start = None if checkpoints is None else checkpoints.start(task)
+    return run_episode(task, env, body, start=start)
+
+
 _CLOSE = Boundary(EnvironmentFailure, EnvironmentTimeout, "close")
 """A client's own bug in close is an env_error like any failure of close, never hidden."""
 
@@ -217,12 +262,23 @@ class Conversation:
     ``ask`` sends the whole of it to the model and keeps ``result.response`` current (usage
     summed over calls), so a failure later in the rollout keeps the trajectory so far.
     ``producers`` says who produced each output item (``result.producers``, the row's
-    ``producers``): ``ask`` adds the policy's, ``add`` anyone else's.
+    ``producers``): ``ask`` adds the policy's, ``add`` anyone else's. ``checkpoint`` marks a
+    turn boundary: a durable rollout (``checkpoints``) saves itself there.
     """
 
-    def __init__(self, params: JsonDict, result: AgentResult) -> None:
+    def __init__(
+        self,
+        params: JsonDict,
+        result: AgentResult,
+        session_id: str = "",
+        checkpoints: Checkpoints | None = None,
+    ) -> None:
         self.params = params
         self.result = result
+        self.session_id = session_id
+        """The environment session the rollout runs in (``run_episode``'s)."""
+        self.checkpoints = checkpoints
+        """The rollout's checkpointing; None: it does not checkpoint."""
         self.history = input_items(params)
         self.outputs: list[JsonDict] = []
         self.producers: list[str] = []
@@ -243,6 +299,13 @@ class Conversation:
         if isinstance(usage, dict):
             self.usage = {k: dict(v) if isinstance(v, dict) else v for k, v in usage.items()}
         self.result.response = {**response, "output": self.outputs, "usage": self.usage}
+
+    async def checkpoint(self, extra: JsonDict | None = None) -> None:
+        """A turn boundary (the turn's items are added): a durable rollout saves itself here,
+        with ``extra`` (the agent's own fields, read back from ``checkpoints.resume``), and a
+        stopped one goes on from here. Nothing for a rollout that does not checkpoint."""
+        if self.checkpoints is not None:
+            await self.checkpoints.save(self.session_id, self.result, extra)
 
     def add(self, item: JsonDict, producer: Producer) -> None:
         """Append an item someone other than the policy produced (a tool output, a user's

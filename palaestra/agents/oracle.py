@@ -43,10 +43,15 @@ from typing import Any, TypeGuard
 
 import orjson
 
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import Conversation, run_episode
 from palaestra.agents.tool_calling import request_params
 from palaestra.environment.base import Environment
-from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
+from palaestra.environment.client import (
+    EnvironmentClient,
+    LocalEnvironmentClient,
+    StepEnvironmentClient,
+)
 from palaestra.environment.step import StepEnvironment
 from palaestra.errors import ConfigError, EnvironmentFailure, InvalidTask, ToolCallRejected
 from palaestra.models.base import Model, ModelStats
@@ -85,7 +90,13 @@ class OracleAgent:
         reach; the model is neither reached nor loaded."""
         gold_source(env)
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self,
+        task: JsonDict,
+        env: EnvironmentClient,
+        model: Model,
+        context: RolloutContext = NO_CONTEXT,
+    ) -> AgentResult:
         params = request_params(task, env)
 
         async def body(session_id: str, result: AgentResult) -> None:
@@ -173,7 +184,13 @@ class NullAgent:
     async def preflight(self, env: EnvironmentClient, model: Model) -> None:
         """Nothing to check: the null agent needs neither the model nor gold actions."""
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self,
+        task: JsonDict,
+        env: EnvironmentClient,
+        model: Model,
+        context: RolloutContext = NO_CONTEXT,
+    ) -> AgentResult:
         params = request_params(task, env)
 
         async def body(session_id: str, result: AgentResult) -> None:
@@ -254,7 +271,7 @@ async def run_gold_call(item: JsonDict, session_id: str, env: EnvironmentClient)
 def turn_based(env: EnvironmentClient) -> TypeGuard[StepEnvironmentClient]:
     """Whether ``env`` is played by reset/step: an in-process ``StepEnvironment`` with no
     simulated user (a served one cannot say; its tools and user are what is used)."""
-    environment = getattr(env, "environment", None)
+    environment = env.environment if isinstance(env, LocalEnvironmentClient) else None
     return (
         isinstance(environment, StepEnvironment)
         and isinstance(env, StepEnvironmentClient)
@@ -268,7 +285,7 @@ def gold_source(env: EnvironmentClient) -> Any:
     own = getattr(env, "gold_actions", None)
     if callable(own):
         return own
-    environment = getattr(env, "environment", None)
+    environment = env.environment if isinstance(env, LocalEnvironmentClient) else None
     if not isinstance(environment, Environment):
         raise ConfigError(
             f"the oracle agent replays gold actions, which the served environment "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import run_episode
 from palaestra.environment.client import EnvironmentClient
 from palaestra.models.base import Model
@@ -16,7 +17,13 @@ class SingleTurnAgent:
 
     name = "single_turn"
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self,
+        task: JsonDict,
+        env: EnvironmentClient,
+        model: Model,
+        context: RolloutContext = NO_CONTEXT,
+    ) -> AgentResult:
         async def body(session_id: str, result: AgentResult) -> None:
             phase = time.perf_counter()
             result.response = await model.respond(dict(task[PARAMS]))

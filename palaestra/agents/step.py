@@ -14,13 +14,7 @@ from __future__ import annotations
 
 import time
 
-from palaestra.agents.durable import (
-    DURABILITY,
-    Durability,
-    checkpoint,
-    readable,
-    restore_result,
-)
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import Conversation, run_episode
 from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
 from palaestra.models.base import Model
@@ -46,7 +40,13 @@ class StepAgent:
             raise ValueError("max_steps must be at least 1")
         self.max_steps = max_steps
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self,
+        task: JsonDict,
+        env: EnvironmentClient,
+        model: Model,
+        context: RolloutContext = NO_CONTEXT,
+    ) -> AgentResult:
         if not isinstance(env, StepEnvironmentClient):
             return AgentResult(
                 failure=Failure(
@@ -54,42 +54,37 @@ class StepAgent:
                 )
             )
         step_env = env
-        durable = DURABILITY.get() if getattr(env, "restorable", False) else None
-        resume = durable.resume if durable is not None else None
-        if resume is not None and not readable(resume):
-            resume = None  # a checkpoint this version cannot read: the episode restarts
+        checkpoints = context.checkpoints(env)
+        resume = None if checkpoints is None else checkpoints.resume
 
         async def body(session_id: str, result: AgentResult) -> None:
-            await self._episode(task, session_id, step_env, model, result, durable, resume)
+            conversation = Conversation(dict(task[PARAMS]), result, session_id, checkpoints)
+            await self._episode(conversation, step_env, model, resume)
 
-        if resume is None:
+        if checkpoints is None or resume is None:
             return await run_episode(task, env, body)
-        state: JsonDict = resume["env_state"]
-        rewards = resume.get("step_rewards")
-        restore = env.restore  # type: ignore[attr-defined]  # a restorable client has it
-        return await run_episode(task, env, body, start=lambda: restore(task, state, rewards))
+        start = checkpoints.start(task, resume.get("step_rewards"))
+        return await run_episode(task, env, body, start=start)
 
     async def _episode(
         self,
-        task: JsonDict,
-        session_id: str,
+        conversation: Conversation,
         env: StepEnvironmentClient,
         model: Model,
-        result: AgentResult,
-        durable: Durability | None = None,
-        resume: JsonDict | None = None,
+        resume: JsonDict | None,
     ) -> None:
-        conversation = Conversation(dict(task[PARAMS]), result)
+        result, session_id = conversation.result, conversation.session_id
         rewards: list[float] = []
-        if resume is not None and durable is not None:  # restored: no reset, the steps taken
-            conversation.restore(resume)
-            restore_result(result, resume, durable)
+        durable = conversation.checkpoints is not None
+        if resume is not None and conversation.checkpoints is not None:
+            conversation.restore(resume)  # restored: no reset, the steps taken
+            conversation.checkpoints.restored(result)
             rewards = [float(reward) for reward in resume.get("step_rewards") or []]
         else:
             conversation.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
             result.response = {"output": conversation.outputs, "usage": conversation.usage}
-            if durable is not None:  # the reset episode, before the first step can act on it
-                await checkpoint(durable, env, session_id, result, {"step_rewards": rewards})
+            if durable:  # the reset episode, before the first step can act on it
+                await conversation.checkpoint({"step_rewards": rewards})
         for _ in range(result.model_calls, self.max_steps):
             response = await conversation.ask(model)
             phase = time.perf_counter()
@@ -98,8 +93,8 @@ class StepAgent:
             if step.terminated or step.truncated:
                 break
             conversation.add(user_message(step.observation), Producer.ENVIRONMENT)
-            if durable is not None:
+            if durable:
                 rewards.append(float(step.reward))
-                await checkpoint(durable, env, session_id, result, {"step_rewards": rewards})
+                await conversation.checkpoint({"step_rewards": rewards})
         else:  # the episode was still going when the step budget ran out
             result.truncated = "max_steps"

@@ -28,18 +28,13 @@ call is made to ask (``has_user`` is known once, when the client is made).
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 import orjson
 
-from palaestra.agents.durable import (
-    DURABILITY,
-    Durability,
-    checkpoint,
-    readable,
-    restore_result,
-)
-from palaestra.agents.episode import Conversation, run_episode
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
+from palaestra.agents.episode import Conversation, run_conversation
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ToolCallRejected
 from palaestra.models.base import Model
@@ -73,56 +68,21 @@ class ToolCallingAgent:
         self.max_user_turns = max_user_turns
         self._over_cap = f"Error: not executed: at most {max_calls_per_turn} calls per turn"
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
-        params = request_params(task, env)
-        durable = DURABILITY.get()
-        if durable is not None and getattr(env, "restorable", False):
-            return await self._run_durable(task, params, env, model, durable)
-
-        async def body(session_id: str, result: AgentResult) -> None:
-            await self._loop(params, session_id, env, model, result)
-
-        return await run_episode(task, env, body)
-
-    async def _run_durable(
+    async def run(
         self,
         task: JsonDict,
-        params: JsonDict,
         env: EnvironmentClient,
         model: Model,
-        durable: Durability,
+        context: RolloutContext = NO_CONTEXT,
     ) -> AgentResult:
-        """A rollout that checkpoints after every turn, continued from the checkpoint a
-        stopped collection left when there is one it can read."""
-        resume = durable.resume
-        if resume is not None and not readable(resume):
-            resume = None  # a checkpoint this version cannot read: the rollout restarts
+        turns = partial(self._loop, env, model)  # not a closure: one coroutine less a rollout
+        params = request_params(task, env)
+        return await run_conversation(task, env, context, turns, params=params)
 
-        async def body(session_id: str, result: AgentResult) -> None:
-            await self._loop(params, session_id, env, model, result, durable, resume)
-
-        if resume is None:
-            return await run_episode(task, env, body)
-        state: JsonDict = resume["env_state"]
-        restore = env.restore  # type: ignore[attr-defined]  # a restorable client has it
-        return await run_episode(task, env, body, start=lambda: restore(task, state))
-
-    async def _loop(
-        self,
-        params: JsonDict,
-        session_id: str,
-        env: EnvironmentClient,
-        model: Model,
-        result: AgentResult,
-        durable: Durability | None = None,
-        resume: JsonDict | None = None,
-    ) -> None:
-        conversation = Conversation(params, result)
-        if resume is not None and durable is not None:
-            conversation.restore(resume)
-            restore_result(result, resume, durable)
-        elif durable is not None:  # the seeded state, before the first turn can act on it
-            await checkpoint(durable, env, session_id, result)
+    async def _loop(self, env: EnvironmentClient, model: Model, conversation: Conversation) -> None:
+        """The turns; a durable rollout checkpoints after each (``conversation.checkpoint``)."""
+        result, session_id = conversation.result, conversation.session_id
+        durable = conversation.checkpoints is not None
         has_user = env.has_user
         ending = env.ending_tools
         for _ in range(result.model_calls, self.max_steps):
@@ -133,8 +93,8 @@ class ToolCallingAgent:
             if not calls:
                 if not has_user or not await self._user_turn(conversation, session_id, env):
                     break
-                if durable is not None:
-                    await checkpoint(durable, env, session_id, result)
+                if durable:
+                    await conversation.checkpoint()
                 continue
             phase = time.perf_counter()
             ended: str | None = None
@@ -156,8 +116,8 @@ class ToolCallingAgent:
                 has_user and await self._user_turn(conversation, session_id, env)
             ):
                 break  # verified as it stands: no checkpoint, a resume redoes this turn
-            if durable is not None:
-                await checkpoint(durable, env, session_id, result)
+            if durable:
+                await conversation.checkpoint()
         else:  # the model still called tools (or the user still talked) when the budget ran out
             result.truncated = "max_steps"
 

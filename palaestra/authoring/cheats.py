@@ -34,6 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import run_episode
 from palaestra.agents.oracle import NoModel, Talk
 from palaestra.agents.tool_calling import request_params
@@ -314,7 +315,13 @@ class CheatAgent:
     async def preflight(self, env: EnvironmentClient, model: Model) -> None:
         """Nothing to check: the cheats need no model."""
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self,
+        task: JsonDict,
+        env: EnvironmentClient,
+        model: Model,
+        context: RolloutContext = NO_CONTEXT,
+    ) -> AgentResult:
         params = request_params(task, env)
 
         async def body(session_id: str, result: AgentResult) -> None:

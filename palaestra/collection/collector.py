@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from palaestra.agents.base import RolloutRunner
-from palaestra.agents.durable import DURABILITY, Durability
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
+from palaestra.agents.durable import Durability
 from palaestra.collection.aggregate import RunMetrics
 from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
 from palaestra.collection.digests import check_task_digests, tasks_digest
@@ -233,7 +234,7 @@ async def collect(runner: RolloutRunner, config: CollectConfig, progress: Progre
         finally:  # also when interrupted (Ctrl-C, SIGTERM): the aggregate of what is done
             run.close()
             progress.stop()
-            summary.endpoints = _endpoint_stats(runner)
+            summary.endpoints = runner.endpoint_stats()
             summary.paused_calls, summary.paused_seconds = _pauses(runner)
             try:
                 summary.aggregate = metrics.write(
@@ -348,8 +349,7 @@ class _Run:
     ) -> None:
         self.runner, self.config = runner, config
         self.checkpoints = checkpoints or CheckpointLog(checkpoints_path(config.output))
-        durable: bool = getattr(runner, "durable", True)
-        self._attempt_of = self._durable_attempt if durable else self._attempt
+        self._attempt_of = self._durable_attempt if runner.durable else self._attempt
         """How a rollout is attempted, chosen once: lent a ``Durability`` when the runner's
         rollouts may checkpoint (``RolloutRunner``: unless it says ``durable = False``),
         else as is (nothing for durability to pay)."""
@@ -417,11 +417,9 @@ class _Run:
         pair = (job.task.index, job.rollout_index)
         checkpoints = self.checkpoints
         durability = checkpoints.begin(pair)
-        token = DURABILITY.set(durability)
         try:
             outcome = await self._attempt(dispatched, job, durability)
         finally:
-            DURABILITY.reset(token)
             if checkpoints.error is not None:
                 error, checkpoints.error = checkpoints.error, None
                 raise error  # the run stops (``_worker``), resumable
@@ -441,7 +439,8 @@ class _Run:
         as it is when the runner returns (a dispatcher renews it when a worker dies); an
         attempt lent none has no rival (each rollout of a run starts once)."""
         try:
-            result = await self.runner.run(cast(JsonDict, dispatched))  # its task: a plain dict
+            context = NO_CONTEXT if durability is None else RolloutContext(durability)
+            result = await self.runner.run(cast(JsonDict, dispatched), context)  # a plain dict
         except ModelAuthError as error:  # every rollout would fail alike: write nothing
             self.stop(error.reason)
             return _ABANDONED
@@ -580,17 +579,12 @@ class _Run:
         self.checkpoints.close()
 
 
-def _endpoint_stats(runner: RolloutRunner) -> list[JsonDict]:
-    """A runner's per-endpoint model counts, when it has them (``BoundAgent`` over a pool)."""
-    stats = getattr(runner, "endpoint_stats", None)
-    return list(stats()) if callable(stats) else []
-
-
 def _pauses(runner: RolloutRunner) -> tuple[int, float]:
     """The model requests a runner's model (or its workers' models) saw paused, and the
     seconds they slept in pauses; none for a runner whose model runs elsewhere."""
-    workers = getattr(runner, "worker_counts", None)
-    counts = workers() if callable(workers) else runner_counts(runner)
+    counts = runner.worker_counts()
+    if counts is None:  # its rollouts run here
+        counts = runner_counts(runner)
     entries = counts.get("endpoints") or []
     calls = sum(int(entry.get("paused_calls") or 0) for entry in entries)
     return calls, sum(float(entry.get("paused_seconds") or 0.0) for entry in entries)

@@ -20,7 +20,7 @@ import socket
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from palaestra.distributed.dispatch import WorkerLost
+from palaestra.distributed.dispatch import Worker, WorkerLost
 from palaestra.distributed.local_cluster import LOOPBACK, local_cluster
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
@@ -146,7 +146,7 @@ def actor_class() -> Any:
     return RolloutActor
 
 
-class RayWorker:
+class RayWorker(Worker):
     """A worker actor, seen from the collector."""
 
     def __init__(

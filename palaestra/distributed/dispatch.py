@@ -29,7 +29,9 @@ from typing import Protocol
 
 import orjson
 
-from palaestra.agents.durable import DURABILITY, DURABLE_FIELD
+from palaestra.agents.base import RolloutRunner
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
+from palaestra.agents.durable import DURABLE_FIELD
 from palaestra.distributed.codec import decode_error, encode_task, result_of
 from palaestra.distributed.endpoints import added_up, merged, settled
 from palaestra.distributed.worker import COUNTS
@@ -56,9 +58,13 @@ class WorkerLost(PalaestraError):
 
 
 class Worker(Protocol):
-    """One worker, as the dispatcher drives it (``ProcessWorker``, ``RayWorker``)."""
+    """One worker, as the dispatcher drives it (``ProcessWorker``, ``RayWorker``); each
+    subclasses this protocol, so a worker that streams no checkpoints says nothing."""
 
     name: str
+    checkpoints: bool = False
+    """Whether it streams a durable rollout's checkpoints back while it runs it
+    (``run_durable``); False: a durable rollout runs on it as any other (``run``)."""
 
     async def start(self) -> JsonDict:
         """Start and open the run's parts: ``{"label", "facts"}`` or ``{"error": ...}``."""
@@ -68,16 +74,12 @@ class Worker(Protocol):
         """One encoded task to its encoded result; ``WorkerLost`` if the worker dies."""
         ...
 
+    async def run_durable(self, payload: bytes, on_checkpoint: Callable[[bytes], object]) -> bytes:
+        """``run``, each checkpoint of the rollout given to ``on_checkpoint`` as the JSON its
+        agent encoded (a worker that says ``checkpoints``); by default just ``run``."""
+        return await self.run(payload)
+
     async def stop(self) -> None: ...
-
-
-class CheckpointingWorker(Worker, Protocol):
-    """A worker that streams a durable rollout's checkpoints back while it runs it
-    (``ProcessWorker``): each goes to ``on_checkpoint`` as the JSON its agent encoded."""
-
-    async def run_durable(
-        self, payload: bytes, on_checkpoint: Callable[[bytes], object]
-    ) -> bytes: ...
 
 
 WorkerFactory = Callable[[int], Worker]
@@ -95,7 +97,7 @@ class _Slot:
     """Bumped at each replacement, so one death is handled once."""
 
 
-class Dispatcher:
+class Dispatcher(RolloutRunner):
     """A ``RolloutRunner`` over ``count`` workers made by ``factory``."""
 
     def __init__(
@@ -139,16 +141,16 @@ class Dispatcher:
     async def check(self) -> None:
         """Each worker checked its model when it started."""
 
-    async def run(self, task: JsonDict) -> AgentResult:
+    async def run(self, task: JsonDict, context: RolloutContext = NO_CONTEXT) -> AgentResult:
         """Run ``task`` on a worker until one returns its result.
 
         A durable rollout (the collector lent it a ``Durability``) runs on a worker that
-        streams its checkpoints (``CheckpointingWorker``) with them going to the collector;
+        streams its checkpoints (``Worker.checkpoints``) with them going to the collector;
         when that worker dies, the attempt is renewed (``Durability.renew``: a new epoch, so
         anything the old attempt still sends is refused) and the rerun continues from the
         last checkpoint instead of from the start."""
         payload = encode_task(task)
-        durability = DURABILITY.get()
+        durability = context.durability
         deaths = 0
         while True:
             alone = deaths > 0
@@ -156,19 +158,19 @@ class Dispatcher:
             worker, generation = slot.worker, slot.generation
             assert worker is not None
             slot.in_flight += 1
-            run_durable = getattr(worker, "run_durable", None) if durability else None
+            streamed = durability if worker.checkpoints else None
             try:
-                if run_durable is not None and durability is not None:
-                    lent = {"resume": durability.resume, "attempt": durability.attempt}
+                if streamed is not None:
+                    lent = {"resume": streamed.resume, "attempt": streamed.attempt}
                     body = encode_task({**task, DURABLE_FIELD: lent})
-                    reply = await run_durable(body, durability.save)
+                    reply = await worker.run_durable(body, streamed.save)
                 else:
                     reply = await worker.run(payload)
             except WorkerLost as lost:
                 deaths += 1
                 self._lost(slot, generation, lost.reason)
-                if run_durable is not None and durability is not None and durability.renew:
-                    durability.renew()
+                if streamed is not None and streamed.renew is not None:
+                    streamed.renew()
                 if deaths >= CRASHES_ALLOWED:
                     self._progressed()
                     crash = WorkerCrash(

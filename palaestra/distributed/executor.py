@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from palaestra.agents.base import RolloutRunner
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.collection.assembly import bound_facts, build_agent, served_version
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict
@@ -50,7 +52,7 @@ async def describe(spec: RunSpec, found: FoundEnvironment | None) -> tuple[str, 
     return f"{env_name}_{agent.name}", facts
 
 
-class Executor:
+class Executor(RolloutRunner):
     """A ``RolloutRunner`` whose ``check`` starts the workers (each checks its model), then
     dispatches every task to them; ``aclose`` stops them."""
 
@@ -72,9 +74,9 @@ class Executor:
                 f"the environment set its name or default_agent in __init__? Set them on its class"
             )
 
-    async def run(self, task: JsonDict) -> AgentResult:
+    async def run(self, task: JsonDict, context: RolloutContext = NO_CONTEXT) -> AgentResult:
         assert self.dispatcher is not None, "check the runner first"
-        return await self.dispatcher.run(task)
+        return await self.dispatcher.run(task, context)
 
     def endpoint_stats(self) -> list[JsonDict]:
         return self.dispatcher.endpoint_stats() if self.dispatcher is not None else []

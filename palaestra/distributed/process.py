@@ -37,7 +37,7 @@ import orjson
 
 from palaestra.distributed import shipping
 from palaestra.distributed.codec import encode_error
-from palaestra.distributed.dispatch import WorkerLost
+from palaestra.distributed.dispatch import Worker, WorkerLost
 from palaestra.types import JsonDict
 
 _HEADER = struct.Struct("!IQ")
@@ -62,8 +62,12 @@ async def read_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return ident, await reader.readexactly(length)
 
 
-class ProcessWorker:
+class ProcessWorker(Worker):
     """A worker process, seen from the collector."""
+
+    checkpoints = True
+    """It streams a durable rollout's checkpoints (``run_durable``): a rollout whose worker
+    died resumes from its last one."""
 
     def __init__(self, index: int, setup: bytes) -> None:
         self.name = f"worker {index}"
@@ -112,7 +116,7 @@ class ProcessWorker:
 
     async def run_durable(self, payload: bytes, on_checkpoint: Callable[[bytes], object]) -> bytes:
         """``run``, with each checkpoint the worker sends for the task given to
-        ``on_checkpoint`` (``dispatch.CheckpointingWorker``)."""
+        ``on_checkpoint`` (``dispatch.Worker.checkpoints``)."""
         ident = next(self._ids)
         self._checkpoints[ident] = on_checkpoint
         try:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from palaestra.agents.durable import DURABILITY, DURABLE_FIELD, Durability
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
+from palaestra.agents.durable import DURABLE_FIELD, Durability
 from palaestra.distributed.codec import decode_task, encode_error, encode_raised, encode_result
 from palaestra.observe.metrics_counts import runner_counts
 from palaestra.types import JsonDict
@@ -69,7 +70,7 @@ class WorkerRuntime:
         runner = self._runner
         task = decode_task(payload)
         lent = task.pop(DURABLE_FIELD, None)
-        token = None
+        context = NO_CONTEXT
         if isinstance(lent, dict) and send_checkpoint is not None:
             send = send_checkpoint
 
@@ -78,14 +79,11 @@ class WorkerRuntime:
                 return True  # fenced, if stale, by the collector
 
             durability = Durability(save, lent.get("resume"), int(lent.get("attempt") or 1))
-            token = DURABILITY.set(durability)
+            context = RolloutContext(durability)
         try:
-            result = await runner.run(task)
+            result = await runner.run(task, context)
         except Exception as error:  # the collector records it as it would in process
             return encode_raised(error, {COUNTS: runner_counts(runner)})
-        finally:
-            if token is not None:
-                DURABILITY.reset(token)
         return encode_result(result, {COUNTS: runner_counts(runner)})
 
     async def close(self) -> None:

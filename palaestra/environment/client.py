@@ -87,6 +87,10 @@ class EnvironmentClient(Protocol):
     ending_tools: frozenset[str]
     """The tools a call of which, when it runs, ends the episode (``tool(ends_episode=True)``:
     ``submit``): the agent asks the model no more after one."""
+    restorable: bool
+    """Whether the client can export a session's state (``export_state``) and open a session
+    from one (``restore``): its environment implements ``export_state`` and
+    ``restore_state``. Only then does a rollout checkpoint (``palaestra.agents.durable``)."""
 
     def tools(self) -> list[JsonDict]: ...
 

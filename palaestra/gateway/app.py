@@ -27,7 +27,7 @@ from palaestra.gateway.rollout import GatewayRollout, Prepared, UnknownResponse
 from palaestra.http.guard import DEFAULT_MAX_BODY, bearer_matches
 from palaestra.models.affinity import ROLLOUT_SCOPE
 from palaestra.models.chat_format import CHAT_REUSE, finish_reason
-from palaestra.models.versions import POLICY_CLOCK, served_by
+from palaestra.models.versions import served_by
 from palaestra.wire.protocol import SESSION_ID_HEADER, error_body
 
 if TYPE_CHECKING:
@@ -182,12 +182,11 @@ class GatewayApp:
         if not await gateway.admit():
             return error(503, "the gateway is closing", kind="unavailable")
         scope_token = ROLLOUT_SCOPE.set(rollout.scope)
-        clock_token = POLICY_CLOCK.set(rollout.clock)
         reuse_token = CHAT_REUSE.set(rollout.chat_reuse)
         answer = None
         try:
             answer = await gateway.model.respond(prepared.params)
-            version = served_by(answer)
+            version = served_by(answer, rollout.scope.clock)
         except asyncio.CancelledError:
             rollout.record(
                 prepared, api=request.api, stream=request.stream, started=started,
@@ -208,7 +207,6 @@ class GatewayApp:
             return error(500, f"the model failed: {reason}")
         finally:
             CHAT_REUSE.reset(reuse_token)
-            POLICY_CLOCK.reset(clock_token)
             ROLLOUT_SCOPE.reset(scope_token)
             gateway.release()
         rollout.record(

@@ -29,7 +29,6 @@ from palaestra.gateway.rollout import GatewayRollout
 from palaestra.http.announce import listen, listen_unix
 from palaestra.http.runner import make_server
 from palaestra.models.affinity import ROLLOUT_SCOPE, RolloutScope
-from palaestra.models.versions import POLICY_CLOCK
 from palaestra.transport import unix_url
 
 if TYPE_CHECKING:
@@ -176,12 +175,14 @@ class Gateway:
 
     # --- rollouts -----------------------------------------------------------------------
 
-    def open(self, rollout_id: str | None = None) -> GatewayRollout:
+    def open(
+        self, rollout_id: str | None = None, *, scope: RolloutScope | None = None
+    ) -> GatewayRollout:
         """A new rollout's endpoint: its ``base_url`` and ``api_key``.
 
-        Opened inside a rollout (``BoundAgent.run``, a trainer's sampler), the calls made on it
-        stay on that rollout's pool endpoint and record their policy versions there, as the
-        tool loop's calls do."""
+        Given the rollout's ``scope`` (an agent's ``RolloutContext.scope``), the calls made on
+        it stay on that rollout's pool endpoint and record their policy versions there, as the
+        tool loop's calls do; without one, the scope of the rollout it is opened in, if any."""
         if not self.url:
             raise RuntimeError("start the gateway before opening rollouts")
         if rollout_id is None:
@@ -195,8 +196,7 @@ class Gateway:
         rollout = GatewayRollout(
             rollout_id,
             self.url,
-            scope=ROLLOUT_SCOPE.get() or RolloutScope(rollout_id),
-            clock=POLICY_CLOCK.get(),
+            scope=scope or ROLLOUT_SCOPE.get() or RolloutScope(rollout_id),
             on_close=self._forget,
         )
         rollout.model = self.model_id

@@ -25,7 +25,6 @@ from palaestra.types import CALL_INDEX, CALL_PARENT, JsonDict, Producer, add_usa
 if TYPE_CHECKING:
     from palaestra.gateway.apis import Request
     from palaestra.models.affinity import RolloutScope
-    from palaestra.models.versions import PolicyClock
 
 _POLICY = Producer.POLICY.value
 _TOOL = Producer.TOOL.value
@@ -88,7 +87,6 @@ class GatewayRollout:
         root_url: str,
         *,
         scope: RolloutScope,
-        clock: PolicyClock | None,
         on_close: Callable[[GatewayRollout], None] | None = None,
     ) -> None:
         self.id = rollout_id
@@ -98,9 +96,8 @@ class GatewayRollout:
         self.calls: list[Call] = []
         self.closed = False
         self.scope = scope
-        """The model pools' view of this rollout (its endpoint, its policy versions)."""
-        self.clock = clock
-        """The policy clock of whoever opened the rollout (a trainer's sampler), if any."""
+        """The model pools' view of this rollout (its endpoint, its policy versions, the
+        policy clock of whoever opened it: a trainer's sampler)."""
         self._on_close = on_close
         self._lineage = Lineage()
         self._memo = Memo()

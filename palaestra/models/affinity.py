@@ -18,6 +18,8 @@ import os
 import re
 from contextvars import ContextVar, Token
 
+from palaestra.models.versions import PolicyClock
+
 
 class RolloutScope:
     """One rollout as the model pools see it: the endpoint each pool chose for it, and every
@@ -28,10 +30,13 @@ class RolloutScope:
     rollout).
     """
 
-    __slots__ = ("_key", "_token", "_user", "chosen", "hosted", "urls", "versions")
+    __slots__ = ("_key", "_token", "_user", "chosen", "clock", "hosted", "urls", "versions")
 
-    def __init__(self, key: str | None = None) -> None:
+    def __init__(self, key: str | None = None, clock: PolicyClock | None = None) -> None:
         self._key = key
+        self.clock = clock
+        """The policy clock of the rollouts this one belongs to (a trainer's sampler), which
+        versions the requests whose answers name no version (``models.versions.served_by``)."""
         self.chosen: dict[object, object] | None = None
         """Per pool, the endpoint this rollout sticks to (the pool's own object)."""
         self.urls: list[str] | None = None
@@ -61,7 +66,7 @@ class RolloutScope:
         user's calls still stick together, and the id says whose rollout they belong to."""
         user = self._user
         if user is None:
-            user = self._user = RolloutScope(f"{self.key[: MAX_KEY_CHARS - 5]}.user")
+            user = self._user = RolloutScope(f"{self.key[: MAX_KEY_CHARS - 5]}.user", self.clock)
         return user
 
     def assign(self, pool: object, endpoint: object, url: str) -> None:
@@ -91,7 +96,13 @@ class RolloutScope:
 
 
 ROLLOUT_SCOPE: ContextVar[RolloutScope | None] = ContextVar("palaestra_rollout_scope", default=None)
-"""The rollout the running task belongs to; None outside a rollout (calls go least-loaded)."""
+"""The rollout the running task belongs to; None outside a rollout (calls go least-loaded).
+
+A context variable, not an argument, because the readers sit beneath ``Model.respond(params)``
+(a pool choosing an endpoint, an HTTP client naming the rollout, a closed-book route), and
+``respond`` is called by agents and harnesses palaestra does not own. Agents get the scope
+as an argument (``RolloutContext.scope``); whoever calls a model for a rollout sets it from
+there, with ``with scope:`` (``BoundAgent.run``, the agent server, the gateway's handler)."""
 
 
 MAX_KEYED_SCOPES = 65_536

@@ -9,9 +9,9 @@ which. The version of a request is, in order of preference:
    ``weight_version``, or ``metadata.weight_version`` (SGLang's), an integer or a string of
    one (``engine_version``);
 2. the trainer's: the ``PolicyClock`` of the running rollouts (``RolloutSampler``'s
-   ``policy_version``, set by ``set_policy(..., version=N)`` or assigned), read when the
-   request is answered: an update lands between requests, so the version that answered is the
-   one current then.
+   ``policy_version``, set by ``set_policy(..., version=N)`` or assigned), which each of its
+   rollouts' scopes holds (``RolloutScope.clock``), read when the request is answered: an
+   update lands between requests, so the version that answered is the one current then.
 
 Each answered model request inside a rollout adds its version to the rollout's scope
 (``RolloutScope.versions``); the rollout's row keeps them (``_palaestra.policy_versions``).
@@ -21,7 +21,6 @@ never the policy's.
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Any
 
 from palaestra.types import JsonDict
@@ -34,10 +33,6 @@ class PolicyClock:
 
     def __init__(self, version: int | None = None) -> None:
         self.version = version
-
-
-POLICY_CLOCK: ContextVar[PolicyClock | None] = ContextVar("palaestra_policy_clock", default=None)
-"""The clock of the rollouts the running task belongs to (set by ``RolloutSampler``)."""
 
 
 def _as_version(value: Any) -> int | None:
@@ -59,8 +54,8 @@ def engine_version(answer: JsonDict) -> int | None:
     return None
 
 
-def served_by(answer: JsonDict) -> int | None:
-    """The version that served ``answer``: the engine's, else the running rollouts' clock.
+def served_by(answer: JsonDict, clock: PolicyClock | None) -> int | None:
+    """The version that served ``answer``: the engine's, else ``clock``'s (the rollout's).
 
     Every model answer of a rollout asks, and most report nothing (an empty ``metadata`` is
     the Responses API's default): three lookups rule the engine out before its reading."""
@@ -68,7 +63,6 @@ def served_by(answer: JsonDict) -> int | None:
         version = engine_version(answer)
         if version is not None:
             return version
-    clock = POLICY_CLOCK.get()
     return None if clock is None else clock.version
 
 

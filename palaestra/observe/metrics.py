@@ -210,7 +210,7 @@ def environment_families(client: LocalEnvironmentClient) -> Source:
             dict(client.tool_calls),
             dict(client.tool_errors),
             live=len(client.sessions),
-            expired=getattr(client.sessions, "expired", 0),
+            expired=client.sessions.expired,
             stuck=client.stuck_threads,
         )
         pool = client._pool  # started by the environment's first run_in_pool, or never

@@ -22,6 +22,9 @@ from bisect import bisect_left
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from palaestra.agents.base import BoundAgent, takes_context
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
+from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.types import FailureKind, JsonDict
 
 if TYPE_CHECKING:
@@ -182,12 +185,22 @@ class ObservedAgent:
         self.agent = agent
         self.name = agent.name
         self.counts = counts or RolloutCounts()
+        self._takes_context = takes_context(agent)
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self,
+        task: JsonDict,
+        env: EnvironmentClient,
+        model: Model,
+        context: RolloutContext = NO_CONTEXT,
+    ) -> AgentResult:
         counts = self.counts
         counts.rollout_started()
         try:
-            result = await self.agent.run(task, env, model)
+            if self._takes_context:
+                result = await self.agent.run(task, env, model, context)
+            else:  # an agent written before the context (warned when wrapped)
+                result = await self.agent.run(task, env, model)  # type: ignore[call-arg]
         except BaseException as error:  # a service unreachable, a cancelled request, a bug
             counts.rollout_failed(_kind_of(error), None)
             raise
@@ -243,17 +256,17 @@ def runner_counts(runner: object) -> JsonDict:
     every result, encoding included (measured: benchmarks/results/micro.md).
     """
     counts: JsonDict = {}
-    model: Any = getattr(runner, "model", None)
-    if model is not None:
-        counts["endpoints"] = endpoint_stats(model)
-        counts["pool"] = callable(getattr(model, "endpoint_stats", None))
-    env: Any = getattr(runner, "env", None)
-    tool_calls = getattr(env, "tool_calls", None)
-    if tool_calls is not None:  # a LocalEnvironmentClient; a served one counts on its server
-        counts["tools"] = dict(tool_calls)
+    if not isinstance(runner, BoundAgent):  # a served agent counts on its server
+        return counts
+    model = runner.model
+    counts["endpoints"] = endpoint_stats(model)
+    counts["pool"] = callable(getattr(model, "endpoint_stats", None))
+    env = runner.env
+    if isinstance(env, LocalEnvironmentClient):  # a served one counts on its server
+        counts["tools"] = dict(env.tool_calls)
         counts["tool_errors"] = [[tool, kind, n] for (tool, kind), n in env.tool_errors.items()]
         counts["sessions_live"] = len(env.sessions)
-        counts["sessions_expired"] = getattr(env.sessions, "expired", 0)
+        counts["sessions_expired"] = env.sessions.expired
         counts["stuck_threads"] = env.stuck_threads
     return counts
 

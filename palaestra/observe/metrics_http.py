@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from palaestra.gateway import GatewayCounts
     from palaestra.models.base import Model
     from palaestra.observe.metrics import Source
-    from palaestra.observe.metrics_counts import RolloutCounts
 
 METRICS = "/metrics"
 
@@ -74,11 +73,11 @@ def agent_metrics(agent: Agent, env: EnvironmentClient, model: Model) -> Sources
 
     def sources() -> list[Source]:
         from palaestra.observe import metrics
+        from palaestra.observe.metrics_counts import ObservedAgent
 
         found: list[Source] = []
-        counts: RolloutCounts | None = getattr(agent, "counts", None)
-        if counts is not None:
-            found.append(metrics.rollout_families(counts))
+        if isinstance(agent, ObservedAgent):
+            found.append(metrics.rollout_families(agent.counts))
         found.append(metrics.model_families(model))
         return found + local_sources(env)
 

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from palaestra.agents.base import RolloutRunner
     from palaestra.environment.client import EnvironmentClient
-    from palaestra.models.base import Model
     from palaestra.observe.metrics import Source
     from palaestra.observe.metrics_counts import RolloutCounts
 
@@ -15,18 +14,15 @@ if TYPE_CHECKING:
 def runner_sources(runner: RolloutRunner, counts: RolloutCounts) -> list[Source]:
     """A collector's sources: its rollouts, and the model and environment it runs here (or
     in its workers)."""
+    from palaestra.agents.base import BoundAgent
     from palaestra.observe import metrics
 
     found = [metrics.rollout_families(counts)]
-    model: Model | None = getattr(runner, "model", None)
-    if model is not None:  # an agent bound here; a served agent's model is its server's
-        found.append(metrics.model_families(model))
-    env = getattr(runner, "env", None)
-    if env is not None:
-        found += local_sources(env)
-    workers = getattr(runner, "worker_counts", None)
-    if callable(workers):  # rollouts run in workers: their model and environment counters
-        found.append(metrics.worker_families(workers))
+    if isinstance(runner, BoundAgent):  # a served agent's model and env are its servers'
+        found.append(metrics.model_families(runner.model))
+        found += local_sources(runner.env)
+    if runner.worker_counts() is not None:  # rollouts run in workers: their counters
+        found.append(metrics.worker_families(lambda: runner.worker_counts() or {}))
     return found
 
 

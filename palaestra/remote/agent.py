@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import orjson
 
+from palaestra.agents.base import RolloutRunner
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.environment.boundary import Boundary, describe
 from palaestra.errors import (
     AgentServerTimeout,
@@ -34,7 +36,7 @@ from palaestra.wire.protocol import (
 _CONNECT_SECONDS = 10.0
 
 
-class RemoteAgent:
+class RemoteAgent(RolloutRunner):
     """Sends each task to ``POST {url}/run`` and turns the answer back into an ``AgentResult``."""
 
     durable = False
@@ -89,7 +91,9 @@ class RemoteAgent:
         if not echoes_run(info):  # a palaestra agent server: the task need not come back
             self._run_headers = {**self._post_headers, NO_ECHO_HEADER: "1"}
 
-    async def run(self, task: JsonDict) -> AgentResult:
+    async def run(self, task: JsonDict, context: RolloutContext = NO_CONTEXT) -> AgentResult:
+        """Run ``task`` on the server; ``context`` lends it nothing (``durable = False``: the
+        server's rollouts do not checkpoint)."""
         try:
             with self._boundary:
                 answer = await self._http.request(

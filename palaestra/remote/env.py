@@ -134,6 +134,8 @@ class RemoteEnvironmentClient:
         """Whether the server announced a simulated user (``/user_turn``)."""
         self.ending_tools: frozenset[str] = frozenset()
         """The tools the server announced end the episode when called (``submit``)."""
+        self.restorable = False
+        """A served environment's state stays on its server: its rollouts do not checkpoint."""
         self.version: int | None = None
         """The environment's version the server announced (a palaestra server's ``/tools``)."""
         self._owns_http = http is None

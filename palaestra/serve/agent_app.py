@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from palaestra.agents.base import Agent, scoped
+from palaestra.agents.context import RolloutContext
 from palaestra.collection.aggregate import verify_answer_metrics
 from palaestra.collection.tasks import task_problem
 from palaestra.environment.client import EnvironmentClient
@@ -38,7 +39,7 @@ from palaestra.http.json import (
     require_objects,
 )
 from palaestra.http.sessions import header_of
-from palaestra.models.affinity import rollout_scope
+from palaestra.models.affinity import RolloutScope
 from palaestra.models.base import Model
 from palaestra.observe.metrics_counts import ObservedAgent
 from palaestra.observe.metrics_http import agent_metrics, metrics_route
@@ -74,8 +75,8 @@ def agent_app(
     async def run(request: Request) -> Response:
         task = await json_object(request)
         _check_task(task)
-        with rollout_scope() as scope:  # one rollout: a model pool keeps it on one endpoint
-            result = await agent.run(task, env, model)
+        with RolloutScope() as scope:  # one rollout: a model pool keeps it on one endpoint
+            result = await agent.run(task, env, model, RolloutContext(scope=scope))
         scoped(result, scope, closed_book)  # the endpoints, versions, closed-book: as in process
         echoed = {} if header_of(request, _NO_ECHO_HEADER) == "1" else task
         return JSONResponse(run_answer(echoed, result))
@@ -88,8 +89,8 @@ def agent_app(
         except InputError as error:
             raise RequestError(422, error.describe(), param=error.field) from None
         _check_task({PARAMS: params})
-        with rollout_scope():
-            result = await agent.run({PARAMS: params}, env, model)
+        with RolloutScope() as scope:
+            result = await agent.run({PARAMS: params}, env, model, RolloutContext(scope=scope))
         if result.response is None:
             failure = result.failure or Failure(FailureKind.INTERNAL_ERROR, "no response")
             return error_response(502, failure.reason, kind=str(failure.kind))

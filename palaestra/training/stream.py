@@ -43,7 +43,7 @@ from types import TracebackType
 from typing import Any, TypeAlias, cast
 
 from palaestra.agents.base import Agent, BoundAgent
-from palaestra.agents.durable import DURABILITY
+from palaestra.agents.context import RolloutContext
 from palaestra.collection.assembly import (
     AGENT_REF_TYPE,
     FoundEnvironment,
@@ -62,8 +62,9 @@ from palaestra.distributed.codec import encode_result, result_of
 from palaestra.environment.base import Environment
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ConfigError, ModelAuthError, RolloutFailure, ServiceUnreachable
+from palaestra.models.affinity import RolloutScope
 from palaestra.models.base import Model
-from palaestra.models.versions import POLICY_CLOCK, PolicyClock, version_age
+from palaestra.models.versions import PolicyClock, version_age
 from palaestra.observe.metrics_counts import StalenessCounts
 from palaestra.run.collect import default_concurrency, run_spec
 from palaestra.spec import EnvSpec, ModelConfig, RunSpec
@@ -408,14 +409,10 @@ class RolloutSampler:
         runner = BoundAgent(self._agent, self._env, self._model)
         jobs = ((item, sample) for item in pending for sample in range(item.group.size))
         finished: asyncio.Queue[Group | BaseException] = asyncio.Queue()
-        clock = POLICY_CLOCK.set(self.clock)  # the workers' copies of the context keep it
-        try:
-            workers = [
-                asyncio.create_task(self._work(runner, jobs, finished))
-                for _ in range(min(self.concurrency, sum(size for _, size in plan)))
-            ]
-        finally:
-            POLICY_CLOCK.reset(clock)
+        workers = [
+            asyncio.create_task(self._work(runner, jobs, finished))
+            for _ in range(min(self.concurrency, sum(size for _, size in plan)))
+        ]
         self._running += 1
         try:
             for _ in pending:
@@ -504,7 +501,9 @@ class RolloutSampler:
         task = cast(JsonDict, dispatched)
         log = self._checkpoints
         if log is None:
-            return self._outcome(await self._attempt(runner, task, identity), identity, version)
+            context = RolloutContext(scope=RolloutScope(clock=self.clock))
+            outcome = await self._attempt(runner, task, identity, context)
+            return self._outcome(outcome, identity, version)
         pair = (group.group_id, sample)
         durability = log.begin(pair)
         if item.attempts is None:
@@ -520,21 +519,23 @@ class RolloutSampler:
             except RolloutFailure as error:
                 return [failed_rollout(Failure(error.kind, error.reason), None, **identity)]
         durability.save = lambda checkpoint: save(_tagged(checkpoint, task_index))
-        token = DURABILITY.set(durability)
-        try:
-            outcome = await self._attempt(runner, task, identity)
-        finally:
-            DURABILITY.reset(token)
+        context = RolloutContext(durability, RolloutScope(clock=self.clock))
+        outcome = await self._attempt(runner, task, identity, context)
         if isinstance(outcome, AgentResult):  # kept until its group is whole (``_finish``)
             save(encode_result(outcome, {"task_index": task_index}))
         return self._outcome(outcome, identity, version)
 
     async def _attempt(
-        self, runner: BoundAgent, dispatched: JsonDict, identity: dict[str, Any]
+        self,
+        runner: BoundAgent,
+        dispatched: JsonDict,
+        identity: dict[str, Any],
+        context: RolloutContext,
     ) -> AgentResult | Rollout:
-        """The rollout's result, or its failed ``Rollout`` when the runner raised."""
+        """The rollout's result, or its failed ``Rollout`` when the runner raised. Its scope
+        holds the sampler's policy clock, which versions the calls an engine does not."""
         try:
-            return await runner.run(dispatched)  # its task: a plain dict
+            return await runner.run(dispatched, context)  # its task: a plain dict
         except ModelAuthError:
             raise  # every rollout would fail alike
         except ServiceUnreachable as error:

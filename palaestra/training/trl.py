@@ -143,7 +143,8 @@ class TrlEnvironment:
 
     def tasks(self, count: int, seed: int) -> list[JsonDict]:
         """``count`` task rows from the environment's generator (``generate_tasks``)."""
-        environment = getattr(self.client, "environment", None)
+        client = self.client
+        environment = client.environment if isinstance(client, LocalEnvironmentClient) else None
         if not isinstance(environment, Environment):
             raise ConfigError(f"environment '{self.name}' generates no tasks here")
         return list(environment.generate_tasks(count, seed))

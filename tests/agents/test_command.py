@@ -122,8 +122,8 @@ async def _run(agent: CommandAgent, client: LocalEnvironmentClient) -> tuple[Any
     opened: list[Any] = []
     open_rollout = gateway.open
 
-    def spy(rollout_id: str | None = None) -> Any:
-        opened.append(open_rollout(rollout_id))
+    def spy(rollout_id: str | None = None, *, scope: Any = None) -> Any:
+        opened.append(open_rollout(rollout_id, scope=scope))
         return opened[-1]
 
     gateway.open = spy  # type: ignore[method-assign]

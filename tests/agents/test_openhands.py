@@ -18,6 +18,7 @@ from palaestra.cli import cli
 from palaestra.envs.terminal.environment import Terminal
 from palaestra.errors import ConfigError
 from palaestra.gateway import Call, GatewayRollout
+from palaestra.models.affinity import RolloutScope
 from palaestra.training.tree import call_tree, training_sequences
 from palaestra.types import AgentResult, FailureKind, JsonDict, message_text
 from tests.agents.test_box_exec import _task
@@ -156,8 +157,8 @@ async def _rollout_calls(
     opened: list[GatewayRollout] = []
     open_rollout = gateway.open
 
-    def spy(rollout_id: str | None = None) -> GatewayRollout:
-        opened.append(open_rollout(rollout_id))
+    def spy(rollout_id: str | None = None, *, scope: RolloutScope | None = None) -> GatewayRollout:
+        opened.append(open_rollout(rollout_id, scope=scope))
         return opened[-1]
 
     gateway.open = spy  # type: ignore[method-assign]

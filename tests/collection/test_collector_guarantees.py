@@ -21,6 +21,8 @@ import orjson
 import pytest
 from rich.console import Console
 
+from palaestra.agents.base import RolloutRunner
+from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.cli.progress import summary_table
 from palaestra.collection.aggregate import aggregate
 from palaestra.collection.collector import CollectConfig, RunSummary, collect
@@ -40,7 +42,7 @@ from tests.collection.test_collector import Quiet, read_jsonl
 Outcome = Callable[[JsonDict], AgentResult]
 
 
-class Scripted:
+class Scripted(RolloutRunner):
     """A runner whose result for a task is ``outcome(task)``; an exception is raised."""
 
     def __init__(self, outcome: Outcome, *, check_error: Exception | None = None) -> None:
@@ -53,7 +55,7 @@ class Scripted:
         if self.check_error is not None:
             raise self.check_error
 
-    async def run(self, task: JsonDict) -> AgentResult:
+    async def run(self, task: JsonDict, context: RolloutContext = NO_CONTEXT) -> AgentResult:
         self.runs += 1
         if self.gate is not None:
             await self.gate.wait()

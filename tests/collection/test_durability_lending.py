@@ -9,8 +9,9 @@ from pathlib import Path
 import orjson
 
 from palaestra import LocalEnvironmentClient
-from palaestra.agents import BoundAgent, ToolCallingAgent
-from palaestra.agents.durable import DURABILITY, Durability
+from palaestra.agents import BoundAgent, RolloutContext, RolloutRunner, ToolCallingAgent
+from palaestra.agents.context import NO_CONTEXT
+from palaestra.agents.durable import Durability
 from palaestra.collection.collector import CollectConfig, collect
 from palaestra.types import AgentResult, JsonDict, Verdict
 from tests.collection.test_collector import Quiet
@@ -18,7 +19,7 @@ from tests.support.durable_ledger import DurableLedger, RestartingLedger
 from tests.support.fake_model import FakeModel
 
 
-class Recorder:
+class Recorder(RolloutRunner):
     """A runner that notes what each rollout was lent, and scores it 1."""
 
     def __init__(self, durable: bool | None) -> None:
@@ -28,8 +29,8 @@ class Recorder:
 
     async def check(self) -> None: ...
 
-    async def run(self, task: JsonDict) -> AgentResult:
-        self.lent.append(DURABILITY.get())
+    async def run(self, task: JsonDict, context: RolloutContext = NO_CONTEXT) -> AgentResult:
+        self.lent.append(context.durability)
         return AgentResult(response={"output": []}, verdict=Verdict(1.0))
 
 

@@ -20,8 +20,8 @@ from palaestra import (
     StepResult,
     ToolCallingAgent,
 )
-from palaestra.agents import BoundAgent
-from palaestra.agents.durable import DURABILITY
+from palaestra.agents import BoundAgent, RolloutContext
+from palaestra.agents.context import NO_CONTEXT
 from palaestra.agents.step import StepAgent
 from palaestra.collection import collector as collector_module
 from palaestra.collection.checkpoints import CheckpointLog, checkpoints_path
@@ -229,8 +229,8 @@ async def test_the_collector_refuses_the_record_of_a_superseded_attempt(
     monkeypatch.setattr(collector_module.CheckpointLog, "load", remembered)
 
     class Superseded(BoundAgent):
-        async def run(self, task: JsonDict) -> AgentResult:
-            result = await super().run(task)
+        async def run(self, task: JsonDict, context: RolloutContext = NO_CONTEXT) -> AgentResult:
+            result = await super().run(task, context)
             logs[-1].begin((task["_ng_task_index"], task["_ng_rollout_index"]))  # a newer one
             return result
 
@@ -338,13 +338,11 @@ async def test_a_turn_is_checkpointed_by_its_own_items_and_resumed_from_them_who
     task = {**rows(tasks)[0], "_ng_task_index": 0, "_ng_rollout_index": 0}
     path = tmp_path / "c.jsonl"
     log = CheckpointLog(path)
-    token = DURABILITY.set(log.begin((0, 0)))
-    try:
-        client = LocalEnvironmentClient(DurableLedger())
-        result = await ToolCallingAgent(max_steps=20).run(task, client, FakeModel(ledger_script()))
-        await client.aclose()
-    finally:
-        DURABILITY.reset(token)
+    context = RolloutContext(log.begin((0, 0)))
+    client = LocalEnvironmentClient(DurableLedger())
+    agent = ToolCallingAgent(max_steps=20)
+    result = await agent.run(task, client, FakeModel(ledger_script()), context)
+    await client.aclose()
     await asyncio.sleep(0)  # the loop turn's lines are written
     written = [line["checkpoint"] for line in rows(path)]
     assert [len(part["items"]) for part in written] == [0] + [2] * TURNS

@@ -8,12 +8,12 @@ import asyncio
 import pytest
 
 from palaestra.distributed.codec import decode_task, encode_result
-from palaestra.distributed.dispatch import CRASHES_ALLOWED, Dispatcher, WorkerLost
+from palaestra.distributed.dispatch import CRASHES_ALLOWED, Dispatcher, Worker, WorkerLost
 from palaestra.errors import RunStopped, WorkerCrash
 from palaestra.types import AgentResult, JsonDict, Verdict
 
 
-class FakeWorker:
+class FakeWorker(Worker):
     """Answers after a few loop turns; a task with ``"kill"`` kills it and all it runs."""
 
     def __init__(self, index: int, *, starts: bool = True) -> None:

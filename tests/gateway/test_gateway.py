@@ -11,9 +11,11 @@ import openai
 import pytest
 
 from palaestra.gateway import Gateway, GatewayRollout
+from palaestra.models.affinity import RolloutScope
 from palaestra.models.chat_format import responses_to_chat
 from palaestra.models.openai.chat import OpenAIChatModel
 from palaestra.models.openai.responses import OpenAIResponsesModel
+from palaestra.models.versions import PolicyClock
 from palaestra.training.tree import call_tree
 from palaestra.types import JsonDict
 from tests.support.open_responses import response_problems, stream_problems
@@ -113,6 +115,22 @@ async def test_a_tool_call_round_trip_over_chat_completions_is_one_continued_tra
     ]
     assert rollout.producers == [k[2] for k in kinds]
     assert trajectory["usage"]["total_tokens"] == 30
+
+
+async def test_a_rollout_opened_on_an_agent_s_scope_records_its_policy_clock(
+    gateway: Gateway,
+) -> None:
+    """An agent opens its harness's rollout on its context's scope (``open(scope=...)``): the
+    calls are versioned by that scope's clock (a trainer's) and recorded in the scope."""
+    clock = PolicyClock(7)
+    scope = RolloutScope(clock=clock)
+    rollout = gateway.open(scope=scope)
+    client = _client(rollout)
+    await client.chat.completions.create(model="m", messages=_ask())
+    clock.version = 8  # the trainer's weights were updated between two calls
+    await client.chat.completions.create(model="m", messages=_ask())
+    assert [call.policy_version for call in rollout.calls] == [7, 8]
+    assert scope.versions == [7, 8]
 
 
 async def test_an_edited_history_starts_a_new_branch(gateway: Gateway) -> None:

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from palaestra.agents import RolloutContext
 from palaestra.environment.client import EnvironmentClient
 from palaestra.errors import ModelUnreachable
 from palaestra.models.base import Model
@@ -53,7 +54,9 @@ class Scripted:
     def __init__(self, outcomes: list[AgentResult | BaseException]) -> None:
         self.outcomes = outcomes
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self, task: JsonDict, env: EnvironmentClient, model: Model, context: RolloutContext
+    ) -> AgentResult:
         outcome = self.outcomes.pop(0)
         if isinstance(outcome, BaseException):
             raise outcome

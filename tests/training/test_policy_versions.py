@@ -9,8 +9,8 @@ from palaestra.collection.records import rollout_row
 from palaestra.environment.users import ModelUser
 from palaestra.errors import ConfigError
 from palaestra.models import ModelConfig, build_model
-from palaestra.models.affinity import rollout_scope
-from palaestra.models.versions import POLICY_CLOCK, PolicyClock, engine_version, span
+from palaestra.models.affinity import RolloutScope
+from palaestra.models.versions import PolicyClock, engine_version, span
 from palaestra.training import RolloutSampler
 from palaestra.types import AgentResult, JsonDict, Verdict
 from tests.models.openai.test_resume import Adder, Updates, _script, _task
@@ -45,13 +45,11 @@ async def test_rows_keep_the_versions_and_a_user_s_calls_are_not_the_policy_s() 
     with ScriptedModelServer(lambda params: text_response("DONE")) as server:
         model = build_model(ModelConfig(url=server.url, model="m", api="responses"))
         user = ModelUser(model, "You are Ana.")
-        token = POLICY_CLOCK.set(clock)
         try:
-            with rollout_scope() as scope:
+            with RolloutScope(clock=clock) as scope:
                 await model.respond({"input": "the policy's call"})
                 await user.reply([{"role": "user", "content": "hi"}])
         finally:
-            POLICY_CLOCK.reset(token)
             await model.aclose()
     assert scope.versions == [5]  # the policy's call only: the user's is in its own scope
     assert scope.user().versions == [5]

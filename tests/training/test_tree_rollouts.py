@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from palaestra.agents import RolloutContext
 from palaestra.agents.episode import Conversation, run_episode
 from palaestra.agents.registry import AGENTS
 from palaestra.agents.tool_calling import call_id_of, parse_arguments, request_params
@@ -36,7 +37,9 @@ class CompactingAgent:
     def __init__(self, bump_version: bool = False) -> None:
         self.bump_version = bump_version
 
-    async def run(self, task: JsonDict, env: EnvironmentClient, model: Model) -> AgentResult:
+    async def run(
+        self, task: JsonDict, env: EnvironmentClient, model: Model, context: RolloutContext
+    ) -> AgentResult:
         params = request_params(task, env)
 
         async def line(conversation: Conversation, session_id: str, turns: int) -> None:

@@ -20,7 +20,11 @@ if TYPE_CHECKING:
 
 CHAT_REUSE: ContextVar[ChatReuse | None] = ContextVar("palaestra_chat_reuse", default=None)
 """What the running call's caller converted before (``palaestra.models.chat_format.reuse``):
-set, ``responses_to_chat`` converts only the input items the caller's recent calls did not."""
+set, ``responses_to_chat`` converts only the input items the caller's recent calls did not.
+
+A context variable, not an argument, because it is read beneath ``Model.respond(params)``,
+inside whichever chat model serves the call; set in one place, by the gateway around each
+call of a rollout (``GatewayRollout.chat_reuse``)."""
 
 _SAMPLING_FIELDS = ("temperature", "top_p", "parallel_tool_calls", "model", "seed")
 

@@ -140,7 +140,7 @@ class RemoteEndpoint:
             raise hung from None
         self.timeouts_in_a_row = 0
         if scope is not None:
-            version = served_by(answer)
+            version = served_by(answer, scope.clock)
             if version is not None:
                 if scope.versions is None:
                     scope.versions = [version]
