@@ -7,6 +7,7 @@ these types name the shapes and hold the few helpers that build them.
 from __future__ import annotations
 
 import enum
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,12 +177,13 @@ def output_as_text(output: ToolOutput) -> str:
 
 
 def function_call_output(call_id: str, output: ToolOutput) -> JsonDict:
-    """A tool's output item, as NeMo Gym writes it (its field order; ``id`` unknown: null)."""
+    """A tool's output item, in NeMo Gym's field order, with an id of its own (Open Responses
+    wants one on every item; made here, it need not be made later from the item's place)."""
     return {
         "call_id": call_id,
         "output": output,
         "type": "function_call_output",
-        "id": None,
+        "id": f"fco_{os.urandom(12).hex()}",
         "status": "completed",
     }
 
@@ -294,6 +296,9 @@ class AgentResult:
     hosted_tools_dropped: list[str] | None = None
     """The hosted tool types a closed-book route kept out of its requests (a task that named
     ``web_search``); None when none was asked for. Set by ``BoundAgent``."""
+    conformed: bool = False
+    """Whether ``response`` is an Open Responses Response already (``run_episode`` made it
+    so before verifying it): the row then writes it as it is, without walking it again."""
 
     def add_time(self, phase: str, started: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - started

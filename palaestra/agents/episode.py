@@ -23,7 +23,6 @@ NeMo Gym verifier accepts it and a row reads as NeMo Gym's own.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -52,6 +51,7 @@ from palaestra.types import (
     empty_usage,
     input_items,
 )
+from palaestra.wire.open_responses import Layout
 from palaestra.wire.rows import PARAMS
 
 Body = Callable[[str, AgentResult], Awaitable[None]]
@@ -98,6 +98,7 @@ async def run_episode(
         if result.response is None:
             raise RolloutFailure("the agent produced no response")
         result.response = whole_response(result.response, task)
+        result.conformed = True
         phase = time.perf_counter()
         verdict = await env.verify(session_id, task, result.response)
         result.add_time("verify", phase)
@@ -111,6 +112,7 @@ async def run_episode(
         result.failure = Failure(failure.kind, failure.reason)
         if result.response is not None:  # the trajectory so far, in the same form
             result.response = whole_response(result.response, task)
+            result.conformed = True
     finally:
         if session_id is not None:
             await close_session(env, session_id, result)
@@ -168,29 +170,21 @@ _ECHOED = frozenset(_RESPONSE_FIELDS) - {
 """Fields a Response echoes from its request (what NeMo Gym's vLLM model server copies)."""
 
 
+_NEMO_GYM = Layout(_RESPONSE_FIELDS, _ECHOED)
+
+
 def whole_response(response: JsonDict, task: JsonDict) -> JsonDict:
-    """``response`` with every field of NeMo Gym's ``Response``, in its order.
+    """``response`` with every field of NeMo Gym's ``Response``, in its order, conformed to
+    Open Responses (``palaestra.wire.open_responses.conform``): the verifier and the row read
+    the same Response, and the row's builder need not walk it again.
 
     What the model answered wins; a field it left out is the request's setting (``model``,
-    ``tools``, sampling), else null (or OpenAI's default). Fields NeMo Gym does not know (token
-    ids a backend added) follow. An id, a creation time and a model name are required by the
-    schema, so a trajectory that got none (no model call answered) is given them.
-    Idempotent and cheap (three dict merges in C).
+    ``tools``, sampling), else null (or the spec's default). Fields NeMo Gym does not know
+    (token ids a backend added) follow, then the spec's own. An id, a creation time and a
+    model name are required by the schema, so a trajectory that got none (no model call
+    answered) is given them. Idempotent.
     """
-    params = task.get(PARAMS)
-    echoed = {k: v for k, v in params.items() if k in _ECHOED} if isinstance(params, dict) else {}
-    whole = {**_RESPONSE_FIELDS, **echoed, **response}
-    if whole["id"] is None:
-        whole["id"] = f"resp_{os.urandom(12).hex()}"
-    if whole["created_at"] is None:
-        whole["created_at"] = int(time.time())
-    if whole["model"] is None:
-        whole["model"] = ""
-    if whole["output"] is None:
-        whole["output"] = []
-    if whole["tools"] is None:
-        whole["tools"] = []
-    return whole
+    return _NEMO_GYM.conform(response, task.get(PARAMS))
 
 
 Turns = Callable[["Conversation"], Awaitable[None]]

@@ -101,9 +101,10 @@ def failure_row(
 
 
 def _trajectory(result: AgentResult, dispatched: TaskRow) -> JsonDict | None:
-    """The rollout's Response as the spec has it (None when the agent made none)."""
-    if result.response is None:
-        return None
+    """The rollout's Response as the spec has it (None when the agent made none): as it is
+    when ``run_episode`` conformed it already (``AgentResult.conformed``)."""
+    if result.response is None or result.conformed:
+        return result.response
     return conform(result.response, dispatched.get(PARAMS))
 
 

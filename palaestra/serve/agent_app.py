@@ -94,7 +94,7 @@ def agent_app(
         if result.response is None:
             failure = result.failure or Failure(FailureKind.INTERNAL_ERROR, "no response")
             return error_response(502, failure.reason, kind=str(failure.kind))
-        response = conform(result.response, params)
+        response = result.response if result.conformed else conform(result.response, params)
         if stream:
             return Response(event_stream(response), media_type="text/event-stream")
         return JSONResponse(response)

@@ -11,6 +11,8 @@ spec). palaestra's model and agent servers answer ``POST /v1/responses`` with it
   function tool the fields a ``FunctionTool`` has. Fields the spec does not know (the token ids
   on output items, NeMo Gym's ``conversation``/``prompt``/``user``) stay where they are: the
   spec lets an implementation extend its schemas (docs/peers.md lists palaestra's).
+- ``Layout(fields, echoed).conform(response, params)``: the same, laid out in another
+  dialect's field order (NeMo Gym's, for a rollout's trajectory) in one pass.
 - ``event_stream(response)``: the same Response as the spec's server-sent events, from
   ``response.created`` to its terminal event, each with its ``sequence_number``, then
   ``data: [DONE]``. palaestra's models answer whole, so a stream is written once the answer is
@@ -23,6 +25,7 @@ ones the spec adds, so a row stays a NeMo Gym ``Response`` as well.
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import time
 from collections.abc import Iterable
@@ -91,6 +94,7 @@ _ID_PREFIXES: Final = {
     "reasoning": "rs",
 }
 _STATUSES: Final = frozenset({"in_progress", "completed", "incomplete"})
+_SETTING_VALUES: Final = operator.itemgetter(*_SETTINGS)
 
 
 def _new_id(prefix: str) -> str:
@@ -137,6 +141,11 @@ def conform(response: JsonDict, params: JsonDict | None = None) -> JsonDict:
         if whole.get(key) is None:
             value = asked.get(key)
             whole[key] = default if value is None else value
+    return _conform_parts(whole, asked)
+
+
+def _conform_parts(whole: JsonDict, asked: JsonDict) -> JsonDict:
+    """``conform``'s part after the top-level fields: text, tools, items, usage, details."""
     text = whole["text"]
     if text is _SETTINGS["text"]:  # each Response its own: a row's text is not the default's
         whole["text"] = {"format": {"type": "text"}, "verbosity": "medium"}
@@ -164,6 +173,79 @@ def conform(response: JsonDict, params: JsonDict | None = None) -> JsonDict:
     if isinstance(details, dict) and not isinstance(details.get("reason"), str):
         whole["incomplete_details"] = {**details, "reason": _UNNAMED_REASON}
     return whole
+
+
+class Layout:
+    """Responses laid out as another dialect has them (NeMo Gym's ``Response``, in a row), and
+    conformed in the same pass.
+
+    ``fields`` are the dialect's fields in its order with the value each has when nothing is
+    known; ``echoed`` the ones a Response takes from its request. ``conform(response, params)``
+    equals ``conform`` of ``{**fields, **echoed params, **response}`` (with a missing ``id``,
+    ``created_at``, ``model``, ``output`` and ``tools`` as the dialect fills them), in that
+    order, but is built on a template made once: where a Response is assembled, so that its
+    verifier and its row read it conformed and nothing walks it twice.
+    """
+
+    __slots__ = ("echoed", "requested", "tail", "template")
+
+    def __init__(self, fields: JsonDict, echoed: frozenset[str]) -> None:
+        template = dict(fields)
+        for key, default in _SETTINGS.items():  # the spec's defaults where the dialect has none
+            if key in template and template[key] is None:
+                template[key] = default
+        self.template: Final = template
+        self.echoed: Final = echoed
+        self.requested: Final = frozenset(_NULLABLE) | frozenset(_SETTINGS)
+        """Request fields a Response takes when it has no value of its own."""
+        self.tail: Final = {
+            key: _SETTINGS.get(key)
+            for key in ("completed_at", *_NULLABLE, *_SETTINGS)
+            if key not in template
+        }
+        """The spec's fields the dialect lacks, appended after the Response's own."""
+
+    def conform(self, response: JsonDict, params: JsonDict | None) -> JsonDict:
+        """``response`` (untouched) laid out and conformed, answering create ``params``."""
+        asked = params if isinstance(params, dict) else _NO_PARAMS
+        whole = self.template.copy()
+        requested: list[str] = []
+        for key, value in asked.items():
+            if key in self.echoed:
+                whole[key] = value
+            if key in self.requested:
+                requested.append(key)
+        whole.update(response)
+        for key, default in self.tail.items():
+            if key not in whole:
+                whole[key] = default
+        for key in requested:  # the request's value where the answer has none
+            if response.get(key) is None and asked[key] is not None:
+                whole[key] = asked[key]
+        if None in _SETTING_VALUES(whole):  # a null the answer and the request both left
+            for key, default in _SETTINGS.items():
+                if whole[key] is None:
+                    whole[key] = default
+        if not isinstance(whole["id"], str):
+            whole["id"] = _new_id("resp")
+        created = whole["created_at"]
+        if created.__class__ is not int:
+            whole["created_at"] = (
+                int(created) if isinstance(created, int | float) else int(time.time())
+            )
+        model = whole["model"]
+        if not isinstance(model, str):
+            model = None if model is None else asked.get("model")
+            whole["model"] = model if isinstance(model, str) else ""
+        status = whole["status"]
+        if not isinstance(status, str):
+            status = whole["status"] = "completed"
+        if status == "completed":
+            if not isinstance(whole["completed_at"], int):
+                whole["completed_at"] = int(time.time())
+        else:
+            whole["completed_at"] = None
+        return _conform_parts(whole, asked)
 
 
 def _tool(tool: Any) -> Any:

@@ -355,7 +355,9 @@ def run_answer(task: JsonDict, result: AgentResult) -> JsonDict:
     ``response`` is an Open Responses ``Response``, as in palaestra's own rows.
     """
     failure = result.failure or (result.verdict.failure if result.verdict else None)
-    response = None if result.response is None else conform(result.response, task.get(PARAMS))
+    response = result.response
+    if response is not None and not result.conformed:
+        response = conform(response, task.get(PARAMS))
     facts = {
         "model_calls": result.model_calls,
         "tool_calls": result.tool_calls,

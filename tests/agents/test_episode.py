@@ -17,6 +17,7 @@ from palaestra.http.runner import BackgroundServer
 from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.types import FailureKind, JsonDict
 from tests.support.fake_model import FakeModel, say
+from tests.support.open_responses import response_problems
 
 BROKEN_VERDICTS: list[object] = [
     math.nan,
@@ -121,6 +122,8 @@ NEMO_GYM_RESPONSE_FIELDS = [  # nemo_gym.openai_utils.NeMoGymResponse.model_fiel
     "prompt", "prompt_cache_key", "reasoning", "safety_identifier", "service_tier", "status",
     "text", "top_logprobs", "truncation", "usage", "user",
 ]  # fmt: skip
+SPEC_ADDS = ["completed_at", "presence_penalty", "frequency_penalty", "store"]
+"""What Open Responses requires beyond NeMo Gym's fields, appended after them."""
 
 
 class Scores(Environment):
@@ -138,8 +141,8 @@ async def test_the_trajectory_response_has_nemo_gym_s_fields_in_its_order_null_w
     )
     assert result.response is not None and result.verdict is not None
     whole = result.response
-    assert list(whole) == NEMO_GYM_RESPONSE_FIELDS  # before: output, usage, status
-    assert (whole["temperature"], whole["model"], whole["top_p"]) == (0.7, "m1", None)
+    assert list(whole) == [*NEMO_GYM_RESPONSE_FIELDS, *SPEC_ADDS]  # before: output, usage, status
+    assert (whole["temperature"], whole["model"], whole["top_p"]) == (0.7, "m1", 1.0)
     assert (whole["tools"], whole["tool_choice"], whole["parallel_tool_calls"]) == (
         [],
         "auto",
@@ -152,7 +155,7 @@ async def test_the_trajectory_response_has_nemo_gym_s_fields_in_its_order_null_w
         task, LocalEnvironmentClient(Scores()), FakeModel(lambda params: echoed)
     )
     assert result.response is not None
-    assert list(result.response) == [*NEMO_GYM_RESPONSE_FIELDS, "extra"]  # what the model said wins
+    assert list(result.response) == [*NEMO_GYM_RESPONSE_FIELDS, "extra", *SPEC_ADDS]  # its own wins
     assert (result.response["id"], result.response["temperature"]) == ("resp_model", 0.2)
 
 
@@ -166,7 +169,33 @@ async def test_a_failed_rollout_keeps_its_partial_trajectory_in_the_same_form() 
         task, LocalEnvironmentClient(Fails()), FakeModel(lambda params: say("4"))
     )
     assert result.failure is not None and result.response is not None
-    assert list(result.response) == NEMO_GYM_RESPONSE_FIELDS
+    assert list(result.response) == [*NEMO_GYM_RESPONSE_FIELDS, *SPEC_ADDS]
+    assert result.conformed and response_problems(result.response) == []
+
+
+class Keeps(Environment):
+    """verify keeps the Response it was given."""
+
+    def __init__(self) -> None:
+        self.seen: list[JsonDict] = []
+
+    def verify(self, session: Session, response: JsonDict) -> Verdict:
+        self.seen.append(response)
+        return Verdict(reward=1.0)
+
+
+async def test_the_verifier_and_the_row_read_one_open_responses_response() -> None:
+    env = Keeps()
+    tools = [{"type": "function", "name": "f"}]
+    task = {"responses_create_params": {"input": "hi", "tools": tools}}
+    answer = {"output": [{"type": "message", "role": "assistant", "content": "4"}]}
+    result = await SingleTurnAgent().run(
+        task, LocalEnvironmentClient(env), FakeModel(lambda params: answer)
+    )
+    assert result.response is not None and result.conformed
+    assert env.seen == [result.response]  # what the verifier read is what the row writes
+    assert response_problems(result.response) == []  # ids, parts and the tool's fields made
+    assert result.response["output"][0]["content"][0]["type"] == "output_text"
 
 
 async def test_a_client_whose_close_has_a_bug_fails_the_rollout_as_env_error_naming_it() -> None:

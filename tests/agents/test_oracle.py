@@ -15,7 +15,7 @@ from palaestra.agents.oracle import NULL_TEXT, ORACLE_TEXT, NoModel, NullAgent, 
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.errors import ConfigError, ModelUnreachable
 from palaestra.models.base import ModelStats
-from palaestra.types import AgentResult, FailureKind, output_text
+from palaestra.types import AgentResult, FailureKind, message_text, output_text
 from tests.support.gold_envs import Balance, Dictation, Ledger
 
 PAY = {"responses_create_params": {"input": "Pay 5."}, "amount": 5}
@@ -79,7 +79,7 @@ def test_the_oracle_replays_each_turn_after_the_scripted_user_speaks() -> None:
         *("function_call", "function_call_output", "assistant"),
     ]
     assert result.response is not None
-    assert result.response["output"][3]["content"] == "banana"
+    assert message_text(result.response["output"][3]) == "banana"
     assert result.producers == ["policy", "tool", "policy", "user", "policy", "tool", "policy"]
     assert (result.user_turns, result.tool_calls, result.truncated) == (1, 2, None)
 

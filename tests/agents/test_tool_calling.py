@@ -48,13 +48,15 @@ async def test_loop_runs_tools_feeds_outputs_back_and_sums_usage() -> None:
     assert result.response is not None
     kinds = [item["type"] for item in result.response["output"]]
     assert kinds == ["function_call", "function_call_output"] * 2 + ["message"]
-    assert result.response["output"][1] == {  # NeMo Gym's item, id and status included
+    tool_output = result.response["output"][1]
+    assert tool_output == {  # NeMo Gym's item, in its order, with an id of its own
         "call_id": "c0",
         "output": "noted 1",
         "type": "function_call_output",
-        "id": None,
+        "id": tool_output["id"],
         "status": "completed",
     }
+    assert list(tool_output)[3] == "id" and tool_output["id"].startswith("fco_")
     assert result.response["usage"]["total_tokens"] == 30
     # tools come from the environment when the task names none, and the input is replayed
     assert [t["name"] for t in model.requests[0]["tools"]] == ["note", "broken"]

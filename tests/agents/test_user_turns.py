@@ -6,7 +6,7 @@ from palaestra import Environment, LocalEnvironmentClient, Session, tool
 from palaestra.agents import ToolCallingAgent
 from palaestra.environment.users import UserTurn
 from palaestra.errors import ModelError
-from palaestra.types import FailureKind, JsonDict
+from palaestra.types import FailureKind, JsonDict, message_text
 from tests.environment.test_users import Answering
 from tests.support.fake_model import FakeModel, call, response, say
 from tests.support.user_envs import Interview, ModelInterview
@@ -44,7 +44,7 @@ async def test_a_scripted_user_is_heard_turn_by_turn_until_it_is_done() -> None:
     output = result.response["output"]
     assert result.producers == ["policy", "user", "policy", "tool", "policy", "user", "policy"]
     assert len(output) == len(result.producers)
-    assert output[1] == {"type": "message", "role": "user", "content": "book it"}
+    assert (output[1]["role"], message_text(output[1])) == ("user", "book it")
     assert "user" in result.timings
 
 

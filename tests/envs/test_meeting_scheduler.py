@@ -13,7 +13,7 @@ from palaestra.envs.meeting_scheduler.environment import (
     parse_slot,
     task,
 )
-from palaestra.types import JsonDict
+from palaestra.types import JsonDict, message_text
 from tests.support.fake_model import FakeModel, say
 
 CONSTRAINTS: JsonDict = {
@@ -68,7 +68,7 @@ async def test_negotiation_reaches_a_slot_that_fits_every_constraint() -> None:
     assert result.verdict.metrics == {"proposals": 4, "constraints_revealed": 3}
     assert result.verdict.step_rewards == [0.0, 0.0, 0.0, 1.0]
     user_turns = [
-        i["content"]
+        message_text(i)
         for i in result.response["output"]  # type: ignore[index]
         if i.get("role") == "user"
     ]

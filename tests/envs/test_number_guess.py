@@ -7,7 +7,7 @@ from palaestra.agents import StepAgent
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.registry import find_environment
 from palaestra.envs.number_guess.environment import NumberGuess, task
-from palaestra.types import JsonDict
+from palaestra.types import JsonDict, message_text
 from tests.support.fake_model import FakeModel, say
 
 
@@ -51,7 +51,7 @@ async def test_out_of_turns_or_nonsense_scores_zero() -> None:
         task(low=1, high=10, target=7), env, FakeModel(lambda p: say("I think... seven?"))
     )
     assert chatter.verdict is not None and chatter.verdict.metrics["guesses"] == 0
-    hint = chatter.response["output"][2]["content"]  # type: ignore[index]
+    hint = message_text(chatter.response["output"][2])  # type: ignore[index]
     assert "not a number" in hint
 
 

@@ -15,7 +15,7 @@ from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.serve.env_app import environment_app
 from palaestra.spec import ModelConfig
 from palaestra.transport import HttpAnswer, HttpClient
-from palaestra.types import FailureKind, JsonDict
+from palaestra.types import FailureKind, JsonDict, message_text
 from tests.environment.test_users import Answering
 from tests.support.fake_model import FakeModel, say
 from tests.support.scripted_model import ScriptedModelServer, text_response, tool_call_response
@@ -65,7 +65,7 @@ async def test_a_served_conversation_runs_every_user_turn_over_real_http() -> No
     assert result.user_turns == 2 and result.model_calls == 4 and result.tool_calls == 1
     assert result.producers == ["policy", "user", "policy", "tool", "policy", "user", "policy"]
     assert result.response is not None
-    said = [i["content"] for i in result.response["output"] if i.get("role") == "user"]
+    said = [message_text(i) for i in result.response["output"] if i.get("role") == "user"]
     assert said == ["book it", "thanks"]
     assert http.posts.count("user_turn") == 3  # the third is the user's "done"
 

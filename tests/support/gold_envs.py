@@ -16,6 +16,7 @@ import orjson
 from palaestra import Environment, JsonDict, Session, Verdict, output_text, tool
 from palaestra.environment.users import ModelUser, ScriptedUser, UserTurn
 from palaestra.errors import UserModelFailure
+from palaestra.types import message_text
 
 
 class Ledger(Environment):
@@ -90,7 +91,7 @@ class Dictation(Environment):
         heard = words[:1]  # the first word is in the task's own message
         for item in response["output"]:
             if item.get("role") == "user":
-                heard.append(item["content"])
+                heard.append(message_text(item))
             elif item.get("type") == "function_call" and written(item) not in heard:
                 return 0.0
         return float(session.state["words"] == words and heard == words)

@@ -11,7 +11,7 @@ from palaestra.collection.tasks import read_tasks
 from palaestra.environment.registry import find_environment
 from palaestra.envs.games.environment import GAMES, Games, task
 from palaestra.errors import ConfigError
-from palaestra.types import AgentResult, JsonDict
+from palaestra.types import AgentResult, JsonDict, message_text
 from tests.envs.games.test_wordle import HAVE_WORDS
 from tests.support.fake_model import FakeModel, say
 
@@ -79,7 +79,7 @@ def test_the_step_agent_playing_the_solution_wins_with_step_rewards_adding_up() 
     assert verdict.metrics["moves"] == 7 and verdict.metrics["illegal_actions"] == 2
     assert verdict.step_rewards is not None and sum(verdict.step_rewards) == pytest.approx(1.0)
     observations = [i for i in result.response["output"] if i.get("role") == "user"]  # type: ignore[index]
-    assert "Illegal:" in observations[2]["content"]  # the refusal is what the model reads
+    assert "Illegal:" in message_text(observations[2])  # the refusal is what the model reads
 
 
 def test_an_unsolved_game_keeps_partial_credit_below_one_half() -> None:

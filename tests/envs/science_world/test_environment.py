@@ -23,7 +23,7 @@ from palaestra.envs.science_world import games as games_module
 from palaestra.envs.science_world.environment import ScienceWorld
 from palaestra.envs.science_world.games import Games
 from palaestra.errors import ConfigError, EnvironmentTimeout, InvalidTask
-from palaestra.types import AgentResult, FailureKind, JsonDict
+from palaestra.types import AgentResult, FailureKind, JsonDict, message_text
 from tests.support.fake_model import FakeModel, say
 
 pytestmark = pytest.mark.skipif(
@@ -84,7 +84,7 @@ def play(row: JsonDict, moves: list[str], max_steps: int = 60) -> AgentResult:
 
 def user_texts(result: AgentResult) -> list[str]:
     return [
-        str(item["content"])
+        message_text(item)
         for item in result.response["output"]  # type: ignore[index]
         if item.get("role") == "user"
     ]

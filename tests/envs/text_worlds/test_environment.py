@@ -20,7 +20,7 @@ from palaestra.envs.text_worlds.environment import (
 )
 from palaestra.envs.text_worlds.worlds import walkthrough, world_of
 from palaestra.errors import ConfigError
-from palaestra.types import AgentResult, FailureKind, JsonDict
+from palaestra.types import AgentResult, FailureKind, JsonDict, message_text
 from tests.support.fake_model import FakeModel, say
 
 
@@ -48,7 +48,7 @@ def play(
 
 def user_texts(result: AgentResult) -> list[str]:
     return [
-        str(item["content"])
+        message_text(item)
         for item in result.response["output"]  # type: ignore[index]
         if item.get("role") == "user"
     ]
