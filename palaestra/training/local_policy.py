@@ -55,7 +55,8 @@ def converted(gguf: Path, cache: Path) -> Path:
     if (folder / "config.json").is_file():
         return folder
     cache.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(folder, ignore_errors=True)  # only a hand-made folder lacks its config
+    if folder.exists():  # a folder is renamed in whole, so only a hand-made one lacks config
+        shutil.rmtree(folder, ignore_errors=True)
     partial = cache / f".{folder.name}.{uuid.uuid4().hex}.partial"
     try:
         _convert(gguf, partial)

@@ -27,10 +27,9 @@ from palaestra.sandbox.machines import images
 from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.sandbox.machines.registry import make_provider
 from palaestra.sandbox.process import supervise
-from palaestra.types import JsonDict
 from palaestra.wire.harbor import folder_digest, read_task
 from tests.environment.harbor.conftest import docker_or_skip
-from tests.support.scripted_model import Reply, ScriptedModelServer, tool_call_response
+from tests.support.submit_run import collect_after_submit
 
 SAMPLE = ["mpmath__ctx_base__almosteq__3b3bebc2", "networkx__all__disjointunionall__e7370009"]
 
@@ -253,25 +252,10 @@ def test_palaestra_test_draws_its_sample_from_the_tasks_the_filter_selects() -> 
     assert len(oracle) == 2 and all(line.startswith("ok   task 0 (mpmath__") for line in oracle)
 
 
-def submit_then_more_tools(params: JsonDict) -> Reply:
-    """A model that submits, and would then call a tool if it were asked again."""
-    done = [item for item in params["input"] if item.get("type") == "function_call_output"]
-    if not done:
-        return tool_call_response("submit", "{}", call_id="submit")
-    return tool_call_response("bash", '{"command": "echo more"}', call_id=f"more{len(done)}")
-
-
 def test_submit_ends_the_episode_and_the_verifier_scores_it(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
-    output = tmp_path / "run.jsonl"
-    with ScriptedModelServer(submit_then_more_tools) as server:
-        command = ["collect", "--env", "swe_local", "--split", "smoke", "--limit", "1"]
-        command += ["--max-steps", "5", "--output", str(output), "--model", server.url]
-        result = CliRunner().invoke(cli, command)
-        asked = len(server.bodies("/v1/responses"))
-    assert result.exit_code == 0, result.output
-    (row,) = [json.loads(line) for line in output.read_text().splitlines()]
+    asked, row = collect_after_submit("swe_local", tmp_path)
     assert asked == 1, "the model was asked again after submit"
     assert row["reward"] == 0.0 and "failure" not in row  # the untouched bug: the tests fail
     assert row.get("truncated") is None

@@ -12,9 +12,8 @@ from click.testing import CliRunner
 
 from palaestra.cli import cli
 from palaestra.envs.terminal.environment import Terminal
-from palaestra.types import JsonDict
 from tests.environment.harbor.conftest import docker_or_skip
-from tests.support.scripted_model import Reply, ScriptedModelServer, tool_call_response
+from tests.support.submit_run import collect_after_submit
 
 SAMPLE = ["git-001-revert", "permissions-000-modes", "agentbench-dev-003"]
 
@@ -57,25 +56,10 @@ def test_palaestra_test_passes_oracle_and_null_on_shipped_tasks(
         assert f"ok   task {index} ({name}): doing nothing scored 0" in lines
 
 
-def submit_then_more_tools(params: JsonDict) -> Reply:
-    """A model that submits, and would then call a tool if it were asked again."""
-    done = [item for item in params["input"] if item.get("type") == "function_call_output"]
-    if not done:
-        return tool_call_response("submit", "{}", call_id="submit")
-    return tool_call_response("bash", '{"command": "echo more"}', call_id=f"more{len(done)}")
-
-
 def test_submit_ends_the_episode_and_the_tasks_checks_score_it(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("the rootfs provider needs root (kernel overlay mounts)")
-    output = tmp_path / "run.jsonl"
-    with ScriptedModelServer(submit_then_more_tools) as server:
-        command = ["collect", "--env", "terminal", "--split", "smoke", "--limit", "1"]
-        command += ["--max-steps", "5", "--output", str(output), "--model", server.url]
-        result = CliRunner().invoke(cli, command)
-        asked = len(server.bodies("/v1/responses"))
-    assert result.exit_code == 0, result.output
-    (row,) = [json.loads(line) for line in output.read_text().splitlines()]
+    asked, row = collect_after_submit("terminal", tmp_path)
     assert asked == 1, "the model was asked again after submit"
     assert row["reward"] == 0.0 and "failure" not in row  # nothing answered: the checks fail
     assert row.get("truncated") is None
