@@ -40,8 +40,8 @@ bash scripts/install.sh --dev
 echo "palaestra: installed ($((SECONDS - started)) s)"
 start training bash scripts/install_training.sh  # PyTorch (CPU), transformers, TRL: the trainer adapters' tests run the real TRL
 start machines bash scripts/install_machines.sh --bookworm-only  # Docker daemon (no bridge) + the offline Debian base image: the machine providers' tests use them
-.venv/bin/ruff check palaestra tests benchmarks
-.venv/bin/ruff format --check palaestra tests benchmarks
+.venv/bin/ruff check palaestra tests benchmarks scripts
+.venv/bin/ruff format --check palaestra tests benchmarks scripts
 .venv/bin/lint-imports --no-cache  # floors only point down; environments use only the kit (pyproject.toml)
 .venv/bin/python -c "from palaestra.models.local import default_model_path; default_model_path()"  # the local model must be installed: its tests must not silently skip
 await training  # mypy reads the training stack's types

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 ROOTED = re.compile(
-    r"(?<![\w./-])(?:docs|benchmarks|scripts|examples)/[\w./-]*\w\.(?:md|py|sh|json)"
+    r"(?<![\w./-])(?:docs|benchmarks|scripts|examples)/[\w./-]*\w\.(?:md|py|sh|jsonl|json)\b"
 )
 CAPITAL = re.compile(r"(?<![\w./-])[A-Z][A-Z0-9_]*\.md\b")
 # Names that are not citations: the file a command writes under a name its user chooses.
@@ -26,17 +26,13 @@ def _cited_in() -> Iterator[Path]:
     yield ROOT / "pyproject.toml"
     yield ROOT / "README.md"
     yield from sorted((ROOT / "docs").rglob("*.md"))
-    yield from sorted((ROOT / "scripts").glob("*"))
+    yield from sorted(
+        path for path in (ROOT / "scripts").rglob("*") if "__pycache__" not in path.parts
+    )
     yield from sorted((ROOT / "benchmarks").glob("*.py"))
     for path in sorted((ROOT / "palaestra").rglob("*")):
-        if path.suffix in (".py", ".md", ".toml") and not _task_data(path):
+        if path.suffix in (".py", ".md", ".toml"):
             yield path
-
-
-def _task_data(path: Path) -> bool:
-    """A file of a built-in's shipped tasks: their texts name files of the task's own box."""
-    parts = path.relative_to(ROOT / "palaestra").parts
-    return parts[0] == "envs" and "tasks" in parts[2:]
 
 
 def _missing(path: Path, text: str) -> list[str]:

@@ -36,7 +36,7 @@ from palaestra.agents.oracle import NoModel, NullAgent, OracleAgent
 from palaestra.environment.client import LocalEnvironmentClient
 from palaestra.environment.harbor import HarborEnvironment
 from palaestra.environment.harbor.environment import UNVERIFIED
-from palaestra.environment.harbor.tasks import task_row
+from palaestra.environment.harbor.tasks import task_row, unpacked
 from palaestra.types import FailureKind, JsonDict
 
 PLUGIN = '''\
@@ -183,7 +183,8 @@ class TaskParity:
 
 def task_folders(path: Path, sample: int | None, seed: int) -> list[Path]:
     """``path`` itself when it is a task, else its task subfolders (a seeded sample of
-    ``sample`` of them, in name order)."""
+    ``sample`` of them, in name order); an archive of them is read where it unpacks to."""
+    path = unpacked(path)
     if (path / "task.toml").is_file():
         return [path]
     folders = sorted(p for p in path.iterdir() if (p / "task.toml").is_file())

@@ -18,7 +18,7 @@ def harbor_group() -> None:
 
 
 @harbor_group.command("parity")
-@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--sample", type=click.IntRange(min=1), default=None, help="Tasks to run (all).")
 @click.option("--seed", type=int, default=0, show_default=True, help="The sample's seed.")
 @click.option(
@@ -53,8 +53,9 @@ def harbor_parity_command(
     output: Path | None,
     timeout: float,
 ) -> None:
-    """Run each task of PATH with Harbor's runner (oracle, nop) and palaestra's (oracle, null)
-    and write whether the rewards agree. Exits 1 when a task's rewards differ."""
+    """Run each task of PATH (a task folder, a folder or an archive of them) with Harbor's
+    runner (oracle, nop) and palaestra's (oracle, null) and write whether the rewards agree.
+    Exits 1 when a task's rewards differ."""
     harbor = harbor_command or parity.default_harbor()
     problem = parity.harbor_missing(harbor)
     if problem is not None:

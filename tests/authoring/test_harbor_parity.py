@@ -4,6 +4,7 @@ is never counted as the same."""
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,10 @@ from palaestra.authoring.harbor_parity import (
     harbor_score,
     image_prefix,
     table,
+    task_folders,
 )
+from palaestra.environment.harbor.tasks import unpacked
+from tests.support.harbor_folders import components_task
 
 
 def parity(name: str, harbor_oracle: Score, ours_oracle: Score) -> TaskParity:
@@ -130,3 +134,18 @@ def test_the_images_of_a_folders_trials_are_known_by_harbors_trial_name() -> Non
         "yaql__language-lexer__tfunc__8f0__"
     )
     assert image_prefix(Path("_x.y")) == "0_x-y__"
+
+
+def test_an_archive_of_task_folders_gives_the_folders_it_unpacks_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for name in ("a", "b", "c"):
+        components_task(tmp_path / "tasks" / name)
+    archive = tmp_path / "tasks.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "tasks", arcname=".")
+    folders = task_folders(archive, None, 0)
+    assert [folder.name for folder in folders] == ["a", "b", "c"]
+    assert all(folder.parent == unpacked(archive) for folder in folders)
+    assert len(task_folders(archive, 2, 0)) == 2

@@ -116,6 +116,7 @@ from palaestra.environment.harbor.tasks import (
     image_context,
     load_tasks,
     rows_directory,
+    unpacked,
     write_rows,
 )
 from palaestra.environment.machine import MachineState, MachineTools
@@ -207,8 +208,9 @@ class HarborEnvironment(MachineTools, Environment):
     task to its folder's content, checked per rollout): a run's identity does not compare
     them, so a project moved elsewhere resumes (``palaestra.collection.identity``)."""
     folder: ClassVar[Path | None] = None
-    """The task folders a subclass ships (``swe_local``, ``terminal``): ``path`` defaults to
-    it, and its rows are the environment's example tasks (``example_tasks_file``)."""
+    """The task folders a subclass ships (``swe_local``, ``terminal``), or their archive
+    (unpacked on first use: ``tasks.unpacked``): ``path`` defaults to it, and its rows are the
+    environment's example tasks (``example_tasks_file``)."""
 
     def __init__(
         self,
@@ -228,7 +230,7 @@ class HarborEnvironment(MachineTools, Environment):
             raise ConfigError(f"unknown sandbox '{sandbox}'; known: {', '.join(PROVIDERS.names())}")
         if path is None and self.folder is None:
             raise ConfigError(f"environment '{self.name}' needs the path of its task folders")
-        self.path = Path(path) if path is not None else Path(str(self.folder))
+        self.path = unpacked(Path(path) if path is not None else Path(str(self.folder)))
         self.sandbox = sandbox
         self.network_private = private_ranges(network_private)
         self.tasks = self.loaded_tasks(sandbox, public=network_public is True)

@@ -27,18 +27,22 @@ and field before any rollout starts:
 
 A task's row names its folder and carries its digest (``TASK_DIGEST``): a row is bound to the
 folder's content, and a resumed run refuses a folder that changed (``palaestra.collection``).
+
+A folder of task folders may come as one tar archive (how a built-in ships its set): it is
+unpacked on first use into the cache, under the archive's digest (``unpacked``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import tarfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 import orjson
 
-from palaestra._util.rows_file import cache_directory, content_named
+from palaestra._util.rows_file import cache_directory, content_named, made_once
 from palaestra.errors import ConfigError
 from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.sandbox.machines.registry import PROVIDERS
@@ -75,8 +79,9 @@ def load_tasks(
     """The task folders at ``root`` (one, or a folder of them) by folder name, each checked
     runnable here (``public``: the user lets ``network_mode = "public"`` tasks run), and
     buildable by the provider ``sandbox`` when one is named (``Provider.refusal`` of each
-    folder it builds); a ``ConfigError`` with one line per bad task, every one named."""
-    tasks = read_tasks(root)
+    folder it builds); a ``ConfigError`` with one line per bad task, every one named. An
+    archive of task folders is read where it unpacks to (``unpacked``)."""
+    tasks = read_tasks(unpacked(Path(root)))
     provider = PROVIDERS.load(sandbox).value if sandbox is not None else None
     found: dict[str, HarborTask] = {}
     problems: list[str] = []
@@ -97,6 +102,28 @@ def load_tasks(
     if problems:
         raise ConfigError(bad_tasks(problems, len(tasks)))
     return found
+
+
+def unpacked(path: Path) -> Path:
+    """``path`` itself, or, when it is a tar archive (of task folders), the folder it unpacks
+    to: ``<cache>/harbor/unpacked/<the archive's sha256>``, made on first use (``made_once``:
+    two processes unpacking at once both end with the whole folder, and a reader never sees
+    half of one). Members are extracted with tarfile's ``data`` filter (no path outside the
+    folder, no device, no link out of it); an archive that cannot be read is one
+    ``ConfigError``."""
+    if not path.is_file():
+        return path
+
+    def unpack(folder: Path) -> None:
+        folder.mkdir()
+        with tarfile.open(path, mode="r:*") as archive:
+            archive.extractall(folder, filter="data")
+
+    target = rows_directory() / "unpacked" / hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+    try:
+        return made_once(target, unpack)
+    except (tarfile.TarError, OSError, EOFError) as error:
+        raise ConfigError(f"{path}: cannot unpack it as task folders: {error}") from None
 
 
 def build_contexts(task: HarborTask) -> list[Path]:

@@ -15,13 +15,13 @@ import contextlib
 import hashlib
 import os
 import re
-import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from palaestra._util.rows_file import made_once
 from palaestra.envs.swe_local.languages import language
 from palaestra.wire.harbor import (
     AgentConfig,
@@ -229,20 +229,8 @@ def materialize(line: Mapping[str, Any], root: Path | None = None) -> Path:
     half a folder."""
     base = root if root is not None else cache_root()
     key = f"{str(line['digest']).removeprefix('sha256:')[:32]}-{writer_digest()}"
-    home = base / key
-    folder = home / str(line["instance_id"])
-    if folder.is_dir():
-        return folder
-    home.mkdir(parents=True, exist_ok=True)
-    partial = home / f".{line['instance_id']}.{os.getpid()}.partial"
-    if partial.exists():
-        shutil.rmtree(partial)
-    write_instance(line, partial)
-    try:
-        os.rename(partial, folder)
-    except OSError:  # another process made it first
-        shutil.rmtree(partial, ignore_errors=True)
-    return folder
+    folder = base / key / str(line["instance_id"])
+    return made_once(folder, lambda partial: write_instance(line, partial))
 
 
 def materialize_set(lines: Iterable[Mapping[str, Any]], root: Path | None = None) -> Path:
@@ -254,20 +242,15 @@ def materialize_set(lines: Iterable[Mapping[str, Any]], root: Path | None = None
     for line in chosen:
         hasher.update(str(line["digest"]).encode())
     view = base / "sets" / hasher.hexdigest()[:20]
-    if view.is_dir():
-        return view
-    partial = view.with_name(f".{view.name}.{os.getpid()}.partial")
-    if partial.exists():
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True)
-    for line in chosen:
-        folder = materialize(line, base)
-        os.symlink(os.path.relpath(folder, partial), partial / str(line["instance_id"]))
-    try:
-        os.rename(partial, view)
-    except OSError:
-        shutil.rmtree(partial, ignore_errors=True)
-    return view
+
+    def link(partial: Path) -> None:
+        partial.mkdir()
+        for line in chosen:
+            folder = materialize(line, base)
+            # Relative to the set's final place (the partial copy is one level deeper).
+            os.symlink(os.path.relpath(folder, view), partial / str(line["instance_id"]))
+
+    return made_once(view, link)
 
 
 def set_digests(view: Path) -> dict[str, str]:

@@ -1,4 +1,7 @@
-"""``terminal``: the shipped shell tasks (``tasks/``) run as Harbor task folders.
+"""``terminal``: the shipped shell tasks run as Harbor task folders.
+
+The set ships as one archive (``tasks.tar.xz``, built by ``scripts/datasets/terminal``),
+unpacked on first use into the cache under its digest (``harbor.tasks.unpacked``).
 
 Each rollout gets its task's machine (built offline from ``debian:bookworm-slim``), the task's
 instruction and the machine tools (``bash``, ``str_replace_editor``, ``submit``); the task's own
@@ -12,8 +15,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from palaestra import HarborEnvironment
-from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write_rows
+from palaestra.environment.harbor.tasks import load_tasks, rows_directory, unpacked, write_rows
 
+ARCHIVE = Path(__file__).with_name("tasks.tar.xz")
+"""The shipped task folders and their ``MANIFEST.json`` (id, family, kind, difficulty, source
+and digest of each; the AgentBench tasks skipped, and why)."""
 SMOKE = (
     "agentbench-test-012",
     "agentbench-test-013",
@@ -31,7 +37,7 @@ class Terminal(HarborEnvironment):
     description: ClassVar[str] = (
         "shell tasks in a Debian machine, checked by its final state (Harbor task folders)"
     )
-    folder: ClassVar[Path | None] = Path(__file__).with_name("tasks")
+    folder: ClassVar[Path | None] = ARCHIVE
 
     split_names: ClassVar[tuple[str, ...]] = ("smoke",)
 
@@ -41,6 +47,6 @@ class Terminal(HarborEnvironment):
         task's); None for another name."""
         if name != "smoke":
             return None
-        folder = Path(__file__).with_name("tasks")
+        folder = unpacked(ARCHIVE)
         tasks = {task: load_tasks(folder / task)[task] for task in SMOKE}
         return write_rows(tasks, rows_directory())

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import time
 from pathlib import Path
 
 import orjson
@@ -13,6 +19,7 @@ from palaestra.environment.harbor.tasks import (
     box_spec,
     load_tasks,
     task_row,
+    unpacked,
     write_rows,
 )
 from palaestra.environment.registry import find_environment, tasks_beside
@@ -256,3 +263,97 @@ def test_a_subclass_shipping_folders_gives_them_as_its_example_tasks(
     assert [orjson.loads(line)[TASK_FIELD] for line in example.read_bytes().splitlines()] == ["a"]
     with pytest.raises(ConfigError, match="needs the path of its task folders"):
         HarborEnvironment()
+
+
+def _tar(folder: Path, archive: Path) -> Path:
+    """``folder``'s content (not the folder itself) as a gzipped tar at ``archive``."""
+    with tarfile.open(archive, "w:gz") as tar:
+        for child in sorted(folder.iterdir()):
+            tar.add(child, arcname=child.name)
+    return archive
+
+
+def test_an_archive_of_task_folders_loads_as_the_folders_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calculator: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    archive = _tar(calculator, tmp_path / "calculator.tar.gz")
+    tasks = load_tasks(archive)
+    assert {name: task.digest for name, task in tasks.items()} == {
+        name: folder_digest(calculator / name) for name in load_tasks(calculator)
+    }
+    home = unpacked(archive)
+    assert home.parent == tmp_path / "cache" / "palaestra" / "harbor" / "unpacked"
+    assert all(task.path.parent == home for task in tasks.values())
+    (home / "calculator-0000" / "marker").write_text("kept")  # unpacked once, then reused
+    assert unpacked(archive) == home and (home / "calculator-0000" / "marker").is_file()
+    assert HarborEnvironment(str(archive)).path == home
+    assert unpacked(calculator) == calculator  # a folder is itself
+    assert [p.name for p in home.parent.iterdir()] == [home.name]  # no partial copy left
+
+
+_UNPACK = """
+import sys, time
+from pathlib import Path
+from palaestra.environment.harbor.tasks import unpacked
+from palaestra.wire.harbor import folder_digest
+archive, ready, go = map(Path, sys.argv[1:])
+ready.touch()
+while not go.exists():
+    time.sleep(0.005)
+home = unpacked(archive)
+print(home, folder_digest(home))
+"""
+
+
+def test_processes_unpacking_one_archive_at_once_each_get_the_whole_folder(
+    tmp_path: Path,
+) -> None:
+    """Each process reads the folder the moment ``unpacked`` returns: none sees a half."""
+    source = tmp_path / "source"
+    for task in range(30):
+        folder = source / f"task-{task:02d}"
+        folder.mkdir(parents=True)
+        for index in range(30):
+            (folder / f"file-{index:02d}").write_bytes(b"%d %d\n" % (task, index) * 100)
+    archive = _tar(source, tmp_path / "set.tar.gz")
+    go = tmp_path / "go"
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    ready = [tmp_path / f"ready-{number}" for number in range(3)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _UNPACK, str(archive), str(flag), str(go)],
+            env=environment,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for flag in ready
+    ]
+    deadline = time.monotonic() + 120
+    while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    answers = {process.communicate(timeout=120)[0].strip() for process in processes}
+    assert all(process.returncode == 0 for process in processes)
+    home = tmp_path / "cache" / "palaestra" / "harbor" / "unpacked"
+    (only,) = home.iterdir()  # one folder, no partial copy left behind
+    assert answers == {f"{only} {folder_digest(source)}"}
+
+
+def test_an_archive_that_cannot_be_unpacked_is_one_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    escaping = tmp_path / "escaping.tar"
+    with tarfile.open(escaping, "w") as tar:
+        member = tarfile.TarInfo("../outside")
+        member.size = 1
+        tar.addfile(member, io.BytesIO(b"x"))
+    truncated = tmp_path / "truncated.tar.gz"
+    whole = _tar(components_task(tmp_path / "one" / "a").parent, tmp_path / "whole.tar.gz")
+    truncated.write_bytes(whole.read_bytes()[:200])
+    for archive in (escaping, truncated):
+        with pytest.raises(ConfigError, match=f"^{archive}: cannot unpack it as task folders"):
+            load_tasks(archive)
+    assert not (tmp_path / "outside").exists()
+    assert list((tmp_path / "cache" / "palaestra" / "harbor" / "unpacked").iterdir()) == []

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from palaestra.cli import cli
-from palaestra.envs.terminal.environment import Terminal
+from palaestra.environment.harbor.tasks import unpacked
+from palaestra.envs.terminal.environment import ARCHIVE, Terminal
 from tests.environment.harbor.conftest import docker_or_skip
 from tests.support.submit_run import collect_after_submit
 
@@ -31,7 +32,7 @@ def test_the_environment_offers_every_shipped_folder_as_a_task() -> None:
     rows = Terminal.example_tasks_file()
     assert rows is not None
     names = [json.loads(line)["harbor_task"] for line in rows.read_text().splitlines()]
-    shipped = sorted(p.name for p in Path(str(Terminal.folder)).iterdir() if p.is_dir())
+    shipped = sorted(p.name for p in unpacked(ARCHIVE).iterdir() if p.is_dir())
     assert sorted(names) == shipped
     assert len(names) >= 150
 

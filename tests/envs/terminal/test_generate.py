@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.envs.terminal import agentbench
-from palaestra.envs.terminal.generate import FAMILIES, MANIFEST, family_task, generate, main
+from palaestra.environment.harbor.tasks import unpacked
+from palaestra.envs.terminal.environment import ARCHIVE
 from palaestra.wire.harbor import folder_digest, read_tasks
+from scripts.datasets.terminal import agentbench
+from scripts.datasets.terminal.generate import FAMILIES, MANIFEST, family_task, generate, main
 
-SHIPPED = Path(__file__).parents[3] / "palaestra" / "envs" / "terminal" / "tasks"
+SHIPPED = unpacked(ARCHIVE)
 
 
 def test_the_same_seed_writes_identical_folders(tmp_path: Path) -> None:

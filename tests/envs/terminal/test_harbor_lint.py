@@ -10,10 +10,12 @@ import json
 import shutil
 from pathlib import Path
 
-from palaestra.envs.terminal.generate import MANIFEST
+from palaestra.environment.harbor.tasks import unpacked
+from palaestra.envs.terminal.environment import ARCHIVE
+from scripts.datasets.terminal.generate import MANIFEST
 from tests.interop.peer_run import run_peer
 
-SHIPPED = Path(__file__).parents[3] / "palaestra" / "envs" / "terminal" / "tasks"
+SHIPPED = unpacked(ARCHIVE)
 
 
 def test_harbor_loads_and_lints_every_shipped_task(tmp_path: Path) -> None:

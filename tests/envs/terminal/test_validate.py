@@ -13,14 +13,15 @@ import os
 import random
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from palaestra.envs.terminal.generate import MANIFEST
-from palaestra.envs.terminal.validate import validate
+from palaestra.environment.harbor.tasks import unpacked
+from palaestra.envs.terminal.environment import ARCHIVE
+from scripts.datasets.terminal.generate import MANIFEST
+from scripts.datasets.terminal.validate import validate
 
-SHIPPED = Path(__file__).parents[3] / "palaestra" / "envs" / "terminal" / "tasks"
+SHIPPED = unpacked(ARCHIVE)
 
 
 def _base_image() -> bool:

@@ -1,5 +1,0 @@
-#!/bin/bash
-# The oracle: AgentBench's example solution.
-set -uo pipefail
-answer=$(bash --login -c 'cd /home/agent && find $(echo $PATH | tr '"'"':'"'"' '"'"' '"'"') -type f -executable | wc -l')
-printf '%s\n' "$answer" > /answer/answer.txt

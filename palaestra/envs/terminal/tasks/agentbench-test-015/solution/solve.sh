@@ -1,5 +1,0 @@
-#!/bin/bash
-# The oracle: AgentBench's example solution.
-set -uo pipefail
-answer=$(bash --login -c 'cd /home/agent && [ -x "$(command -v npm)" ] && echo '"'"'yes'"'"' || echo '"'"'no'"'"'')
-printf '%s\n' "$answer" > /answer/answer.txt

@@ -1,4 +1,0 @@
-#!/bin/bash
-# The oracle: AgentBench's example solution.
-set -uo pipefail
-bash --login -c 'cd /home/agent && bash /solution/example/2.sh'

@@ -1,5 +1,0 @@
-#!/bin/bash
-# The oracle: AgentBench's example solution.
-set -uo pipefail
-answer=$(bash --login -c 'cd /home/agent && ls -1  | grep "^[[:alpha:]]" | wc -l')
-printf '%s\n' "$answer" > /answer/answer.txt

@@ -1,3 +1,0 @@
-
-#!/bin/bash
-echo "Initialization successful. Proceed with the task."

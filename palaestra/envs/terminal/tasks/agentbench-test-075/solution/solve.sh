@@ -1,5 +1,0 @@
-#!/bin/bash
-# The oracle: AgentBench's example solution.
-set -uo pipefail
-answer=$(bash --login -c 'cd /home/agent && find /home -type f -name "*.log" -size +500k | wc -l')
-printf '%s\n' "$answer" > /answer/answer.txt

@@ -1,6 +1,0 @@
-#!/bin/bash
-# The oracle: AgentBench's example solution.
-set -uo pipefail
-answer=$(bash --login -c 'cd /home/agent && #!/bin/bash
-find experiment -type f -name "*.txt" -exec grep -c "Linux" {} \; | awk '"'"'{sum+=$1} END {print sum}'"'"'')
-printf '%s\n' "$answer" > /answer/answer.txt

@@ -1,8 +1,0 @@
-#!/bin/bash
-# The oracle of terminal/logs (compress-old): a run must score 1.
-set -euo pipefail
-cd /app
-now=$(cat /etc/log-clock)
-for f in /app/logs/*.log; do
-  if [ $(( now - $(stat -c %Y "$f") )) -gt $(( 9 * 86400 )) ]; then gzip "$f"; fi
-done

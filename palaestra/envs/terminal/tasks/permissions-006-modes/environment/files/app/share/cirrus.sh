@@ -1,1 +1,0 @@
-/app/share/cirrus.sh
