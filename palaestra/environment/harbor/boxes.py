@@ -25,7 +25,7 @@ from typing import IO
 
 from palaestra.errors import InvalidTask, SandboxFailure
 from palaestra.sandbox import Limit, Limits
-from palaestra.sandbox.machines.provider import Box
+from palaestra.sandbox.machines.provider import Box, Launch
 from palaestra.sandbox.process import SandboxProcess, supervise
 from palaestra.wire.harbor import HarborTask, StepConfig
 
@@ -53,25 +53,15 @@ class AgentView(Box):
         )
         self._env = dict(env)
 
-    async def launch(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: int,
-        user: str | None = None,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        stream_limit: int = 2**16,
-        protocol: bool = False,
-    ) -> SandboxProcess:
-        return await self.box.launch(
+    async def spawn(self, argv: Sequence[str], how: Launch) -> SandboxProcess:
+        return await self.box.spawn(
             argv,
-            stdin=stdin,
-            user=user or self.image.user,
-            cwd=cwd or self.image.workdir,
-            env={**self._env, **(env or {})},
-            stream_limit=stream_limit,
-            protocol=protocol,
+            replace(
+                how,
+                user=how.user or self.image.user,
+                cwd=how.cwd or self.image.workdir,
+                env={**self._env, **(how.env or {})},
+            ),
         )
 
     async def seal(self) -> None:
