@@ -26,7 +26,7 @@ from typing import IO
 from palaestra.errors import InvalidTask, SandboxFailure
 from palaestra.sandbox import Limit, Limits
 from palaestra.sandbox.machines.provider import Box, Launch
-from palaestra.sandbox.process import SandboxProcess, supervise
+from palaestra.sandbox.process import SandboxProcess, supervised
 from palaestra.wire.harbor import HarborTask, StepConfig
 
 READ_CAP = 1 << 20
@@ -113,12 +113,7 @@ async def run(
     except (OSError, RuntimeError) as error:
         raise SandboxFailure(f"cannot run a command in the machine: {error}") from error
     limits = Limits(wall_time=timeout, output_bytes=READ_CAP)
-    try:
-        outcome = await supervise(process, limits)
-    finally:
-        if process.returncode is None:
-            process.kill_now()
-        process.close()
+    outcome = await supervised(process, limits)
     if outcome.limit is Limit.WALL_TIME:
         return Ran(None, outcome.stdout + outcome.stderr)
     return Ran(outcome.status, outcome.stdout + outcome.stderr)
