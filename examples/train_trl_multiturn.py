@@ -86,6 +86,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
+    from palaestra import run_spec
     from palaestra.models.local import default_model_path
     from palaestra.training import TrlRolloutFunc
     from palaestra.training.trl import use_chatml_tool_template
@@ -106,12 +107,15 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     before = evaluate(options, held_out, weights.current())
     print(f"before: {before['summary']}", flush=True)
 
-    with TrlRolloutFunc(
-        options.env,
-        tasks=train_tasks,
-        policy=weights.current(),
+    run = run_spec(
+        env=options.env,
+        model=weights.current(),
         sampling={"temperature": 1.0, "top_p": 1.0, "max_output_tokens": options.max_tokens},
         agent_options={"max_steps": options.max_turns},
+    )
+    with TrlRolloutFunc(
+        run,
+        tasks=train_tasks,
         refresh=weights.refresh,
         seed=options.seed,
     ) as rollouts:
@@ -253,20 +257,24 @@ def evaluate(options: argparse.Namespace, tasks: list[Any], policy: Any) -> dict
     At temperature 1 (the default) this measures the policy GRPO trains, the distribution
     it samples from; greedy decoding shows only its most likely path.
     """
+    from palaestra import run_spec
     from palaestra.evaluate.stats import wilson
     from palaestra.training import SyncRolloutSampler
 
-    with SyncRolloutSampler(
-        options.env,
-        tasks=tasks,
-        policy=policy,
-        group_size=1,
+    run = run_spec(
+        env=options.env,
+        model=policy,
         sampling={
             "temperature": options.eval_temperature,
             "top_p": 1.0,
             "max_output_tokens": options.max_tokens,
         },
         agent_options={"max_steps": options.max_turns},
+    )
+    with SyncRolloutSampler(
+        run,
+        tasks=tasks,
+        group_size=1,
         on_failure="raise",
     ) as sampler:
         groups = sampler.batch(list(range(len(tasks))), group_size=1)

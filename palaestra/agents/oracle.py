@@ -74,10 +74,15 @@ DEFAULT_MAX_STEPS = 32
 GoldActions = list[list[JsonDict]]
 
 
-class OracleAgent:
-    """Replays the gold actions turn by turn; needs no model."""
+class ScriptedAgent:
+    """An agent whose policy side is written here, not asked of a model: each rollout's
+    ``play`` writes its ``Talk``; the model is neither reached nor loaded. The oracle, the
+    null agent and the cheats of ``palaestra test`` (``palaestra.authoring.cheats``) are
+    scripted agents. Each stops at ``max_steps`` answers; ``text`` is its fixed answer."""
 
-    name = "oracle"
+    name: str
+    speaker = ""
+    """The name its items carry (``msg_<speaker>_0``); empty: its ``name``."""
 
     def __init__(self, *, max_steps: int = DEFAULT_MAX_STEPS, text: str = ORACLE_TEXT) -> None:
         if max_steps < 1:
@@ -86,9 +91,7 @@ class OracleAgent:
         self.text = text
 
     async def preflight(self, env: EnvironmentClient, model: Model) -> None:
-        """Refuse (``ConfigError``, one line) an environment whose gold actions are out of
-        reach; the model is neither reached nor loaded."""
-        gold_source(env)
+        """Nothing to check by default: a scripted agent needs no model."""
 
     async def run(
         self,
@@ -100,25 +103,43 @@ class OracleAgent:
         params = request_params(task, env)
 
         async def body(session_id: str, result: AgentResult) -> None:
-            gold = await gold_actions(env, task)
-            if gold is None:
-                raise InvalidTask(f"environment '{env.name}' gives no gold actions for this task")
-            if turn_based(env):
-                await self._play(gold, params, session_id, env, result)
-            else:
-                await self._replay(gold, params, session_id, env, result)
+            talk = Talk(params, result, self.speaker or self.name)
+            await self.play(task, env, session_id, talk)
 
         return await run_episode(task, env, body)
 
-    async def _replay(
-        self,
-        gold: GoldActions,
-        params: JsonDict,
-        session_id: str,
-        env: EnvironmentClient,
-        result: AgentResult,
+    async def play(
+        self, task: JsonDict, env: EnvironmentClient, session_id: str, talk: Talk
     ) -> None:
-        talk = Talk(params, result, self.name)
+        """Write one rollout: the calls and answers in ``talk`` (its ``result`` too)."""
+        raise NotImplementedError
+
+
+class OracleAgent(ScriptedAgent):
+    """Replays the gold actions turn by turn; needs no model."""
+
+    name = "oracle"
+
+    async def preflight(self, env: EnvironmentClient, model: Model) -> None:
+        """Refuse (``ConfigError``, one line) an environment whose gold actions are out of
+        reach; the model is neither reached nor loaded."""
+        gold_source(env)
+
+    async def play(
+        self, task: JsonDict, env: EnvironmentClient, session_id: str, talk: Talk
+    ) -> None:
+        gold = await gold_actions(env, task)
+        if gold is None:
+            raise InvalidTask(f"environment '{env.name}' gives no gold actions for this task")
+        if turn_based(env):
+            await self._play(gold, talk, session_id, env)
+        else:
+            await self._replay(gold, talk, session_id, env)
+
+    async def _replay(
+        self, gold: GoldActions, talk: Talk, session_id: str, env: EnvironmentClient
+    ) -> None:
+        result = talk.result
         runs = {tool["name"] for tool in env.tools()}
         for step in range(self.max_steps):
             actions = gold[step] if step < len(gold) else []
@@ -141,15 +162,9 @@ class OracleAgent:
         result.truncated = "max_steps"
 
     async def _play(
-        self,
-        gold: GoldActions,
-        params: JsonDict,
-        session_id: str,
-        env: StepEnvironmentClient,
-        result: AgentResult,
+        self, gold: GoldActions, talk: Talk, session_id: str, env: StepEnvironmentClient
     ) -> None:
         """A turn-based episode: each gold turn's said text is one action."""
-        talk = Talk(params, result, self.name)
         talk.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
         for step in range(self.max_steps):
             if step >= len(gold):
@@ -163,48 +178,32 @@ class OracleAgent:
             talk.say(said[0])
             phase = time.perf_counter()
             outcome = await env.step(session_id, said[0])
-            result.add_time("steps", phase)
+            talk.result.add_time("steps", phase)
             if outcome.terminated or outcome.truncated:
                 return
             talk.add(user_message(outcome.observation), Producer.ENVIRONMENT)
-        result.truncated = "max_steps"
+        talk.result.truncated = "max_steps"
 
 
-class NullAgent:
+class NullAgent(ScriptedAgent):
     """Never calls a tool: refuses politely every turn. Needs no model."""
 
     name = "null"
 
     def __init__(self, *, max_steps: int = DEFAULT_MAX_STEPS, text: str = NULL_TEXT) -> None:
-        if max_steps < 1:
-            raise ValueError("max_steps must be at least 1")
-        self.max_steps = max_steps
-        self.text = text
+        super().__init__(max_steps=max_steps, text=text)
 
-    async def preflight(self, env: EnvironmentClient, model: Model) -> None:
-        """Nothing to check: the null agent needs neither the model nor gold actions."""
-
-    async def run(
-        self,
-        task: JsonDict,
-        env: EnvironmentClient,
-        model: Model,
-        context: RolloutContext = NO_CONTEXT,
-    ) -> AgentResult:
-        params = request_params(task, env)
-
-        async def body(session_id: str, result: AgentResult) -> None:
-            talk = Talk(params, result, self.name)
-            if turn_based(env):
-                talk.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
-                return  # no action at all: the untouched start is verified
-            for _ in range(self.max_steps):
-                talk.say(self.text)
-                if await talk.user_answers(env, session_id) is False:
-                    return
-            result.truncated = "max_steps"
-
-        return await run_episode(task, env, body)
+    async def play(
+        self, task: JsonDict, env: EnvironmentClient, session_id: str, talk: Talk
+    ) -> None:
+        if turn_based(env):
+            talk.add(user_message(await env.reset(session_id)), Producer.ENVIRONMENT)
+            return  # no action at all: the untouched start is verified
+        for _ in range(self.max_steps):
+            talk.say(self.text)
+            if await talk.user_answers(env, session_id) is False:
+                return
+        talk.result.truncated = "max_steps"
 
 
 class Talk(Conversation):

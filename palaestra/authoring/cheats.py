@@ -34,16 +34,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from palaestra.agents.context import NO_CONTEXT, RolloutContext
-from palaestra.agents.episode import run_episode
-from palaestra.agents.oracle import NoModel, Talk
-from palaestra.agents.tool_calling import request_params
+from palaestra.agents.oracle import NoModel, ScriptedAgent, Talk
 from palaestra.authoring.reference import joined, scored
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment.harbor import HarborEnvironment
 from palaestra.errors import InvalidTask, ToolCallRejected
-from palaestra.models.base import Model
 from palaestra.types import AgentResult, JsonDict, Producer, function_call_output, message_text
 from palaestra.wire.rows import PARAMS
 
@@ -303,43 +299,33 @@ CHEATS: tuple[Cheat, ...] = (
 """The cheats, in the order the sweep runs them on each task."""
 
 
-class CheatAgent:
+class CheatAgent(ScriptedAgent):
     """Sends one cheat's commands through the ``bash`` tool, then says it is done; needs no
     model. A command the tool refuses (``ToolCallRejected``) is told back as its output, as
     the model would be told."""
 
+    speaker = "cheat"
+
     def __init__(self, cheat: Cheat) -> None:
+        super().__init__()
         self.cheat = cheat
         self.name = f"cheat:{cheat.name}"
 
-    async def preflight(self, env: EnvironmentClient, model: Model) -> None:
-        """Nothing to check: the cheats need no model."""
-
-    async def run(
-        self,
-        task: JsonDict,
-        env: EnvironmentClient,
-        model: Model,
-        context: RolloutContext = NO_CONTEXT,
-    ) -> AgentResult:
-        params = request_params(task, env)
-
-        async def body(session_id: str, result: AgentResult) -> None:
-            talk = Talk(params, result, "cheat")
-            paths = " ".join(shlex.quote(path) for path in instruction_paths(task))
-            for command in self.cheat.commands:
-                command = command.replace(PATHS, paths)
-                arguments = {"command": command, "timeout": self.cheat.timeout}
-                item = talk.call({"name": "bash", "arguments": arguments})
-                try:
-                    text = await env.call_tool(session_id, "bash", arguments)
-                except ToolCallRejected as rejected:
-                    text = str(rejected)
-                talk.add(function_call_output(item["call_id"], text), Producer.TOOL)
-                result.tool_calls += 1
-            talk.say("Done.")
-
-        return await run_episode(task, env, body)
+    async def play(
+        self, task: JsonDict, env: EnvironmentClient, session_id: str, talk: Talk
+    ) -> None:
+        paths = " ".join(shlex.quote(path) for path in instruction_paths(task))
+        for command in self.cheat.commands:
+            command = command.replace(PATHS, paths)
+            arguments = {"command": command, "timeout": self.cheat.timeout}
+            item = talk.call({"name": "bash", "arguments": arguments})
+            try:
+                text = await env.call_tool(session_id, "bash", arguments)
+            except ToolCallRejected as rejected:
+                text = str(rejected)
+            talk.add(function_call_output(item["call_id"], text), Producer.TOOL)
+            talk.result.tool_calls += 1
+        talk.say(self.text)
 
 
 def instruction_paths(task: JsonDict) -> list[str]:

@@ -218,6 +218,8 @@ ENDPOINT_COLUMNS = (
 
 def endpoints_table(endpoints: list[JsonDict]) -> Table:
     """A model pool's endpoints, one row each (``RunSummary.endpoints``)."""
+    from palaestra.evaluate.markdown import endpoint_cell
+
     keys = [key for key in ENDPOINT_COLUMNS if any(key in e for e in endpoints)]
     if len(keys) < 2:
         keys = list(dict.fromkeys(key for endpoint in endpoints for key in endpoint))
@@ -229,16 +231,8 @@ def endpoints_table(endpoints: list[JsonDict]) -> Table:
         shown = (
             {**endpoint, "url": shown_url(str(endpoint["url"]))} if "url" in endpoint else endpoint
         )
-        table.add_row(*(escape(_cell(shown.get(key))) for key in keys))
+        table.add_row(*(escape(endpoint_cell(shown.get(key))) for key in keys))
     return table
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
 
 
 def _failures_text(summary: RunSummary, failures_as_zero: bool = False) -> str:

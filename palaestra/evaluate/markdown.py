@@ -192,7 +192,7 @@ def spreads_table(label: str, spreads: Sequence[Spread], number: str) -> list[st
 def endpoints_table(endpoints: Sequence[JsonDict]) -> list[str]:
     keys = [key for key in ENDPOINT_KEYS if any(key in endpoint for endpoint in endpoints)]
     keys += sorted({key for endpoint in endpoints for key in endpoint} - set(keys))
-    rows = [[_text(_cell(endpoint.get(key))) for key in keys] for endpoint in endpoints]
+    rows = [[_text(endpoint_cell(endpoint.get(key))) for key in keys] for endpoint in endpoints]
     return table(keys, rows)
 
 
@@ -239,7 +239,8 @@ def _value(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _cell(value: object) -> str:
+def endpoint_cell(value: object) -> str:
+    """One figure of an endpoints table (this page's, and the terminal's summary)."""
     if value is None:
         return "-"
     if isinstance(value, float):

@@ -335,6 +335,17 @@ class Outcome:
     """Measured only when the run died of a SIGKILL that we did not send."""
 
 
+async def supervised(process: SandboxProcess, limits: Limits) -> Outcome:
+    """``supervise``, then the process is done with whatever happened (a cancel, an error):
+    killed if it still runs, and its pipes closed."""
+    try:
+        return await supervise(process, limits)
+    finally:
+        if process.returncode is None:
+            process.kill_now()
+        process.close()
+
+
 async def supervise(process: SandboxProcess, limits: Limits) -> Outcome:
     overflow = asyncio.Event()
     readers = [

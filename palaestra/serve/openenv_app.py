@@ -39,6 +39,7 @@ import contextlib
 import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import orjson
@@ -119,14 +120,7 @@ def openenv_app(
     token: str | None = None,
 ) -> Starlette:
     """The OpenEnv server of ``client``'s environment (see the module docstring)."""
-    secret = None if token is None else token.encode("utf-8")
-    http_episodes: OrderedDict[str, Episode] = OrderedDict()
-    attachments: set[str] = set()
-    """HTTP sessions a socket drives (``/ws?session_id=``): one socket each, as OpenEnv's."""
-
-    async def start(data: JsonDict) -> Episode:
-        episode_id = data.get("episode_id")
-        return await Episode.start(client, tasks(data), str(episode_id) if episode_id else None)
+    server = _Server(client, tasks, token)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "healthy"})
@@ -140,44 +134,98 @@ def openenv_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document(name))
 
-    async def mcp(request: Request) -> Response:
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/metadata", metadata, methods=["GET"]),
+            Route("/schema", schema, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/mcp", server.mcp, methods=["POST"]),
+            WebSocketRoute("/ws", server.ws),
+        ],
+        exception_handlers={BodyTooLarge: _too_large},
+    )
+
+
+@dataclass(slots=True)
+class _Connection:
+    """One ``/ws`` connection: the episode it drives, and the HTTP session it is attached to
+    (``?session_id=``), whose episode outlives the socket."""
+
+    attached: str | None
+    episode: Episode | None = None
+
+
+class _Server:
+    """The episodes one OpenEnv server holds, and its ``/mcp`` and ``/ws`` endpoints."""
+
+    def __init__(self, client: EnvironmentClient, tasks: TaskSource, token: str | None) -> None:
+        self.client = client
+        self.tasks = tasks
+        self.secret = None if token is None else token.encode("utf-8")
+        self.http_episodes: OrderedDict[str, Episode] = OrderedDict()
+        self.attachments: set[str] = set()
+        """HTTP sessions a socket drives (``/ws?session_id=``): one socket each, as OpenEnv's."""
+
+    async def start(self, data: JsonDict) -> Episode:
+        episode_id = data.get("episode_id")
+        return await Episode.start(
+            self.client, self.tasks(data), str(episode_id) if episode_id else None
+        )
+
+    async def end(self, episode: Episode) -> None:
+        """Close an episode that is over, and forget the HTTP session that held it."""
+        for session_id in [k for k, held in self.http_episodes.items() if held is episode]:
+            del self.http_episodes[session_id]
+        await _close_quietly(episode)
+
+    async def mcp(self, request: Request) -> Response:
         try:
             call = orjson.loads(await request.body())
         except orjson.JSONDecodeError:
             return JSONResponse(rpc_error(None, -32700, "Parse error"))
-        return JSONResponse(await http_rpc(call))
+        return JSONResponse(await self.http_rpc(call))
 
-    async def http_rpc(call: Any) -> JsonDict:
+    async def http_rpc(self, call: Any) -> JsonDict:
+        """One JSON-RPC call on ``/mcp``: OpenEnv's session methods, or a call in a session."""
         if not _is_rpc(call):
             return rpc_error(
                 call.get("id") if isinstance(call, dict) else None, -32600, "Invalid Request"
             )
         method, params, call_id = call["method"], call.get("params") or {}, call.get("id")
         if method == "openenv/session/create":
-            try:
-                created = await start(params)
-            except Exception as error:
-                return rpc_error(call_id, -32000, _message(error))
-            http_episodes[created.episode_id] = created
-            while len(http_episodes) > MAX_HTTP_SESSIONS:
-                await _close_quietly(http_episodes.popitem(last=False)[1])
-            return rpc_result(call_id, {"session_id": created.episode_id})
+            return await self.create_session(params, call_id)
         session_id = params.get("session_id")
-        episode = http_episodes.get(session_id) if isinstance(session_id, str) else None
+        episode = self.http_episodes.get(session_id) if isinstance(session_id, str) else None
         if method == "openenv/session/close":
             if episode is None:
                 return rpc_error(call_id, -32602, f"Unknown session_id: {session_id}")
-            await _close_quietly(http_episodes.pop(str(session_id)))
+            await _close_quietly(self.http_episodes.pop(str(session_id)))
             return rpc_result(call_id, {"session_id": session_id, "closed": True})
         if episode is not None:
-            http_episodes.move_to_end(str(session_id))
+            self.http_episodes.move_to_end(str(session_id))
         elif session_id is not None:
             return rpc_error(call_id, -32602, f"Unknown session_id: {session_id}")
-        return await rpc(episode, method, params, call_id)
+        return await self.rpc(episode, method, params, call_id)
 
-    async def rpc(episode: Episode | None, method: str, params: JsonDict, call_id: Any) -> JsonDict:
+    async def create_session(self, params: JsonDict, call_id: Any) -> JsonDict:
+        """``openenv/session/create``: a new episode; past ``MAX_HTTP_SESSIONS``, the least
+        recently used is closed."""
+        try:
+            created = await self.start(params)
+        except Exception as error:
+            return rpc_error(call_id, -32000, _message(error))
+        self.http_episodes[created.episode_id] = created
+        while len(self.http_episodes) > MAX_HTTP_SESSIONS:
+            await _close_quietly(self.http_episodes.popitem(last=False)[1])
+        return rpc_result(call_id, {"session_id": created.episode_id})
+
+    async def rpc(
+        self, episode: Episode | None, method: str, params: JsonDict, call_id: Any
+    ) -> JsonDict:
+        """``tools/list`` or ``tools/call``, in ``episode`` (``/mcp`` or a ``/ws`` message)."""
         if method == "tools/list":
-            tools = episode.tools() if episode is not None else _tools(client)
+            tools = episode.tools() if episode is not None else _tools(self.client)
             return rpc_result(call_id, {"tools": tools})
         if method != "tools/call":
             return rpc_error(call_id, -32601, f"Method not found: {method}")
@@ -196,112 +244,116 @@ def openenv_app(
             call_id, {"content": text, "data": outcome.text, "isError": outcome.rejected}
         )
 
-    async def ws(socket: WebSocket) -> None:
-        if secret is not None and not bearer_matches(_authorization(socket), secret):
+    async def ws(self, socket: WebSocket) -> None:
+        """One ``/ws`` connection: its messages answered in turn until it closes."""
+        if self.secret is not None and not bearer_matches(_authorization(socket), self.secret):
             await socket.close(code=1008, reason="missing or wrong bearer token")
             return
         await socket.accept()
-        # OpenEnv 0.10's production clients open the socket with ``?session_id=`` of the HTTP
-        # session they created: the socket then drives that episode, which outlives it.
-        attached = socket.query_params.get("session_id")
-        if attached is not None:
-            refusal = (
-                f"Unknown session_id: {attached}"
-                if attached not in http_episodes
-                else f"Session {attached} already has an attached WebSocket"
-                if attached in attachments
-                else None
-            )
-            if refusal is not None:
-                await socket.send_text(_error_text("EXECUTION_ERROR", refusal))
-                await _close_socket(socket)
-                return
-            attachments.add(attached)
-        episode: Episode | None = http_episodes.get(attached) if attached else None
-        try:
-            while True:
-                received = await socket.receive()
-                if received["type"] == "websocket.disconnect":
-                    break
-                try:  # OpenEnv's clients send text frames; bytes are read the same
-                    message = orjson.loads(received.get("text") or received.get("bytes") or b"")
-                except orjson.JSONDecodeError as error:
-                    await socket.send_text(_error_text("INVALID_JSON", f"Invalid JSON: {error}"))
-                    continue
-                kind = message.get("type") if isinstance(message, dict) else None
-                data = message.get("data") if isinstance(message, dict) else None
-                data = data if isinstance(data, dict) else {}
-                if kind == "close":
-                    break
-                try:
-                    if kind == "reset":
-                        if episode is not None:
-                            await _close_quietly(episode)
-                            episode = None
-                        if attached is not None:
-                            http_episodes.pop(attached, None)
-                        episode = await start(data)
-                        if attached is not None:
-                            http_episodes[attached] = episode
-                        answer = _observation(
-                            {"messages": episode.initial_messages(), "tools": _listed(episode)}
-                        )
-                    elif kind == "state":
-                        answer = {"type": "state", "data": _state(episode)}
-                    elif kind == "mcp":
-                        call = data
-                        reply = (
-                            await rpc(
-                                episode, call["method"], call.get("params") or {}, call.get("id")
-                            )
-                            if _is_rpc(call)
-                            else rpc_error(call.get("id"), -32600, "Invalid Request")
-                        )
-                        answer = {"type": "mcp", "data": reply}
-                    elif kind == "step":
-                        if episode is None:
-                            raise InputError("no episode: send reset first", field="type")
-                        answer, ended = await _step(episode, data)
-                        if ended:
-                            await end(episode)
-                            episode = None
-                    else:
-                        raise InputError(
-                            f"unknown message type {kind!r}: reset, step, state, mcp or close",
-                            field="type",
-                        )
-                except Exception as error:
-                    if isinstance(error, EpisodeFailed | RolloutFailure) and episode is not None:
-                        await end(episode)  # a failed rollout is over
-                        episode = None
-                    answer = _error_answer(error)
-                await socket.send_text(orjson.dumps(answer).decode())
-        except WebSocketDisconnect:
-            pass
-        finally:
-            if attached is not None:
-                attachments.discard(attached)  # the HTTP session keeps its episode
-            elif episode is not None:
-                await _close_quietly(episode)
+        connection = await self.attach(socket)
+        if connection is not None:
+            try:
+                while (message := await _receive(socket)) is not None:
+                    kind, data = message
+                    if kind == "close":
+                        break
+                    answer = await self.answer(connection, kind, data)
+                    await socket.send_text(orjson.dumps(answer).decode())
+            except WebSocketDisconnect:
+                pass
+            finally:
+                if connection.attached is not None:
+                    self.attachments.discard(connection.attached)  # the session keeps its episode
+                elif connection.episode is not None:
+                    await _close_quietly(connection.episode)
         await _close_socket(socket)
 
-    async def end(episode: Episode) -> None:
-        """Close an episode that is over, and forget the HTTP session that held it."""
-        for session_id in [k for k, held in http_episodes.items() if held is episode]:
-            del http_episodes[session_id]
-        await _close_quietly(episode)
+    async def attach(self, socket: WebSocket) -> _Connection | None:
+        """The new connection; attached to the HTTP session its ``?session_id=`` names
+        (OpenEnv 0.10's production clients), which must exist and have no other socket.
+        None, after an error answer, when it is refused."""
+        attached = socket.query_params.get("session_id")
+        if attached is None:
+            return _Connection(None)
+        refusal = (
+            f"Unknown session_id: {attached}"
+            if attached not in self.http_episodes
+            else f"Session {attached} already has an attached WebSocket"
+            if attached in self.attachments
+            else None
+        )
+        if refusal is not None:
+            await socket.send_text(_error_text("EXECUTION_ERROR", refusal))
+            return None
+        self.attachments.add(attached)
+        return _Connection(attached, self.http_episodes.get(attached) if attached else None)
 
-    return Starlette(
-        routes=[
-            Route("/health", health, methods=["GET"]),
-            Route("/metadata", metadata, methods=["GET"]),
-            Route("/schema", schema, methods=["GET"]),
-            Route("/openapi.json", openapi, methods=["GET"]),
-            Route("/mcp", mcp, methods=["POST"]),
-            WebSocketRoute("/ws", ws),
-        ],
-        exception_handlers={BodyTooLarge: _too_large},
-    )
+    async def answer(self, connection: _Connection, kind: Any, data: JsonDict) -> JsonDict:
+        """The answer to one ``/ws`` message; what it raised as an error answer (a failed
+        rollout is over: its episode ends)."""
+        try:
+            return await self.act(connection, kind, data)
+        except Exception as error:
+            if isinstance(error, EpisodeFailed | RolloutFailure) and connection.episode is not None:
+                await self.end(connection.episode)
+                connection.episode = None
+            return _error_answer(error)
+
+    async def act(self, connection: _Connection, kind: Any, data: JsonDict) -> JsonDict:
+        if kind == "reset":
+            return await self.reset(connection, data)
+        if kind == "state":
+            return {"type": "state", "data": _state(connection.episode)}
+        if kind == "mcp":
+            reply = (
+                await self.rpc(
+                    connection.episode, data["method"], data.get("params") or {}, data.get("id")
+                )
+                if _is_rpc(data)
+                else rpc_error(data.get("id"), -32600, "Invalid Request")
+            )
+            return {"type": "mcp", "data": reply}
+        if kind == "step":
+            if connection.episode is None:
+                raise InputError("no episode: send reset first", field="type")
+            answer, ended = await _step(connection.episode, data)
+            if ended:
+                await self.end(connection.episode)
+                connection.episode = None
+            return answer
+        raise InputError(
+            f"unknown message type {kind!r}: reset, step, state, mcp or close", field="type"
+        )
+
+    async def reset(self, connection: _Connection, data: JsonDict) -> JsonDict:
+        """A new episode for the connection (and its HTTP session); the old one is closed."""
+        if connection.episode is not None:
+            await _close_quietly(connection.episode)
+            connection.episode = None
+        if connection.attached is not None:
+            self.http_episodes.pop(connection.attached, None)
+        episode = connection.episode = await self.start(data)
+        if connection.attached is not None:
+            self.http_episodes[connection.attached] = episode
+        return _observation({"messages": episode.initial_messages(), "tools": _listed(episode)})
+
+
+async def _receive(socket: WebSocket) -> tuple[Any, JsonDict] | None:
+    """The next message's type and data; None when the client has gone. A frame that is not
+    JSON is answered here with an error, and the next one read."""
+    while True:
+        received = await socket.receive()
+        if received["type"] == "websocket.disconnect":
+            return None
+        try:  # OpenEnv's clients send text frames; bytes are read the same
+            message = orjson.loads(received.get("text") or received.get("bytes") or b"")
+        except orjson.JSONDecodeError as error:
+            await socket.send_text(_error_text("INVALID_JSON", f"Invalid JSON: {error}"))
+            continue
+        if not isinstance(message, dict):
+            return None, {}
+        data = message.get("data")
+        return message.get("type"), data if isinstance(data, dict) else {}
 
 
 async def _too_large(request: Request, exc: Exception) -> Response:

@@ -25,6 +25,8 @@ from palaestra.errors import ConfigError, ModelError
 from palaestra.spec import ServeSpec
 
 if TYPE_CHECKING:
+    from palaestra.collection.assembly import FoundEnvironment
+    from palaestra.environment.base import Environment
     from palaestra.models.base import Model
 
 
@@ -94,16 +96,22 @@ async def _serve_env(spec: ServeSpec) -> None:
         await serve_guarded(app, spec, label=f"environment {found.name}")
 
 
+def _built(spec: ServeSpec) -> tuple[FoundEnvironment, Environment]:
+    """The environment an OpenEnv or ORS server serves (one of this process), built; a
+    one-line ``ConfigError`` when the spec names none or one served elsewhere."""
+    found = find(spec.env)
+    if found is None or spec.env.url is not None or spec.env.cmd is not None:
+        raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
+    user_model_for(found, spec.user_model)
+    return found, found.build()
+
+
 async def _serve_openenv(spec: ServeSpec) -> None:
     from palaestra.collection.tasks import load_dataset
     from palaestra.environment.client import LocalEnvironmentClient
     from palaestra.serve.openenv_app import openenv_app, task_source
 
-    found = find(spec.env)
-    if found is None or spec.env.url is not None or spec.env.cmd is not None:
-        raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
-    user_model_for(found, spec.user_model)
-    environment = found.build()
+    found, environment = _built(spec)
     async with opened_user_model(spec.user_model) as user_model:  # the server's own
         app = openenv_app(
             LocalEnvironmentClient(environment, user_model=user_model),
@@ -121,11 +129,7 @@ async def _serve_ors(spec: ServeSpec) -> None:
     from palaestra.environment.step import StepEnvironment
     from palaestra.serve.ors_app import ApiKeyAsBearer, ors_app, served_splits
 
-    found = find(spec.env)
-    if found is None or spec.env.url is not None or spec.env.cmd is not None:
-        raise ConfigError("name the environment to serve (a name, ./file.py or module:Class)")
-    user_model_for(found, spec.user_model)
-    environment = found.build()
+    found, environment = _built(spec)
     splits = served_splits(spec.splits, spec.tasks or found.example_tasks, environment)
     async with opened_user_model(spec.user_model) as user_model:  # the server's own
         app = ors_app(

@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import warnings
 import zlib
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -107,20 +108,24 @@ class _Pending:
 
 
 class RolloutSampler:
-    """Groups of rollouts of ``env``'s tasks by ``policy``, for an RL trainer.
+    """Groups of rollouts of a run's tasks by its policy, for an RL trainer.
 
-    - ``env``: a registered name, ``./file.py[:Class]``, ``module:Class``, an ``Environment``
-      class (built with ``env_args``) or instance; or ``env_url`` for a served environment.
+    - ``spec``: the run, a ``RunSpec`` as ``palaestra.collect`` takes it (``palaestra.run_spec(
+      env=..., model=..., sampling=..., agent=..., user_model=...)``): its environment, its
+      model (the policy: token mode is switched on unless its options say ``return_tokens``;
+      its ``sampling`` overrides ``temperature``, ``top_p``, ``max_output_tokens`` of every
+      task), its agent (default: the environment's own) and its user model (an environment's
+      simulated user; never trained: its turns are prompt tokens of the policy's next call).
+      Its collection's ``input``, ``num_tasks``, ``seed`` and ``concurrency`` are the
+      defaults of the keywords of those names. The older form, an environment and the run's
+      parts as keywords (``env_args``, ``env_url``, ``server_token``, ``sampling``,
+      ``agent``, ``agent_options``, ``policy``/``user_model`` as a name or config), still
+      works with a ``DeprecationWarning``; it goes in 0.3.
     - ``tasks``: task rows, a JSONL path, or None: ``num_tasks`` from the environment's
       generator (with ``seed``), else its example tasks. Held in memory, indexed from 0.
     - ``group_size``: rollouts per task in a group (GRPO's samples per prompt).
-    - ``policy``: the model (see ``Policy``); token mode is switched on unless its options
-      say ``return_tokens``. ``sampling`` overrides ``temperature``, ``top_p``,
-      ``max_output_tokens`` of every task.
-    - ``agent`` / ``agent_options``: the harness (default: the environment's own).
-    - ``user_model``: the model of an environment's simulated user (a spec as ``policy``
-      takes, or a ``Model``, which stays the caller's to close); never trained: its turns are
-      prompt tokens of the policy's next call.
+    - ``policy`` / ``user_model``: a built ``Model`` to use instead of the spec's (the caller
+      keeps owning it).
     - ``concurrency``: rollouts in flight (default 16, 1 for the local model).
     - ``on_failure``: ``"exclude"``, ``"mask"`` or ``"raise"`` (``palaestra.training.rollouts``).
     - ``task_sampler``: a ``TaskSampler``, or a dict of its options, to skip saturated tasks.
@@ -143,28 +148,24 @@ class RolloutSampler:
 
     def __init__(
         self,
-        env: str | Environment | type[Environment] | EnvSpec | None = None,
+        spec: RunSpec | str | Environment | type[Environment] | EnvSpec | None = None,
+        /,
         *,
         tasks: Tasks = None,
         num_tasks: int | None = None,
         group_size: int = 8,
-        policy: Policy = "local",
-        sampling: Mapping[str, Any] | None = None,
-        agent: str | None = None,
-        agent_options: Mapping[str, Any] | None = None,
-        env_args: Mapping[str, Any] | None = None,
-        env_url: str | None = None,
-        server_token: str | None = None,
+        policy: Policy | None = None,
+        user_model: str | ModelConfig | Model | None = None,
         concurrency: int | None = None,
         on_failure: OnFailure = "mask",
         task_sampler: TaskSampler | Mapping[str, Any] | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         seed_requests: bool = True,
-        user_model: str | ModelConfig | Model | None = None,
         policy_version: int | None = None,
         max_staleness: int | None = None,
         on_stale: OnStale = "mask",
         checkpoints: str | os.PathLike[str] | None = None,
+        **fields: Any,
     ) -> None:
         if on_failure not in ON_FAILURE:
             raise ConfigError(
@@ -178,30 +179,23 @@ class RolloutSampler:
             raise ConfigError(f"max_staleness must be 0 or more, not {max_staleness}")
         if on_stale not in ON_STALE:
             raise ConfigError(f"on_stale must be one of {', '.join(ON_STALE)}, not {on_stale!r}")
-        fields: dict[str, Any] = {
-            "env": env,
-            "env_args": env_args,
-            "env_url": env_url,
-            "server_token": server_token,
-            "model": policy if isinstance(policy, str | ModelConfig) else "local",
-            "sampling": sampling,
-            "agent": agent,
-            "agent_options": agent_options,
-            "user_model": user_model if isinstance(user_model, str | ModelConfig) else None,
-        }
-        self.spec: RunSpec = run_spec(**{k: v for k, v in fields.items() if v is not None})
+        self.spec: RunSpec = _spec_of(spec, policy, user_model, fields)
+        policy = policy if isinstance(policy, Model) else None
+        collection = self.spec.collection
+        tasks = tasks if tasks is not None else collection.input
+        num_tasks = num_tasks if num_tasks is not None else collection.num_tasks
+        seed = seed if seed is not None else collection.seed
+        concurrency = concurrency or collection.concurrency
         self._given_user_model = user_model if isinstance(user_model, Model) else None
         self._user_models = contextlib.AsyncExitStack()
         self._found: FoundEnvironment | None = find(self.spec.env)
         if self._found is None and self.spec.env.url is None:
             raise ConfigError("name an environment (env=NAME, a class or instance) or env_url")
-        self._policy: Policy = (
-            policy if isinstance(policy, Model) else token_config(self.spec.model)
-        )
+        self._policy: Policy = policy if policy is not None else token_config(self.spec.model)
         self.tasks: list[JsonDict] = load_tasks(tasks, self._found, num_tasks=num_tasks, seed=seed)
         self.task_sampler = _task_sampler(task_sampler, len(self.tasks), seed)
         self.group_size = group_size
-        self.concurrency = concurrency or _default_concurrency(policy, self.spec)
+        self.concurrency = concurrency or _default_concurrency(self._policy, self.spec)
         self.on_failure: OnFailure = on_failure
         self.seed = seed
         self.seed_requests = seed_requests
@@ -635,6 +629,51 @@ def token_config(config: ModelConfig) -> ModelConfig:
             "token_mode (or return_tokens) to true"
         )
     return config
+
+
+_RUN_KEYWORDS = ("env", "env_args", "env_url", "server_token", "sampling", "agent", "agent_options")
+"""The run's parts a sampler once took as keywords of its own, before it took a ``RunSpec``."""
+
+
+def _spec_of(
+    spec: RunSpec | str | Environment | type[Environment] | EnvSpec | None,
+    policy: Policy | None,
+    user_model: str | ModelConfig | Model | None,
+    fields: dict[str, Any],
+) -> RunSpec:
+    """The run a sampler samples: ``spec``, or (deprecated) the one its keywords describe."""
+    unknown = sorted(set(fields) - set(_RUN_KEYWORDS))
+    if unknown:
+        raise TypeError(f"RolloutSampler got an unexpected keyword argument '{unknown[0]}'")
+    configured = [
+        name
+        for name, value in (("policy", policy), ("user_model", user_model))
+        if value is not None and not isinstance(value, Model)
+    ]
+    if isinstance(spec, RunSpec):
+        if fields or configured:
+            given = ", ".join([*fields, *configured])
+            raise TypeError(
+                f"pass the run as a RunSpec or as keyword arguments, not both (also {given}): "
+                "a RunSpec's model is the policy; a built Model may be given as policy"
+            )
+        return spec
+    if spec is None and not fields and not configured:
+        return RunSpec()
+    warnings.warn(
+        "RolloutSampler(env, policy=..., env_args=..., ...) is deprecated: pass the run as a "
+        "RunSpec, RolloutSampler(palaestra.run_spec(env=..., model=..., ...), group_size=...) "
+        "(a built Model may still be given as policy=); the old keywords go in 0.3",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if spec is not None:
+        fields = {**fields, "env": spec}
+    if policy is not None and not isinstance(policy, Model):
+        fields["model"] = policy
+    if user_model is not None and not isinstance(user_model, Model):
+        fields["user_model"] = user_model
+    return run_spec(**{k: v for k, v in fields.items() if v is not None})
 
 
 def _default_concurrency(policy: Policy, spec: RunSpec) -> int:

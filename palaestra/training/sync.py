@@ -2,9 +2,10 @@
 
 ::
 
+    from palaestra import run_spec
     from palaestra.training import SyncRolloutSampler
 
-    with SyncRolloutSampler("weather", group_size=4, policy="local") as sampler:
+    with SyncRolloutSampler(run_spec(env="weather", model="local"), group_size=4) as sampler:
         for step in range(100):
             groups = sampler.batch()
             ...

@@ -8,11 +8,13 @@ over a palaestra ``RolloutSampler``: the samples are whole multi-turn palaestra 
 tokens exactly as the policy sampled them::
 
     from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+    from palaestra import run_spec
     from palaestra.training import RolloutSampler
     from palaestra.training.trl_async import AsyncGrpoRolloutWorker
 
     # the policy: the vLLM server TRL pushes the weights into (vllm_server_base_url)
-    sampler = RolloutSampler("weather", group_size=8, policy="http://localhost:8000/v1")
+    run = run_spec(env="weather", model="http://localhost:8000/v1")
+    sampler = RolloutSampler(run, group_size=8)
     worker = AsyncGrpoRolloutWorker(sampler)
     trainer = AsyncGRPOTrainer(
         model="<the model vLLM serves>", args=AsyncGRPOConfig(num_generations=8, ...),

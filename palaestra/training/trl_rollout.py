@@ -110,7 +110,7 @@ def prompt_key(prompt: Any) -> bytes:
 class TrlRolloutFunc:
     """A ``rollout_func`` for TRL's ``GRPOTrainer`` (see the module docstring).
 
-    Takes the ``RolloutSampler``'s arguments (``env``, ``tasks``, ``policy``, ``agent_options``,
+    Takes the ``RolloutSampler``'s arguments (the run's ``RunSpec``, ``tasks``,
     ``concurrency``, ...) except ``group_size`` (TRL's ``num_generations`` decides) and
     ``on_failure``, which is ``"mask"`` or ``"raise"`` (TRL cannot take fewer completions than
     prompts). Call ``close`` (or use it as a context manager) when training is done.

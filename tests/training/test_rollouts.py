@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
-from palaestra import Environment, Session, tool
+from palaestra import Environment, Session, run_spec, tool
 from palaestra.errors import ConfigError, ModelUnreachable
 from palaestra.models import ModelConfig, build_model
 from palaestra.training import (
@@ -372,6 +372,28 @@ def test_a_policy_without_token_capture_is_refused_and_one_without_options_gets_
     made = RolloutSampler(Adder, tasks=TASKS, policy=url)
     assert made.spec.model.options == {}  # the spec as written; the model built gets token mode
     assert isinstance(made._policy, ModelConfig) and made._policy.options == {"token_mode": True}
+
+
+def test_a_sampler_takes_its_run_as_a_run_spec_whose_collection_gives_the_defaults(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    url = "http://127.0.0.1:9/v1"
+    run = run_spec(env=Adder, model=url, sampling={"temperature": 0.5}, concurrency=3, seed=7)
+    made = RolloutSampler(run, tasks=TASKS, group_size=2)
+    assert made.spec is run
+    assert made.concurrency == 3 and made.seed == 7
+    assert made.overrides == {"temperature": 0.5}
+    assert isinstance(made._policy, ModelConfig) and made._policy.url == url
+    assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
+    with pytest.raises(TypeError, match="not both"):
+        RolloutSampler(run, tasks=TASKS, policy=url)
+
+
+def test_the_run_given_as_the_old_keywords_still_works_with_a_deprecation_warning() -> None:
+    url = "http://127.0.0.1:9/v1"
+    with pytest.warns(DeprecationWarning, match="pass the run as a RunSpec"):
+        made = RolloutSampler(Adder, tasks=TASKS, policy=url, sampling={"temperature": 0.5})
+    assert made.spec == run_spec(env=Adder, model=url, sampling={"temperature": 0.5})
 
 
 def test_a_task_sampler_for_another_number_of_tasks_is_refused() -> None:

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.cli.options import env_arg_option, env_spec, user_model_config, user_model_flags
-from palaestra.cli.serve.servers import host_option, listen_fields, port_option, token_options
+from palaestra.cli.options import env_arg_option, user_model_flags
+from palaestra.cli.serve.servers import (
+    host_option,
+    port_option,
+    served_env_spec,
+    tasks_option,
+    token_options,
+)
 
 
 @click.command("openenv")
 @click.argument("env_name")
 @env_arg_option
-@click.option(
-    "--tasks",
-    "tasks_path",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Tasks a reset picks from (by data.index or data.seed, else in turn). Default: the "
-    "environment's example tasks, else tasks it generates from the seed.",
+@tasks_option(
+    "Tasks a reset picks from (by data.index or data.seed, else in turn). Default: the "
+    "environment's example tasks, else tasks it generates from the seed."
 )
 @user_model_flags
 @host_option
@@ -36,16 +38,6 @@ def serve_openenv_command(env_name: str, **options: Any) -> None:
     without one for them (on 127.0.0.1).
     """
     from palaestra.serve.server import serve
-    from palaestra.spec import ServeSpec
 
     with exit_on_user_error(Console(stderr=True)):
-        options["env_spec"] = env_name
-        options.setdefault("unix_socket", None)
-        spec = ServeSpec(
-            kind="openenv",
-            env=env_spec(options),
-            tasks=options["tasks_path"],
-            user_model=user_model_config(options),
-            **listen_fields(options),
-        )
-        serve(spec)
+        serve(served_env_spec("openenv", env_name, options))

@@ -9,20 +9,23 @@ import click
 from rich.console import Console
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.cli.options import env_arg_option, env_spec, user_model_config, user_model_flags
-from palaestra.cli.serve.servers import host_option, listen_fields, port_option, token_options
+from palaestra.cli.options import env_arg_option, user_model_flags
+from palaestra.cli.serve.servers import (
+    host_option,
+    port_option,
+    served_env_spec,
+    tasks_option,
+    token_options,
+)
 from palaestra.errors import ConfigError
 
 
 @click.command("ors")
 @click.argument("env_name")
 @env_arg_option
-@click.option(
-    "--tasks",
-    "tasks_path",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="The tasks of the split 'test'. Default: the environment's example tasks, else 100 "
-    "tasks it generates from seed 0.",
+@tasks_option(
+    "The tasks of the split 'test'. Default: the environment's example tasks, else 100 "
+    "tasks it generates from seed 0."
 )
 @click.option(
     "--split",
@@ -44,20 +47,10 @@ def serve_ors_command(env_name: str, **options: Any) -> None:
     answers its reward. With a token, the SDK's api_key (its X-API-Key header) may carry it.
     """
     from palaestra.serve.server import serve
-    from palaestra.spec import ServeSpec
 
     with exit_on_user_error(Console(stderr=True)):
-        options["env_spec"] = env_name
-        options.setdefault("unix_socket", None)
-        spec = ServeSpec(
-            kind="ors",
-            env=env_spec(options),
-            tasks=options["tasks_path"],
-            splits=split_files(options["split_files"]),
-            user_model=user_model_config(options),
-            **listen_fields(options),
-        )
-        serve(spec)
+        splits = split_files(options["split_files"])
+        serve(served_env_spec("ors", env_name, options, splits=splits))
 
 
 def split_files(given: tuple[str, ...]) -> dict[str, Path]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 from rich.console import Console
@@ -59,6 +59,35 @@ unix_socket_option = click.option(
 )
 
 
+def tasks_option(help: str) -> Callable[[F], F]:
+    """``--tasks FILE`` of a command that serves an environment (what they are for: ``help``)."""
+    return click.option(
+        "--tasks",
+        "tasks_path",
+        type=click.Path(path_type=Path, dir_okay=False, exists=True),
+        help=help,
+    )
+
+
+def served_env_spec(
+    kind: Literal["env", "openenv", "ors"], env_name: str, options: dict[str, Any], **fields: Any
+) -> ServeSpec:
+    """The ``ServeSpec`` of a command serving ENV_NAME (``--tasks``, the user model, where it
+    listens), with the ``fields`` of its ``kind``."""
+    from palaestra.spec import ServeSpec
+
+    options["env_spec"] = env_name
+    options.setdefault("unix_socket", None)
+    return ServeSpec(
+        kind=kind,
+        env=env_spec(options),
+        tasks=options["tasks_path"],
+        user_model=user_model_config(options),
+        **listen_fields(options),
+        **fields,
+    )
+
+
 def token_options(command: F) -> F:
     """``--token`` (or ``PALAESTRA_SERVER_TOKEN``) and ``--token-file``: the bearer token."""
     return with_token_options("Require this bearer token on every request.")(command)
@@ -101,12 +130,7 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
 @click.command("env")
 @click.argument("env_name")
 @env_arg_option
-@click.option(
-    "--tasks",
-    "tasks_path",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Tasks NeMo Evaluator clients address by index. Default: the example tasks.",
-)
+@tasks_option("Tasks NeMo Evaluator clients address by index. Default: the example tasks.")
 @click.option(
     "--max-sessions",
     type=click.IntRange(min=0),
@@ -136,20 +160,15 @@ def serve_env_command(env_name: str, **options: Any) -> None:
 
     ENV_NAME is a name (see `palaestra envs`), ./file.py[:Class] or module:Class.
     """
-    from palaestra.spec import ServeSpec
-
     console = Console(stderr=True)
     with exit_on_user_error(console):
-        options["env_spec"] = env_name
-        spec = ServeSpec(
-            kind="env",
-            env=env_spec(options),
-            tasks=options["tasks_path"],
+        spec = served_env_spec(
+            "env",
+            env_name,
+            options,
             max_sessions=options["max_sessions"],
             max_task_bytes=options["max_task_bytes"],
             max_total_task_bytes=options["max_total_task_bytes"],
-            user_model=user_model_config(options),
-            **listen_fields(options),
         )
         _serve(spec)
 

@@ -25,8 +25,8 @@ from typing import IO
 
 from palaestra.errors import InvalidTask, SandboxFailure
 from palaestra.sandbox import Limit, Limits
-from palaestra.sandbox.machines.provider import Box
-from palaestra.sandbox.process import SandboxProcess, supervise
+from palaestra.sandbox.machines.provider import Box, Launch
+from palaestra.sandbox.process import SandboxProcess, supervised
 from palaestra.wire.harbor import HarborTask, StepConfig
 
 READ_CAP = 1 << 20
@@ -53,25 +53,15 @@ class AgentView(Box):
         )
         self._env = dict(env)
 
-    async def launch(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: int,
-        user: str | None = None,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        stream_limit: int = 2**16,
-        protocol: bool = False,
-    ) -> SandboxProcess:
-        return await self.box.launch(
+    async def spawn(self, argv: Sequence[str], how: Launch) -> SandboxProcess:
+        return await self.box.spawn(
             argv,
-            stdin=stdin,
-            user=user or self.image.user,
-            cwd=cwd or self.image.workdir,
-            env={**self._env, **(env or {})},
-            stream_limit=stream_limit,
-            protocol=protocol,
+            replace(
+                how,
+                user=how.user or self.image.user,
+                cwd=how.cwd or self.image.workdir,
+                env={**self._env, **(how.env or {})},
+            ),
         )
 
     async def seal(self) -> None:
@@ -123,12 +113,7 @@ async def run(
     except (OSError, RuntimeError) as error:
         raise SandboxFailure(f"cannot run a command in the machine: {error}") from error
     limits = Limits(wall_time=timeout, output_bytes=READ_CAP)
-    try:
-        outcome = await supervise(process, limits)
-    finally:
-        if process.returncode is None:
-            process.kill_now()
-        process.close()
+    outcome = await supervised(process, limits)
     if outcome.limit is Limit.WALL_TIME:
         return Ran(None, outcome.stdout + outcome.stderr)
     return Ran(outcome.status, outcome.stdout + outcome.stderr)

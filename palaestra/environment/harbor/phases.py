@@ -39,7 +39,7 @@ from palaestra.errors import SandboxFailure
 from palaestra.sandbox import Limits
 from palaestra.sandbox.limits import Limit
 from palaestra.sandbox.machines.provider import Box
-from palaestra.sandbox.process import supervise
+from palaestra.sandbox.process import supervised
 from palaestra.types import JsonDict
 from palaestra.wire.harbor import (
     ARTIFACTS_DIR,
@@ -142,12 +142,7 @@ async def take_files(box: Box, paths: Sequence[str], store: Path) -> TakenFiles:
         user="root",
         cwd="/",
     )
-    try:
-        outcome = await supervise(process, Limits(wall_time=TAKE_TIMEOUT, output_bytes=FILES_CAP))
-    finally:
-        if process.returncode is None:
-            process.kill_now()
-        process.close()
+    outcome = await supervised(process, Limits(wall_time=TAKE_TIMEOUT, output_bytes=FILES_CAP))
     if outcome.limit is Limit.OUTPUT:
         raise BoxRefused(f"the files to keep ({', '.join(paths)}) exceed {FILES_CAP >> 20} MB")
     if outcome.limit is not None or outcome.status not in (0, 1):

@@ -36,7 +36,7 @@ from palaestra.sandbox import Limit, Limits, Sandbox
 from palaestra.sandbox.isolation import WORK_DIR
 from palaestra.sandbox.machines.inside import resolve_user
 from palaestra.sandbox.machines.provider import Box
-from palaestra.sandbox.process import SandboxProcess, supervise
+from palaestra.sandbox.process import SandboxProcess, supervised
 from palaestra.sandbox.workdir import WorkDir
 
 BoxSource = Box | Callable[[], Awaitable[Box | None]]
@@ -208,12 +208,7 @@ class Machine:
                 process = await self.sandbox._launch(
                     argv, self.work_dir, self._uid, limits, None, subprocess.DEVNULL
                 )
-            try:
-                outcome = await supervise(process, limits)
-            finally:
-                if process.returncode is None:
-                    process.kill_now()
-                process.close()
+            outcome = await supervised(process, limits)
         data = outcome.stdout + outcome.stderr
         head = data[: self.head_bytes].decode(errors="replace")
         tail = data[self.head_bytes :][-self.tail_bytes :].decode(errors="replace")

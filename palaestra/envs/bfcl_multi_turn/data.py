@@ -13,7 +13,6 @@ only a bare function name called with literal arguments.
 from __future__ import annotations
 
 import ast
-import importlib.util
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from typing import Any
 import orjson
 
 from palaestra import ConfigError, JsonDict, read_objects
+from palaestra.envs._bfcl import bfcl_data_dir as data_dir
+from palaestra.envs._bfcl import convert_schema
 
 CATEGORIES: tuple[str, ...] = ("base", "miss_func", "miss_param", "long_context")
 """BFCL's four multi-turn categories, 200 tasks each."""
@@ -47,33 +48,10 @@ ADDITIONAL_FUNCTION_PROMPT = (
 """BFCL's user message at a ``miss_func`` turn that reveals held-out functions
 (``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``)."""
 
-_TYPES = {
-    "integer": "integer",
-    "number": "number",
-    "float": "number",
-    "string": "string",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "array": "array",
-    "list": "array",
-    "dict": "object",
-    "object": "object",
-    "tuple": "array",
-    "any": "string",
-}
-"""BFCL's Python-flavoured types as JSON Schema (BFCL's ``GORILLA_TO_OPENAPI`` for them)."""
-_KEPT_KEYS = ("description", "enum", "default", "minimum", "maximum")
-
 
 def bfcl_data_dir() -> Path:
     """The ``data`` directory of the installed ``bfcl-eval`` package."""
-    spec = importlib.util.find_spec("bfcl_eval")
-    roots = list(spec.submodule_search_locations or []) if spec is not None else []
-    for root in roots:
-        data = Path(root) / "data"
-        if data.is_dir():
-            return data
-    raise ConfigError(
+    return data_dir(
         "bfcl_multi_turn reads BFCL's multi-turn data and runs its backends from the bfcl-eval "
         "package: pip install --no-deps bfcl-eval==2026.3.23"
     )
@@ -164,7 +142,9 @@ def reveal_message(functions: list[JsonDict]) -> str:
 
 def convert_function(function: JsonDict) -> JsonDict:
     """A BFCL function document as a Responses function tool."""
-    parameters = convert_schema(function.get("parameters") or {"type": "dict"})
+    parameters = convert_schema(
+        function.get("parameters") or {"type": "dict"}, closed=False, typed_any=True
+    )
     parameters["type"] = "object"
     parameters.setdefault("properties", {})
     parameters.setdefault("required", [])
@@ -175,26 +155,6 @@ def convert_function(function: JsonDict) -> JsonDict:
         "parameters": parameters,
         "strict": False,
     }
-
-
-def convert_schema(schema: JsonDict) -> JsonDict:
-    """BFCL's types (dict, float, tuple, any) as JSON Schema."""
-    converted: JsonDict = {}
-    kind = _TYPES.get(str(schema.get("type", "")))
-    if kind is not None:
-        converted["type"] = kind
-    for key in _KEPT_KEYS:
-        if key in schema:
-            converted[key] = schema[key]
-    if isinstance(schema.get("items"), dict):
-        converted["items"] = convert_schema(schema["items"])
-    elif kind == "array":
-        converted["items"] = {}
-    properties = schema.get("properties")
-    if isinstance(properties, dict):
-        converted["properties"] = {k: convert_schema(v) for k, v in properties.items()}
-        converted["required"] = [r for r in schema.get("required", []) if r in properties]
-    return converted
 
 
 def _with_hint(function: JsonDict) -> JsonDict:

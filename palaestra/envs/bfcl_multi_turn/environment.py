@@ -10,7 +10,6 @@ after every user turn asks BFCL's state check and response check (``backend.chec
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,6 @@ import orjson
 import pydantic
 
 from palaestra import (
-    ConfigError,
     Environment,
     FailureKind,
     InvalidTask,
@@ -31,6 +29,7 @@ from palaestra import (
     Verdict,
     read_objects,
 )
+from palaestra.envs._bfcl import draw
 from palaestra.envs.bfcl_multi_turn.backend import (
     Backends,
     Call,
@@ -151,13 +150,7 @@ class BfclMultiTurn(Environment):
         """``count`` tasks of the chosen categories, drawn without replacement, shuffled by
         ``seed`` (``count`` = all of them runs the whole benchmark)."""
         tasks = list(load_tasks(self.categories))
-        if count > len(tasks):
-            raise ConfigError(
-                f"bfcl_multi_turn has {len(tasks)} tasks in {', '.join(self.categories)}; "
-                f"asked for {count}"
-            )
-        random.Random(seed).shuffle(tasks)
-        yield from tasks[:count]
+        yield from draw(tasks, count, seed, "bfcl_multi_turn", self.categories)
 
 
 def model_turns(output: list[Any]) -> list[list[list[Call]]]:

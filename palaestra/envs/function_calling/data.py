@@ -6,13 +6,14 @@ its code is imported, so ``pip install --no-deps bfcl-eval`` is enough.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from palaestra import ConfigError, JsonDict, read_objects
+from palaestra.envs._bfcl import bfcl_data_dir as data_dir
+from palaestra.envs._bfcl import convert_schema
 from palaestra.envs.function_calling.compare import answerable
 
 CATEGORIES: tuple[str, ...] = (
@@ -38,30 +39,12 @@ SYSTEM_PROMPT = (
     "if several are needed). When none of them fits, answer in plain text and call nothing."
 )
 
-_TYPES = {
-    "dict": "object",
-    "object": "object",
-    "float": "number",
-    "number": "number",
-    "integer": "integer",
-    "string": "string",
-    "boolean": "boolean",
-    "array": "array",
-    "tuple": "array",
-}
-_KEPT_KEYS = ("description", "enum", "default", "minimum", "maximum")
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def bfcl_data_dir() -> Path:
     """The ``data`` directory of the installed ``bfcl-eval`` package."""
-    spec = importlib.util.find_spec("bfcl_eval")
-    roots = list(spec.submodule_search_locations or []) if spec is not None else []
-    for root in roots:
-        data = Path(root) / "data"
-        if data.is_dir():
-            return data
-    raise ConfigError(
+    return data_dir(
         "the function_calling task generator reads the Berkeley Function Calling Leaderboard "
         "data from the bfcl-eval package: pip install --no-deps bfcl-eval"
     )
@@ -123,7 +106,11 @@ def tool_name(name: str, taken: set[str] | None = None) -> str:
 
 def convert_function(function: JsonDict, name: str) -> JsonDict:
     """A BFCL function document as a Responses function tool, with ``strict`` written."""
-    parameters = convert_schema(function.get("parameters") or {"type": "dict", "properties": {}})
+    parameters = convert_schema(
+        function.get("parameters") or {"type": "dict", "properties": {}},
+        closed=True,
+        typed_any=False,
+    )
     parameters.setdefault("type", "object")
     parameters.setdefault("properties", {})
     parameters.setdefault("required", [])
@@ -134,27 +121,6 @@ def convert_function(function: JsonDict, name: str) -> JsonDict:
         "parameters": parameters,
         "strict": _strict_compatible(parameters),
     }
-
-
-def convert_schema(schema: JsonDict) -> JsonDict:
-    """BFCL's Python-flavoured types (dict, float, tuple, any) as JSON Schema."""
-    converted: JsonDict = {}
-    kind = _TYPES.get(str(schema.get("type", "")))
-    if kind is not None:
-        converted["type"] = kind
-    for key in _KEPT_KEYS:
-        if key in schema:
-            converted[key] = schema[key]
-    if isinstance(schema.get("items"), dict):
-        converted["items"] = convert_schema(schema["items"])
-    elif kind == "array":
-        converted["items"] = {}
-    properties = schema.get("properties")
-    if isinstance(properties, dict):
-        converted["properties"] = {k: convert_schema(v) for k, v in properties.items()}
-        converted["required"] = [r for r in schema.get("required", []) if r in properties]
-        converted["additionalProperties"] = False
-    return converted
 
 
 def _strict_compatible(schema: JsonDict) -> bool:

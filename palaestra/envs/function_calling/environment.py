@@ -6,10 +6,10 @@ tool-calling agent only the calls of the model's first answer count.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 
 from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
+from palaestra.envs._bfcl import draw
 from palaestra.envs.function_calling.compare import check_calls, first_turn_calls, reference_calls
 from palaestra.envs.function_calling.data import ALLOWED_CATEGORIES, CATEGORIES, load_tasks
 
@@ -72,10 +72,4 @@ class FunctionCalling(Environment):
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """``count`` BFCL tasks drawn without replacement, shuffled by ``seed``."""
         tasks = list(load_tasks(self.categories))
-        if count > len(tasks):
-            raise ConfigError(
-                f"function_calling has {len(tasks)} BFCL tasks in {', '.join(self.categories)}; "
-                f"asked for {count}"
-            )
-        random.Random(seed).shuffle(tasks)
-        yield from tasks[:count]
+        yield from draw(tasks, count, seed, "function_calling", self.categories, "BFCL tasks")

@@ -48,7 +48,7 @@ from palaestra.sandbox.machines.layers import (
     mount_overlay,
     tar_identity,
 )
-from palaestra.sandbox.process import SandboxProcess, supervise
+from palaestra.sandbox.process import SandboxProcess, supervised
 
 _BOOKWORM = ("debian:bookworm-slim", "debian:bookworm", "debian:12-slim", "debian:12")
 _TRIXIE = ("debian:trixie-slim", "debian:trixie", "debian:13-slim", "debian:13")
@@ -324,12 +324,7 @@ async def _execute(
         seccomp=seccomp.program(memfd=bool(join)),
     )
     budget = max(1.0, deadline - time.monotonic())
-    try:
-        outcome = await supervise(process, Limits(wall_time=budget, output_bytes=4 << 20))
-    finally:
-        if process.returncode is None:
-            process.kill_now()
-        process.close()
+    outcome = await supervised(process, Limits(wall_time=budget, output_bytes=4 << 20))
     if outcome.limit is Limit.WALL_TIME:
         return None
     text = (outcome.stdout + outcome.stderr).decode(errors="replace")

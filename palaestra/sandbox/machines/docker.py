@@ -79,7 +79,7 @@ from palaestra.sandbox.machines.container_procs import (
 )
 from palaestra.sandbox.machines.digest import folder_digest
 from palaestra.sandbox.machines.layers import drop_from_upper
-from palaestra.sandbox.machines.provider import TOOLCHAIN, Box, BoxSpec, Image, Provider
+from palaestra.sandbox.machines.provider import TOOLCHAIN, Box, BoxSpec, Image, Launch, Provider
 from palaestra.sandbox.process import SandboxProcess
 
 log = logging.getLogger("palaestra.sandbox.machines")
@@ -459,31 +459,21 @@ class DockerBox(Box):
     async def __aenter__(self) -> DockerBox:
         return self
 
-    async def launch(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: int,
-        user: str | None = None,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        stream_limit: int = 2**16,
-        protocol: bool = False,
-    ) -> SandboxProcess:
+    async def spawn(self, argv: Sequence[str], how: Launch) -> SandboxProcess:
         if self._closed:
             raise SandboxFailure(f"the box {self.container[:12]} is closed")
         token = secrets.token_hex(12)
         command = [self.provider.docker, "exec"]
-        if protocol or stdin != subprocess.DEVNULL:
+        if how.protocol or how.stdin != subprocess.DEVNULL:
             command.append("--interactive")
-        if user or self.image.user:
-            command += ["--user", user or self.image.user]
-        if cwd or self.image.workdir:
-            command += ["--workdir", cwd or self.image.workdir]
-        for key, value in {**(env or {}), TOKEN_VARIABLE: token}.items():
+        if how.user or self.image.user:
+            command += ["--user", how.user or self.image.user]
+        if how.cwd or self.image.workdir:
+            command += ["--workdir", how.cwd or self.image.workdir]
+        for key, value in {**(how.env or {}), TOKEN_VARIABLE: token}.items():
             command += ["--env", f"{key}={value}"]
         command.append(self.container)
-        if protocol:
+        if how.protocol:
             command += ["sh", "-c", _PROTOCOL_WRAPPER, "sh"]
         command += list(argv)
         process = await SandboxProcess.start(
@@ -492,9 +482,9 @@ class DockerBox(Box):
             uid=None,
             cwd="/",
             env=self.provider._client_env(),
-            stdin=stdin,
-            stream_limit=stream_limit,
-            protocol=protocol,
+            stdin=how.stdin,
+            stream_limit=how.stream_limit,
+            protocol=how.protocol,
             protocol_on_stdio=True,
         )
         process.on_kill = lambda: kill_marked(self.pid, token)

@@ -151,6 +151,18 @@ class BoxSpec:
     box that has no network (``egress``). A container's commands always share one."""
 
 
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How ``Box.launch`` starts a command: its keywords, as one value."""
+
+    stdin: int
+    user: str | None = None
+    cwd: str | None = None
+    env: Mapping[str, str] | None = None
+    stream_limit: int = 2**16
+    protocol: bool = False
+
+
 class Box(abc.ABC):
     """One episode's machine. Use ``async with`` or call ``close``."""
 
@@ -158,7 +170,6 @@ class Box(abc.ABC):
     """The box's root filesystem as the host sees it (for an editor, or copying files in)."""
     image: Image
 
-    @abc.abstractmethod
     async def launch(
         self,
         argv: Sequence[str],
@@ -172,6 +183,12 @@ class Box(abc.ABC):
     ) -> SandboxProcess:
         """Start ``argv`` in the box (as ``user``, default the image's; in ``cwd``, default
         the image's workdir). ``protocol``: stdin is a pipe the caller writes (a shell)."""
+        how = Launch(stdin, user, cwd, env, stream_limit, protocol)
+        return await self.spawn(argv, how)
+
+    @abc.abstractmethod
+    async def spawn(self, argv: Sequence[str], how: Launch) -> SandboxProcess:
+        """What ``launch`` does, its keywords in ``how``: each kind of box writes this."""
 
     def network_namespace(self) -> str | None:
         """A path (``/proc/...``) naming the network namespace every command of the box runs

@@ -48,7 +48,7 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -68,7 +68,7 @@ from palaestra.sandbox.machines.layers import (
     key_of,
     mount_overlay,
 )
-from palaestra.sandbox.machines.provider import TOOLCHAIN, Box, BoxSpec, Image, Provider
+from palaestra.sandbox.machines.provider import TOOLCHAIN, Box, BoxSpec, Image, Launch, Provider
 from palaestra.sandbox.process import SandboxProcess
 
 NAME = "rootfs"
@@ -357,22 +357,12 @@ class RootfsBox(Box):
                     total += os.lstat(os.path.join(folder, name)).st_blocks * 512
         return total
 
-    async def launch(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: int,
-        user: str | None = None,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        stream_limit: int = 2**16,
-        protocol: bool = False,
-    ) -> SandboxProcess:
+    async def spawn(self, argv: Sequence[str], how: Launch) -> SandboxProcess:
         if self._closed:
             raise SandboxFailure(f"box {self.id} is closed")
-        who = self.user(user)
-        environment = inside.environment(who, self.image.env, env)
-        directory = cwd or self.image.workdir or "/"
+        who = self.user(how.user)
+        environment = inside.environment(who, self.image.env, how.env)
+        directory = how.cwd or self.image.workdir or "/"
         prlimit = [] if who.uid == 0 else [f"--nproc={self.spec.processes}"]
         join = join_argv(self.cgroups)
 
@@ -396,10 +386,10 @@ class RootfsBox(Box):
             uid=None,
             cwd="/",
             env={},
-            stdin=stdin,
-            stream_limit=stream_limit,
+            stdin=how.stdin,
+            stream_limit=how.stream_limit,
             seccomp=seccomp.program(memfd=self.memory_bound),
-            protocol=protocol,
+            protocol=how.protocol,
         )
         self._processes = {known for known in self._processes if known.returncode is None}
         self._processes.add(process)
