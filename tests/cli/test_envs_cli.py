@@ -12,6 +12,7 @@ import pytest
 
 from palaestra.cli.envs import catalogue_markdown
 from palaestra.environment.catalogue import catalogue
+from tests.support.mcp_notes_env import SERVER
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,18 +46,68 @@ def envs(*args: str, environ: dict[str, str] | None = None) -> subprocess.Comple
         env=environ or {**os.environ, "COLUMNS": "200"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,  # a first listing imports every suite, each in an interpreter of its own
         cwd=ROOT,
     )
 
 
-def install_plugin(root: Path) -> dict[str, str]:
-    (root / "dice_plugin.py").write_text(PLUGIN)
-    dist = root / "dice_plugin-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dice-plugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[palaestra.environments]\ndice = dice_plugin:Dice\n")
-    return {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{ROOT}", "COLUMNS": "200"}
+HIDE_TOKENIZERS = """\
+import sys
+
+
+class _Hidden:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "tokenizers":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Hidden())
+"""
+"""A ``sitecustomize``: ``tokenizers`` hidden from every interpreter started with it on the
+path (AgentDojo's task suites import Cohere's client, which imports it)."""
+
+
+class Plugged:
+    """``palaestra envs`` run where a folder on the path holds an installed distribution with
+    three ``palaestra.environments`` entry points (``dice``, which describes itself with class
+    attributes; ``notes``, an MCP environment; ``broken``, whose module does not exist) and
+    a ``sitecustomize`` hiding ``tokenizers``; ``HOME`` of its own. Each command runs once
+    (``run``) and is shared by the tests that read it: a new search path checks every suite's
+    imports again, once, and later runs read that answer."""
+
+    def __init__(self, root: Path) -> None:
+        (root / "dice_plugin.py").write_text(PLUGIN)
+        (root / "sitecustomize.py").write_text(HIDE_TOKENIZERS)
+        dist = root / "dice_plugin-1.0.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dice-plugin\nVersion: 1.0\n")
+        (dist / "entry_points.txt").write_text(
+            "[palaestra.environments]\n"
+            "dice = dice_plugin:Dice\n"
+            "notes = tests.support.mcp_notes_env:Notes\n"
+            "broken = missing_module:Nope\n"
+        )
+        home = root / "home"
+        home.mkdir()
+        self.environ = {
+            **os.environ,
+            "PYTHONPATH": f"{root}{os.pathsep}{ROOT}",
+            "HOME": str(home),
+            "COLUMNS": "200",
+        }
+        self._done: dict[tuple[str, ...], subprocess.CompletedProcess[str]] = {}
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``palaestra envs ARGS`` here, run the first time it is asked for."""
+        if args not in self._done:
+            self._done[args] = envs(*args, environ=self.environ)
+        return self._done[args]
+
+
+@pytest.fixture(scope="module")
+def plugged(tmp_path_factory: pytest.TempPathFactory) -> Plugged:
+    return Plugged(tmp_path_factory.mktemp("plugged"))
 
 
 def test_the_catalogue_page_is_what_palaestra_envs_prints() -> None:
@@ -81,19 +132,41 @@ def test_the_table_shows_version_category_tasks_needs_baseline_and_peer() -> Non
     assert "NeMo Gym: equivalence_llm_judge" in equivalence
 
 
-def test_a_plugin_describes_itself_with_class_attributes(tmp_path: Path) -> None:
-    environ = install_plugin(tmp_path)
-    done = envs("--format", "json", environ=environ)
+def test_envs_lists_entry_point_plugins_and_reports_a_broken_one_without_failing(
+    plugged: Plugged,
+) -> None:
+    done = plugged.run()
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.splitlines()
+    assert any(line.strip().startswith("dice ") for line in listed)
+    assert any(line.strip().startswith("weather ") for line in listed)
+    assert "environment 'broken' (missing_module:Nope) failed to load" in done.stderr
+
+
+def test_a_plugin_describes_itself_with_class_attributes(plugged: Plugged) -> None:
+    done = plugged.run("--format", "json")
     assert done.returncode == 0, done.stderr
     dice = next(entry for entry in json.loads(done.stdout) if entry["name"] == "dice")
     assert dice["category"] == "games" and dice["peer"] == "verifiers: dice"
     assert dice["source"] == "plug-in dice_plugin:Dice"
     assert dice["installed"] is False and dice["missing"] == ["surely-not-a-distribution-xyz"]
     assert dice["baseline"]["interval"] == [0.2, 0.8] and dice["baseline"]["tasks"] == 12
-    details = envs("--details", "dice", environ=environ)
+    details = plugged.run("--details", "dice")
     assert details.returncode == 0, details.stderr
     assert "roll" in details.stdout and "pip install dice-extra" in details.stdout
+    assert "plug-in dice_plugin:Dice" in details.stdout
     assert "missing surely-not-a-distribution-xyz" in details.stdout
+
+
+def test_palaestra_envs_details_says_an_mcp_environments_tools_come_from_its_server(
+    plugged: Plugged,
+) -> None:
+    done = plugged.run("--details", "notes")
+    assert done.returncode == 0, done.stderr
+    (tools,) = [line for line in done.stdout.splitlines() if line.startswith("tools ")]
+    assert tools.split(maxsplit=1)[1] == (
+        f"word_count, and the tools come from an MCP server ({sys.executable} {SERVER} stdio)"
+    )
 
 
 def test_details_of_an_unknown_environment_is_one_line() -> None:
@@ -103,45 +176,19 @@ def test_details_of_an_unknown_environment_is_one_line() -> None:
     assert "Traceback" not in done.stderr
 
 
-HIDE_TOKENIZERS = """\
-import sys
-
-
-class _Hidden:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "tokenizers":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-sys.meta_path.insert(0, _Hidden())
-"""
-
-
 def test_a_suite_whose_imports_miss_a_module_is_not_ok_but_named_missing(
-    tmp_path: Path,
+    plugged: Plugged,
 ) -> None:
-    """AgentDojo's task suites import Cohere's client, which imports ``tokenizers``: with it
-    hidden from every interpreter (a ``sitecustomize`` on the path, here only) the metadata
-    still says agentdojo is installed, and ``envs`` must not say ok."""
+    """With ``tokenizers`` hidden from every interpreter (a ``sitecustomize`` on the path,
+    here only) the metadata still says agentdojo is installed, and ``envs`` must not say
+    ok."""
     pytest.importorskip("agentdojo")
-    hider = tmp_path / "hider"
-    hider.mkdir()
-    (hider / "sitecustomize.py").write_text(HIDE_TOKENIZERS)
-    home = tmp_path / "home"
-    home.mkdir()
-    environ = {
-        **os.environ,
-        "PYTHONPATH": f"{hider}{os.pathsep}{ROOT}",
-        "HOME": str(home),
-        "COLUMNS": "200",
-    }
-    done = envs("--format", "json", environ=environ)
+    done = plugged.run("--format", "json")
     assert done.returncode == 0, done.stderr
     entries = {entry["name"]: entry for entry in json.loads(done.stdout)}
     assert entries["agentdojo"]["installed"] is False
     assert entries["agentdojo"]["missing"] == ["tokenizers"]
-    table = envs(environ=environ)
+    table = plugged.run()
     assert "missing tokenizers" in next(
         line for line in table.stdout.splitlines() if line.split()[:1] == ["agentdojo"]
     )

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from palaestra.environment.registry import find_environment, task_split
+from palaestra.environment.registry import (
+    available_environments,
+    environments,
+    find_environment,
+    task_split,
+)
 from palaestra.errors import ConfigError
+from tests.support.distribution import on_sys_path, write_distribution
 
 PLUGIN = '''
 from palaestra import Environment, tool
@@ -27,51 +31,39 @@ class Dice(Environment):
 '''
 
 
-def install_fake_plugin(root: Path, *, broken: bool = False) -> dict[str, str]:
-    """A package with a ``palaestra.environments`` entry point, importable from ``root``."""
-    (root / "dice_plugin.py").write_text(PLUGIN)
-    dist = root / "dice_plugin-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dice-plugin\nVersion: 1.0\n")
-    target = "missing_module:Nope" if broken else "dice_plugin:Dice"
-    (dist / "entry_points.txt").write_text(f"[palaestra.environments]\ndice = {target}\n")
-    return {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "200"}
-
-
-def test_envs_lists_entry_point_plugins(tmp_path: Path) -> None:
-    environ = install_fake_plugin(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "palaestra", "envs"],
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
+@pytest.fixture
+def plugins(tmp_path: Path) -> Iterator[Path]:
+    """An installed distribution with two ``palaestra.environments`` entry points: ``dice``,
+    and ``broken``, whose module does not exist (``palaestra envs`` on them: test_envs_cli)."""
+    write_distribution(
+        tmp_path,
+        "dice-plugin",
+        modules={"dice_plugin.py": PLUGIN},
+        entry_points={
+            "palaestra.environments": {"dice": "dice_plugin:Dice", "broken": "missing_module:Nope"}
+        },
     )
-    assert done.returncode == 0, done.stderr
-    assert any(line.strip().startswith("dice ") for line in done.stdout.splitlines())
-    details = subprocess.run(
-        [sys.executable, "-m", "palaestra", "envs", "--details", "dice"],
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert details.returncode == 0, details.stderr
-    assert "roll" in details.stdout and "plug-in dice_plugin:Dice" in details.stdout
+    with on_sys_path(tmp_path):
+        yield tmp_path
 
 
-def test_a_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:
-    environ = install_fake_plugin(tmp_path, broken=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "palaestra", "envs"],
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0
-    assert "weather" in done.stdout
-    assert "environment 'dice' (missing_module:Nope) failed to load" in done.stderr
+def test_entry_point_plugins_are_found_by_name_after_the_built_ins(plugins: Path) -> None:
+    names = environments().names()
+    assert {"dice", "broken", "weather"} <= set(names)
+    assert names.index("dice") > names.index("weather")
+    dice = find_environment("dice")
+    assert dice.source == "plug-in dice_plugin:Dice"
+    assert dice.environment.__name__ == "Dice" and list(dice.environment.tool_specs) == ["roll"]
+
+
+def test_a_broken_plugin_is_reported_not_fatal(plugins: Path) -> None:
+    found, problems = available_environments()
+    assert {"dice", "weather"} <= {entry.name for entry in found}
+    assert "broken" not in {entry.name for entry in found}
+    assert problems == [
+        "environment 'broken' (missing_module:Nope) failed to load: "
+        "ModuleNotFoundError: No module named 'missing_module'"
+    ]
 
 
 def test_find_by_import_path_and_file(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -69,18 +70,33 @@ def env() -> AgentDojo:
 
 
 @pytest.fixture(scope="module")
-def rows(env: AgentDojo) -> list[JsonDict]:
-    return list(env.generate_tasks(10_000, 0))
+def rows() -> list[JsonDict]:
+    """The task rows of every user task alone (``cases=utility``); a security case's row is
+    written when a test asks for it (``row_of``): the suites' 949 would each parse and
+    validate an environment of their own."""
+    return list(AgentDojo(cases="utility").generate_tasks(10_000, 0))
 
 
 def row_of(rows: list[JsonDict], suite: str, user: int, injection: int | None = None) -> JsonDict:
-    injection_id = None if injection is None else f"injection_task_{injection}"
-    return next(
-        r
-        for r in rows
-        if (r["suite"], r["user_task_id"], r["injection_task_id"])
-        == (suite, f"user_task_{user}", injection_id)
+    """The row of a user task alone (from ``rows``), or of it under an injection task."""
+    if injection is not None:
+        return orjson.loads(security_row(suite, user, injection))  # type: ignore[no-any-return]
+    return next(r for r in rows if (r["suite"], r["user_task_id"]) == (suite, f"user_task_{user}"))
+
+
+@functools.cache
+def security_row(suite: str, user: int, injection: int) -> bytes:
+    """The task row of one security case as ``generate_tasks`` writes it: the case drawn
+    among the suite's, its injections written by the default attack."""
+    env = AgentDojo(suite=suite, cases="security")
+    ids = (f"user_task_{user}", f"injection_task_{injection}")
+    drawn = next(
+        d
+        for d in dojo.cases(env.loaded, env.suites, env.cases, env.attack)
+        if (d.user_task_id, d.injection_task_id) == ids
     )
+    case = dojo.written(env.loaded, drawn, env.attack)
+    return orjson.dumps(dojo.task_row(env.loaded, case, env.benchmark_version))
 
 
 def calls_of(function_calls: Sequence[Any]) -> list[JsonDict]:
@@ -205,19 +221,37 @@ PARITY_CASES = [
 ]
 
 
-def test_the_suites_hold_97_user_tasks_and_949_security_cases(rows: list[JsonDict]) -> None:
-    alone = [r for r in rows if r["injection_task_id"] is None]
-    attacked = [r for r in rows if r["injection_task_id"] is not None]
+def test_the_suites_hold_97_user_tasks_and_949_security_cases(
+    env: AgentDojo, rows: list[JsonDict]
+) -> None:
+    drawn = dojo.cases(env.loaded, env.suites, "all", env.attack)
+    alone = [(d.suite, d.user_task_id) for d in drawn if d.injection_task_id is None]
+    attacked = [d for d in drawn if d.injection_task_id is not None]
     assert (len(alone), len(attacked)) == (97, 949)
-    per_suite = {s: sum(r["suite"] == s for r in attacked) for s in dojo.SUITES}
+    assert [(r["suite"], r["user_task_id"]) for r in rows] == alone
+    assert all(r["injection_task_id"] is None and r["injections"] == {} for r in rows)
+    per_suite = {s: sum(d.suite == s for d in attacked) for s in dojo.SUITES}
     assert per_suite == {"workspace": 560, "travel": 140, "banking": 144, "slack": 105}
-    row = attacked[0]
+    first = attacked[0]
+    assert (first.suite, first.user_task_id, first.injection_task_id) == (
+        "workspace",
+        "user_task_0",
+        "injection_task_0",
+    )
+    row = row_of(rows, "workspace", 0, 0)
     assert row["benchmark_version"] == "v1.2.2"
     assert row["attack"] == "important_instructions_no_model_name"
     assert row["injections"] and all(
         "<INFORMATION>" in text and "Emma Johnson" in text for text in row["injections"].values()
     )
     assert {t["name"] for t in row["responses_create_params"]["tools"]} >= {"send_email"}
+    # A count that covers the cases writes every one of them, in that order (the smallest suite)
+    slack = [
+        (r["user_task_id"], r["injection_task_id"])
+        for r in AgentDojo(suite="slack").generate_tasks(10_000, 0)
+    ]
+    assert slack == [(d.user_task_id, d.injection_task_id) for d in drawn if d.suite == "slack"]
+    assert len(slack) == 21 + 105
 
 
 def test_gold_calls_with_agentdojos_answer_score_utility_1_on_every_user_task(

@@ -160,12 +160,13 @@ class AgentDojo(Environment):
     def generate_tasks(self, count: int, seed: int) -> Iterator[JsonDict]:
         """The cases of the environment's suites, in AgentDojo's order: all of them when
         ``count`` covers them, else ``count`` drawn at random from ``seed`` (kept in order)."""
-        every = list(dojo.cases(self.loaded, self.suites, self.cases, self.attack))
+        every = dojo.cases(self.loaded, self.suites, self.cases, self.attack)
         chosen = list(range(len(every)))
         if count < len(every):
             chosen = sorted(random.Random(seed).sample(chosen, count))
         for index in chosen:
-            yield dojo.task_row(self.loaded, every[index], self.benchmark_version)
+            case = dojo.written(self.loaded, every[index], self.attack)
+            yield dojo.task_row(self.loaded, case, self.benchmark_version)
 
     def _case(self, task: JsonDict) -> dojo.Case:
         """The case a task row names; ``InvalidTask`` (an ``invalid_input`` failure) naming

@@ -15,7 +15,7 @@ environments never pay its import (several seconds: its package imports every LL
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -191,14 +191,26 @@ class _AttackedSuite:
         return _injected(self._suite, tuple(sorted(injections.items()))).model_copy(deep=True)
 
 
-def cases(
-    suites: Mapping[str, Any], names: Sequence[str], which: str, attack: str
-) -> Iterator[Case]:
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """A case as drawn, before its injections are written: the suite, the user task and, for a
+    security case, the injection task and the attack (AgentDojo's) that writes them."""
+
+    suite: str
+    user_task_id: str
+    injection_task_id: str | None = None
+    attack: Any = None
+
+
+def cases(suites: Mapping[str, Any], names: Sequence[str], which: str, attack: str) -> list[Drawn]:
     """Every case of the suites ``names``, in AgentDojo's order: each user task alone, then
     with each injection task (for a denial-of-service attack, the first only, as AgentDojo's
-    benchmark runs it), the injections written by ``attack``."""
+    benchmark runs it), for ``attack`` to write the injections of (``written``). Drawn first:
+    the attack runs a user task's ground truth to find what it reads, so a draw of a few cases
+    pays for theirs only."""
     if which not in CASES:
         raise ConfigError(f"cases: {which!r} is not one of {', '.join(CASES)}")
+    drawn: list[Drawn] = []
     for name in names:
         suite = suites[name]
         injection_ids = sorted(suite.injection_tasks, key=number)
@@ -207,14 +219,21 @@ def cases(
             injection_ids = injection_ids[:1]
         for user_id in sorted(suite.user_tasks, key=number):
             if which != "security":
-                yield Case(name, user_id)
-            if chosen is None:
-                continue
-            user_task = suite.get_user_task_by_id(user_id)
-            for injection_id in injection_ids:
-                injection_task = suite.get_injection_task_by_id(injection_id)
-                injections = dict(chosen.attack(user_task, injection_task))
-                yield Case(name, user_id, injection_id, attack, injections)
+                drawn.append(Drawn(name, user_id))
+            if chosen is not None:
+                drawn.extend(Drawn(name, user_id, i, chosen) for i in injection_ids)
+    return drawn
+
+
+def written(suites: Mapping[str, Any], drawn: Drawn, attack: str) -> Case:
+    """The case ``drawn``, its injections written by its attack (named ``attack``)."""
+    if drawn.injection_task_id is None:
+        return Case(drawn.suite, drawn.user_task_id)
+    suite = suites[drawn.suite]
+    user_task = suite.get_user_task_by_id(drawn.user_task_id)
+    injection_task = suite.get_injection_task_by_id(drawn.injection_task_id)
+    injections = dict(drawn.attack.attack(user_task, injection_task))
+    return Case(drawn.suite, drawn.user_task_id, drawn.injection_task_id, attack, injections)
 
 
 def task_row(suites: Mapping[str, Any], case: Case, version: str) -> JsonDict:
@@ -231,7 +250,7 @@ def task_row(suites: Mapping[str, Any], case: Case, version: str) -> JsonDict:
             "name": call["name"],
             "arguments": orjson.dumps(call["arguments"]).decode(),
         }
-        for index, call in enumerate(ground_truth(start(suites, case)))
+        for index, call in enumerate(_calls(user_task.ground_truth(_prepared(suite, case))))
     ]
     golden.append(assistant_message(user_task.GROUND_TRUTH_OUTPUT))
     return {
@@ -299,8 +318,7 @@ def start(loaded: Mapping[str, Any], case: Case) -> Episode:
         if case.injection_task_id is not None
         else None
     )
-    injected = _injected(suite, tuple(sorted(case.injections.items())))
-    environment = user_task.init_environment(injected.model_copy(deep=True))
+    environment = _prepared(suite, case)
     return Episode(
         case,
         suite,
@@ -309,6 +327,16 @@ def start(loaded: Mapping[str, Any], case: Case) -> Episode:
         FunctionsRuntime(suite.tools),
         environment,
         environment.model_copy(deep=True),
+    )
+
+
+def _prepared(suite: Any, case: Case) -> Any:
+    """A copy of the suite's environment with the case's injections placed, prepared by the
+    user task (``init_environment``): a rollout's own, or the one a task row's ground truth
+    reads (once: it does not change it)."""
+    injected = _injected(suite, tuple(sorted(case.injections.items())))
+    return suite.get_user_task_by_id(case.user_task_id).init_environment(
+        injected.model_copy(deep=True)
     )
 
 
@@ -401,7 +429,9 @@ def check(episode: Episode, model_output: str, calls: Sequence[Any]) -> Checks:
 def ground_truth(episode: Episode) -> list[JsonDict]:
     """The user task's ground-truth calls (``BaseUserTask.ground_truth`` on the episode's
     environment before any call) as ``{"name", "arguments"}``."""
-    return [
-        {"name": call.function, "arguments": dict(call.args)}
-        for call in episode.user_task.ground_truth(episode.pre_environment)
-    ]
+    return _calls(episode.user_task.ground_truth(episode.pre_environment))
+
+
+def _calls(function_calls: Sequence[Any]) -> list[JsonDict]:
+    """AgentDojo's ``FunctionCall`` objects as ``{"name", "arguments"}``."""
+    return [{"name": call.function, "arguments": dict(call.args)} for call in function_calls]
