@@ -31,12 +31,18 @@ def base_tar() -> Path:
 
 
 @pytest.fixture(scope="session")
-def layer_cache() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="palaestra-test-harbor-layers-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def layer_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One layer store for the whole run, shared by its xdist workers: each layer is built
+    under its own lock (a second worker that needs it waits for the first), so the base is
+    unpacked and each task's image built once per run rather than once per worker. It lives in
+    the run's temporary folder, which pytest removes with old runs' (a worker's teardown
+    removing it cost over a minute)."""
+    run = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run = run.parent  # the workers' folders (popen-gw0, ...) share the run's
+    path = run / "harbor-layers"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture
