@@ -40,8 +40,8 @@ from palaestra.agents.oracle import NoModel, Talk
 from palaestra.agents.tool_calling import request_params
 from palaestra.authoring.reference import joined, scored
 from palaestra.authoring.report import Check, counted
-from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
-from palaestra.environment.harbor import HarborEnvironment
+from palaestra.environment.kinds.harbor import HarborEnvironment
+from palaestra.environment.running.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.errors import InvalidTask, ToolCallRejected
 from palaestra.models.base import Model
 from palaestra.types import AgentResult, JsonDict, Producer, function_call_output, message_text

@@ -41,13 +41,13 @@ from palaestra.environment.answers import (
     task_row,
 )
 from palaestra.environment.base import Environment, check_tool_names
-from palaestra.environment.client import (
+from palaestra.environment.context import EnvironmentContext
+from palaestra.environment.judge import JudgeFailure, Judgement, JudgeModels, judge, judge_metrics
+from palaestra.environment.running.client import (
     EnvironmentClient,
     LocalEnvironmentClient,
     StepEnvironmentClient,
 )
-from palaestra.environment.context import EnvironmentContext
-from palaestra.environment.judge import JudgeFailure, Judgement, JudgeModels, judge, judge_metrics
 from palaestra.environment.sessions import Session
 from palaestra.environment.step import StepEnvironment
 from palaestra.environment.tools import SESSION_PARAMETER, ToolSpec, tool
@@ -91,7 +91,6 @@ from palaestra.types import (
 from palaestra.wire.rows import PARAMS, ROLLOUT_INDEX, TASK_INDEX, RolloutRow, TaskRow
 
 if TYPE_CHECKING:
-    from palaestra.environment.catalogue import Baseline
     from palaestra.environment.estimators import (
         PASS_THRESHOLD,
         majority_vote,
@@ -99,8 +98,9 @@ if TYPE_CHECKING:
         pass_at_k,
         pass_hat_k,
     )
-    from palaestra.environment.harbor import HarborEnvironment, HarborState
-    from palaestra.environment.machine import (
+    from palaestra.environment.finding.catalogue import Baseline
+    from palaestra.environment.kinds.harbor import HarborEnvironment, HarborState
+    from palaestra.environment.kinds.machine import (
         Editor,
         Machine,
         MachineState,
@@ -108,7 +108,7 @@ if TYPE_CHECKING:
         ShellEnded,
         ShellResult,
     )
-    from palaestra.environment.mcp import (
+    from palaestra.environment.kinds.mcp import (
         MCPEnvironment,
         MCPServer,
         MCPServerFailure,
@@ -131,19 +131,19 @@ if TYPE_CHECKING:
     from palaestra.wire.jsonl import read_objects
 
 _LAZY = {
-    "Baseline": "palaestra.environment.catalogue",
+    "Baseline": "palaestra.environment.finding.catalogue",
     **dict.fromkeys(
         ("PASS_THRESHOLD", "majority_vote", "mean_pass_at_k", "pass_at_k", "pass_hat_k"),
         "palaestra.environment.estimators",
     ),
-    **dict.fromkeys(("HarborEnvironment", "HarborState"), "palaestra.environment.harbor"),
+    **dict.fromkeys(("HarborEnvironment", "HarborState"), "palaestra.environment.kinds.harbor"),
     **dict.fromkeys(
         ("Editor", "Machine", "MachineState", "MachineTools", "ShellEnded", "ShellResult"),
-        "palaestra.environment.machine",
+        "palaestra.environment.kinds.machine",
     ),
     **dict.fromkeys(
         ("MCPEnvironment", "MCPServer", "MCPServerFailure", "MCPServerUnreachable", "MCPState"),
-        "palaestra.environment.mcp",
+        "palaestra.environment.kinds.mcp",
     ),
     **dict.fromkeys(
         (

@@ -26,7 +26,8 @@ limit (``tool_timeout``, ``verify_timeout``, ``seed_timeout``, ``close_timeout``
 stuck call fails its own rollout as ``timeout`` and never stalls the others. Because plain
 methods of concurrent rollouts run at the same time, guard state they share through ``self``
 with a lock (a session's ``state`` is used by one call at a time). A trivially cheap method can
-be ``async def`` to skip the thread hop and its CPU cost (``palaestra.environment.threads``).
+be ``async def`` to skip the thread hop and its CPU cost
+(``palaestra.environment.running.threads``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from palaestra.types import JsonDict, Verdict
 from palaestra.wire.protocol import RESERVED_ROUTES
 
 if TYPE_CHECKING:
-    from palaestra.environment.catalogue import Baseline
+    from palaestra.environment.finding.catalogue import Baseline
     from palaestra.environment.users import UserTurn
 
 T = TypeVar("T")
@@ -84,7 +85,7 @@ class Environment:
     """Raised by one whenever a change scores the same answer differently or gives a seed
     other tasks: runs record it (the run identity, every row), ``--resume`` refuses a run of
     another version, and ``palaestra envs`` shows it. A built-in's is its catalogue table's
-    ``version`` (``palaestra.environment.catalogue.environment_version``)."""
+    ``version`` (``palaestra.environment.finding.catalogue.environment_version``)."""
     """The embedded model's measured score on this environment, for the catalogue."""
     network: ClassVar[bool] = False
     """Whether this environment's tasks may use the network. False (the default, and every

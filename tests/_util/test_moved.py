@@ -29,14 +29,14 @@ def test_an_old_path_gives_the_same_module_and_says_where_it_went() -> None:
         "warnings.simplefilter('always')\n"
         "with warnings.catch_warnings(record=True) as seen:\n"
         "    from palaestra.env_client import LocalEnvironmentClient\n"
-        "import palaestra.environment.client as new\n"
+        "import palaestra.environment.running.client as new\n"
         "assert LocalEnvironmentClient is new.LocalEnvironmentClient\n"
         "print(seen[0].category.__name__, seen[0].message)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
-        "DeprecationWarning palaestra.env_client moved to palaestra.environment.client; "
+        "DeprecationWarning palaestra.env_client moved to palaestra.environment.running.client; "
         "the old path goes in the next release"
     )
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from palaestra import HarborEnvironment
-from palaestra.environment.harbor.tasks import load_tasks, rows_directory, write_rows
+from palaestra.environment.kinds.harbor.tasks import load_tasks, rows_directory, write_rows
 
 SMOKE = (
     "agentbench-test-012",
