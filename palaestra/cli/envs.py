@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.environment.base import Environment
-from palaestra.environment.finding.catalogue import Baseline, CatalogueEntry, catalogue
+from palaestra.environment.base import Baseline, Environment
+from palaestra.environment.finding.catalogue import CatalogueEntry, catalogue
 from palaestra.environment.finding.registry import find_environment
 from palaestra.errors import ConfigError
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from palaestra.environment.context import EnvironmentContext
@@ -44,10 +45,25 @@ from palaestra.types import JsonDict, Verdict
 from palaestra.wire.protocol import RESERVED_ROUTES
 
 if TYPE_CHECKING:
-    from palaestra.environment.finding.catalogue import Baseline
     from palaestra.environment.users import UserTurn
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The embedded model's measured score: the mean reward, its 95% interval, over how many
+    tasks, and the command that measured it."""
+
+    score: float
+    interval: tuple[float, float]
+    tasks: int
+    command: str
+    note: str = ""
+
+    def text(self) -> str:
+        low, high = self.interval
+        return f"{self.score:.3f} [{low:.3f}, {high:.3f}] n={self.tasks}"
 
 
 class Environment:
@@ -81,12 +97,12 @@ class Environment:
     install: ClassVar[str] = ""
     """The command that installs ``requires`` (shown by ``palaestra envs``)."""
     baseline: ClassVar[Baseline | None] = None
+    """The embedded model's measured score on this environment, for the catalogue."""
     version: ClassVar[int] = 1
     """Raised by one whenever a change scores the same answer differently or gives a seed
     other tasks: runs record it (the run identity, every row), ``--resume`` refuses a run of
     another version, and ``palaestra envs`` shows it. A built-in's is its catalogue table's
     ``version`` (``palaestra.environment.finding.catalogue.environment_version``)."""
-    """The embedded model's measured score on this environment, for the catalogue."""
     network: ClassVar[bool] = False
     """Whether this environment's tasks may use the network. False (the default, and every
     built-in's: machines and suites here have none): a run's model requests go closed-book,

@@ -48,3 +48,13 @@ def test_a_module_inside_a_moved_package_is_the_module_at_its_new_path() -> None
     with pytest.warns(DeprecationWarning, match="palaestra.observe.viewer moved"):
         old = importlib.import_module("palaestra.observe.viewer.app")
     assert old is importlib.import_module("palaestra.viewer.app")
+
+
+def test_a_module_of_the_kit_moved_into_a_room_is_found_by_its_old_path() -> None:
+    assert new_name("palaestra.environment.harbor.tasks") == (
+        "palaestra.environment.kinds.harbor.tasks"
+    )
+    assert new_name("palaestra.environment.base") is None  # the kit's own pieces stay
+    with pytest.warns(DeprecationWarning, match="palaestra.environment.registry moved"):
+        old = importlib.import_module("palaestra.environment.registry")
+    assert old is importlib.import_module("palaestra.environment.finding.registry")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata, resources
 from typing import Any
 
-from palaestra.environment.base import Environment
+from palaestra.environment.base import Baseline, Environment
 from palaestra.environment.finding.import_check import import_failures
 from palaestra.environment.finding.registry import builtin_names, environments
 from palaestra.errors import ConfigError
@@ -46,22 +46,6 @@ CATEGORIES = (
     "machines/SWE",
 )
 """The catalogue's order; an environment may name another category (it is listed last)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Baseline:
-    """The embedded model's measured score: the mean reward, its 95% interval, over how many
-    tasks, and the command that measured it."""
-
-    score: float
-    interval: tuple[float, float]
-    tasks: int
-    command: str
-    note: str = ""
-
-    def text(self) -> str:
-        low, high = self.interval
-        return f"{self.score:.3f} [{low:.3f}, {high:.3f}] n={self.tasks}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.environment.finding.registry import find_environment, task_split
+from palaestra.environment.finding.registry import builtin_names, find_environment, task_split
 from palaestra.errors import ConfigError
 
 PLUGIN = '''
@@ -72,6 +72,14 @@ def test_a_broken_plugin_is_reported_not_fatal(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert "weather" in done.stdout
     assert "environment 'dice' (missing_module:Nope) failed to load" in done.stderr
+
+
+def test_the_pieces_built_ins_share_are_not_listed_as_a_built_in() -> None:
+    names = builtin_names()
+    assert "math" in names
+    assert [name for name in names if name.startswith("_")] == []
+    with pytest.raises(ConfigError):
+        find_environment("_shared")
 
 
 def test_find_by_import_path_and_file(tmp_path: Path) -> None:
