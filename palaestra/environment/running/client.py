@@ -151,12 +151,14 @@ class Entry:
         cls,
         function: Callable[..., Any],
         seconds: float,
-        failure: type[RolloutFailure],
-        timeout: type[RolloutFailure],
         what: str,
+        failure: type[RolloutFailure] = EnvironmentFailure,
+        timeout: type[RolloutFailure] = EnvironmentTimeout,
         *,
         rejects: bool = False,
     ) -> Entry:
+        """``function`` (a bound method of the environment) behind its limit and boundary;
+        ``what`` names it in failures. A failure is ``failure`` (``env_error`` unless said)."""
         plain = getattr(function, "__func__", function)
         if inspect.iscoroutinefunction(function):
             mode = ASYNC
@@ -168,8 +170,43 @@ class Entry:
             function, seconds, Boundary(failure, timeout, what, plain, rejects=rejects), mode
         )
 
+    @classmethod
+    def on_loop(cls, function: Callable[..., Any], seconds: float, what: str) -> Entry:
+        """As ``of``, but plain code runs inline too, never in a thread (``export_state``: once
+        per turn, and cheap)."""
+        plain = getattr(function, "__func__", function)
+        boundary = Boundary(EnvironmentFailure, EnvironmentTimeout, what, plain)
+        mode = ASYNC if inspect.iscoroutinefunction(function) else INLINE
+        return cls(function, seconds, boundary, mode)
+
 
 _OWN_DEFAULTS = frozenset({Environment.__module__, StepEnvironment.__module__})
+
+
+def tool_entries(env: Environment) -> dict[str, Entry]:
+    """Each tool's entry point by name: its failure is ``tool_error``, and a call the model got
+    wrong is rejected back to it (``ToolCallRejected``)."""
+    return {
+        name: Entry.of(
+            spec.function,
+            env.tool_timeout,
+            f"tool '{name}'",
+            ToolFailure,
+            ToolTimeout,
+            rejects=True,
+        )
+        for name, spec in env.tool_specs.items()
+    }
+
+
+def step_entries(env: Environment) -> tuple[Entry | None, Entry | None]:
+    """``reset`` and ``step`` of a turn-based environment; ``None`` for another."""
+    if not isinstance(env, StepEnvironment):
+        return None, None
+    reset = Entry.of(env.reset, env.tool_timeout, "reset")
+    return reset, Entry.of(env.step, env.tool_timeout, "step")
+
+
 _NONE: JsonDict = {}  # no keyword arguments (never written to)
 
 
@@ -189,15 +226,15 @@ class LocalEnvironmentClient:
         threads: int = DEFAULT_THREADS,
         user_model: Model | None = None,
     ) -> None:
-        self.environment = environment
-        self.name = environment.name
-        self.has_user = has_user(environment)
-        self.restorable = restorable(environment)
+        self.environment = env = environment
+        self.name = env.name
+        self.has_user = has_user(env)
+        self.restorable = restorable(env)
         """Whether the environment exports and restores its state (``Environment.
         export_state``): an agent then checkpoints its rollouts at turn boundaries."""
-        self.sessions = SessionStore(environment.session_ttl)
-        self._tools = environment.tools()
-        self.ending_tools = ending_tools(environment)
+        self.sessions = SessionStore(env.session_ttl)
+        self._tools = env.tools()
+        self.ending_tools = ending_tools(env)
         self.tool_calls: Counter[str] = Counter()
         """Calls of each tool by name (names the environment lacks count as ``UNKNOWN_TOOL``)."""
         self.tool_errors: Counter[tuple[str, str]] = Counter()
@@ -205,59 +242,17 @@ class LocalEnvironmentClient:
         failure's kind (``tool_error``, ``timeout``). Both are read by ``/metrics``."""
         self._pool: WorkerPool | None = None
         self._threads = ThreadRunner(threads)
-        environment.setup(EnvironmentContext(worker_pool=self._worker_pool, user_model=user_model))
-        env = environment
-        self._seed = Entry.of(
-            env.seed, env.seed_timeout, EnvironmentFailure, EnvironmentTimeout, "seed"
-        )
+        env.setup(EnvironmentContext(worker_pool=self._worker_pool, user_model=user_model))
+        self._seed = Entry.of(env.seed, env.seed_timeout, "seed")
         self._verify = Entry.of(
-            env.verify, env.verify_timeout, VerifierFailure, VerifierTimeout, "verify"
+            env.verify, env.verify_timeout, "verify", VerifierFailure, VerifierTimeout
         )
-        self._close = Entry.of(
-            env.close, env.close_timeout, EnvironmentFailure, EnvironmentTimeout, "close"
-        )
-        self._user_turn = Entry.of(
-            env.user_turn,
-            env.user_turn_timeout,
-            EnvironmentFailure,
-            EnvironmentTimeout,
-            "user_turn",
-        )
-        self._tool_entries = {
-            name: Entry.of(
-                spec.function,
-                env.tool_timeout,
-                ToolFailure,
-                ToolTimeout,
-                f"tool '{name}'",
-                rejects=True,
-            )
-            for name, spec in env.tool_specs.items()
-        }
-        self._restore = Entry.of(
-            env.restore_state, env.seed_timeout, EnvironmentFailure, EnvironmentTimeout, "restore"
-        )
-        export = env.export_state
-        self._export = Entry(
-            export,
-            env.tool_timeout,
-            Boundary(
-                EnvironmentFailure,
-                EnvironmentTimeout,
-                "export_state",
-                getattr(export, "__func__", export),
-            ),
-            ASYNC if inspect.iscoroutinefunction(export) else INLINE,
-        )
-        self._reset: Entry | None = None
-        self._step: Entry | None = None
-        if isinstance(env, StepEnvironment):
-            self._reset = Entry.of(
-                env.reset, env.tool_timeout, EnvironmentFailure, EnvironmentTimeout, "reset"
-            )
-            self._step = Entry.of(
-                env.step, env.tool_timeout, EnvironmentFailure, EnvironmentTimeout, "step"
-            )
+        self._close = Entry.of(env.close, env.close_timeout, "close")
+        self._user_turn = Entry.of(env.user_turn, env.user_turn_timeout, "user_turn")
+        self._restore = Entry.of(env.restore_state, env.seed_timeout, "restore")
+        self._export = Entry.on_loop(env.export_state, env.tool_timeout, "export_state")
+        self._tool_entries = tool_entries(env)
+        self._reset, self._step = step_entries(env)
 
     @property
     def stuck_threads(self) -> int:
