@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from palaestra.environment.harbor import HarborEnvironment, HarborState
-from palaestra.environment.harbor.boxes import run
-from palaestra.environment.harbor.tasks import task_row
+from palaestra.environment.kinds.harbor import HarborEnvironment, HarborState
+from palaestra.environment.kinds.harbor.boxes import run
+from palaestra.environment.kinds.harbor.tasks import task_row
 from palaestra.environment.sessions import Session
 from palaestra.run.harbor_export import export_harbor
 

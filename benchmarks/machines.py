@@ -45,9 +45,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from palaestra.environment.harbor.boxes import read_in_box, run, stage
-from palaestra.environment.harbor.rewards import read_reward
-from palaestra.environment.harbor.tasks import box_spec, load_tasks
+from palaestra.environment.kinds.harbor.boxes import read_in_box, run, stage
+from palaestra.environment.kinds.harbor.rewards import read_reward
+from palaestra.environment.kinds.harbor.tasks import box_spec, load_tasks
 from palaestra.sandbox.limits import Limits
 from palaestra.sandbox.machines import images
 from palaestra.sandbox.machines.provider import Box, BoxSpec, Image, Provider

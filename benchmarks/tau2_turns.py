@@ -32,7 +32,7 @@ from typing import Any
 
 from palaestra import JsonDict, Session, Verdict
 from palaestra.agents.tool_calling import ToolCallingAgent
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.envs.tau2.environment import Rollout, Tau2
 from palaestra.models.base import ModelStats
 from palaestra.types import assistant_message

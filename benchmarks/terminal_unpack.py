@@ -29,7 +29,7 @@ from palaestra.envs.terminal.environment import ARCHIVE
 RESULTS = Path(__file__).parent / "results" / "terminal_unpack.md"
 ONE_RUN = """
 import json, os, time
-from palaestra.environment.harbor.tasks import unpacked
+from palaestra.environment.kinds.harbor.tasks import unpacked
 from palaestra.envs.terminal.environment import ARCHIVE
 wall, cpu = time.perf_counter(), time.process_time()
 home = unpacked(ARCHIVE)

@@ -244,7 +244,7 @@ class PolicyWeights:
 
 def split_tasks(options: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     """Training tasks and held-out tasks: different people (the generator never repeats one)."""
-    from palaestra.environment.registry import find_environment
+    from palaestra.environment.finding.registry import find_environment
 
     environment = find_environment(options.env).environment()
     tasks = list(environment.generate_tasks(options.train_tasks + options.eval_tasks, seed=1))

@@ -27,8 +27,8 @@ named with their module; a built-in environment's own errors are its own)::
     │   │   └── ModelOutage            another model (user's, judge) is gone: the run stops
     │   ├── EnvironmentFailure         env_error: the environment's seed/close/reset/step
     │   │   ├── EnvironmentUnreachable also a ServiceUnreachable: the run stops
-    │   │   │   └── MCPServerUnreachable palaestra.environment.mcp: the tools' server
-    │   │   ├── MCPServerFailure       palaestra.environment.mcp: a rollout's own server
+    │   │   │   └── MCPServerUnreachable palaestra.environment.kinds.mcp: the tools' server
+    │   │   ├── MCPServerFailure       palaestra.environment.kinds.mcp: a rollout's own server
     │   │   ├── EnvironmentTimeout     timeout
     │   │   └── SessionLost            session_lost: the environment forgot the session
     │   │       └── SessionExpired     its id is unknown, closed or expired (a LookupError)
@@ -38,10 +38,11 @@ named with their module; a built-in environment's own errors are its own)::
     │   ├── VerifierFailure            verifier_error: verify raised or returned no score
     │   │   ├── VerifierTimeout        timeout
     │   │   ├── JudgeFailure           palaestra.environment.judge: the judge gave no verdict
-    │   │   └── RewardRefused          palaestra.environment.harbor: reward.json holds a value
-    │   │                              that is not a number
+    │   │   └── RewardRefused          palaestra.environment.kinds.harbor: reward.json holds
+    │   │                              a value that is not a number
     │   ├── InvalidTask                invalid_input: a task row the environment cannot use
-    │   ├── OrsFailure                 palaestra.environment.ors: a failure an ORS server named
+    │   ├── OrsFailure                 palaestra.environment.kinds.ors: a failure an ORS
+    │   │                              server named
     │   ├── AgentServerTimeout         timeout: a served agent did not answer in time
     │   ├── AgentFailure               agent_error: an external harness crashed, hung or
     │   │                              never called the model (palaestra.agents.command)
@@ -50,26 +51,26 @@ named with their module; a built-in environment's own errors are its own)::
     │   ├── SandboxLimitExceeded       sandbox_limit: sandboxed code hit a resource limit
     │   └── SandboxFailure             sandbox_error: a machine could not be built, started
     │       │                          or reached (infrastructure, never the agent's doing)
-    │       └── BoxRefused             palaestra.environment.harbor: a command the box's state
-    │                                  made fail at verification (the agent's: scored 0)
+    │       └── BoxRefused             palaestra.environment.kinds.harbor: a command the box's
+    │                                  state made fail at verification (the agent's: scored 0)
     ├── ToolError                      raised by a tool: its message goes back to the model
     ├── ToolCallRejected               the model's call was wrong: told to the model
     ├── PoolClosed                     palaestra.sandbox: the worker pool was shut down
     ├── WorkerLost                     palaestra.distributed: a worker died (its tasks rerun)
     ├── PoolTaskError                  palaestra.sandbox: a pool task raised (its trace)
     ├── SessionClosed                  palaestra.sandbox: a sandbox session was closed
-    ├── Overran                        palaestra.environment.boundary: env code overran
+    ├── Overran                        palaestra.environment.running.boundary: env code overran
     ├── RequestError                   palaestra.serve: a request a server refuses (an answer)
     ├── BadRequest                     palaestra.gateway: a harness's call the gateway refuses
     ├── UnknownResponse                palaestra.gateway: a previous_response_id of no answer
     ├── GoldenError                    palaestra.authoring: a golden answer of no known shape
-    ├── RewardProblem                  palaestra.environment.harbor: no reward to read (the
-    │                                  box is scored 0, the reason in ``unverified``)
+    ├── RewardProblem                  palaestra.environment.kinds.harbor: no reward to read
+    │                                  (the box is scored 0, the reason in ``unverified``)
     ├── ContextExceeded                palaestra.agents.episode: the prompt outgrew the model's
     │                                  context (the episode ends truncated and is verified)
-    ├── ShellEnded                     palaestra.environment.machine.shell: the shell is gone
-    ├── MCPConnectionLost              palaestra.environment.mcp_connection: the server went
-    ├── OrsServerError                 palaestra.environment.ors: a request the server refused
+    ├── ShellEnded                     palaestra.environment.kinds.machine.shell: the shell is gone
+    ├── MCPConnectionLost              palaestra.environment.kinds.mcp_connection: server gone
+    ├── OrsServerError                 palaestra.environment.kinds.ors: a request the server refused
     ├── OrsProtocolError               palaestra.wire.ors: a message of no ORS shape
     ├── Refused                        palaestra.serve.ors_app: a request ORS answers refused
     ├── SessionsBusy                   palaestra.serve.mcp_app: every machine is in use
@@ -83,7 +84,7 @@ named with their module; a built-in environment's own errors are its own)::
 
 The transport's errors (``palaestra.transport.TransportError``, also ``TimeoutError`` for its
 timeouts) sit below this tree: the clients map them
-(``palaestra.environment.boundary.Boundary``) into it.
+(``palaestra.environment.running.boundary.Boundary``) into it.
 """
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ class CollectOptions(pydantic.BaseModel):
     """Tasks JSONL (default: the environment's example tasks)."""
     split: str | None = None
     """Run the environment's named task split instead of its example tasks (``smoke``: a few
-    easy tasks of the suite; ``palaestra.environment.registry.task_split``)."""
+    easy tasks of the suite; ``palaestra.environment.finding.registry.task_split``)."""
     output: Path | None = None
     """Rollouts JSONL (default: ``runs/<env>.jsonl``)."""
     repeats: int = pydantic.Field(default=1, ge=1)

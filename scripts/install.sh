@@ -51,7 +51,7 @@ bash scripts/build_llama_wheel.sh "$LLAMA_VERSION" "$WHEEL_CACHE" .venv/bin/pyth
 # shipped in this package; none of its code, so none of its many dependencies, is needed.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   "bfcl-eval==2026.3.23"
-# MCP tools (palaestra.environment.mcp, `palaestra serve mcp`): the mcp package's client and
+# MCP tools (palaestra.environment.kinds.mcp, `palaestra serve mcp`): the mcp package's client and
 # server. `import mcp` loads its server modules, which import sse-starlette and cryptography
 # (cffi's backend under it; cffi's pycparser only builds bindings, so it is left out); its
 # auth dependencies (PyJWT, python-multipart) are never loaded here (`pip check` lists all 3).
@@ -127,5 +127,5 @@ bash scripts/install_browser.sh \
   || echo "WARNING: could not install Chromium (need root and apt-get): browser is off." >&2
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "miniwob==1.1.0"
 # One line per suite: ready (its modules import here) and what it was installed without.
-.venv/bin/python -m palaestra.environment.install_report \
+.venv/bin/python -m palaestra.environment.finding.install_report \
   || echo "WARNING: a suite above is not ready: palaestra envs --details NAME says what it needs." >&2

@@ -20,7 +20,9 @@ from palaestra.errors import (
 from palaestra.types import FailureKind
 
 OUTSIDE = {
-    "palaestra.transport": "below the taxonomy: clients map them (palaestra.environment.boundary)",
+    "palaestra.transport": (
+        "below the taxonomy: clients map them (palaestra.environment.running.boundary)"
+    ),
     "palaestra.collection.runtime.Terminated": "SIGTERM, as KeyboardInterrupt is Ctrl-C",
     "palaestra.sandbox.worker_process.Lost": "inside a pool worker's parent, never raised out",
     "palaestra.sandbox.repl.CellTimeout": "inside the sandboxed interpreter, never the caller",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palaestra.environment.registry import builtin_names
+from palaestra.environment.finding.registry import builtin_names
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

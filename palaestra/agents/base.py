@@ -7,7 +7,7 @@ import warnings
 from typing import Protocol, runtime_checkable
 
 from palaestra.agents.context import NO_CONTEXT, RolloutContext
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.models.affinity import RolloutScope
 from palaestra.models.base import Model
 from palaestra.types import AgentResult, JsonDict

@@ -30,7 +30,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.errors import RolloutFailure
 from palaestra.types import JsonDict, output_as_text
 

@@ -42,7 +42,7 @@ from palaestra.agents.box_exec import BoxExec, has_box
 from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import run_episode
 from palaestra.agents.harness_process import HarnessExit, run_harness
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.errors import AgentFailure, ConfigError, InvalidTask
 from palaestra.gateway import Call, Gateway, GatewayRollout
 from palaestra.models.base import Model

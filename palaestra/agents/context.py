@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from palaestra.agents.durable import Checkpoints, Durability
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.models.affinity import RolloutScope
 
 

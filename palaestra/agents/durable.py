@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.errors import EnvironmentFailure
 from palaestra.models.affinity import RolloutScope
 from palaestra.types import AgentResult, JsonDict

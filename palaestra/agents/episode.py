@@ -29,8 +29,8 @@ from typing import Any
 
 from palaestra.agents.context import RolloutContext
 from palaestra.agents.durable import Checkpoints
-from palaestra.environment.boundary import Boundary
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.boundary import Boundary
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.environment.verdicts import verdict_problem
 from palaestra.errors import (
     EnvironmentFailure,

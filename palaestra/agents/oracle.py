@@ -47,7 +47,7 @@ from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import Conversation, run_episode
 from palaestra.agents.tool_calling import request_params
 from palaestra.environment.base import Environment
-from palaestra.environment.client import (
+from palaestra.environment.running.client import (
     EnvironmentClient,
     LocalEnvironmentClient,
     StepEnvironmentClient,

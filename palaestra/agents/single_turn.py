@@ -6,7 +6,7 @@ import time
 
 from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import run_episode
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.models.base import Model
 from palaestra.types import AgentResult, JsonDict
 from palaestra.wire.rows import PARAMS

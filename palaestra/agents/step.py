@@ -16,7 +16,7 @@ import time
 
 from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import Conversation, run_episode
-from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient, StepEnvironmentClient
 from palaestra.models.base import Model
 from palaestra.types import (
     AgentResult,

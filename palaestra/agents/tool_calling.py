@@ -35,7 +35,7 @@ import orjson
 
 from palaestra.agents.context import NO_CONTEXT, RolloutContext
 from palaestra.agents.episode import Conversation, run_conversation
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.errors import ToolCallRejected
 from palaestra.models.base import Model
 from palaestra.types import (

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from palaestra.agents.oracle import NoModel, ScriptedAgent, Talk
 from palaestra.authoring.reference import joined, scored
 from palaestra.authoring.report import Check, counted
-from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
-from palaestra.environment.harbor import HarborEnvironment
+from palaestra.environment.kinds.harbor import HarborEnvironment
+from palaestra.environment.running.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.errors import InvalidTask, ToolCallRejected
 from palaestra.types import AgentResult, JsonDict, Producer, function_call_output, message_text
 from palaestra.wire.rows import PARAMS

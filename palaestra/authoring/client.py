@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from palaestra.environment.base import Environment, restorable
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.environment.step import StepEnvironment
 from palaestra.models.base import Model
 from palaestra.types import JsonDict

@@ -21,8 +21,8 @@ import asyncio
 from palaestra.authoring.client import ReviewClient, state_json
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.base import restorable
-from palaestra.environment.client import LocalEnvironmentClient
-from palaestra.environment.harbor import HarborEnvironment
+from palaestra.environment.kinds.harbor import HarborEnvironment
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.environment.step import StepEnvironment
 from palaestra.errors import PalaestraError
 from palaestra.types import JsonDict

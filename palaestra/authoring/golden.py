@@ -16,7 +16,7 @@ from __future__ import annotations
 import orjson
 
 from palaestra.authoring.report import Check, counted
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.errors import PalaestraError, RolloutFailure, ToolCallRejected
 from palaestra.types import JsonDict, assistant_message, empty_usage, function_call_output
 

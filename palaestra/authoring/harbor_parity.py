@@ -33,10 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from palaestra.agents.oracle import NoModel, NullAgent, OracleAgent
-from palaestra.environment.client import LocalEnvironmentClient
-from palaestra.environment.harbor import HarborEnvironment
-from palaestra.environment.harbor.environment import UNVERIFIED
-from palaestra.environment.harbor.tasks import task_row, unpacked
+from palaestra.environment.kinds.harbor import HarborEnvironment
+from palaestra.environment.kinds.harbor.environment import UNVERIFIED
+from palaestra.environment.kinds.harbor.tasks import task_row, unpacked
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.types import FailureKind, JsonDict
 
 PLUGIN = '''\

@@ -39,10 +39,10 @@ from palaestra.agents.oracle import (
 )
 from palaestra.authoring.report import Check, counted
 from palaestra.environment.base import Environment
-from palaestra.environment.client import LocalEnvironmentClient
-from palaestra.environment.harbor import HarborEnvironment
-from palaestra.environment.harbor.environment import TESTS_NETWORK, UNVERIFIED
-from palaestra.environment.harbor.tasks import TASK_FIELD
+from palaestra.environment.kinds.harbor import HarborEnvironment
+from palaestra.environment.kinds.harbor.environment import TESTS_NETWORK, UNVERIFIED
+from palaestra.environment.kinds.harbor.tasks import TASK_FIELD
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.errors import RolloutFailure
 from palaestra.types import AgentResult, FailureKind, JsonDict
 

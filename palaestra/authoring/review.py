@@ -23,7 +23,7 @@ from palaestra.authoring.schemas import check_tool_docs, check_tool_schemas
 from palaestra.authoring.smoke import SmokeOptions, smoke_checks
 from palaestra.collection.assembly import build_model
 from palaestra.environment.base import Environment
-from palaestra.environment.registry import find_environment, tasks_beside
+from palaestra.environment.finding.registry import find_environment, tasks_beside
 from palaestra.errors import ConfigError
 from palaestra.models.base import Model
 from palaestra.spec import ModelConfig

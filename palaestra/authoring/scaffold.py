@@ -17,7 +17,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from palaestra.environment.registry import builtin_names
+from palaestra.environment.finding.registry import builtin_names
 from palaestra.errors import ConfigError
 
 TEMPLATE_SUFFIX = ".tmpl"

@@ -42,7 +42,7 @@ from palaestra.collection.assembly import AGENT_REF_TYPE, build_model
 from palaestra.collection.collector import CollectConfig, RunSummary
 from palaestra.collection.collector import collect as run_collection
 from palaestra.environment.base import Environment
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.environment.sessions import Session, SessionStore
 from palaestra.errors import ConfigError, PalaestraError
 from palaestra.models.base import Model, ModelStats

@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.table import Table
 
 from palaestra.cli.errors import exit_on_user_error
-from palaestra.environment.base import Environment
-from palaestra.environment.catalogue import Baseline, CatalogueEntry, catalogue
-from palaestra.environment.registry import find_environment
+from palaestra.environment.base import Baseline, Environment
+from palaestra.environment.finding.catalogue import CatalogueEntry, catalogue
+from palaestra.environment.finding.registry import find_environment
 from palaestra.errors import ConfigError
 
 DOCS_HEADER = """\
@@ -178,7 +178,7 @@ def tools_text(cls: type[Environment]) -> str:
     """The tools of ``cls`` as far as the class says, without starting anything: its ``@tool``
     methods and, for an MCP environment, the server's tools it names (``MCPServer.tools``), or
     that the rest come from the server (listing them would start it, or reach it)."""
-    from palaestra.environment.mcp import MCPEnvironment
+    from palaestra.environment.kinds.mcp import MCPEnvironment
 
     tools = list(cls.tool_specs)
     server = cls.mcp_server if issubclass(cls, MCPEnvironment) else None

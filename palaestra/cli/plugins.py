@@ -17,7 +17,7 @@ def plugins_command() -> None:
     palaestra.agents and palaestra.models. A plug-in that fails to load is one warning line.
     """
     from palaestra.agents.registry import AGENTS
-    from palaestra.environment.registry import environments
+    from palaestra.environment.finding.registry import environments
     from palaestra.models.backends import MODEL_BACKENDS
 
     table = Table(show_header=True, header_style="bold", box=None)

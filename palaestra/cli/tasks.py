@@ -69,7 +69,7 @@ def tasks_command(env_name: str, **options: Any) -> None:
     if options["split"] is not None and (options["summary"] or task_filter is not None):
         raise click.UsageError("--split names its tasks itself: not with --filter or --summary")
     if options["summary"] or task_filter is not None:
-        from palaestra.environment.registry import find_environment
+        from palaestra.environment.finding.registry import find_environment
 
         with exit_on_user_error(console):
             cls = find_environment(env_name).environment
@@ -86,7 +86,7 @@ def tasks_command(env_name: str, **options: Any) -> None:
                 raise click.UsageError("--filter selects among the example tasks (nemo-gym)")
             selection = cls.example_tasks_file(task_filter)  # type: ignore[attr-defined]
     elif options["split"] is not None:
-        from palaestra.environment.registry import find_environment, task_split
+        from palaestra.environment.finding.registry import find_environment, task_split
 
         if options["output_format"] == "harbor" or options["num_tasks"] is not None:
             raise click.UsageError("--split writes the split's task file: not with --num-tasks")

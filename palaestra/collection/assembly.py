@@ -18,14 +18,14 @@ from palaestra._util.arguments import call_with, effective_keywords
 from palaestra.agents.base import Agent, BoundAgent, RolloutRunner
 from palaestra.agents.registry import AGENTS, agent_options, make_agent
 from palaestra.environment.base import Environment
-from palaestra.environment.catalogue import environment_version
-from palaestra.environment.client import (
+from palaestra.environment.finding.catalogue import environment_version
+from palaestra.environment.finding.registry import find_environment, tasks_beside
+from palaestra.environment.running.client import (
     DEFAULT_THREADS,
     EnvironmentClient,
     LocalEnvironmentClient,
     has_user,
 )
-from palaestra.environment.registry import find_environment, tasks_beside
 from palaestra.environment.users import (
     LentUserModel,
     naming,

@@ -27,7 +27,7 @@ from pathlib import Path
 import orjson
 
 from palaestra.collection.files import writing
-from palaestra.environment.boundary import describe
+from palaestra.environment.running.boundary import describe
 from palaestra.errors import ConfigError
 from palaestra.remote.env import body_excerpt
 from palaestra.transport import HttpAnswer, HttpClient, TransportError, shown_url

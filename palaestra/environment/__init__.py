@@ -2,11 +2,14 @@
 
 ``palaestra`` re-exports every name here, and ``from palaestra import ...`` is the one way an
 environment imports them (the built-ins and ``palaestra init``'s scaffold do); the modules
-behind this face are where each piece lives, not a second way in. What is here:
+behind this face are where each piece lives, not a second way in: the kit's pieces here,
+the ready-made kinds in ``kinds/``, the in-process runner in ``running/`` and the registry
+and catalogue in ``finding/`` (docs/layout.md). What is here:
 
 - the environment: ``Environment`` (tools, ``seed``, ``verify``), ``StepEnvironment``
   (``reset``/``step``), ``@tool`` and ``ToolSpec``, ``Session``, ``EnvironmentContext`` (what
-  the runner lends: user model, pool), the ``Model`` protocol a judge or user is;
+  the runner lends: user model, pool), the ``Model`` protocol a judge or user is, and
+  ``Baseline`` (its measured score, for the catalogue);
 - what comes back: ``Verdict``, ``StepResult``, ``Failure`` and ``FailureKind``, and the
   errors an environment raises or catches (``ToolError``, ``InvalidTask``, ...);
 - reading the model: ``output_text``, ``function_calls`` and the answer readers
@@ -16,13 +19,13 @@ behind this face are where each piece lives, not a second way in. What is here:
 - simulated users (``ScriptedUser``, ``ModelUser``, ``UserTurn``);
 - ready-made kinds: ``MachineTools`` (a shell and an editor in a box, docs/sandbox.md),
   ``HarborEnvironment`` (Harbor task folders, docs/harbor.md), ``MCPEnvironment`` (tools from
-  an MCP server, docs/mcp.md), ``Baseline`` (the catalogue's measured score);
+  an MCP server, docs/mcp.md);
 - the in-process client (``LocalEnvironmentClient``) an environment's tests drive it with;
 - the rows on the wire an environment reads (``TaskRow``, ``RolloutRow``, ``read_objects``).
 
 The sandbox (``palaestra.sandbox``) is the other door an environment may use. Importing this
-package stays as light as ``import palaestra``: the kinds, the rubric, the estimators and the
-catalogue load on first use (``palaestra._util.lazy``).
+package stays as light as ``import palaestra``: the kinds, the rubric and the estimators load
+on first use (``palaestra._util.lazy``).
 """
 
 from typing import TYPE_CHECKING
@@ -40,14 +43,14 @@ from palaestra.environment.answers import (
     strip_reasoning,
     task_row,
 )
-from palaestra.environment.base import Environment, check_tool_names
-from palaestra.environment.client import (
+from palaestra.environment.base import Baseline, Environment, check_tool_names
+from palaestra.environment.context import EnvironmentContext
+from palaestra.environment.judge import JudgeFailure, Judgement, JudgeModels, judge, judge_metrics
+from palaestra.environment.running.client import (
     EnvironmentClient,
     LocalEnvironmentClient,
     StepEnvironmentClient,
 )
-from palaestra.environment.context import EnvironmentContext
-from palaestra.environment.judge import JudgeFailure, Judgement, JudgeModels, judge, judge_metrics
 from palaestra.environment.sessions import Session
 from palaestra.environment.step import StepEnvironment
 from palaestra.environment.tools import SESSION_PARAMETER, ToolSpec, tool
@@ -91,7 +94,6 @@ from palaestra.types import (
 from palaestra.wire.rows import PARAMS, ROLLOUT_INDEX, TASK_INDEX, RolloutRow, TaskRow
 
 if TYPE_CHECKING:
-    from palaestra.environment.catalogue import Baseline
     from palaestra.environment.estimators import (
         PASS_THRESHOLD,
         majority_vote,
@@ -99,8 +101,8 @@ if TYPE_CHECKING:
         pass_at_k,
         pass_hat_k,
     )
-    from palaestra.environment.harbor import HarborEnvironment, HarborState
-    from palaestra.environment.machine import (
+    from palaestra.environment.kinds.harbor import HarborEnvironment, HarborState
+    from palaestra.environment.kinds.machine import (
         Editor,
         Machine,
         MachineState,
@@ -108,7 +110,7 @@ if TYPE_CHECKING:
         ShellEnded,
         ShellResult,
     )
-    from palaestra.environment.mcp import (
+    from palaestra.environment.kinds.mcp import (
         MCPEnvironment,
         MCPServer,
         MCPServerFailure,
@@ -131,19 +133,18 @@ if TYPE_CHECKING:
     from palaestra.wire.jsonl import read_objects
 
 _LAZY = {
-    "Baseline": "palaestra.environment.catalogue",
     **dict.fromkeys(
         ("PASS_THRESHOLD", "majority_vote", "mean_pass_at_k", "pass_at_k", "pass_hat_k"),
         "palaestra.environment.estimators",
     ),
-    **dict.fromkeys(("HarborEnvironment", "HarborState"), "palaestra.environment.harbor"),
+    **dict.fromkeys(("HarborEnvironment", "HarborState"), "palaestra.environment.kinds.harbor"),
     **dict.fromkeys(
         ("Editor", "Machine", "MachineState", "MachineTools", "ShellEnded", "ShellResult"),
-        "palaestra.environment.machine",
+        "palaestra.environment.kinds.machine",
     ),
     **dict.fromkeys(
         ("MCPEnvironment", "MCPServer", "MCPServerFailure", "MCPServerUnreachable", "MCPState"),
-        "palaestra.environment.mcp",
+        "palaestra.environment.kinds.mcp",
     ),
     **dict.fromkeys(
         (

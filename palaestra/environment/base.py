@@ -26,13 +26,15 @@ limit (``tool_timeout``, ``verify_timeout``, ``seed_timeout``, ``close_timeout``
 stuck call fails its own rollout as ``timeout`` and never stalls the others. Because plain
 methods of concurrent rollouts run at the same time, guard state they share through ``self``
 with a lock (a session's ``state`` is used by one call at a time). A trivially cheap method can
-be ``async def`` to skip the thread hop and its CPU cost (``palaestra.environment.threads``).
+be ``async def`` to skip the thread hop and its CPU cost
+(``palaestra.environment.running.threads``).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from palaestra.environment.context import EnvironmentContext
@@ -43,10 +45,25 @@ from palaestra.types import JsonDict, Verdict
 from palaestra.wire.protocol import RESERVED_ROUTES
 
 if TYPE_CHECKING:
-    from palaestra.environment.catalogue import Baseline
     from palaestra.environment.users import UserTurn
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The embedded model's measured score: the mean reward, its 95% interval, over how many
+    tasks, and the command that measured it."""
+
+    score: float
+    interval: tuple[float, float]
+    tasks: int
+    command: str
+    note: str = ""
+
+    def text(self) -> str:
+        low, high = self.interval
+        return f"{self.score:.3f} [{low:.3f}, {high:.3f}] n={self.tasks}"
 
 
 class Environment:
@@ -80,12 +97,12 @@ class Environment:
     install: ClassVar[str] = ""
     """The command that installs ``requires`` (shown by ``palaestra envs``)."""
     baseline: ClassVar[Baseline | None] = None
+    """The embedded model's measured score on this environment, for the catalogue."""
     version: ClassVar[int] = 1
     """Raised by one whenever a change scores the same answer differently or gives a seed
     other tasks: runs record it (the run identity, every row), ``--resume`` refuses a run of
     another version, and ``palaestra envs`` shows it. A built-in's is its catalogue table's
-    ``version`` (``palaestra.environment.catalogue.environment_version``)."""
-    """The embedded model's measured score on this environment, for the catalogue."""
+    ``version`` (``palaestra.environment.finding.catalogue.environment_version``)."""
     network: ClassVar[bool] = False
     """Whether this environment's tasks may use the network. False (the default, and every
     built-in's: machines and suites here have none): a run's model requests go closed-book,

@@ -1,5 +1,6 @@
 """The built-in environment catalogue: one small package per environment.
 
 Each package holds ``environment.py`` (one ``Environment`` subclass), ``tasks.jsonl`` (example
-tasks) and a ``README.md``. ``palaestra.environment.registry`` finds them by package name.
+tasks) and a ``README.md``. ``palaestra.environment.finding.registry`` finds them by package
+name; ``_shared/`` holds pieces several of them use and is not an environment.
 """

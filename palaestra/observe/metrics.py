@@ -29,7 +29,7 @@ from palaestra.transport import shown_url
 from palaestra.types import JsonDict
 
 if TYPE_CHECKING:
-    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.environment.running.client import LocalEnvironmentClient
     from palaestra.gateway import GatewayCounts
     from palaestra.models.base import Model
     from palaestra.observe.metrics_counts import RolloutCounts, StalenessCounts, VersionHistogram

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from palaestra.agents.base import BoundAgent, takes_context
 from palaestra.agents.context import NO_CONTEXT, RolloutContext
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.types import FailureKind, JsonDict
 
 if TYPE_CHECKING:
     from palaestra.agents.base import Agent
-    from palaestra.environment.client import EnvironmentClient
+    from palaestra.environment.running.client import EnvironmentClient
     from palaestra.models.base import Model
     from palaestra.types import AgentResult
 

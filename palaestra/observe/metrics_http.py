@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from palaestra.agents.base import Agent
-    from palaestra.environment.client import EnvironmentClient
+    from palaestra.environment.running.client import EnvironmentClient
     from palaestra.gateway import GatewayCounts
     from palaestra.models.base import Model
     from palaestra.observe.metrics import Source

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from palaestra.agents.base import RolloutRunner
-    from palaestra.environment.client import EnvironmentClient
+    from palaestra.environment.running.client import EnvironmentClient
     from palaestra.observe.metrics import Source
     from palaestra.observe.metrics_counts import RolloutCounts
 
@@ -29,7 +29,7 @@ def runner_sources(runner: RolloutRunner, counts: RolloutCounts) -> list[Source]
 def local_sources(env: EnvironmentClient) -> list[Source]:
     """An environment run in this process has tool, session and pool counters; a served one
     keeps them on its server."""
-    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.environment.running.client import LocalEnvironmentClient
     from palaestra.observe import metrics
 
     if isinstance(env, LocalEnvironmentClient):

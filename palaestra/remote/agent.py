@@ -14,7 +14,7 @@ import orjson
 
 from palaestra.agents.base import RolloutRunner
 from palaestra.agents.context import NO_CONTEXT, RolloutContext
-from palaestra.environment.boundary import Boundary, describe
+from palaestra.environment.running.boundary import Boundary, describe
 from palaestra.errors import (
     AgentServerTimeout,
     ConfigError,

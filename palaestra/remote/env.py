@@ -15,10 +15,11 @@ resumable). A session the server no longer knows (restarted, expired, forged tok
 type ``session_lost``) is a ``SessionLost`` failure, never a fresh session scored as if it were
 the rollout's.
 
-What a call raised is mapped once, by a ``Boundary`` per call (``palaestra.environment.boundary``):
-a transport timeout is the call's timeout failure, any other transport error its failure. A failure
-the server answered (``failure`` fields in a non-2xx body) keeps its kind. The wire names and codecs
-are ``palaestra.wire.protocol``'s, shared with the server; no web framework is imported here.
+What a call raised is mapped once, by a ``Boundary`` per call
+(``palaestra.environment.running.boundary``): a transport timeout is the call's timeout
+failure, any other transport error its failure. A failure the server answered (``failure``
+fields in a non-2xx body) keeps its kind. The wire names and codecs are
+``palaestra.wire.protocol``'s, shared with the server; no web framework is imported here.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from http.cookies import SimpleCookie
 
 import orjson
 
-from palaestra.environment.boundary import Boundary, describe
+from palaestra.environment.running.boundary import Boundary, describe
 from palaestra.environment.users import UserTurn
 from palaestra.errors import (
     ConfigError,

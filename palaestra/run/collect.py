@@ -39,8 +39,8 @@ from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.runtime import run_collector
 from palaestra.collection.tasks import check_input_file
 from palaestra.environment.base import Environment
-from palaestra.environment.boundary import raised
-from palaestra.environment.registry import task_split
+from palaestra.environment.finding.registry import task_split
+from palaestra.environment.running.boundary import raised
 from palaestra.errors import CallbackError, ConfigError
 from palaestra.run.metrics import MetricsServer, run_metrics
 from palaestra.spec import AgentSpec, CollectOptions, EnvSpec, ModelConfig, RunSpec, validated

@@ -48,7 +48,7 @@ from palaestra.collection.collector import Progress, RunSummary, work_to_keep
 from palaestra.collection.files import RunFiles
 from palaestra.collection.runtime import run_collector
 from palaestra.environment.base import Environment
-from palaestra.environment.client import has_user
+from palaestra.environment.running.client import has_user
 from palaestra.errors import ConfigError
 from palaestra.evaluate.figures import MEAN_REWARD, Figure, RunFigures
 from palaestra.evaluate.report import ReportFiles, write_report

@@ -45,7 +45,7 @@ import orjson
 
 from palaestra.collection.assembly import FoundEnvironment
 from palaestra.environment.base import Environment
-from palaestra.environment.harbor import HarborEnvironment
+from palaestra.environment.kinds.harbor import HarborEnvironment
 from palaestra.errors import ConfigError
 from palaestra.run.export import found_environment, task_rows, task_source
 from palaestra.types import JsonDict, message_text

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from palaestra.agents.tool_calling import parse_arguments
 from palaestra.collection.files import JsonlAppender
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.errors import ConfigError, InputError, RolloutFailure, ToolCallRejected
 from palaestra.spec import EnvSpec
 from palaestra.types import JsonDict, Verdict, function_calls

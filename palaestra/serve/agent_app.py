@@ -26,7 +26,7 @@ from palaestra.agents.base import Agent, scoped
 from palaestra.agents.context import RolloutContext
 from palaestra.collection.aggregate import verify_answer_metrics
 from palaestra.collection.tasks import task_problem
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.errors import InputError, ServiceUnreachable
 from palaestra.http.guard import BodyTooLarge
 from palaestra.http.json import (

@@ -46,8 +46,8 @@ from starlette.routing import Route
 
 from palaestra.collection.aggregate import verify_answer_metrics
 from palaestra.environment.base import Environment, check_tool_names
-from palaestra.environment.catalogue import environment_version
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.finding.catalogue import environment_version
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.environment.sessions import Session
 from palaestra.environment.step import StepEnvironment
 from palaestra.errors import RolloutFailure, SessionLost, ToolCallRejected

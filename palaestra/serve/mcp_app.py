@@ -29,8 +29,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from palaestra.environment.client import LocalEnvironmentClient, tool_output_text
-from palaestra.environment.machine import MachineTools
+from palaestra.environment.kinds.machine import MachineTools
+from palaestra.environment.running.client import LocalEnvironmentClient, tool_output_text
 from palaestra.errors import ConfigError, PalaestraError, ToolCallRejected
 from palaestra.serve.mcp_sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL
 from palaestra.types import JsonDict

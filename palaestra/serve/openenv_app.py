@@ -50,7 +50,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from palaestra.environment.base import Environment
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.errors import InputError, PalaestraError, RolloutFailure
 from palaestra.http.guard import BodyTooLarge, bearer_matches
 from palaestra.http.json import JSONResponse, error_response

@@ -45,7 +45,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from palaestra.collection.tasks import load_dataset
 from palaestra.environment.base import Environment
-from palaestra.environment.client import EnvironmentClient, StepEnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient, StepEnvironmentClient
 from palaestra.errors import ConfigError, InputError, PalaestraError, RolloutFailure
 from palaestra.http.json import JSONResponse
 from palaestra.training.openenv_episode import Episode, EpisodeFailed

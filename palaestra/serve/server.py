@@ -108,7 +108,7 @@ def _built(spec: ServeSpec) -> tuple[FoundEnvironment, Environment]:
 
 async def _serve_openenv(spec: ServeSpec) -> None:
     from palaestra.collection.tasks import load_dataset
-    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.environment.running.client import LocalEnvironmentClient
     from palaestra.serve.openenv_app import openenv_app, task_source
 
     found, environment = _built(spec)
@@ -125,7 +125,7 @@ async def _serve_openenv(spec: ServeSpec) -> None:
 
 
 async def _serve_ors(spec: ServeSpec) -> None:
-    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.environment.running.client import LocalEnvironmentClient
     from palaestra.environment.step import StepEnvironment
     from palaestra.serve.ors_app import ApiKeyAsBearer, ors_app, served_splits
 

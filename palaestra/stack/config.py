@@ -422,7 +422,7 @@ def _outside(kind: str, value: str) -> bool:
     """Whether an agent's ``env``/``model`` names something outside the stack that exists."""
     if kind == "model":
         return value == "local" or value.startswith(("http://", "https://")) or _configured(value)
-    from palaestra.environment.registry import environments
+    from palaestra.environment.finding.registry import environments
 
     return value.endswith(".py") or ":" in value or environments().has(value)
 

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from palaestra._util.loop import LoopThread
 from palaestra.environment.base import Environment
-from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.errors import ConfigError, InputError
 from palaestra.training.openenv_episode import (
     Episode,
@@ -154,7 +154,7 @@ class PalaestraSessionFactory(ResourceSessionFactory):  # type: ignore[misc, unu
 
             return await RemoteEnvironmentClient.connect(env, token=token)
         if isinstance(env, str):
-            from palaestra.environment.registry import find_environment
+            from palaestra.environment.finding.registry import find_environment
 
             env = find_environment(env).environment()
         if isinstance(env, Environment):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import orjson
 
 from palaestra.agents.tool_calling import request_params
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.environment.users import UserTurn
 from palaestra.errors import InputError, PalaestraError, ToolCallRejected
 from palaestra.models.chat_format import chat_request_to_responses_params, responses_to_chat

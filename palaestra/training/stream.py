@@ -61,7 +61,7 @@ from palaestra.collection.records import dispatch_row
 from palaestra.collection.tasks import check_input_file, read_tasks, task_problem
 from palaestra.distributed.codec import encode_result, result_of
 from palaestra.environment.base import Environment
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.errors import ConfigError, ModelAuthError, RolloutFailure, ServiceUnreachable
 from palaestra.models.affinity import RolloutScope
 from palaestra.models.base import Model

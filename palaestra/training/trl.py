@@ -53,7 +53,7 @@ import orjson
 
 from palaestra._util.loop import LoopThread
 from palaestra.environment.base import Environment
-from palaestra.environment.client import EnvironmentClient, LocalEnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient, LocalEnvironmentClient
 from palaestra.environment.step import StepEnvironment
 from palaestra.environment.verdicts import verdict_problem
 from palaestra.errors import (
@@ -373,7 +373,7 @@ def _client(
     env: str | type[Environment] | Environment | EnvironmentClient, args: JsonDict
 ) -> EnvironmentClient:
     if isinstance(env, str):
-        from palaestra.environment.registry import find_environment
+        from palaestra.environment.finding.registry import find_environment
 
         env = find_environment(env).environment
     if isinstance(env, type) and issubclass(env, Environment):

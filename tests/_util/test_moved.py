@@ -29,14 +29,14 @@ def test_an_old_path_gives_the_same_module_and_says_where_it_went() -> None:
         "warnings.simplefilter('always')\n"
         "with warnings.catch_warnings(record=True) as seen:\n"
         "    from palaestra.env_client import LocalEnvironmentClient\n"
-        "import palaestra.environment.client as new\n"
+        "import palaestra.environment.running.client as new\n"
         "assert LocalEnvironmentClient is new.LocalEnvironmentClient\n"
         "print(seen[0].category.__name__, seen[0].message)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
-        "DeprecationWarning palaestra.env_client moved to palaestra.environment.client; "
+        "DeprecationWarning palaestra.env_client moved to palaestra.environment.running.client; "
         "the old path goes in the next release"
     )
 
@@ -48,3 +48,13 @@ def test_a_module_inside_a_moved_package_is_the_module_at_its_new_path() -> None
     with pytest.warns(DeprecationWarning, match="palaestra.observe.viewer moved"):
         old = importlib.import_module("palaestra.observe.viewer.app")
     assert old is importlib.import_module("palaestra.viewer.app")
+
+
+def test_a_module_of_the_kit_moved_into_a_room_is_found_by_its_old_path() -> None:
+    assert new_name("palaestra.environment.harbor.tasks") == (
+        "palaestra.environment.kinds.harbor.tasks"
+    )
+    assert new_name("palaestra.environment.base") is None  # the kit's own pieces stay
+    with pytest.warns(DeprecationWarning, match="palaestra.environment.registry moved"):
+        old = importlib.import_module("palaestra.environment.registry")
+    assert old is importlib.import_module("palaestra.environment.finding.registry")

@@ -14,7 +14,7 @@ import pytest
 from palaestra import LocalEnvironmentClient
 from palaestra.agents import Agent, BoundAgent, RolloutContext
 from palaestra.agents.episode import Conversation, run_conversation
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.models.base import Model
 from palaestra.types import AgentResult, JsonDict, Producer, function_call_output, function_calls
 from tests.collection.test_durable import (

@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from palaestra import Environment, LocalEnvironmentClient, Session, Verdict
 from palaestra.agents import SingleTurnAgent
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.http.runner import BackgroundServer
 from palaestra.remote.env import RemoteEnvironmentClient
 from palaestra.types import FailureKind, JsonDict

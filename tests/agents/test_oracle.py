@@ -12,7 +12,7 @@ import palaestra
 from palaestra import Environment, JsonDict, Session
 from palaestra.agents import BoundAgent, make_agent
 from palaestra.agents.oracle import NULL_TEXT, ORACLE_TEXT, NoModel, NullAgent, OracleAgent
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.errors import ConfigError, ModelUnreachable
 from palaestra.models.base import ModelStats
 from palaestra.types import AgentResult, FailureKind, message_text, output_text

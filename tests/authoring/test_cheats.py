@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from palaestra.authoring import Status, check_environment
 from palaestra.authoring.cheats import CHEATS, instruction_paths, sample_tasks
 from palaestra.cli import cli
-from palaestra.environment.harbor import HarborEnvironment
-from palaestra.environment.harbor.tasks import task_row
-from tests.environment.harbor.conftest import (  # noqa: F401 (fixtures)
+from palaestra.environment.kinds.harbor import HarborEnvironment
+from palaestra.environment.kinds.harbor.tasks import task_row
+from tests.environment.kinds.harbor.conftest import (  # noqa: F401 (fixtures)
     base_tar,
     default_rootfs,
     docker_or_skip,

@@ -9,7 +9,7 @@ import pytest
 
 from palaestra.authoring import Status, check_environment
 from palaestra.authoring.schemas import check_tool_docs
-from palaestra.environment.mcp import mcp_tool_spec
+from palaestra.environment.kinds.mcp import mcp_tool_spec
 from tests.authoring.test_checks import tasks_file
 from tests.support.mcp_notes_env import Notes
 

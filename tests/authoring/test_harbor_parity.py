@@ -18,7 +18,7 @@ from palaestra.authoring.harbor_parity import (
     table,
     task_folders,
 )
-from palaestra.environment.harbor.tasks import unpacked
+from palaestra.environment.kinds.harbor.tasks import unpacked
 from tests.support.harbor_folders import components_task
 
 

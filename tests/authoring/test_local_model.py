@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from palaestra.authoring import SmokeOptions, Status, check_environment, init_environment
 from palaestra.authoring.golden import GOLDEN
 from palaestra.cli.review import test_env_command as palaestra_test
-from palaestra.environment.registry import builtin_names, find_environment
+from palaestra.environment.finding.registry import builtin_names, find_environment
 from tests.models.test_local import needs_local
 
 pytestmark = [pytest.mark.local_model, needs_local]

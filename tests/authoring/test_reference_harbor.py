@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from palaestra.cli import cli
-from tests.environment.harbor.conftest import (  # noqa: F401 (fixtures)
+from tests.environment.kinds.harbor.conftest import (  # noqa: F401 (fixtures)
     base_tar,
     default_rootfs,
     docker_or_skip,

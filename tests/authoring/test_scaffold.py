@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from palaestra.authoring import Status, check_environment, init_environment
 from palaestra.cli.init import init_command
-from palaestra.environment.registry import available_environments, find_environment
+from palaestra.environment.finding.registry import available_environments, find_environment
 from palaestra.errors import ConfigError
 from tests.support.distribution import on_sys_path, write_distribution
 

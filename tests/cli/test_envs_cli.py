@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from palaestra.cli.envs import catalogue_markdown
-from palaestra.environment.catalogue import catalogue
+from palaestra.environment.finding.catalogue import catalogue
 from tests.support.mcp_notes_env import SERVER
 
 ROOT = Path(__file__).resolve().parents[2]
 
 PLUGIN = '''
 from palaestra import Environment, tool
-from palaestra.environment.catalogue import Baseline
+from palaestra.environment.finding.catalogue import Baseline
 
 
 class Dice(Environment):

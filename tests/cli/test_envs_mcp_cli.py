@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from palaestra.cli.envs import tools_text
-from palaestra.environment.mcp import MCPServer
+from palaestra.environment.kinds.mcp import MCPServer
 from tests.support.mcp_notes_env import Notes
 
 

@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from palaestra.collection.served_tasks import served_tasks, task_from_seed
 from palaestra.collection.tasks import load_dataset
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.mcqa.environment import MultipleChoice
 from palaestra.errors import ConfigError
 from palaestra.http.runner import BackgroundServer

@@ -121,11 +121,11 @@ AUTHOR_API = {
 }
 
 LOADED_ON_FIRST_USE = [
-    "palaestra.environment.catalogue",
+    "palaestra.environment.finding.catalogue",
     "palaestra.environment.estimators",
-    "palaestra.environment.harbor",
-    "palaestra.environment.machine",
-    "palaestra.environment.mcp",
+    "palaestra.environment.kinds.harbor",
+    "palaestra.environment.kinds.machine",
+    "palaestra.environment.kinds.mcp",
     "palaestra.environment.rubric",
     "palaestra.wire.jsonl",
 ]

@@ -23,7 +23,7 @@ from agentdojo.types import ChatAssistantMessage, text_content_block_from_string
 
 from palaestra import ConfigError, LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.agentdojo import suites as dojo
 from palaestra.envs.agentdojo.environment import AgentDojo
 from palaestra.errors import ToolCallRejected

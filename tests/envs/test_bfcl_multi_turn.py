@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.errors import ConfigError
 from palaestra.types import JsonDict, Verdict, assistant_message, function_call_output
 from palaestra.types import user_message as user_says

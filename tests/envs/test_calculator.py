@@ -9,7 +9,7 @@ from palaestra import LocalEnvironmentClient, ToolCallingAgent, ToolError
 from palaestra.authoring import check_environment_async
 from palaestra.authoring.report import Status
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.calculator.environment import Calculator, evaluate, last_number
 from palaestra.envs.calculator.problems import KINDS
 from palaestra.types import JsonDict

@@ -12,7 +12,7 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.code_gen import runner
 from palaestra.envs.code_gen.data import generate, humaneval_problems, humaneval_task
 from palaestra.envs.code_gen.environment import CodeGen

@@ -4,7 +4,7 @@ import asyncio
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.counter.environment import Counter
 from palaestra.types import JsonDict
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say

@@ -6,8 +6,8 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
+from palaestra.environment.finding.registry import find_environment
 from palaestra.environment.judge import JudgeFailure, parse_label
-from palaestra.environment.registry import find_environment
 from palaestra.environment.sessions import Session
 from palaestra.envs.equivalence_judge.environment import EquivalenceJudge
 from palaestra.errors import ModelError

@@ -12,7 +12,7 @@ from palaestra import LocalEnvironmentClient, SingleTurnAgent, ToolCallingAgent
 from palaestra.agents.oracle import NoModel, NullAgent, OracleAgent
 from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.function_calling.compare import check_calls
 from palaestra.envs.function_calling.data import convert_function, load_tasks, tool_name
 from palaestra.envs.function_calling.environment import FunctionCalling

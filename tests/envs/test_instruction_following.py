@@ -7,7 +7,7 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.environment.sessions import Session
 from palaestra.envs.instruction_following import text
 from palaestra.envs.instruction_following.checks_custom import EUROPEAN_CAPITALS_NORTH_OF_45

@@ -8,8 +8,8 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.environment.boxed_math import DEFAULT_MIXTURE, symbolic_check
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
+from palaestra.envs._shared.boxed_math import DEFAULT_MIXTURE, symbolic_check
 from palaestra.envs.math.environment import Math
 from palaestra.envs.math.metrics import answer_metrics
 from palaestra.types import FailureKind, JsonDict

@@ -6,7 +6,7 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.environment.sessions import Session
 from palaestra.envs.mcqa.environment import MultipleChoice, last_boxed
 from palaestra.types import FailureKind, JsonDict, Verdict, assistant_message

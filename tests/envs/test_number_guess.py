@@ -5,7 +5,7 @@ import re
 from palaestra import LocalEnvironmentClient
 from palaestra.agents import StepAgent
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.number_guess.environment import NumberGuess, task
 from palaestra.types import JsonDict, message_text
 from tests.support.fake_model import FakeModel, say

@@ -14,8 +14,8 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.environment.boxed_math import symbolic_check
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
+from palaestra.envs._shared.boxed_math import symbolic_check
 from palaestra.envs.python_tool.environment import PythonTool, cell_text, shorten
 from palaestra.errors import ToolFailure
 from palaestra.sandbox import CellResult, Limit, Limits, isolation

@@ -10,8 +10,8 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.environment import reasoning_gym as scoring
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
+from palaestra.envs._shared import reasoning_gym as scoring
 from palaestra.envs.reasoning_gym.environment import DEFAULT_MIXTURE, ReasoningGym
 from palaestra.errors import ConfigError
 from palaestra.types import FailureKind, JsonDict
@@ -125,7 +125,7 @@ def test_a_first_run_prints_nothing_of_the_suites_own_compile_warnings(tmp_path:
     """A fresh cache makes Python compile reasoning-gym and its dependencies, as on a user's
     first run; what one of them warns about then must not reach the user's terminal."""
     env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
-    code = "from palaestra.environment import reasoning_gym as r; print(len(r.dataset_names()))"
+    code = "from palaestra.envs._shared import reasoning_gym as r; print(len(r.dataset_names()))"
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )

@@ -7,7 +7,7 @@ import importlib.util
 import orjson
 import pytest
 
-from palaestra.environment.registry import find_environment, task_split
+from palaestra.environment.finding.registry import find_environment, task_split
 from palaestra.types import JsonDict
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from palaestra import LocalEnvironmentClient, Session, SingleTurnAgent
 from palaestra.collection.tasks import read_tasks, task_problem
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.structured_outputs.documents import FORMATS, strict_schema
 from palaestra.envs.structured_outputs.environment import StructuredOutputs, check_answer
 from palaestra.types import FailureKind, JsonDict, assistant_message

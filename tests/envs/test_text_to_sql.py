@@ -10,7 +10,7 @@ import pytest
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.text_to_sql.database import SCHEMA, database_image
 from palaestra.envs.text_to_sql.environment import TextToSql
 from palaestra.envs.text_to_sql.query import QueryError, ReadOnlyDatabase

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.weather.environment import Weather
 from tests.support.fake_model import FakeModel, call, outputs_so_far, response, say
 

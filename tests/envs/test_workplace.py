@@ -8,7 +8,7 @@ import pytest
 from palaestra import LocalEnvironmentClient, ToolCallingAgent
 from palaestra.collection.generated import write_generated_tasks
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.workplace.environment import Workplace
 from palaestra.envs.workplace.scenarios import SCENARIOS
 from palaestra.envs.workplace.schedule import free_slots

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from palaestra.cli import cli
-from palaestra.environment.harbor.tasks import load_tasks
+from palaestra.environment.kinds.harbor.tasks import load_tasks
 from palaestra.errors import ConfigError
-from tests.environment.harbor.conftest import (  # noqa: F401 (fixtures)
+from tests.environment.kinds.harbor.conftest import (  # noqa: F401 (fixtures)
     base_tar,
     default_rootfs,
     layer_cache,

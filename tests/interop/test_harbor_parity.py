@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from palaestra.authoring.harbor_parity import docker_images
 from palaestra.cli import cli
-from tests.environment.harbor.conftest import docker_or_skip
+from tests.environment.kinds.harbor.conftest import docker_or_skip
 from tests.support.harbor_folders import components_task
 from tests.support.peers import peer_python
 

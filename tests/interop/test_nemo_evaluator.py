@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from palaestra.collection.tasks import load_dataset
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.environment.sessions import Session
 from palaestra.envs.mcqa.environment import MultipleChoice
 from palaestra.http.runner import BackgroundServer

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from palaestra.agents import RolloutContext
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.errors import ModelUnreachable
 from palaestra.models.base import Model
 from palaestra.observe.metrics_counts import BUCKETS, ObservedAgent, PhaseHistogram, RolloutCounts

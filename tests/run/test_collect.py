@@ -210,7 +210,7 @@ def test_a_progress_callback_that_raises_stops_the_run_naming_it_and_keeps_the_r
 
 async def test_a_served_agents_rows_carry_its_name(tmp_path: Path) -> None:
     from palaestra.agents import ToolCallingAgent
-    from palaestra.environment.client import LocalEnvironmentClient
+    from palaestra.environment.running.client import LocalEnvironmentClient
     from palaestra.envs.weather.environment import Weather
     from palaestra.http.runner import BackgroundServer
     from palaestra.models.openai.responses import OpenAIResponsesModel

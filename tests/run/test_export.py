@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 import palaestra
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.errors import ConfigError
 from palaestra.run.export import export_tasks, nemo_gym_row
 from palaestra.types import JsonDict

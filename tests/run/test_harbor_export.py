@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from palaestra.collection.tasks import read_tasks as read_task_rows
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.environment.sessions import Session
 from palaestra.envs.calculator import harbor_check
 from palaestra.envs.calculator.environment import Calculator

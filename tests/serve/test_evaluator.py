@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from palaestra.collection.tasks import load_dataset
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.mcqa.environment import MultipleChoice
 from palaestra.http.runner import BackgroundServer
 from palaestra.serve.env_app import environment_app

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, tool
-from palaestra.environment.mcp import MCPEnvironment, MCPServer
+from palaestra.environment.kinds.mcp import MCPEnvironment, MCPServer
 from palaestra.envs.counter.environment import Counter
 from palaestra.envs.weather.environment import Weather
 from palaestra.http.announce import parse_ready_line

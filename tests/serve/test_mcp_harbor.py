@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.environment.harbor import HarborEnvironment
-from palaestra.environment.harbor.tasks import task_row
+from palaestra.environment.kinds.harbor import HarborEnvironment
+from palaestra.environment.kinds.harbor.tasks import task_row
 from palaestra.sandbox.machines.provider import Provider
-from tests.environment.harbor.conftest import (  # noqa: F401  # the fixtures machines uses
+from tests.environment.kinds.harbor.conftest import (  # noqa: F401  # the fixtures machines uses
     base_tar,
     layer_cache,
     machines,

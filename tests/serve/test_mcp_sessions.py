@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from palaestra import Environment, LocalEnvironmentClient, tool
-from palaestra.environment.machine import MachineState, MachineTools
+from palaestra.environment.kinds.machine import MachineState, MachineTools
 from palaestra.environment.sessions import Session
 from palaestra.envs.counter.environment import Counter
 from palaestra.serve.mcp_app import SessionMap, mcp_server, serve_mcp_http

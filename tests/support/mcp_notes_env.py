@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from palaestra import JsonDict, Session, Verdict, tool
-from palaestra.environment.mcp import MCPEnvironment, MCPServer
+from palaestra.environment.kinds.mcp import MCPEnvironment, MCPServer
 
 SERVER = str(Path(__file__).with_name("mcp_notes_server.py"))
 """The server as a script: it imports only ``mcp``, so no working directory is needed."""

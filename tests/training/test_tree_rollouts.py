@@ -13,7 +13,7 @@ from palaestra.agents import RolloutContext
 from palaestra.agents.episode import Conversation, run_episode
 from palaestra.agents.registry import AGENTS
 from palaestra.agents.tool_calling import call_id_of, parse_arguments, request_params
-from palaestra.environment.client import EnvironmentClient
+from palaestra.environment.running.client import EnvironmentClient
 from palaestra.models.base import Model
 from palaestra.observe.metrics import staleness_families
 from palaestra.training import RolloutSampler

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from palaestra import ConfigError, JsonDict, read_objects
-from palaestra.envs._bfcl import bfcl_data_dir as data_dir
-from palaestra.envs._bfcl import convert_schema
+from palaestra.envs._shared.bfcl import bfcl_data_dir as data_dir
+from palaestra.envs._shared.bfcl import convert_schema
 
 CATEGORIES: tuple[str, ...] = ("base", "miss_func", "miss_param", "long_context")
 """BFCL's four multi-turn categories, 200 tasks each."""

@@ -29,7 +29,7 @@ from palaestra import (
     Verdict,
     read_objects,
 )
-from palaestra.envs._bfcl import draw
+from palaestra.envs._shared.bfcl import draw
 from palaestra.envs.bfcl_multi_turn.backend import (
     Backends,
     Call,

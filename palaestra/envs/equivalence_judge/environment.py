@@ -27,7 +27,7 @@ from palaestra import (
     strip_reasoning,
     task_row,
 )
-from palaestra.environment import puzzles as generator
+from palaestra.envs._shared import puzzles as generator
 
 SHORT_ANSWER_HINT = "Answer with the final answer only, as briefly as possible."
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from palaestra import ConfigError, JsonDict, read_objects
-from palaestra.envs._bfcl import bfcl_data_dir as data_dir
-from palaestra.envs._bfcl import convert_schema
+from palaestra.envs._shared.bfcl import bfcl_data_dir as data_dir
+from palaestra.envs._shared.bfcl import convert_schema
 from palaestra.envs.function_calling.compare import answerable
 
 CATEGORIES: tuple[str, ...] = (

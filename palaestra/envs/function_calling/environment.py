@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from palaestra import ConfigError, Environment, FailureKind, JsonDict, Session, Verdict
-from palaestra.envs._bfcl import draw
+from palaestra.envs._shared.bfcl import draw
 from palaestra.envs.function_calling.compare import check_calls, first_turn_calls, reference_calls
 from palaestra.envs.function_calling.data import ALLOWED_CATEGORIES, CATEGORIES, load_tasks
 

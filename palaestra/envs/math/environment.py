@@ -9,7 +9,7 @@ counts only when both replies say EQUIVALENT. A judge failure is a failure, neve
 
 from __future__ import annotations
 
-from palaestra.environment.boxed_math import BoxedMath
+from palaestra.envs._shared.boxed_math import BoxedMath
 
 
 class Math(BoxedMath):

@@ -30,7 +30,7 @@ from palaestra import (
     strip_reasoning,
     task_row,
 )
-from palaestra.environment.puzzles import make_question
+from palaestra.envs._shared.puzzles import make_question
 
 GRADING_MODES = ("strict_boxed", "lenient_boxed", "answer_colon", "regex")
 _LETTER = re.compile(r"\(?([A-Za-z])\)?[\s*_.]*")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from palaestra import ConfigError, JsonDict, Model, Session, ToolFailure, Verdict, tool
-from palaestra.environment.boxed_math import DEFAULT_MIXTURE, BoxedMath
+from palaestra.envs._shared.boxed_math import DEFAULT_MIXTURE, BoxedMath
 from palaestra.sandbox import (
     DEBIAN_PYTHON,
     CellResult,

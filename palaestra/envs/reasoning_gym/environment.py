@@ -29,7 +29,7 @@ from palaestra import (
     output_text,
     strip_reasoning,
 )
-from palaestra.environment import reasoning_gym as scoring
+from palaestra.envs._shared import reasoning_gym as scoring
 
 DEFAULT_MIXTURE: dict[str, float] = dict.fromkeys(
     [

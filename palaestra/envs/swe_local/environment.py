@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from palaestra import ConfigError, HarborEnvironment
-from palaestra.environment.harbor.environment import DEFAULT_SANDBOX
-from palaestra.environment.harbor.tasks import rows_directory, write_rows
+from palaestra.environment.kinds.harbor.environment import DEFAULT_SANDBOX
+from palaestra.environment.kinds.harbor.tasks import rows_directory, write_rows
 from palaestra.envs.swe_local import manifest
 from palaestra.envs.swe_local.folders import materialize_set, set_digests, task
 from palaestra.envs.swe_local.selection import parse_filter, selected, summary

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import ClassVar
 
 from palaestra import HarborEnvironment
-from palaestra.environment.harbor.tasks import load_tasks, rows_directory, unpacked, write_rows
+from palaestra.environment.kinds.harbor.tasks import (
+    load_tasks,
+    rows_directory,
+    unpacked,
+    write_rows,
+)
 
 ARCHIVE = Path(__file__).with_name("tasks.tar.xz")
 """The shipped task folders and their ``MANIFEST.json`` (id, family, kind, difficulty, source

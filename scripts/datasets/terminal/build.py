@@ -11,7 +11,7 @@ The archive holds what ``generate --seed 0 --per-family 12 --agentbench SOURCE``
 folders and ``MANIFEST.json``), packed so that the same folders give the same bytes: members
 sorted by path, regular files only, mode 0644 or 0755 (the owner's execute bit, all a task's
 digest records of a mode), time 0, owner root without names, xz at preset 6 (one thread). The
-environment unpacks it on first use (``palaestra.environment.harbor.tasks.unpacked``).
+environment unpacks it on first use (``palaestra.environment.kinds.harbor.tasks.unpacked``).
 """
 
 from __future__ import annotations

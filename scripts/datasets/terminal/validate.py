@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from palaestra.environment.harbor.tasks import unpacked
+from palaestra.environment.kinds.harbor.tasks import unpacked
 from palaestra.wire.harbor import DOCKERFILE, REWARD_JSON, REWARD_TXT, read_task, read_tasks
 
 BASE = "FROM debian:bookworm-slim"

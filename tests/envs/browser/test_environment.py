@@ -17,7 +17,7 @@ import pytest
 from palaestra import LocalEnvironmentClient
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.browser.chromium import Browser
 from palaestra.envs.browser.environment import MiniWoBBrowser
 from palaestra.envs.browser.pool import BrowserPool

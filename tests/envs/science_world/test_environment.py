@@ -18,7 +18,7 @@ from palaestra.agents import StepAgent
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.answers import first_command
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.science_world import games as games_module
 from palaestra.envs.science_world.environment import ScienceWorld
 from palaestra.envs.science_world.games import Games

@@ -14,7 +14,7 @@ from palaestra.authoring.golden import check_golden_answers
 from palaestra.authoring.reference import reference_checks
 from palaestra.collection.tasks import read_tasks
 from palaestra.environment.base import restorable
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.search_qa.data import load
 from palaestra.envs.search_qa.environment import SearchQA, question_row
 from palaestra.errors import ConfigError

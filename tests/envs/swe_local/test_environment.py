@@ -28,7 +28,7 @@ from palaestra.sandbox.machines.provider import BoxSpec
 from palaestra.sandbox.machines.registry import make_provider
 from palaestra.sandbox.process import supervise
 from palaestra.wire.harbor import folder_digest, read_task
-from tests.environment.harbor.conftest import docker_or_skip
+from tests.environment.kinds.harbor.conftest import docker_or_skip
 from tests.support.submit_run import collect_after_submit
 
 SAMPLE = ["mpmath__ctx_base__almosteq__3b3bebc2", "networkx__all__disjointunionall__e7370009"]

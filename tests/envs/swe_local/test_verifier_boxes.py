@@ -13,13 +13,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from palaestra.environment.harbor import HarborState
-from palaestra.environment.harbor.boxes import read_in_box
-from palaestra.environment.harbor.tasks import task_row
+from palaestra.environment.kinds.harbor import HarborState
+from palaestra.environment.kinds.harbor.boxes import read_in_box
+from palaestra.environment.kinds.harbor.tasks import task_row
 from palaestra.environment.sessions import Session
 from palaestra.envs.swe_local.environment import SweLocal
 from palaestra.types import Verdict
-from tests.environment.harbor.conftest import docker_or_skip
+from tests.environment.kinds.harbor.conftest import docker_or_skip
 
 TASK = "mpmath__ctx_base__almosteq__3b3bebc2"
 TEST_FILE = "mpmath/tests/test_power.py"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.environment.harbor.tasks import unpacked
+from palaestra.environment.kinds.harbor.tasks import unpacked
 from palaestra.envs.terminal.environment import ARCHIVE, Terminal
 from palaestra.wire.harbor import folder_digest
 from scripts.datasets.terminal.build import PER_FAMILY, SEED, main, pack

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from palaestra.cli import cli
-from palaestra.environment.harbor.tasks import unpacked
+from palaestra.environment.kinds.harbor.tasks import unpacked
 from palaestra.envs.terminal.environment import ARCHIVE, Terminal
-from tests.environment.harbor.conftest import docker_or_skip
+from tests.environment.kinds.harbor.conftest import docker_or_skip
 from tests.support.submit_run import collect_after_submit
 
 SAMPLE = ["git-001-revert", "permissions-000-modes", "agentbench-dev-003"]

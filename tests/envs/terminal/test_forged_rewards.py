@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from palaestra.environment.harbor.tasks import task_row
+from palaestra.environment.kinds.harbor.tasks import task_row
 from palaestra.environment.sessions import Session
 from palaestra.envs.terminal.environment import Terminal
 from palaestra.types import Verdict
-from tests.environment.harbor.conftest import docker_or_skip
+from tests.environment.kinds.harbor.conftest import docker_or_skip
 
 
 @pytest.fixture(params=["rootfs", "docker"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.environment.harbor.tasks import unpacked
+from palaestra.environment.kinds.harbor.tasks import unpacked
 from palaestra.envs.terminal.environment import ARCHIVE
 from palaestra.wire.harbor import folder_digest, read_tasks
 from scripts.datasets.terminal import agentbench

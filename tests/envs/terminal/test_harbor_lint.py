@@ -10,7 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
-from palaestra.environment.harbor.tasks import unpacked
+from palaestra.environment.kinds.harbor.tasks import unpacked
 from palaestra.envs.terminal.environment import ARCHIVE
 from scripts.datasets.terminal.generate import MANIFEST
 from tests.interop.peer_run import run_peer

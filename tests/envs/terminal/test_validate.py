@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from palaestra.environment.harbor.tasks import unpacked
+from palaestra.environment.kinds.harbor.tasks import unpacked
 from palaestra.envs.terminal.environment import ARCHIVE
 from scripts.datasets.terminal.generate import MANIFEST
 from scripts.datasets.terminal.validate import validate

@@ -15,7 +15,7 @@ from palaestra.agents import StepAgent
 from palaestra.agents.base import BoundAgent
 from palaestra.collection.collector import CollectConfig, RunSummary
 from palaestra.collection.collector import collect as run_collection
-from palaestra.environment.registry import find_environment
+from palaestra.environment.finding.registry import find_environment
 from palaestra.envs.text_worlds.environment import TextWorlds
 from palaestra.run.collect import as_progress
 from tests.support.fake_model import FakeModel, say

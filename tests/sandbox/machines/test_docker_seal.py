@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.environment.machine import Machine
+from palaestra.environment.kinds.machine import Machine
 from palaestra.errors import SandboxFailure
 from palaestra.sandbox.machines import images
 from palaestra.sandbox.machines.container_procs import _container_pids

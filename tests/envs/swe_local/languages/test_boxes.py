@@ -15,7 +15,7 @@ import pytest
 
 from palaestra.envs.swe_local.environment import PACKS
 from palaestra.sandbox.machines import images
-from tests.environment.harbor.conftest import docker_or_skip
+from tests.environment.kinds.harbor.conftest import docker_or_skip
 from tests.envs.swe_local.languages.test_verify_native import SILENCE
 from tests.envs.swe_local.test_verifier_boxes import GOLD, Player, scored
 
