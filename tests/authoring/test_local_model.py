@@ -30,13 +30,14 @@ SMALL = SmokeOptions(tasks=2, max_output_tokens=48, max_steps=1)
 ENV_ARGS = {"tau2": {"user": "gold"}}
 """Built-ins that need an argument to run here: tau2's user is a model (``--user-model``) unless
 it is told to replay the gold user, which makes its oracle and null checks deterministic."""
-SAMPLED = {"swe_local": 90, "terminal": 23, "science_world": 5}
+SAMPLED = {"swe_local": 180, "terminal": 46, "science_world": 5}
 """Built-ins whose every example task is too slow to check in this file: every ``n``-th task
-here, the oracle and null checks of each (``palaestra test NAME --no-model`` checks them all).
-swe_local runs each task's tests twice (a few of its Python tasks here, across the
-manifest's repositories); terminal's tasks each start a machine twice; each ScienceWorld game
-starts its simulator in Java (the 10 took longer than every other built-in of this file
-together)."""
+here, the oracle and null checks of each and the cheat sweep on one of each family
+(``palaestra test NAME --no-model`` checks them all). swe_local runs each task's tests twice
+(six tasks here, Python and Go, across the manifest's repositories); terminal's tasks each
+start a machine twice, and each family sampled adds a machine per cheat (four tasks of two
+families here); each ScienceWorld game starts its simulator in Java (the 10 took longer than
+every other built-in of this file together)."""
 
 
 def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> None:
