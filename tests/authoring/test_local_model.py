@@ -30,13 +30,14 @@ SMALL = SmokeOptions(tasks=2, max_output_tokens=48, max_steps=1)
 ENV_ARGS = {"tau2": {"user": "gold"}}
 """Built-ins that need an argument to run here: tau2's user is a model (``--user-model``) unless
 it is told to replay the gold user, which makes its oracle and null checks deterministic."""
-SAMPLED = {"swe_local": 90, "terminal": 23, "science_world": 5}
+SAMPLED = {"swe_local": 180, "terminal": 46, "science_world": 5}
 """Built-ins whose every example task is too slow to check in this file: every ``n``-th task
-here, the oracle and null checks of each (``palaestra test NAME --no-model`` checks them all).
-swe_local runs each task's tests twice (a few of its Python tasks here, across the
-manifest's repositories); terminal's tasks each start a machine twice; each ScienceWorld game
-starts its simulator in Java (the 10 took longer than every other built-in of this file
-together)."""
+here, the oracle and null checks of each and the cheat sweep on one of each family
+(``palaestra test NAME --no-model`` checks them all). swe_local runs each task's tests twice
+(six tasks here, Python and Go, across the manifest's repositories); terminal's tasks each
+start a machine twice, and each family sampled adds a machine per cheat (four tasks of two
+families here); each ScienceWorld game starts its simulator in Java (the 10 took longer than
+every other built-in of this file together)."""
 
 
 def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> None:
@@ -67,10 +68,16 @@ def test_a_freshly_initialised_package_passes_palaestra_test(tmp_path: Path) -> 
     assert lines[-1] == "passed: 12 checks, 0 failed, 3 skipped"
 
 
-SHORT_SMOKE = {"long_context": {"family": "niah_single_1,niah_single_2", "length": 512}}
-"""Built-ins whose smoke run takes two tasks generated shorter than their examples, put before
-them (the oracle and null checks still take every example): long_context's examples fill 2,048
-tokens, and the two 512-token needle tasks are a quarter of the model's work."""
+SMOKE_CANDIDATES = {
+    "long_context": ({"family": "niah_single_1,niah_single_2", "length": 512}, 2),
+    "bfcl_multi_turn": ({}, 100),
+}
+"""Built-ins whose smoke run takes two generated tasks (drawn from ``count`` generated with
+these arguments, the two ``smoke_first`` puts first) that the model reads faster than any two
+examples, put before the examples (the oracle and null checks take them and every example):
+long_context's examples fill 2,048 tokens, and two 512-token needle tasks are a quarter of the
+model's work; a bfcl_multi_turn task offers every function of the classes it involves, and two
+tasks of one class share their whole tool list (about 1,950 prompt tokens, not 3,240)."""
 
 
 SYSTEM_ROLES = ("system", "developer")
@@ -87,6 +94,19 @@ def prompt_text(line: str) -> str:
     return orjson.dumps([params.get("instructions"), system, params.get("tools"), rest]).decode()
 
 
+def shared_prefix(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` share from their start (a binary search over
+    slices: a character loop over every pair of a hundred candidates takes seconds)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def smoke_first(lines: list[str]) -> list[str]:
     """The task lines with the two the model reads fastest first (the others in their order):
     the smoke run takes the first two, and the model's prompt is most of its cost. Two prompts
@@ -97,10 +117,7 @@ def smoke_first(lines: list[str]) -> list[str]:
 
     def cost(pair: tuple[int, int]) -> int:
         a, b = texts[pair[0]], texts[pair[1]]
-        shared = next(
-            (n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-        )
-        return len(a) + len(b) - shared
+        return len(a) + len(b) - shared_prefix(a, b)
 
     if len(lines) < 2:
         return lines
@@ -108,17 +125,25 @@ def smoke_first(lines: list[str]) -> list[str]:
     return [lines[i] for i in first] + [line for i, line in enumerate(lines) if i not in first]
 
 
-@pytest.mark.parametrize("name", builtin_names())
-def test_every_builtin_environment_passes_palaestra_test(name: str, tmp_path: Path) -> None:
+def task_lines(name: str) -> list[str]:
+    """The task lines the built-in ``name`` is checked on here: its examples (every
+    ``SAMPLED`` one), after the two ``SMOKE_CANDIDATES`` ones, the smoke run's two first."""
     examples = find_environment(name).example_tasks
     assert examples is not None
     lines = [line for line in examples.read_text().splitlines() if line.strip()]
     lines = lines[:: SAMPLED.get(name, 1)]
-    if name in SHORT_SMOKE:
-        environment = find_environment(name).environment(**SHORT_SMOKE[name])
-        lines = [orjson.dumps(row).decode() for row in environment.generate_tasks(2, 0)] + lines
+    if name in SMOKE_CANDIDATES:
+        arguments, count = SMOKE_CANDIDATES[name]
+        generated = find_environment(name).environment(**arguments).generate_tasks(count, 0)
+        lines = smoke_first([orjson.dumps(row).decode() for row in generated])[:2] + lines
+    return smoke_first(lines)
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtin_environment_passes_palaestra_test(name: str, tmp_path: Path) -> None:
+    lines = task_lines(name)
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("\n".join(smoke_first(lines)) + "\n")
+    tasks.write_text("\n".join(lines) + "\n")
     report = check_environment(name, env_args=ENV_ARGS.get(name), tasks=tasks, smoke=SMALL)
     assert report.ok, [(check.name, check.reason) for check in report.failures]
     golden = sum(GOLDEN in orjson.loads(line) for line in lines)  # every one is scored

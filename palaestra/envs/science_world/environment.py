@@ -36,6 +36,8 @@ from palaestra.envs.science_world.games import (
     SPLITS,
     Games,
     game_of,
+    move,
+    restart,
     scienceworld_version,
     task_names,
     variations,
@@ -108,7 +110,7 @@ class ScienceWorld(StepEnvironment):
 
     def reset(self, session: Session) -> str:
         env = session.state["game"].env
-        observation, _ = env.reset()
+        observation = restart(env)
         templates = ", ".join(str(a) for a in env.get_possible_actions() if a not in _HIDDEN)
         return "\n".join(
             [
@@ -131,8 +133,7 @@ class ScienceWorld(StepEnvironment):
             what = f"{command!r} is not a move in the task" if command else "answer with one"
             return StepResult(f"Refused: {what} command. What do you do?")
         env = state["game"].env
-        observation, _, done, info = env.step(command)
-        score = int(info["score"])
+        observation, score, done = move(env, command)
         before = max(state["score"], 0)
         state["score"] = score
         state["moves"] += 1
@@ -140,7 +141,7 @@ class ScienceWorld(StepEnvironment):
         state["failed"] = score < 0
         state["over"] = bool(done or state["completed"] or state["failed"])
         gained = (max(score, 0) - before) / 100
-        text = str(observation).strip()
+        text = observation.strip()
         if not state["over"]:
             text += f"\n[Score: {max(score, 0)} of 100.]\nWhat do you do?"
         elif state["failed"]:

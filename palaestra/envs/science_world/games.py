@@ -198,6 +198,31 @@ def variations(game: Game, split: str) -> list[int]:
     return [int(v) for v in read()]
 
 
+def move(env: Any, command: str) -> tuple[str, int, bool]:
+    """Play ``command`` in ``env`` (a ``ScienceWorldEnv``): the observation, the score (0 to
+    100, below 0 when the task failed) and whether the game is over, as ``env.step`` decides
+    it (completed, out of moves, or failed).
+
+    ``env.step`` also looks around, reads the inventory and the task and lists every valid
+    action-object combination after each move, for agents that show them; a turn here shows
+    none of them, and listing the combinations is most of a move's cost (in the simulator,
+    and in py4j's copy of the list)."""
+    server = env.server
+    observation = str(server.step(command))
+    score = round(100 * float(server.getScore()))
+    over = bool(server.getCompleted()) or int(server.getNumMoves()) > env.envStepLimit
+    return observation, score, over or score < 0
+
+
+def restart(env: Any) -> str:
+    """Start ``env``'s task over (``env.reset`` without its listing, see ``move``): the
+    first observation, the room as ``look around`` shows it."""
+    env.server.reset()
+    env.lastStepScore = 0
+    observation, _, _ = move(env, "look around")
+    return observation
+
+
 def game_of(task: JsonDict) -> tuple[str, int, str]:
     """The task's ``task_name``, ``variation`` and ``simplifications``, checked: a bad row is
     an ``InvalidTask`` saying which field is wrong."""
