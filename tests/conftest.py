@@ -43,6 +43,7 @@ SPREAD = frozenset(
 TOGETHER = {
     "tests/envs/science_world/test_environment.py": "science_world",
     "tests/envs/science_world/test_collect_local.py": "science_world",
+    "tests/envs/science_world/test_games.py": "science_world",
 }
 FIRST = (
     "tests/authoring/test_local_model.py",
