@@ -11,6 +11,8 @@ back here; everything else maps one to one by the gguf package's own name table.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,27 +76,42 @@ def update_gguf(model: Any, path: str | Path) -> None:
     reader.data.flush()
 
 
+@functools.lru_cache(maxsize=4)
+def _template(
+    path: str, size: int, mtime_ns: int
+) -> tuple[str, list[tuple[str, Any, Any, Any]], set[str]]:
+    """A template GGUF's architecture, metadata (key, value, type, array item type) and tensor
+    names, read once per file version (``size`` and ``mtime_ns`` name it): the gguf package
+    parses a vocabulary's tens of thousands of strings one by one, seconds of CPU per read."""
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+    arch = str(reader.fields["general.architecture"].contents())
+    keys = []
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        sub_type = field.types[1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        keys.append((key, field.contents(), field.types[0], sub_type))
+    return arch, keys, {tensor.name for tensor in reader.tensors}
+
+
 def export_gguf(model: Any, template: str | Path, path: str | Path, kind: str = "F16") -> Path:
     """Write ``model``'s weights to ``path`` with ``template``'s metadata; matrices as ``kind``
     (``F32``, ``F16`` or ``Q8_0``), norms in F32. Written to a temporary name, then renamed."""
     import gguf
     import numpy as np
 
-    reader = gguf.GGUFReader(str(template))
-    arch = str(reader.fields["general.architecture"].contents())
-    wanted = {tensor.name for tensor in reader.tensors}
+    stat = os.stat(template)
+    arch, keys, wanted = _template(str(template), stat.st_size, stat.st_mtime_ns)
 
     target = Path(path)
     partial = target.with_suffix(".partial")
     writer = gguf.GGUFWriter(str(partial), arch=arch)
-    for key, field in reader.fields.items():
-        if key.startswith("GGUF.") or key == "general.architecture":
-            continue
-        value = field.contents()
+    for key, value, value_type, sub_type in keys:
         if key == "general.file_type":
             value = _FILE_TYPES[kind]
-        sub_type = field.types[1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(key, value, field.types[0], sub_type)
+        writer.add_key_value(key, value, value_type, sub_type)
     written: set[str] = set()
     for name, array in gguf_tensors(model, arch, wanted):
         if array.ndim == 1 or kind == "F32":

@@ -3,7 +3,8 @@
 ``RolloutSampler`` (async) and ``SyncRolloutSampler`` stream GRPO groups of token-exact
 rollouts; ``TaskSampler`` skips saturated tasks; ``TrlRolloutFunc`` is TRL's ``rollout_func``;
 ``AsyncGrpoRolloutWorker`` is the rollout worker of TRL's asynchronous GRPO;
-``local_policy_model`` is the embedded model as a trainable ``transformers`` model.
+``local_policy_model`` is the embedded model as a trainable ``transformers`` model
+(``local_policy_tokenizer`` its tokenizer alone).
 Names load on first use: ``import palaestra.training`` imports no trainer, torch or model.
 """
 
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from palaestra._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from palaestra.training.local_policy import local_policy_model
+    from palaestra.training.local_policy import local_policy_model, local_policy_tokenizer
     from palaestra.training.rollouts import Group, OnFailure, Rollout, RolloutFailed, RolloutStats
     from palaestra.training.sampler import TaskSampler, TasksSaturated
     from palaestra.training.stream import RolloutSampler
@@ -26,6 +27,7 @@ _LAZY = {
     "AsyncGrpoRolloutWorker": "palaestra.training.trl_async",
     "Group": "palaestra.training.rollouts",
     "local_policy_model": "palaestra.training.local_policy",
+    "local_policy_tokenizer": "palaestra.training.local_policy",
     "OnFailure": "palaestra.training.rollouts",
     "Rollout": "palaestra.training.rollouts",
     "RolloutFailed": "palaestra.training.rollouts",
@@ -54,4 +56,5 @@ __all__ = [
     "TasksSaturated",
     "TrlRolloutFunc",
     "local_policy_model",
+    "local_policy_tokenizer",
 ]

@@ -96,23 +96,6 @@ async def test_openhands_runs_its_commands_in_the_tasks_box_through_the_gateway(
     assert {item["producer"] for item in output} == {"environment", "policy", "tool"}
 
 
-async def test_a_run_stopped_at_its_iteration_limit_is_scored_not_an_agent_error(
-    openhands: Path, terminal: LocalEnvironmentClient
-) -> None:
-    def script(params: JsonDict) -> JsonDict:  # never finishes
-        arguments = {"command": "true", "summary": "step"}
-        return response(call("terminal", json.dumps(arguments), f"call_{len(params['input'])}"))
-
-    agent = OpenHandsAgent(path=str(openhands), max_iterations=2)
-    try:
-        result = await agent.run(_task("permissions-000-modes"), terminal, FakeModel(script))
-    finally:
-        await agent.aclose()
-    assert result.failure is None, result.failure.reason if result.failure else ""
-    assert result.verdict is not None and result.verdict.reward == 0.0
-    assert result.model_calls == 2
-
-
 async def test_a_model_that_always_fails_is_an_agent_error_never_a_score(
     openhands: Path, terminal: LocalEnvironmentClient
 ) -> None:
@@ -195,13 +178,17 @@ async def test_openhands_own_condenser_summarises_its_history_into_a_new_branch(
     assert (result.branches, result.retokenized) == (3, 0)  # the line before, summary, after
 
 
-async def test_without_a_condenser_openhands_history_is_one_line(
+async def test_without_a_condenser_openhands_history_is_one_line_scored_at_its_iteration_limit(
     openhands: Path, terminal: LocalEnvironmentClient
 ) -> None:
     seen: list[JsonDict] = []
     agent = OpenHandsAgent(path=str(openhands), max_iterations=4)
     result, calls = await _rollout_calls(agent, terminal, seen)
+    # Nothing asks for a summary, so the script never finishes: the run stops at its
+    # iteration limit, and that is a scored run, not an agent error.
     assert result.failure is None, result.failure.reason if result.failure else ""
+    assert result.verdict is not None and result.verdict.reward == 0.0
+    assert result.model_calls == 4
     assert all(params.get("tools") for params in seen)  # nothing asked for a summary
     assert [call.parent for call in calls] == [None, 0, 1, 2]
     assert result.branches == 1

@@ -51,6 +51,7 @@ import os
 import sys
 
 import ray
+from ray._private import ray_constants, services
 
 from palaestra.distributed.cluster import connected
 
@@ -61,10 +62,21 @@ class Pid:
         return os.getpid()
 
 
+def state() -> object:
+    ray_environment = {key: value for key, value in os.environ.items() if key.startswith("RAY")}
+    return ray_environment, dict(vars(ray_constants)), dict(vars(services))
+
+
+before = state()
 with connected(None):
+    during = state()
     print(ray.get(Pid.remote().pid.remote()), flush=True)
     sys.stdin.read()  # until the test has looked
+print(before == during == state(), flush=True)
 """
+"""A collector's process with a local cluster: it prints a worker actor's pid, waits until
+its stdin closes, stops the cluster, and prints whether its Ray modules and its environment's
+Ray settings were the same before, during and after."""
 
 
 DASHBOARD = b"dashboard/dashboard.py"
@@ -122,10 +134,14 @@ def loopback(address: str) -> bool:
     return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
-def test_a_local_cluster_started_for_a_run_listens_on_loopback_only_with_no_dashboard() -> None:
+def test_a_local_cluster_is_on_loopback_only_with_no_dashboard_and_leaves_ray_as_it_was() -> None:
+    """Also: nothing of Ray's is changed in the collector's process, not its modules, not its
+    environment's Ray settings (Ray's own ray.init of a new cluster sets RAY_AUTH_MODE there;
+    any ray.init sets PYTHONBREAKPOINT, which is Ray's to do)."""
     driver = subprocess.Popen(
         [sys.executable, "-c", LOCAL_CLUSTER], cwd=ROOT, text=True,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"},
     )  # fmt: skip
     assert driver.stdin is not None and driver.stdout is not None
     try:
@@ -135,6 +151,7 @@ def test_a_local_cluster_started_for_a_run_listens_on_loopback_only_with_no_dash
         names = {pid: Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids}
     finally:
         driver.stdin.close()
+        left_as_it_was = driver.stdout.read().strip()
         driver.wait(120)
     assert actor in pids  # the workers are among the processes looked at
     assert any(b"gcs_server" in names[pid] for pid in sockets.values())
@@ -144,39 +161,7 @@ def test_a_local_cluster_started_for_a_run_listens_on_loopback_only_with_no_dash
     dashboards = [n for n in names.values() if n.startswith(b"ray::Dashboard") or DASHBOARD in n]
     assert not any(names[pid] in dashboards for pid in sockets.values())  # none listens
     assert all(port != 8265 for _, port in sockets)  # (the dashboard's port)
-    assert driver.returncode == 0
-
-
-LEFT_AS_IT_WAS = """
-import os
-
-import ray
-from ray._private import ray_constants, services
-
-from palaestra.distributed.cluster import connected
-
-
-def state() -> object:
-    ray_environment = {key: value for key, value in os.environ.items() if key.startswith("RAY")}
-    return ray_environment, dict(vars(ray_constants)), dict(vars(services))
-
-
-before = state()
-with connected(None):
-    during = state()
-print(before == during == state(), flush=True)
-"""
-
-
-def test_a_local_cluster_leaves_this_process_and_its_ray_modules_as_they_were() -> None:
-    """Nothing of Ray's is changed in the collector's process: not its modules, not its
-    environment's Ray settings (Ray's own ray.init of a new cluster sets RAY_AUTH_MODE
-    there; any ray.init sets PYTHONBREAKPOINT, which is Ray's to do)."""
-    found = subprocess.run(
-        [sys.executable, "-c", LEFT_AS_IT_WAS], cwd=ROOT, text=True, capture_output=True,
-        timeout=300, env={k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"},
-    )  # fmt: skip
-    assert (found.returncode, found.stdout.strip()) == (0, "True"), found.stderr[-2000:]
+    assert (driver.returncode, left_as_it_was) == (0, "True")
 
 
 def test_a_killed_collector_leaves_no_process_of_its_local_cluster_running() -> None:

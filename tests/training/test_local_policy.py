@@ -7,7 +7,7 @@ from pathlib import Path
 
 from palaestra._util.llama_log import load_vocabulary
 from palaestra.models.local import default_model_path
-from palaestra.training import local_policy_model
+from palaestra.training import local_policy_model, local_policy_tokenizer
 from palaestra.training.local_policy import cache_dir, converted
 from tests.training.test_trl_rollout_real import require_training_stack
 
@@ -32,3 +32,15 @@ def test_the_embedded_model_is_converted_once_and_then_loaded_from_the_cache() -
     vocabulary = load_vocabulary(str(gguf))
     expected = vocabulary.tokenize(TEXT.encode(), add_bos=False, special=True)
     assert tokenizer(TEXT, add_special_tokens=False)["input_ids"] == expected
+
+
+def test_the_tokenizer_alone_is_the_cached_conversions_and_tokenizes_as_llama_cpp() -> None:
+    require_training_stack()
+    gguf = Path(default_model_path())
+    folder = converted(gguf, cache_dir())
+    tokenizer = local_policy_tokenizer()
+    assert Path(tokenizer.name_or_path) == folder  # read from the cache, not rebuilt from GGUF
+    vocabulary = load_vocabulary(str(gguf))
+    expected = vocabulary.tokenize(TEXT.encode(), add_bos=False, special=True)
+    assert tokenizer(TEXT, add_special_tokens=False)["input_ids"] == expected
+    assert tokenizer.eos_token == tokenizer.pad_token == "<|im_end|>"

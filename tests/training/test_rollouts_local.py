@@ -57,12 +57,9 @@ OPTIONS: dict[str, Any] = {
 }
 
 
-@pytest.mark.parametrize("on_failure", ["exclude", "mask"])
-async def test_local_model_groups_are_token_exact_and_a_failure_is_excluded_or_masked(
-    on_failure: Any,
-) -> None:
+async def test_local_model_groups_are_token_exact_and_a_failure_is_excluded() -> None:
     env = Adder()
-    async with RolloutSampler(env, tasks=TASKS, on_failure=on_failure, **OPTIONS) as rollouts:
+    async with RolloutSampler(env, tasks=TASKS, on_failure="exclude", **OPTIONS) as rollouts:
         groups = await rollouts.batch()
         again = await rollouts.batch([0])
     assert sorted(g.task_index for g in groups) == [0, 1]
@@ -85,11 +82,17 @@ async def test_local_model_groups_are_token_exact_and_a_failure_is_excluded_or_m
     assert max(turns) >= 2  # a multi-turn rollout: tool call, tool output, next call
     (broken,) = [g for g in groups if g.task_index == 1]
     assert len(broken.failures) == 2 and all(r.reward is None for r in broken.failures)
-    if on_failure == "exclude":
-        assert broken.rollouts == []
-    else:
-        assert len(broken.rollouts) == 2 and not any(sum(r.loss_mask) for r in broken.rollouts)
-        assert all(r.token_ids for r in broken.rollouts)  # its model call's tokens, masked
+    assert broken.rollouts == []
+    assert rollouts.stats.failures == {"verifier_error": 2}
+
+
+async def test_local_model_failures_masked_keep_their_group_s_size_with_no_token_trained() -> None:
+    # Only the failing task: the good rollouts are the same whatever on_failure says.
+    async with RolloutSampler(Adder(), tasks=TASKS, on_failure="mask", **OPTIONS) as rollouts:
+        (broken,) = await rollouts.batch([1])
+    assert len(broken.failures) == 2 and all(r.reward is None for r in broken.failures)
+    assert len(broken.rollouts) == 2 and not any(sum(r.loss_mask) for r in broken.rollouts)
+    assert all(r.token_ids for r in broken.rollouts)  # its model call's tokens, masked
     assert rollouts.stats.failures == {"verifier_error": 2}
 
 

@@ -1,6 +1,7 @@
-"""Every python snippet of docs/training.md runs as written: each is a whole program, pasted into
-a file and run by this interpreter in an empty directory, offline (the Hugging Face libraries are
-told not to download), within a bounded time.
+"""Every python snippet of docs/training.md runs as written: each is a whole program, run as
+``__main__`` in an empty directory of its own, offline (the Hugging Face libraries are told not
+to download), within a bounded time. The programs share one interpreter (``run_snippets.py``),
+which imports the training stack once for all of them.
 
 A snippet that is deliberately a fragment says so with ``<!-- fragment -->`` on the line before
 its fence; it is compiled, not run. A snippet that needs the training stack (trl, torch, ...) or
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -98,36 +100,74 @@ def test_a_block_after_the_fragment_comment_is_a_fragment_and_others_are_program
     ]
 
 
+PROGRAMS = [snippet for snippet in PAGE_SNIPPETS if not snippet.fragment]
+RUNNER = Path(__file__).with_name("run_snippets.py")
+
+
 @pytest.mark.parametrize(
     "snippet",
-    [
-        pytest.param(
-            snippet,
-            id=f"line{snippet.line}",
-            marks=[pytest.mark.local_model] if set(LOCAL_MODEL) & set(needed) else [],
-        )
-        for snippet in PAGE_SNIPPETS
-        for needed in [needed_modules(snippet.code)]
-    ],
+    [pytest.param(s, id=f"line{s.line}") for s in PAGE_SNIPPETS if s.fragment],
 )
-def test_each_snippet_of_the_training_page_runs_as_a_program(
-    snippet: Snippet, tmp_path: Path
-) -> None:
-    if snippet.fragment:
-        compile(snippet.code, f"{PAGE}:{snippet.line}", "exec")
-        return
-    require(needed_modules(snippet.code))
-    program = tmp_path / "snippet.py"
-    program.write_text(snippet.code)
+def test_each_fragment_of_the_training_page_compiles(snippet: Snippet) -> None:
+    compile(snippet.code, f"{PAGE}:{snippet.line}", "exec")
+
+
+@pytest.mark.skipif(not PROGRAMS, reason="the page has no program")
+@pytest.mark.local_model
+def test_every_program_of_the_training_page_runs_as_written(tmp_path: Path) -> None:
+    """The programs run one after the other in one interpreter (``run_snippets.py``: each as
+    ``__main__``, with globals, a directory, output and environment of its own), so torch,
+    transformers, TRL and llama.cpp are imported once, not once per program."""
+    require(sorted({name for snippet in PROGRAMS for name in needed_modules(snippet.code)}))
+    plan = []
+    for snippet in PROGRAMS:
+        directory = tmp_path / f"line{snippet.line}"
+        directory.mkdir()
+        name = f"{PAGE}:{snippet.line}"
+        plan.append({"name": name, "code": snippet.code, "directory": str(directory)})
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     ran = subprocess.run(
-        [sys.executable, str(program)],
+        [sys.executable, str(RUNNER), str(tmp_path / "plan.json")],
         cwd=tmp_path,
         env=environment,
         capture_output=True,
         text=True,
-        timeout=TIMEOUT,
+        timeout=TIMEOUT * len(PROGRAMS),
         check=False,
     )
-    assert ran.returncode == 0, f"{PAGE.name}:{snippet.line}\n{ran.stderr[-3000:]}"
-    assert ran.stdout.strip(), "every snippet shows what it did"
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    failed = []
+    for snippet in PROGRAMS:
+        directory = tmp_path / f"line{snippet.line}"
+        status = (directory / "status").read_text()
+        stderr = (directory / "stderr").read_text(errors="replace")
+        if status != "0":
+            failed.append(f"{PAGE.name}:{snippet.line} exited {status}\n{stderr[-3000:]}")
+        elif not (directory / "stdout").read_text().strip():
+            failed.append(
+                f"{PAGE.name}:{snippet.line} printed nothing: every snippet shows what it did"
+            )
+    assert not failed, "\n\n".join(failed)
+
+
+def test_the_runner_gives_each_program_its_own_globals_environment_and_verdict(
+    tmp_path: Path,
+) -> None:
+    programs = {
+        "sets": "import os\nos.environ['LEAK'] = '1'\nleft = 1\nprint('set')\n",
+        "reads": "import os\nprint(os.environ.get('LEAK'), 'left' in globals(), __name__)\n",
+        "raises": "print('before')\nraise ValueError('broken')\n",
+        "exits": "import sys\nsys.exit(3)\n",
+    }
+    plan = []
+    for name, code in programs.items():
+        (tmp_path / name).mkdir()
+        plan.append({"name": name, "code": code, "directory": str(tmp_path / name)})
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    subprocess.run([sys.executable, str(RUNNER), str(tmp_path / "plan.json")], check=True)
+    status = {name: (tmp_path / name / "status").read_text() for name in programs}
+    assert status == {"sets": "0", "reads": "0", "raises": "1", "exits": "3"}
+    assert (tmp_path / "reads" / "stdout").read_text() == "None False __main__\n"
+    assert (tmp_path / "raises" / "stdout").read_text() == "before\n"
+    assert "ValueError: broken" in (tmp_path / "raises" / "stderr").read_text()

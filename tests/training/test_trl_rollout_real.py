@@ -51,13 +51,12 @@ class Graded(Adder):
 
 
 def tiny_model_and_tokenizer() -> tuple[Any, Any]:
-    """SmolLM2's tokenizer (from the GGUF file: no download) and a one-layer model over its
-    vocabulary, random weights: what matters is that the ids fit."""
-    from palaestra.models.local import default_model_path
+    """SmolLM2's tokenizer (its GGUF file's, converted once per machine: no download) and a
+    one-layer model over its vocabulary, random weights: what matters is that the ids fit."""
+    from palaestra.training import local_policy_tokenizer
 
     transformers = importlib.import_module("transformers")
-    directory, name = os.path.split(default_model_path())
-    tokenizer = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=name)
+    tokenizer = local_policy_tokenizer()
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     config = transformers.LlamaConfig(
