@@ -142,6 +142,8 @@ async def _run(rounds: int) -> tuple[str, dict[str, Any]]:
                 "1",
                 "--seed",
                 "0",
+                "--flash_attn",
+                "True",
                 "--chat_format",
                 FORMAT,
                 "--verbose",

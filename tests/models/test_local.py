@@ -233,6 +233,22 @@ async def test_plain_answer_is_deterministic(model: LocalModel) -> None:
 
 @needs_local
 @pytest.mark.local_model
+async def test_prompts_are_read_with_flash_attention_unless_the_option_turns_it_off(
+    model: LocalModel,
+) -> None:
+    await model.respond(_ask("Hi", max_output_tokens=1))
+    without = LocalModel(flash_attn=False)
+    try:
+        answer = await without.respond(_ask("What is the capital of France?"))
+        assert "Paris" in output_text(answer)
+        engines = [m._engine for m in (model, without)]  # llama.cpp: 1 enabled, 0 disabled
+        assert [e and e._llama.context_params.flash_attn_type for e in engines] == [1, 0]
+    finally:
+        await without.aclose()
+
+
+@needs_local
+@pytest.mark.local_model
 async def test_forced_tool_call_has_the_required_argument(model: LocalModel) -> None:
     forced = {"type": "function", "name": "get_weather"}
     response = await model.respond(

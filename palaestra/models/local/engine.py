@@ -92,6 +92,7 @@ class LocalSettings:
     chat_format: str | None = None
     temperature: float = 0.2
     top_p: float = 0.9
+    flash_attn: bool = True
 
 
 class LlamaEngine:
@@ -119,6 +120,7 @@ class LlamaEngine:
             n_threads=settings.n_threads,
             n_threads_batch=settings.n_threads,
             seed=settings.seed,
+            flash_attn=settings.flash_attn,
             chat_format=settings.chat_format or "chatml",
             verbose=False,
         )
