@@ -24,6 +24,7 @@ import random
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,8 @@ class Unit:
 
 @dataclass
 class Options:
-    per_file: int = 3
-    tries_per_file: int = 10
+    per_file: int = 6
+    tries_per_file: int = 24
     max_fail: int = 10
     timeout: float = 60.0
     max_file_seconds: float = 40.0
@@ -198,6 +199,18 @@ def settle(runner: Runner, unit: Unit, work: Path, gold: Gold) -> Gold:
     return gold
 
 
+UNCONFIRMED = "the ids run together do not fail and pass as the file's run did"
+
+
+def holds(verdict: Verdict, run: RunResult | None) -> bool:
+    """Whether in ``run`` every FAIL_TO_PASS of ``verdict`` fails and every PASS_TO_PASS
+    passes."""
+    outcomes = run.outcomes if run is not None else {}
+    return all(outcomes.get(node) in FAILED for node in verdict.fail_to_pass) and all(
+        outcomes.get(node) == "passed" for node in verdict.pass_to_pass
+    )
+
+
 @dataclass(frozen=True)
 class Confirmed:
     """A mutation that holds as the verifier runs its ids: the broken runs, the gold run."""
@@ -209,25 +222,30 @@ class Confirmed:
     """The first broken run (its failures' messages make the statement)."""
 
 
-def confirm(runner: Runner, module: str, verdict: Verdict, timeout: float) -> Confirmed | str:
+def confirm(
+    runner: Runner,
+    module: str,
+    verdict: Verdict,
+    timeout: float,
+    again: Callable[[list[str]], RunResult | None] | None = None,
+) -> Confirmed | str:
     """``verdict`` confirmed with FAIL_TO_PASS and PASS_TO_PASS run together, as the verifier
     runs them: on the mutated copy (written) every FAIL_TO_PASS fails and every PASS_TO_PASS
-    passes, twice (the second run measures flakiness, it does not reject), then on the original
-    all pass (timed). A test that fails only after others ran in the same process, or passes
-    only alone, is caught here."""
+    passes, twice (the second run measures flakiness, it does not reject; made by ``again``,
+    a warm run of the same ids in the same order, when given), then on the original all pass
+    (timed). A test that fails only after others ran in the same process, or passes only
+    alone, is caught here."""
     both = verdict.fail_to_pass + verdict.pass_to_pass
     broken = Observations()
     first: RunResult | None = None
     for attempt in range(2):
-        run = runner.run(both, timeout=timeout)
+        run = again(both) if attempt == 1 and again is not None else None
+        if run is None:  # the first run, or a warm run that could not be made
+            run = runner.run(both, timeout=timeout)
         first = first if first is not None else run
-        outcomes = run.outcomes if run is not None else {}
-        broken.add(outcomes, both)
-        if attempt == 0 and (
-            any(outcomes.get(node) not in FAILED for node in verdict.fail_to_pass)
-            or any(outcomes.get(node) != "passed" for node in verdict.pass_to_pass)
-        ):
-            return "the ids run together do not fail and pass as the file's run did"
+        broken.add(run.outcomes if run is not None else {}, both)
+        if attempt == 0 and not holds(verdict, run):
+            return UNCONFIRMED
     runner.restore(module)
     started = time.monotonic()
     fixed = runner.run(both, timeout=timeout)
@@ -278,8 +296,15 @@ def _try(
         judged, mutated = first_run(runner, unit, bug, original, changed, gold, timeout, warm)
         outcome.runs["cold" if judged is mutated else "warm"] += 1
         verdict: Verdict | Confirmed | str = judge(gold.baseline, judged, max_fail=options.max_fail)
+        again = _again(warm, bug, original, changed, timeout)
+        if isinstance(verdict, Verdict) and again is not None and judged is not mutated:
+            # The tests the warm run left out may still fail (a cache another test fills):
+            # the ids, run warm as the verifier orders them, must agree before the cold runs.
+            mutated = again(verdict.fail_to_pass + verdict.pass_to_pass)
+            if not holds(verdict, mutated):
+                verdict = UNCONFIRMED
         if isinstance(verdict, Verdict):
-            verdict = confirm(runner, bug.module, verdict, timeout)
+            verdict = confirm(runner, bug.module, verdict, timeout, again)
     finally:
         runner.restore(bug.module)
     if isinstance(verdict, str):
@@ -288,6 +313,22 @@ def _try(
     assert mutated is not None
     gold = settle(runner, unit, runner.work.parent, gold)
     return line_for(unit, bug, original, changed, verdict, mutated, gold, runner)
+
+
+def _again(
+    warm: Warm | None, bug: Bug, original: str, changed: str, timeout: float
+) -> Callable[[list[str]], RunResult | None] | None:
+    """A warm run of given ids on ``bug``, when the warm pytest can make it."""
+    plan = swaps(original, changed, [mutation for mutation, _ in bug.parts])
+    if warm is None or not warm.started or plan is None:
+        return None
+
+    def run(ids: list[str]) -> RunResult | None:
+        assert warm is not None and plan is not None
+        result = warm.run(bug.module, plan, ids, timeout)
+        return result if isinstance(result, RunResult) else None
+
+    return run
 
 
 def first_run(
