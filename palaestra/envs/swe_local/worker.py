@@ -2,16 +2,20 @@
 
 A unit is one test file of one repository's release. Its gold state is measured once per
 release and kept in the work directory (``gold/``): the file run with the probe (each test's
-outcome and the package's functions it calls) and ``GOLD_RUNS`` runs in all, so a test whose
-outcome differs between runs of the unmutated package is known before any mutation.
+outcome, the package's functions it calls, the lines the passing tests executed), and, once
+the file gives a task, ``GOLD_RUNS`` runs in all (``settle``), so a test whose outcome differs
+between runs of the unmutated package is known.
 
-Then functions called by some passing tests get one seeded mutation each (up to
-``tries_per_file``); a mutation is kept (``validate.judge``) when the file still collects, 1 to
-``max_fail`` tests that passed now fail and some still pass; then the ids run as the verifier
-runs them (FAIL_TO_PASS and PASS_TO_PASS together): on the broken state every FAIL_TO_PASS
-fails and every PASS_TO_PASS passes, twice (the second run is the flakiness measure, not a
-condition), and on the gold state all pass (timed: ``test_seconds``). The kept mutation becomes
-a manifest line with its measured flags (``flags``).
+Then functions called by some passing tests get seeded mutations on executed lines (up to
+``tries_per_file``, ``PER_FUNCTION`` per function); a mutation's first run is warm when it can
+be (``warm.py``: only the tests that call a changed function, the others keeping their gold
+outcome), else the whole file in a fresh pytest. It is kept (``validate.judge``) when the file
+still collects, 1 to ``max_fail`` tests that passed now fail and some still pass; a warm
+verdict is checked by a warm run of the ids in the verifier's order; then the ids run as the
+verifier runs them (FAIL_TO_PASS and PASS_TO_PASS together) in a fresh process: on the broken
+state every FAIL_TO_PASS fails and every PASS_TO_PASS passes (a second run, warm when it can
+be, is the flakiness measure, not a condition), and on the gold state all pass (fresh, timed:
+``test_seconds``). The kept mutation becomes a manifest line with its measured flags.
 """
 
 from __future__ import annotations
@@ -364,9 +368,10 @@ def first_run(
 def work_unit(runner: Runner, unit: Unit, options: Options, known: set[str]) -> Outcome:
     """The lines one unit gives (``known``: mutations already in the manifest, skipped).
 
-    Per function, a kind is drawn uniformly among those with a site, then a site; when two
-    kept bugs of the unit are in different functions of one module, their combination is
-    tried too (``combined``: the same failing tests need both fixed)."""
+    Per function, a kind is drawn uniformly among those with a site on a line a passing test
+    executed, then a site (``draw``); when two kept bugs of the unit are in different
+    functions of one module, their combination is tried too (``combined``: the same failing
+    tests need both fixed)."""
     started = time.monotonic()
     outcome = Outcome(unit)
     gold = gold_state(runner, unit, runner.work.parent, options.max_file_seconds, settled=False)
