@@ -301,7 +301,8 @@ def _try(
         outcome.runs["cold" if judged is mutated else "warm"] += 1
         verdict: Verdict | Confirmed | str = judge(gold.baseline, judged, max_fail=options.max_fail)
         again = _again(warm, bug, original, changed, timeout)
-        if isinstance(verdict, Verdict) and again is not None and judged is not mutated:
+        left_out = mutated is not None and not set(gold.baseline.passed()) <= set(mutated.outcomes)
+        if isinstance(verdict, Verdict) and again is not None and left_out:
             # The tests the warm run left out may still fail (a cache another test fills):
             # the ids, run warm as the verifier orders them, must agree before the cold runs.
             mutated = again(verdict.fail_to_pass + verdict.pass_to_pass)
