@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import json
 import os
 import select
@@ -137,9 +138,11 @@ def selected(covered: dict[str, list[str]], passed: Iterable[str], keys: set[str
     return [node for node in passed if scope(node) in scopes]
 
 
-def _functions(source: str) -> list[tuple[str, int, int, bool]]:
+@functools.lru_cache(maxsize=8)
+def _functions(source: str) -> tuple[tuple[str, int, int, bool], ...]:
     """Every function of ``source``: Python's qualified name, first line (the first
-    decorator's), last line, and whether no function encloses it; in source order."""
+    decorator's), last line, and whether no function encloses it; in source order (kept for
+    the last few sources: a module is asked for once per try, a mutated text twice)."""
     found: list[tuple[str, int, int, bool]] = []
 
     def visit(node: ast.AST, prefix: str, outermost: bool) -> None:
@@ -155,7 +158,7 @@ def _functions(source: str) -> list[tuple[str, int, int, bool]]:
                 visit(child, prefix, outermost)
 
     visit(ast.parse(source), "", True)
-    return found
+    return tuple(found)
 
 
 def swaps(original: str, changed: str, parts: Iterable[Mutation]) -> list[list[Any]] | None:
