@@ -69,10 +69,10 @@ def tasks_command(env_name: str, **options: Any) -> None:
     if options["split"] is not None and (options["summary"] or task_filter is not None):
         raise click.UsageError("--split names its tasks itself: not with --filter or --summary")
     if options["summary"] or task_filter is not None:
-        from palaestra.environment.finding.registry import find_environment
+        from palaestra.environment.finding.registry import find_environment_class
 
         with exit_on_user_error(console):
-            cls = find_environment(env_name).environment
+            cls = find_environment_class(env_name)
             summarize = getattr(cls, "task_summary", None)
             if not callable(summarize):
                 raise click.UsageError(

@@ -100,6 +100,16 @@ def find_environment(spec: str, args: Mapping[str, object] | None = None) -> Env
     )
 
 
+def find_environment_class(spec: str) -> type[Environment]:
+    """The class ``--env`` names, without its example tasks (``find_environment`` makes
+    them: for a set made from a manifest, every task's row), for what needs the class only
+    (``palaestra tasks ENV --summary``)."""
+    registry = environments()
+    if registry.has(spec):
+        return registry.load(spec).value
+    return find_environment(spec).environment
+
+
 def _harbor(path: str) -> EnvironmentEntry:
     """Harbor task folders at ``path``: read and checked now (a one-line ``ConfigError`` naming
     the folder and field), their task rows written where a resumed run finds them again."""

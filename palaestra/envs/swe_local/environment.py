@@ -60,7 +60,7 @@ def chosen_lines(directory: Path, filter: str | None = None) -> list[manifest.Li
     """The lines of the manifest at ``directory``, only those ``filter`` selects when given,
     and only in languages whose machines can be built here (``buildable``; a selection of
     none of those is refused in one line that says what to build)."""
-    lines = manifest.read_directory(directory)
+    lines = read_lines(directory)
     if filter:
         lines = selected(lines, parse_filter(filter))
     languages = sorted({str(line["language"]) for line in lines})
@@ -78,6 +78,22 @@ def chosen_lines(directory: Path, filter: str | None = None) -> list[manifest.Li
             f"cannot be built here yet: {how}"
         )
     return [line for line in lines if line["language"] in ready]
+
+
+_read: dict[tuple[str, tuple[tuple[str, int, int], ...]], list[manifest.Line]] = {}
+
+
+def read_lines(directory: Path) -> list[manifest.Line]:
+    """The manifest at ``directory`` (``manifest.read_directory``), read once per process
+    while its files are unchanged (a collect finds the environment's rows, then builds it:
+    both from these lines). The lines are shared: read them, do not change them."""
+    files = sorted(directory.glob("*.jsonl"))
+    stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    key = (str(directory.resolve()), stamp)
+    if key not in _read:
+        _read.clear()
+        _read[key] = manifest.read_directory(directory)
+    return list(_read[key])
 
 
 def line_tasks(lines: list[manifest.Line]) -> tuple[Path, dict[str, HarborTask]]:
@@ -135,7 +151,7 @@ class SweLocal(HarborEnvironment):
     def task_summary(cls, filter: str | None = None, directory: Path | None = None) -> str:
         """``palaestra tasks swe_local --summary``: the shipped set (or what ``filter``
         selects) counted by language, repository, kind, difficulty and flag."""
-        lines = manifest.read_directory(directory or _shipped())
+        lines = read_lines(directory or _shipped())
         if filter:
             lines = selected(lines, parse_filter(filter))
         return summary(lines)

@@ -128,13 +128,13 @@ def off_target(
     probe's), from the probe's ``covered`` of the gold run. A test in a class counts what
     every test of its class called: a class's setup runs inside its first test, and the probe
     records it there."""
-    scopes = {_scope(node) for node in failing}
+    scopes = {scope(node) for node in failing}
     return not any(
-        targets & set(called) for node, called in covered.items() if _scope(node) in scopes
+        targets & set(called) for node, called in covered.items() if scope(node) in scopes
     )
 
 
-def _scope(node: str) -> str:
+def scope(node: str) -> str:
     """``file::Class`` for a test in a class, else the test's own id."""
     parts = node.split("::")
     return "::".join(parts[:-1]) if len(parts) > 2 else node

@@ -155,6 +155,7 @@ class Tally:
         self.units: Counter[str] = Counter()
         self.seconds: defaultdict[str, float] = defaultdict(float)
         self.rejected: Counter[str] = Counter()
+        self.runs: Counter[str] = Counter()
         self.started = time.monotonic()
 
     def add(self, outcome: Outcome) -> None:
@@ -164,6 +165,7 @@ class Tally:
         self.units[repo] += 1
         self.seconds[repo] += outcome.seconds
         self.rejected.update(outcome.rejected)
+        self.runs.update(outcome.runs)
 
     def full(self, repo: str) -> bool:
         return self.kept[repo] >= self.quotas[repo]
@@ -190,6 +192,10 @@ class Tally:
         rows.append(
             f"kept {total} in {wall:.2f} h of wall time ({total / wall if wall else 0:.0f}/h)"
         )
+        if self.runs:
+            rows.append(
+                f"first runs of mutations: {self.runs['warm']} warm, {self.runs['cold']} cold"
+            )
         if self.rejected:
             rows.append(
                 "rejected: " + ", ".join(f"{k} {n}" for k, n in self.rejected.most_common())
@@ -216,6 +222,7 @@ def run(args: argparse.Namespace, quotas: dict[str, int]) -> Tally:
         max_fail=args.max_fail,
         timeout=args.timeout,
         max_file_seconds=args.max_file_seconds,
+        warm=not args.cold,
         deadline=deadline,
     )
     context = multiprocessing.get_context("forkserver")
@@ -307,12 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", "--quota", action="append", default=[], help="REPO=N tasks")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--per-file", type=int, default=3)
-    parser.add_argument("--tries-per-file", type=int, default=10)
+    parser.add_argument("--per-file", type=int, default=6)
+    parser.add_argument("--tries-per-file", type=int, default=24)
     parser.add_argument("--max-fail", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--max-file-seconds", type=float, default=40.0)
     parser.add_argument("--minutes", type=float, default=600.0, help="stop after this long")
+    parser.add_argument(
+        "--cold", action="store_true", help="first runs in a fresh pytest each (no warm pytest)"
+    )
     parser.add_argument("--variant-of", help="make held-out variants of this task instead")
     parser.add_argument("--from-manifest", type=Path, default=manifest.SHIPPED)
     parser.add_argument("--count", type=int, default=2, help="variants to make (--variant-of)")

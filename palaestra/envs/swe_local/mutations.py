@@ -127,6 +127,22 @@ def mutations(
 ) -> list[Mutation]:
     """Every mutation of ``function`` (named ``name``) in ``source``, in a stable order; those
     whose result would not parse or would not change the AST are left out."""
+    original = ast.dump(ast.parse(source))
+    kept: list[Mutation] = []
+    seen: set[str] = set()
+    for mutation in sites(source, name, function):
+        if mutation.key not in seen and valid(source, mutation, original):
+            seen.add(mutation.key)
+            kept.append(mutation)
+    return kept
+
+
+def sites(
+    source: str, name: str, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[Mutation]:
+    """The candidate mutations of ``function`` in a stable order, not yet checked (``valid``;
+    two may share a key): checking one parses the whole module, so a caller that needs one
+    mutation checks only those it draws."""
     lines = source.splitlines(keepends=True)
     found: list[Mutation] = []
     body = [node for statement in function.body for node in ast.walk(statement)]
@@ -145,20 +161,17 @@ def mutations(
         edit = _default(default, lines)
         if edit is not None:
             found.append(Mutation("changed_default", name, default.lineno, (edit,)))
-    original = ast.dump(ast.parse(source))
-    kept: list[Mutation] = []
-    seen: set[str] = set()
-    for mutation in found:
-        try:
-            changed = apply(source, mutation)
-            tree = ast.parse(changed)
-        except (SyntaxError, ValueError):
-            continue
-        if ast.dump(tree) == original or mutation.key in seen:
-            continue
-        seen.add(mutation.key)
-        kept.append(mutation)
-    return kept
+    return found
+
+
+def valid(source: str, mutation: Mutation, original: str) -> bool:
+    """Whether ``mutation`` of ``source`` parses and changes its AST (``original``: the
+    ``ast.dump`` of ``source``'s)."""
+    try:
+        tree = ast.parse(apply(source, mutation))
+    except (SyntaxError, ValueError):
+        return False
+    return ast.dump(tree) != original
 
 
 def apply(source: str, mutation: Mutation) -> str:

@@ -8,8 +8,10 @@ It writes, to the JSON file named by ``SWE_PROBE_OUT``:
 - ``messages``: for a failed test, the failing statement of the test and the error it raised
   (what a user would paste in a bug report; never frames inside the library);
 - with ``SWE_PROBE_COVER`` set to a directory, ``covered``: each test's node id to the
-  functions of that package directory it called (``pkg/path.py:firstline``), and
-  ``at_import``: those called while collecting (a mutation there breaks every test).
+  functions of that package directory it called (``pkg/path.py:firstline``), ``at_import``:
+  those called while collecting (a mutation there breaks every test), and ``lines``: per file
+  of the package, the lines that some passing test executed (a mutation on a line no passing
+  test reaches cannot make one fail).
 """
 
 from __future__ import annotations
@@ -31,14 +33,26 @@ _covered: dict[str, list[str]] = {}
 _at_import: set[str] = set()
 _collect_errors: list[str] = []
 _seen: set[str] = set()
+_executed: set[tuple[str, int]] = set()
+_test_lines: dict[str, set[tuple[str, int]]] = {}
 
 
-def _profile(frame: FrameType, event: str, arg: Any) -> None:
+def _trace(frame: FrameType, event: str, arg: Any) -> Any:
+    """The global tracer: a call into the package (not its tests) is recorded, and its
+    lines are traced; no other frame is."""
     if event == "call":
         code = frame.f_code
         name = code.co_filename
         if name.startswith(_COVER + "/") and code.co_name != "<module>" and not _is_test(name):
             _seen.add(f"{name[len(_ROOT) + 1 :]}:{code.co_firstlineno}")
+            return _line
+    return None
+
+
+def _line(frame: FrameType, event: str, arg: Any) -> Any:
+    if event == "line":
+        _executed.add((frame.f_code.co_filename, frame.f_lineno))
+    return _line
 
 
 def _is_test(path: str) -> bool:
@@ -57,12 +71,12 @@ def _is_test(path: str) -> bool:
 def pytest_collection(session: pytest.Session) -> None:
     if _COVER:
         _seen.clear()
-        sys.setprofile(_profile)
+        sys.settrace(_trace)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if _COVER:
-        sys.setprofile(None)
+        sys.settrace(None)
         _at_import.update(_seen)
 
 
@@ -70,11 +84,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     if _COVER:
         _seen.clear()
-        sys.setprofile(_profile)
+        _executed.clear()
+        sys.settrace(_trace)
     yield
     if _COVER:
-        sys.setprofile(None)
+        sys.settrace(None)
         _covered[item.nodeid] = sorted(_seen)
+        _test_lines[item.nodeid] = set(_executed)
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
@@ -113,12 +129,18 @@ def _message(report: pytest.TestReport) -> str:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not _OUT:
         return
+    lines: dict[str, set[int]] = {}
+    for node, executed in _test_lines.items():
+        if _outcomes.get(node) == "passed":
+            for name, number in executed:
+                lines.setdefault(name[len(_ROOT) + 1 :], set()).add(number)
     data = {
         "outcomes": _outcomes,
         "messages": _messages,
         "collect_errors": _collect_errors,
         "covered": _covered,
         "at_import": sorted(_at_import),
+        "lines": {name: sorted(numbers) for name, numbers in sorted(lines.items())},
     }
     with open(_OUT, "w", encoding="utf-8") as file:
         json.dump(data, file)

@@ -39,6 +39,8 @@ class RunResult:
     collect_errors: list[str] = field(default_factory=list)
     covered: dict[str, list[str]] = field(default_factory=dict)
     at_import: list[str] = field(default_factory=list)
+    lines: dict[str, list[int]] = field(default_factory=dict)
+    """Per file of the package, the lines some passing test executed (a probe's run only)."""
 
     def passed(self) -> list[str]:
         return [node for node, outcome in self.outcomes.items() if outcome == "passed"]
@@ -144,47 +146,64 @@ class Runner:
     ) -> RunResult | None:
         """Run pytest on ``targets`` (paths or node ids relative to the working copy); None
         when it exceeds ``timeout`` seconds or dies without a report."""
-        if self.rootfs is not None:
-            for mount_point in (TESTBED, "/out"):
-                (self.rootfs / mount_point.lstrip("/")).mkdir(exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="swe-probe-") as out_dir:
             out = Path(out_dir)
-            shutil.copy(PROBE, out / "_swe_probe.py")
-            inside_out = "/out" if self.rootfs is not None else str(out)
-            inside_work = TESTBED if self.rootfs is not None else str(self.work)
-            env = {
-                "PATH": "/usr/bin:/bin",
-                "HOME": "/tmp",
-                "LANG": "C.UTF-8",
-                "PYTHONPATH": f"{inside_work}:{inside_out}",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "PYTHONHASHSEED": "0",
-                "SWE_PROBE_OUT": f"{inside_out}/result.json",
-            }
+            extra = {"SWE_PROBE_OUT": f"{self.inside(out)}/result.json"}
             if cover is not None:
-                env["SWE_PROBE_COVER"] = f"{inside_work}/{cover}"
+                extra["SWE_PROBE_COVER"] = f"{self.inside(None)}/{cover}"
             pytest = [
                 "/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                "-p", "_swe_probe", f"--rootdir={inside_work}", "--tb=long", *targets,
+                "-p", "_swe_probe", f"--rootdir={self.inside(None)}", "--tb=long", *targets,
             ]  # fmt: skip
-            command = pytest
-            if self.rootfs is not None:
-                command = [
-                    "bwrap", "--ro-bind", str(self.rootfs), "/", "--bind", str(self.work),
-                    TESTBED, "--bind", str(out), "/out", "--proc", "/proc", "--dev", "/dev",
-                    "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--chdir", TESTBED,
-                    *pytest,
-                ]  # fmt: skip
+            command, env = self.boxed(pytest, out, extra)
             if not bounded(command, env, timeout, cwd=self.work):
                 return None
             result = out / "result.json"
             if not result.is_file():
                 return None
-            data = json.loads(result.read_text(encoding="utf-8"))
-        return RunResult(
-            outcomes=data["outcomes"],
-            messages=data["messages"],
-            collect_errors=data["collect_errors"],
-            covered=data["covered"],
-            at_import=data["at_import"],
-        )
+            return read_result(result)
+
+    def inside(self, out: Path | None) -> str:
+        """Where the machine sees ``out`` (``None``: the working copy)."""
+        if self.rootfs is None:
+            return str(out if out is not None else self.work)
+        return "/out" if out is not None else TESTBED
+
+    def boxed(
+        self, command: list[str], out: Path, extra: Mapping[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """``command`` as run in the machine (bubblewrap, no network, the working copy at
+        ``/testbed``, ``out`` at ``/out`` with the probe in it) and its environment."""
+        shutil.copy(PROBE, out / "_swe_probe.py")
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": f"{self.inside(None)}:{self.inside(out)}",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            **extra,
+        }
+        if self.rootfs is None:
+            return command, env
+        for mount_point in (TESTBED, "/out"):
+            (self.rootfs / mount_point.lstrip("/")).mkdir(exist_ok=True)
+        return [
+            "bwrap", "--ro-bind", str(self.rootfs), "/", "--bind", str(self.work),
+            TESTBED, "--bind", str(out), "/out", "--proc", "/proc", "--dev", "/dev",
+            "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--chdir", TESTBED,
+            *command,
+        ], env  # fmt: skip
+
+
+def read_result(path: Path) -> RunResult:
+    """The probe's report at ``path``."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return RunResult(
+        outcomes=data["outcomes"],
+        messages=data["messages"],
+        collect_errors=data["collect_errors"],
+        covered=data["covered"],
+        at_import=data["at_import"],
+        lines=data.get("lines", {}),
+    )

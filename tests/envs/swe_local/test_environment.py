@@ -17,7 +17,13 @@ from click.testing import CliRunner
 
 from palaestra.cli import cli
 from palaestra.envs.swe_local import manifest
-from palaestra.envs.swe_local.environment import PACKS, SweLocal, buildable, task_folders
+from palaestra.envs.swe_local.environment import (
+    PACKS,
+    SweLocal,
+    buildable,
+    read_lines,
+    task_folders,
+)
 from palaestra.envs.swe_local.folders import cache_root
 from palaestra.envs.swe_local.languages import language
 from palaestra.envs.swe_local.selection import parse_filter, selected
@@ -29,6 +35,7 @@ from palaestra.sandbox.machines.registry import make_provider
 from palaestra.sandbox.process import supervise
 from palaestra.wire.harbor import folder_digest, read_task
 from tests.environment.kinds.harbor.conftest import docker_or_skip
+from tests.envs.swe_local.lines import line as manifest_line
 from tests.support.submit_run import collect_after_submit
 
 SAMPLE = ["mpmath__ctx_base__almosteq__3b3bebc2", "networkx__all__disjointunionall__e7370009"]
@@ -259,3 +266,13 @@ def test_submit_ends_the_episode_and_the_verifier_scores_it(tmp_path: Path) -> N
     assert asked == 1, "the model was asked again after submit"
     assert row["reward"] == 0.0 and "failure" not in row  # the untouched bug: the tests fail
     assert row.get("truncated") is None
+
+
+def test_a_manifest_is_read_once_until_one_of_its_files_changes(tmp_path: Path) -> None:
+    first = manifest_line()
+    manifest.write_file(tmp_path / "mpmath.jsonl", [first])
+    assert [x["instance_id"] for x in read_lines(tmp_path)] == [first["instance_id"]]
+    assert read_lines(tmp_path)[0] is read_lines(tmp_path)[0]  # the same read, shared
+    second = manifest_line(instance_id="mpmath__demo__half__4567cdef")
+    manifest.write_file(tmp_path / "mpmath.jsonl", [first, second])
+    assert len(read_lines(tmp_path)) == 2  # a changed file is read again

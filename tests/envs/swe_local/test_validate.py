@@ -166,3 +166,13 @@ def test_confirm_runs_the_ids_together_as_the_task_does(runner: Runner) -> None:
     assert confirm(runner, "tiny/core.py", wrong, 60) == (
         "the ids run together do not fail and pass as the file's run did"
     )
+
+
+@needs_host_pytest
+def test_the_probe_records_the_lines_passing_tests_ran_and_no_other(runner: Runner) -> None:
+    baseline = runner.run(["tiny/tests/test_core.py"], cover="tiny", timeout=60)
+    assert baseline is not None
+    # add's body and every line of clamp ran; `unused` (lines 13-14) never did.
+    assert baseline.lines == {"tiny/core.py": [2, 6, 7, 8, 9, 10]}
+    plain = runner.run(["tiny/tests/test_core.py"], timeout=60)
+    assert plain is not None and plain.lines == {}  # only the probe's run traces lines

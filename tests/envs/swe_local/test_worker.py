@@ -12,6 +12,7 @@ from palaestra.envs.swe_local.mutations import mutations
 from palaestra.envs.swe_local.validate import Runner
 from palaestra.envs.swe_local.variants import make_variants
 from palaestra.envs.swe_local.worker import (
+    GOLD_RUNS,
     Bug,
     Options,
     Outcome,
@@ -19,6 +20,8 @@ from palaestra.envs.swe_local.worker import (
     _try,
     function_index,
     gold_state,
+    reached,
+    settle,
     work_unit,
 )
 from tests.envs.swe_local.test_validate import CORE, needs_host_pytest, runner  # noqa: F401
@@ -114,3 +117,31 @@ def test_test_files_are_found_wherever_a_package_keeps_them(tmp_path: Path) -> N
         "pkg/tests/test_a.py",
         "pkg/testsuite/test_c.py",
     ]
+
+
+def test_a_mutation_on_a_line_no_passing_test_ran_is_not_drawn() -> None:
+    source = "def f(x):\n    if x > 5:\n        return x - 1\n    return x + 1\n"
+    node = function_index(source)[1][1]
+    drawn = {m.line: m for m in mutations(source, "f", node)}
+    assert reached(drawn[4], [2, 4]) and reached(drawn[2], [2, 4])
+    assert not reached(drawn[3], [2, 4])  # `x - 1`: the branch the tests never take
+    assert reached(drawn[3], None)  # a gold state recorded before lines were: no filter
+    default = "def g(x, flag=True):\n    return x\n"
+    changed = next(m for m in mutations(default, "g", function_index(default)[1][1]))
+    assert changed.kind == "changed_default" and reached(changed, [2])
+
+
+@needs_host_pytest
+def test_the_gold_state_is_run_again_only_when_a_task_needs_its_flakiness(
+    runner: Runner,  # noqa: F811
+) -> None:
+    work = runner.work.parent
+    gold = gold_state(runner, UNIT, work, 60, settled=False)
+    assert gold is not None
+    assert {len(runs) for runs in gold.runs.outcomes.values()} == {1}  # the probe's run only
+    cached = gold_state(runner, UNIT, work, 60, settled=False)
+    assert cached is not None and {len(r) for r in cached.runs.outcomes.values()} == {1}
+    settled = settle(runner, UNIT, work, cached)
+    assert {len(runs) for runs in settled.runs.outcomes.values()} == {GOLD_RUNS}
+    again = gold_state(runner, UNIT, work, 60, settled=False)  # kept with its runs
+    assert again is not None and again.runs.outcomes == settled.runs.outcomes
