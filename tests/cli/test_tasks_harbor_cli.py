@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from palaestra.environment.kinds.harbor.tasks import unpacked
+from palaestra.envs.terminal.environment import ARCHIVE
 from palaestra.wire.harbor import read_tasks
 from tests.cli.test_collect_cli import run_cli
 
@@ -35,7 +37,7 @@ def test_tasks_writes_the_folders_of_an_environment_made_of_harbor_tasks(tmp_pat
     assert done.returncode == 0, done.stderr
     written = read_tasks(tmp_path / "t")
     assert len(written) == 2
-    shipped = Path(__file__).parents[2] / "palaestra" / "envs" / "terminal" / "tasks"
+    shipped = unpacked(ARCHIVE)  # the folders terminal ships, as its archive unpacks them
     for task in written:
         original = shipped / task.path.name
         assert task.instruction == (original / "instruction.md").read_text()
