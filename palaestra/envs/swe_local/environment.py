@@ -87,8 +87,8 @@ def read_lines(directory: Path) -> list[manifest.Line]:
     """The manifest at ``directory`` (``manifest.read_directory``), read once per process
     while its files are unchanged (a collect finds the environment's rows, then builds it:
     both from these lines). The lines are shared: read them, do not change them."""
-    files = sorted(directory.glob("*.jsonl"))
-    stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    stats = [(f.name, f.stat()) for f in sorted(directory.glob("*.jsonl"))]
+    stamp = tuple((name, stat.st_mtime_ns, stat.st_size) for name, stat in stats)
     key = (str(directory.resolve()), stamp)
     if key not in _read:
         _read.clear()

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from palaestra._util.rows_file import made_once
+from palaestra._util.rows_file import cache_directory, made_once
 from palaestra.envs.swe_local.languages import language
 from palaestra.wire.harbor import (
     AgentConfig,
@@ -208,8 +208,7 @@ def write_instance(line: Mapping[str, Any], path: Path) -> Path:
 
 def cache_root() -> Path:
     """``$XDG_CACHE_HOME/palaestra/swe_local`` (``~/.cache`` without it)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "palaestra" / "swe_local"
+    return cache_directory("swe_local")
 
 
 def writer_digest() -> str:
